@@ -1,0 +1,536 @@
+//! The command line. Flag names follow TheRock's scripts so existing invocations keep working.
+//! Every value-taking flag can also be set through `ROCKBUILD_<FLAG>` (upper snake case of the
+//! long name; a unit test enforces the rule). Precedence: default < environment < flag.
+//! docs/cli.md is generated from these definitions (see tests/it/docs.rs).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::ui::LogFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rockbuild",
+    version,
+    about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
+             build, verify, stage and promote",
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// More detail in logs (-v: debug, -vv: trace)
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors and data on stdout
+    #[arg(short, long, global = true, env = "ROCKBUILD_QUIET")]
+    pub quiet: bool,
+    /// Log format for stderr: `text` for people, `json` for machines
+    #[arg(long, value_enum, default_value = "text", global = true, env = "ROCKBUILD_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check out the stack at consistent pins, hipify it and write the lock
+    Checkout(CheckoutArgs),
+    /// Resolve every pin to a commit and write the lock, without working trees
+    Lock(LockArgs),
+    /// Install the ROCm SDK Python packages into a venv
+    InstallRocm(InstallRocmArgs),
+    /// Build the stack's wheels for a list of gfx targets
+    Build(BuildArgs),
+    /// Print the build plan (commands, env, versions, wheel names) without running anything
+    Plan(BuildArgs),
+    /// Check wheels: archive, RECORD, metadata, GPU code for every target, RPATH, closure
+    Verify(VerifyArgs),
+    /// Verify and upload wheels to a staging index, then write its index pages
+    Stage(StageArgs),
+    /// Rewrite the index pages of a store prefix from what is stored there
+    Index(IndexArgs),
+    /// Install the staged set into a fresh venv, import it and run smoke checks
+    Smoke(SmokeArgs),
+    /// Promote a tested set from one index to another, all or nothing
+    Promote(PromoteArgs),
+}
+
+/// Which stack config to use.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigArgs {
+    /// Stack definition to use instead of the built-in configs/stack.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+}
+
+/// Supervision of network transfers (git fetches).
+#[derive(Debug, Args, Clone)]
+pub struct NetworkArgs {
+    /// Seconds one transfer may take before it is stopped
+    #[arg(long, value_name = "SECS", default_value_t = 1800, env = "ROCKBUILD_FETCH_TIMEOUT")]
+    pub fetch_timeout: u64,
+    /// Seconds without any progress before a transfer is stopped (watchdog)
+    #[arg(long, value_name = "SECS", default_value_t = 300, env = "ROCKBUILD_STALL_TIMEOUT")]
+    pub stall_timeout: u64,
+    /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
+    #[arg(long, value_name = "N", default_value_t = 3, env = "ROCKBUILD_FETCH_ATTEMPTS")]
+    pub fetch_attempts: u32,
+}
+
+/// What to resolve: shared by `checkout` and `lock`.
+#[derive(Debug, Args, Clone)]
+pub struct SelectionArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Project to act on (repeatable; default: the whole stack)
+    #[arg(long = "project", value_name = "NAME")]
+    pub projects: Vec<String>,
+    /// Ref (branch, tag or full SHA) for torch, or for the single --project
+    #[arg(long, value_name = "REF", env = "ROCKBUILD_REPO_HASHTAG")]
+    pub repo_hashtag: Option<String>,
+    /// Origin URL for torch, or for the single --project
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_GITREPO_ORIGIN")]
+    pub gitrepo_origin: Option<String>,
+    /// Origin URL override for any project (repeatable)
+    #[arg(long = "origin", value_name = "NAME=URL")]
+    pub origins: Vec<String>,
+    /// Ref override for any project (repeatable)
+    #[arg(long = "hashtag", value_name = "NAME=REF")]
+    pub hashtags: Vec<String>,
+    /// Pin triton to the release branch release/X.Y.x from torch's triton_version.txt
+    #[arg(long, env = "ROCKBUILD_RELEASE")]
+    pub release: bool,
+    /// A project pinned by related_commits without a row there is an error
+    #[arg(long, env = "ROCKBUILD_REQUIRE_RELATED_COMMIT")]
+    pub require_related_commit: bool,
+    /// Reproduce the commits of a lock (or of a TheRock source manifest)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FROM_LOCK")]
+    pub from_lock: Option<PathBuf>,
+    /// Fetch submodules (default)
+    #[arg(long, overrides_with = "no_submodules")]
+    pub submodules: bool,
+    /// Skip submodules
+    #[arg(long, overrides_with = "submodules")]
+    pub no_submodules: bool,
+    /// Shallow fetch depth
+    #[arg(long, value_name = "N", env = "ROCKBUILD_DEPTH")]
+    pub depth: Option<u32>,
+    /// Parallel submodule fetches per repository
+    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
+    pub jobs: usize,
+    /// Where rockbuild keeps git objects for `lock` (default: ~/.cache/rockbuild)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckoutArgs {
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    /// Directory holding one checkout per project (pytorch/, pytorch_audio/, ...)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR", conflicts_with = "checkout_dir")]
+    pub root_checkout_dir: Option<PathBuf>,
+    /// Checkout directory of the single --project
+    #[arg(long, value_name = "DIR")]
+    pub checkout_dir: Option<PathBuf>,
+    /// Run hipify (default)
+    #[arg(long, overrides_with = "no_hipify")]
+    pub hipify: bool,
+    /// Do not run hipify
+    #[arg(long, overrides_with = "hipify")]
+    pub no_hipify: bool,
+    /// Commit hipify's changes as `DO NOT SUBMIT: HIPIFY` (default)
+    #[arg(long, overrides_with = "no_commit_hipify")]
+    pub commit_hipify: bool,
+    /// Leave hipify's changes uncommitted
+    #[arg(long, overrides_with = "commit_hipify")]
+    pub no_commit_hipify: bool,
+    /// Python that runs the hipify scripts (default: python3 on PATH)
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Discard uncommitted changes that hipify did not make
+    #[arg(long)]
+    pub force: bool,
+    /// Where to write the lock (default: <root>/rockbuild.lock.json)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    /// Directory whose existing torch checkout provides pins for projects pinned by it,
+    /// when torch itself is not selected
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    pub root_checkout_dir: Option<PathBuf>,
+    /// Where to write the lock
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: PathBuf,
+}
+
+/// Package installer for the ROCm SDK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    Pip,
+    Uv,
+}
+
+/// Where and how to install the ROCm SDK packages.
+#[derive(Debug, Args, Clone)]
+pub struct SdkArgs {
+    /// Virtual environment to install into (default: $VIRTUAL_ENV, else <output-dir>/venv)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
+    pub venv: Option<PathBuf>,
+    /// Package index to install the SDK from (PEP 503)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Extra find-links page or directory
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_FIND_LINKS")]
+    pub find_links: Option<String>,
+    /// Cache directory owned by rockbuild for SDK downloads
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_PIP_CACHE_DIR")]
+    pub pip_cache_dir: Option<PathBuf>,
+    /// Version specifier of the `rocm` package (e.g. `==7.10.0a20251124`)
+    #[arg(long, value_name = "SPEC", default_value = ">1.0", env = "ROCKBUILD_ROCM_SDK_VERSION")]
+    pub rocm_sdk_version: String,
+    /// Allow pre-release SDK versions (default)
+    #[arg(long, overrides_with = "no_pre")]
+    pub pre: bool,
+    /// Only final SDK versions
+    #[arg(long, overrides_with = "pre")]
+    pub no_pre: bool,
+    /// Extra extras of the `rocm` package, comma separated (e.g. device-gfx942)
+    #[arg(long, value_name = "LIST", env = "ROCKBUILD_ROCM_EXTRAS")]
+    pub rocm_extras: Option<String>,
+    /// Installer to use
+    #[arg(long, value_enum, default_value = "pip", env = "ROCKBUILD_INSTALLER")]
+    pub installer: Installer,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallRocmArgs {
+    #[command(flatten)]
+    pub sdk: SdkArgs,
+    /// Lock whose SDK version the install must match
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    pub output_dir: Option<PathBuf>,
+}
+
+/// The release channel of a build; decides version suffixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseType {
+    Ci,
+    Dev,
+    DevBkc,
+    Nightly,
+    NightlyBkc,
+    Prerelease,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Where wheels, logs and the build report go
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    pub output_dir: PathBuf,
+    /// Install the ROCm SDK first
+    #[arg(long, env = "ROCKBUILD_INSTALL_ROCM")]
+    pub install_rocm: bool,
+    #[command(flatten)]
+    pub sdk: SdkArgs,
+    /// Directory holding the project checkouts
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    pub root_checkout_dir: Option<PathBuf>,
+    /// torch checkout (overrides the root)
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_dir: Option<PathBuf>,
+    /// torchaudio checkout (overrides the root)
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_audio_dir: Option<PathBuf>,
+    /// torchvision checkout (overrides the root)
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_vision_dir: Option<PathBuf>,
+    /// triton checkout (overrides the root)
+    #[arg(long, value_name = "DIR")]
+    pub triton_dir: Option<PathBuf>,
+    /// apex checkout (overrides the root)
+    #[arg(long, value_name = "DIR")]
+    pub apex_dir: Option<PathBuf>,
+    /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family)
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    pub pytorch_rocm_arch: Option<String>,
+    /// GPU families to build for, `;` separated, expanded through the family table
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    pub amdgpu_family: Option<String>,
+    /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)
+    #[arg(long)]
+    pub arch_from_sdk: bool,
+    /// Refuse target lists longer than this (TheRock#3442)
+    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_MAX_TARGETS")]
+    pub max_targets: usize,
+    /// Build even when the target list is longer than --max-targets
+    #[arg(long)]
+    pub allow_many_targets: bool,
+    /// PYTORCH_BUILD_NUMBER / BUILD_NUMBER
+    #[arg(long, value_name = "N", default_value_t = 1, env = "ROCKBUILD_PYTORCH_BUILD_NUMBER")]
+    pub pytorch_build_number: u32,
+    /// Build triton (default: when its checkout exists)
+    #[arg(long, overrides_with = "no_build_triton")]
+    pub build_triton: bool,
+    #[arg(long, overrides_with = "build_triton", hide = true)]
+    pub no_build_triton: bool,
+    /// Build torchaudio (default: when its checkout exists)
+    #[arg(long, overrides_with = "no_build_pytorch_audio")]
+    pub build_pytorch_audio: bool,
+    #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
+    pub no_build_pytorch_audio: bool,
+    /// Build torchvision (default: when its checkout exists)
+    #[arg(long, overrides_with = "no_build_pytorch_vision")]
+    pub build_pytorch_vision: bool,
+    #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
+    pub no_build_pytorch_vision: bool,
+    /// Build apex (default: when its checkout exists)
+    #[arg(long, overrides_with = "no_build_apex")]
+    pub build_apex: bool,
+    #[arg(long, overrides_with = "build_apex", hide = true)]
+    pub no_build_apex: bool,
+    /// Force flash-attention on (default: on when a target supports it and triton is built)
+    #[arg(long, overrides_with = "no_enable_pytorch_flash_attention")]
+    pub enable_pytorch_flash_attention: bool,
+    #[arg(long, overrides_with = "enable_pytorch_flash_attention", hide = true)]
+    pub no_enable_pytorch_flash_attention: bool,
+    /// Local version suffix (default: derived from the installed rocm version)
+    #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
+    pub version_suffix: Option<String>,
+    /// Release channel
+    #[arg(long, value_enum, default_value = "nightly", env = "ROCKBUILD_RELEASE_TYPE")]
+    pub release_type: ReleaseType,
+    /// Compile through ccache
+    #[arg(long, conflicts_with = "use_sccache")]
+    pub use_ccache: bool,
+    /// Compile through sccache (HIP device code too, via HIP_CLANG_LAUNCHER)
+    #[arg(long)]
+    pub use_sccache: bool,
+    /// With --use-sccache: do not route hipcc's clang through sccache
+    #[arg(long, requires = "use_sccache")]
+    pub sccache_no_wrap: bool,
+    /// Rebuild from scratch (clears build/ and ignores the build cache)
+    #[arg(long)]
+    pub clean: bool,
+    /// Projects built at the same time
+    #[arg(long, value_name = "N", default_value_t = 3, env = "ROCKBUILD_BUILD_JOBS")]
+    pub jobs: usize,
+    /// Print the plan and stop (same as `rockbuild plan`)
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run or `plan`)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Wheels or directories of wheels
+    #[arg(value_name = "WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Lock whose versions and targets the wheels must match
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// gfx targets every GPU library must contain, comma separated
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
+    pub targets: Option<String>,
+    /// Index that must provide every pinned dependency not in the set
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Print the report as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// How to reach an object store (S3 settings are ignored for directories and file:// URLs).
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// S3 endpoint URL (for S3-compatible servers)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region
+    #[arg(long, value_name = "REGION", env = "ROCKBUILD_S3_REGION")]
+    pub s3_region: Option<String>,
+    /// Use path-style S3 addressing (needed by most S3-compatible servers)
+    #[arg(long, env = "ROCKBUILD_S3_PATH_STYLE")]
+    pub s3_path_style: bool,
+    /// When the S3 client computes request checksums: `when-supported` or `when-required`
+    #[arg(long, value_name = "MODE", default_value = "when-supported", env = "ROCKBUILD_S3_CHECKSUMS")]
+    pub s3_checksums: String,
+    /// Copies above this many bytes use multipart UploadPartCopy (S3 CopyObject stops at 5 GiB)
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, env = "ROCKBUILD_MULTIPART_THRESHOLD")]
+    pub multipart_threshold: u64,
+    /// Parallel uploads or copies
+    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_TRANSFER_JOBS")]
+    pub transfer_jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct StageArgs {
+    /// Staging store: a directory, file://, or s3://bucket/prefix
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_STAGE_TO")]
+    pub to: String,
+    /// Directory holding the built wheels
+    #[arg(long, value_name = "DIR", default_value = "out", env = "ROCKBUILD_INPUT")]
+    pub input: PathBuf,
+    /// Family the set was built for (stages under <to>/<family>/)
+    #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_FAMILY")]
+    pub family: Option<String>,
+    /// Lock whose versions the wheels must match
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// gfx targets every GPU library must contain (default: from the build report)
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
+    pub targets: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Store prefix: a directory, file://, or s3://bucket/prefix
+    #[arg(value_name = "URL")]
+    pub url: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SmokeArgs {
+    /// Index to install the set from
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: String,
+    /// Lock naming the set (versions) to install
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// Build report naming the set (default: out/build-report.json when present)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_BUILD_REPORT")]
+    pub build_report: Option<PathBuf>,
+    /// Where to write the test report (JSON)
+    #[arg(long, value_name = "FILE", default_value = "smoke-report.json", env = "ROCKBUILD_REPORT")]
+    pub report: PathBuf,
+    /// Extra index for dependencies outside the set (e.g. the ROCm SDK)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
+    pub extra_index_url: Vec<String>,
+    /// Directory for the smoke venv (default: a temporary one)
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<PathBuf>,
+    /// Python used to create the venv
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    pub python: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Which version kind `promote --rewrite-version` produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RewriteTo {
+    Rc,
+    Final,
+}
+
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// Source store (staging)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_PROMOTE_FROM")]
+    pub from: String,
+    /// Destination store (release)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_PROMOTE_TO")]
+    pub to: String,
+    /// Passing evidence for exactly these wheels (rockbuild JSON or JUnit XML); repeatable
+    #[arg(long = "test-report", value_name = "FILE")]
+    pub test_reports: Vec<PathBuf>,
+    /// Waivers (owner, reason, expiry) for missing or failing evidence
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_WAIVER")]
+    pub waiver: Option<PathBuf>,
+    /// Rewrite versions a→rc or →final while promoting
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub rewrite_version: Option<RewriteTo>,
+    /// Print exactly what would be copied and written
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.
+pub fn flag(yes: bool, no: bool) -> Option<bool> {
+    match (yes, no) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every environment variable of a flag is derived mechanically from its long name:
+    /// `ROCKBUILD_<FLAG>`, or `ROCKBUILD_<VERB>_<FLAG>` where two verbs share a flag name
+    /// with different meanings (`--to` of stage and promote).
+    #[test]
+    fn env_names_follow_the_flag_names() {
+        fn check(command: &clap::Command) {
+            for arg in command.get_arguments() {
+                if let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) {
+                    let flag = long.to_uppercase().replace('-', "_");
+                    let env = env.to_str().unwrap_or_default();
+                    let mechanical = env == format!("ROCKBUILD_{flag}")
+                        || ["BUILD", "STAGE", "PROMOTE"]
+                            .iter()
+                            .any(|verb| env == format!("ROCKBUILD_{verb}_{flag}"));
+                    assert!(mechanical, "--{long} reads {env}, expected ROCKBUILD_[VERB_]{flag}");
+                }
+            }
+            for sub in command.get_subcommands() {
+                check(sub);
+            }
+        }
+        check(&Cli::command());
+    }
+
+    #[test]
+    fn flag_pairs() {
+        assert_eq!(flag(true, false), Some(true));
+        assert_eq!(flag(false, true), Some(false));
+        assert_eq!(flag(false, false), None);
+    }
+}

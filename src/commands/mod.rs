@@ -1,0 +1,31 @@
+//! One module per verb. Each exposes `run(args, &Context) -> anyhow::Result<ExitStatus>` and
+//! only wires stages together; the domain logic lives in the stage modules.
+
+mod build;
+mod checkout;
+mod index;
+mod install_rocm;
+mod lock;
+mod promote;
+mod smoke;
+mod stage;
+mod verify;
+
+use crate::cli::Command;
+use crate::context::Context;
+use crate::exit::ExitStatus;
+
+pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
+    match command {
+        Command::Checkout(args) => checkout::run(args, ctx),
+        Command::Lock(args) => lock::run(args, ctx),
+        Command::InstallRocm(args) => install_rocm::run(args, ctx),
+        Command::Build(args) => build::run(args, ctx, false),
+        Command::Plan(args) => build::run(args, ctx, true),
+        Command::Verify(args) => verify::run(args, ctx),
+        Command::Stage(args) => stage::run(args, ctx),
+        Command::Index(args) => index::run(args, ctx),
+        Command::Smoke(args) => smoke::run(args, ctx),
+        Command::Promote(args) => promote::run(args, ctx),
+    }
+}

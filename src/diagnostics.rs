@@ -1,0 +1,127 @@
+//! Turning an error into what the user reads and the exit code the shell sees: the message,
+//! its causes, and `hint:` lines that name a fix.
+
+use crate::context::Context;
+use crate::exec::ProcessError;
+use crate::exit::{Classified, ExitStatus};
+
+/// Prints the error (and hints) and returns the exit status it maps to.
+pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
+    let status = exit_status_of(ctx, error);
+    let text = render(error);
+    ctx.ui.error_annotation("rockbuild failed", &text);
+    eprintln!("{text}");
+    status
+}
+
+/// The exit status an error maps to: the first classified error in the chain decides.
+pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
+    for cause in error.chain() {
+        if let Some(classified) = cause.downcast_ref::<Classified>() {
+            return classified.status;
+        }
+        if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
+            return ExitStatus::Signal(*signal);
+        }
+    }
+    match ctx.runner.interrupted() {
+        Some(signal) => ExitStatus::Signal(signal),
+        None => ExitStatus::Failure,
+    }
+}
+
+/// `error: ...`, then each cause on its own line, then hints.
+pub fn render(error: &anyhow::Error) -> String {
+    let mut out = format!("error: {error}");
+    for cause in error.chain().skip(1) {
+        out.push_str(&format!("\n  caused by: {cause}"));
+    }
+    for hint in hints(error) {
+        out.push_str(&format!("\n\nhint: {hint}"));
+    }
+    out
+}
+
+/// Known failures recognised in the output tail of a failed step, each with its fix.
+const KNOWN_FAILURES: &[(&str, &str)] = &[
+    ("cannot find -lamdhip64", "the linker cannot find the HIP runtime: install the ROCm SDK (`rockbuild install-rocm`) and build with `--install-rocm`, or check that ROCM_HOME points at it"),
+    ("unsupported offload arch", "hipcc does not know one of the requested gfx targets: check the target list (`--pytorch-rocm-arch`) against what this SDK supports"),
+    ("No space left on device", "the disk is full: free space or point --output-dir and the build directories at a larger disk"),
+    ("Could not resolve host", "DNS failed: check the network or the origin URL"),
+    ("Permission denied (publickey)", "ssh authentication failed: use an https origin or configure an ssh key for this host"),
+    ("terminal prompts disabled", "the origin needs credentials: configure a git credential helper (rockbuild never puts credentials in URLs)"),
+    ("not our ref", "the server no longer has this commit (force-pushed or garbage-collected): pick another ref or update the pin"),
+    ("killed: out of memory", "a process was killed, most likely by the OOM killer: reduce parallelism (MAX_JOBS, --jobs) or add memory"),
+];
+
+/// Hints for an error: known failure patterns in the tail of a failed step.
+pub fn hints(error: &anyhow::Error) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    for cause in error.chain() {
+        if let Some(process) = cause.downcast_ref::<ProcessError>() {
+            text.push_str(&process.tail().join("\n"));
+        }
+        text.push_str(&cause.to_string());
+    }
+    for (pattern, hint) in KNOWN_FAILURES {
+        if text.contains(pattern) && !out.iter().any(|h: &String| h == hint) {
+            out.push((*hint).to_string());
+        }
+    }
+    if let Some(missing) = missing_header(&text) {
+        out.push(format!("a header is missing: `{missing}`; if it is a CUDA header, hipify did not translate this source (check the hipify step's log), otherwise install the package that provides it"));
+    }
+    out
+}
+
+/// `fatal error: foo.h: No such file or directory` (gcc) or `'foo.h' file not found` (clang).
+fn missing_header(text: &str) -> Option<String> {
+    for line in text.lines() {
+        if let Some(index) = line.find(": No such file or directory")
+            && let Some(start) = line[..index].rfind("fatal error: ")
+        {
+            return Some(line[start + "fatal error: ".len()..index].to_string());
+        }
+        if let Some(index) = line.find("' file not found")
+            && let Some(start) = line[..index].rfind('\'')
+        {
+            return Some(line[start + 1..index].to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_missing_headers_from_gcc_and_clang() {
+        assert_eq!(
+            missing_header("x.cpp:3:10: fatal error: cuda_runtime_api.h: No such file or directory"),
+            Some("cuda_runtime_api.h".into())
+        );
+        assert_eq!(
+            missing_header("k.hip:1:10: fatal error: 'cuda.h' file not found"),
+            Some("cuda.h".into())
+        );
+        assert_eq!(missing_header("all good"), None);
+    }
+
+    #[test]
+    fn hints_come_from_the_failed_step_tail() {
+        let error = anyhow::Error::new(ProcessError::Failed {
+            label: "torch: build".into(),
+            repro: "python -m build".into(),
+            status: "exit status: 1".into(),
+            code: Some(1),
+            tail: vec!["ld.lld: error: cannot find -lamdhip64".into()],
+            log: None,
+        });
+        let hints = hints(&error);
+        assert_eq!(hints.len(), 1);
+        assert!(hints[0].starts_with("the linker cannot find the HIP runtime"));
+        assert!(render(&error).contains("\n\nhint: the linker cannot find"));
+    }
+}

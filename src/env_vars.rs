@@ -1,0 +1,94 @@
+//! Every environment variable rockbuild reads, as a named constant, and the one place the
+//! process environment is read (a snapshot taken at start-up). Nothing else calls
+//! `std::env::var*` (enforced by clippy's `disallowed-methods`), so tests control all inputs
+//! by setting the environment of the rockbuild process they start.
+//!
+//! Flags also read `ROCKBUILD_<FLAG>` variables through clap; those are listed in
+//! docs/cli.md, generated from the CLI definition.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+
+/// Set by GitHub Actions on every runner.
+pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+/// File that GitHub Actions renders as the job summary (Markdown appended per step).
+pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
+/// Target list for PyTorch builds, as the reference reads it (`gfxA;gfxB` or `gfxA,gfxB`).
+pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+/// The active virtual environment (install-rocm's default venv).
+pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
+/// Standard switch to turn off colour.
+pub const NO_COLOR: &str = "NO_COLOR";
+/// Log filter for tracing (e.g. `rockbuild=debug`).
+pub const ROCKBUILD_LOG: &str = "ROCKBUILD_LOG";
+/// Directory for rockbuild's caches (git objects, build fingerprints); default
+/// `$XDG_CACHE_HOME/rockbuild` or `~/.cache/rockbuild`.
+pub const ROCKBUILD_CACHE_DIR: &str = "ROCKBUILD_CACHE_DIR";
+pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+pub const HOME: &str = "HOME";
+pub const PATH: &str = "PATH";
+
+/// Variables a parent git process may leak into ours; they would redirect every git command
+/// to another repository, so the git runner removes them (uv and cargo do the same).
+pub const GIT_LEAKS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
+/// A snapshot of the process environment, taken once in `main`. Child processes get this
+/// map plus their own explicit differences; the process environment itself is never mutated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Environment {
+    vars: BTreeMap<OsString, OsString>,
+}
+
+impl Environment {
+    /// Reads the real process environment. Called once, by `main`.
+    #[expect(clippy::disallowed_methods, reason = "the one sanctioned read of the environment")]
+    pub fn capture() -> Self {
+        Environment {
+            vars: std::env::vars_os().collect(),
+        }
+    }
+
+    /// An environment with exactly these variables (tests, hermetic steps).
+    pub fn from_pairs<K: Into<OsString>, V: Into<OsString>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Environment {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The value of `name` if it is set and valid UTF-8.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(OsStr::new(name)).and_then(|v| v.to_str())
+    }
+
+    /// The value of `name` if it is set and not empty.
+    pub fn non_empty(&self, name: &str) -> Option<&str> {
+        self.get(name).filter(|v| !v.is_empty())
+    }
+
+    pub fn get_os(&self, name: &str) -> Option<&OsStr> {
+        self.vars.get(OsStr::new(name)).map(OsString::as_os_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
+        self.vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+    }
+
+    /// True when running inside GitHub Actions.
+    pub fn in_github_actions(&self) -> bool {
+        self.get(GITHUB_ACTIONS) == Some("true")
+    }
+}

@@ -1,0 +1,115 @@
+//! The process exit codes of rockbuild: one enum, documented once, rendered into
+//! docs/exit-codes.md by a test so the table cannot drift from the code.
+
+use std::fmt;
+
+/// How a rockbuild command ended. `main` turns this into the process exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    // The meaning of each status is written once, in `table()`.
+    Success,
+    Failure,
+    Usage,
+    VerificationFailed,
+    PublishConflict,
+    Signal(i32),
+}
+
+impl ExitStatus {
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::VerificationFailed => 5,
+            ExitStatus::PublishConflict => 6,
+            ExitStatus::Signal(signal) => 128 + signal,
+        }
+    }
+
+    /// One row per status for the generated documentation.
+    pub fn table() -> Vec<(String, &'static str, &'static str)> {
+        vec![
+            ("0".into(), "success", "Everything asked for was done."),
+            (
+                "1".into(),
+                "step failed",
+                "A step failed (git transfer, hipify, build, upload). The error names the step, \
+                 the last lines of its log, the log path and a copy-paste repro line.",
+            ),
+            (
+                "2".into(),
+                "usage or configuration",
+                "Unknown flag, project, family or target; malformed config, lock or pin file; a \
+                 dirty tree without `--force`. Nothing was changed.",
+            ),
+            (
+                "5".into(),
+                "verification failed",
+                "A wheel failed verification, or promotion was denied for lack of passing \
+                 evidence.",
+            ),
+            (
+                "6".into(),
+                "publish conflict",
+                "An existing released object has different bytes, or the new versions would \
+                 sort below ones already published.",
+            ),
+            (
+                "128+n".into(),
+                "interrupted",
+                "Stopped by signal n (130 for SIGINT, 143 for SIGTERM); children were stopped \
+                 and no partial lock or index was left.",
+            ),
+        ]
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.code())
+    }
+}
+
+/// An error that carries the exit status it should produce. Library modules attach this
+/// to errors a caller should not see as a generic step failure (e.g. configuration errors).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Classified {
+    pub status: ExitStatus,
+    pub message: String,
+}
+
+/// Shorthand for a usage/configuration error (exit 2).
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    Classified {
+        status: ExitStatus::Usage,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// Shorthand for an error with an explicit exit status.
+pub fn classified(status: ExitStatus, message: impl Into<String>) -> anyhow::Error {
+    Classified {
+        status,
+        message: message.into(),
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(ExitStatus::Success.code(), 0);
+        assert_eq!(ExitStatus::Failure.code(), 1);
+        assert_eq!(ExitStatus::Usage.code(), 2);
+        assert_eq!(ExitStatus::VerificationFailed.code(), 5);
+        assert_eq!(ExitStatus::PublishConflict.code(), 6);
+        assert_eq!(ExitStatus::Signal(2).code(), 130);
+        assert_eq!(ExitStatus::Signal(15).code(), 143);
+    }
+}

@@ -1,0 +1,191 @@
+//! Keeping secrets out of logs, repro lines, locks and error messages.
+//!
+//! Two kinds of secret reach rockbuild: credentials embedded in URLs
+//! (`https://user:token@host/…`, presigned `X-Amz-Signature=` query strings) and the values of
+//! environment variables such as `AWS_SECRET_ACCESS_KEY`. URLs are masked wherever they are
+//! displayed; secret-looking variables are masked in every rendered command and in every line
+//! a child process prints.
+
+use std::fmt;
+
+const MASK: &str = "****";
+
+/// Query parameters of presigned URLs that grant access on their own.
+const SECRET_QUERY_KEYS: &[&str] = &[
+    "X-Amz-Credential",
+    "X-Amz-Security-Token",
+    "X-Amz-Signature",
+    "sig",
+    "token",
+];
+
+/// Masks the password of a URL's userinfo and secret query parameters.
+/// `https://bot:ghp_x@github.com/a/b` → `https://bot:****@github.com/a/b`.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?', '#'])
+            .map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            let masked = match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:{MASK}"),
+                // A bare token used as user name (`https://ghp_x@github.com`) is a secret too.
+                None if userinfo.len() > 20 => MASK.to_string(),
+                None => userinfo.to_string(),
+            };
+            out.replace_range(rest_start..rest_start + at, &masked);
+        }
+    }
+    if let Some(query_start) = out.find('?') {
+        let (head, query) = out.split_at(query_start + 1);
+        let masked: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _))
+                    if SECRET_QUERY_KEYS
+                        .iter()
+                        .any(|secret| secret.eq_ignore_ascii_case(key)) =>
+                {
+                    format!("{key}={MASK}")
+                }
+                _ => pair.to_string(),
+            })
+            .collect();
+        out = format!("{head}{}", masked.join("&"));
+    }
+    out
+}
+
+/// True if a URL carries a password (or token) in its userinfo.
+pub fn url_has_password(url: &str) -> bool {
+    redact_url(url) != url && url.contains('@')
+}
+
+/// True for environment variable names whose values must never be printed.
+pub fn is_secret_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "ACCESS_KEY"]
+        .iter()
+        .any(|word| upper.contains(word))
+}
+
+/// A set of secret values to mask in free text (child output, error tails).
+#[derive(Clone, Debug, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+}
+
+impl Secrets {
+    pub fn add(&mut self, value: impl Into<String>) {
+        let value = value.into();
+        // Very short values would mask ordinary words; they are not credentials anyway.
+        if value.len() >= 6 && !self.values.contains(&value) {
+            self.values.push(value);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Replaces every occurrence of a secret value, then masks URL credentials.
+    pub fn mask(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for value in &self.values {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), MASK);
+            }
+        }
+        if out.contains("://") {
+            out = out
+                .split(' ')
+                .map(|word| {
+                    if word.contains("://") {
+                        redact_url(word)
+                    } else {
+                        word.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        out
+    }
+}
+
+/// A URL that masks its credentials when displayed or debug-printed.
+#[derive(Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct SafeUrl(String);
+
+impl SafeUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        SafeUrl(url.into())
+    }
+
+    /// The real URL, for handing to a child process. Never log the result.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SafeUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact_url(&self.0))
+    }
+}
+
+impl fmt::Debug for SafeUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SafeUrl({})", redact_url(&self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_passwords_and_tokens_in_urls() {
+        assert_eq!(
+            redact_url("https://bot:ghp_secret@github.com/ROCm/pytorch.git"),
+            "https://bot:****@github.com/ROCm/pytorch.git"
+        );
+        assert_eq!(
+            redact_url("https://ghp_0123456789abcdefghijklmnop@github.com/a/b"),
+            "https://****@github.com/a/b"
+        );
+        assert_eq!(redact_url("ssh://git@github.com/a/b"), "ssh://git@github.com/a/b");
+        assert_eq!(
+            redact_url("https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&x=1"),
+            "https://b.s3.amazonaws.com/k?X-Amz-Signature=****&x=1"
+        );
+        assert_eq!(redact_url("file:///tmp/origin.git"), "file:///tmp/origin.git");
+        assert!(url_has_password("https://u:p@h/x"));
+        assert!(!url_has_password("https://github.com/x@y"));
+    }
+
+    #[test]
+    fn masks_secret_values_in_text() {
+        let mut secrets = Secrets::default();
+        secrets.add("hunter2hunter2");
+        assert_eq!(
+            secrets.mask("auth hunter2hunter2 to https://u:p@h/x"),
+            "auth **** to https://u:****@h/x"
+        );
+        assert!(is_secret_env_name("AWS_SECRET_ACCESS_KEY"));
+        assert!(is_secret_env_name("GITHUB_TOKEN"));
+        assert!(!is_secret_env_name("PYTORCH_ROCM_ARCH"));
+    }
+
+    #[test]
+    fn safe_url_never_displays_credentials() {
+        let url = SafeUrl::new("https://u:pw123@host/repo");
+        assert_eq!(url.to_string(), "https://u:****@host/repo");
+        assert_eq!(format!("{url:?}"), "SafeUrl(https://u:****@host/repo)");
+        assert_eq!(url.expose(), "https://u:pw123@host/repo");
+    }
+}

@@ -1,0 +1,459 @@
+//! The stack model: which projects make up the ROCm PyTorch stack, where each one's pin comes
+//! from, how it is hipified, which recipe builds it. Loaded from configs/stack.yaml (embedded
+//! in the binary; `--config` replaces it) and validated before anything runs.
+
+pub mod families;
+pub mod source;
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+pub use families::{Family, FamilyTable, NameError, Target};
+pub use source::{ConfigError, ConfigSource};
+
+/// The shipped stack and family table, compiled in so the binary works from any directory.
+pub const DEFAULT_STACK: &str = include_str!("../../configs/stack.yaml");
+pub const DEFAULT_FAMILIES: &str = include_str!("../../configs/families.yaml");
+
+/// How a project's tree is prepared after checkout.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum HipifyPolicy {
+    /// Run the repository's own hipify script (when it exists in the checked-out tree).
+    Script {
+        script: String,
+        /// Directories whose sources must be free of CUDA-only includes after hipify, in
+        /// addition to every file hipify changed.
+        check_paths: Vec<String>,
+        /// Globs exempt from the leftover-include check.
+        allow: Vec<String>,
+    },
+    /// Triton's "hipify": write build_env.json as the reference does.
+    TritonBuildEnv,
+    /// Nothing to do (apex).
+    Off,
+}
+
+/// Where a project's ref comes from when no flag names one.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum PinSource {
+    /// The config's default ref (torch).
+    Explicit,
+    /// A row of another project's related_commits file: `os|source|project|branch|commit|origin`.
+    RelatedCommits {
+        from: String,
+        file: String,
+        os: String,
+        key: String,
+    },
+    /// Triton: a commit file in another project, or with `--release` the branch
+    /// `release/X.Y.x` derived from a version file.
+    CommitFile {
+        from: String,
+        commit_file: String,
+        release_version_file: Option<String>,
+    },
+}
+
+impl PinSource {
+    /// The project whose tree holds this project's pin, if any.
+    pub fn pinned_by(&self) -> Option<&str> {
+        match self {
+            PinSource::Explicit => None,
+            PinSource::RelatedCommits { from, .. } | PinSource::CommitFile { from, .. } => Some(from),
+        }
+    }
+}
+
+/// Which build recipe a project uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecipeKind {
+    Torch,
+    Audio,
+    Vision,
+    Triton,
+    Apex,
+}
+
+/// One project of the stack, validated.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Project {
+    pub name: String,
+    pub checkout_dir: String,
+    pub origin: String,
+    pub default_ref: String,
+    /// The distribution name of the wheel it builds.
+    pub wheel: String,
+    pub recipe: RecipeKind,
+    pub submodules: bool,
+    pub pin: PinSource,
+    pub hipify: HipifyPolicy,
+    /// Python code run by `rockbuild smoke` after installing the set.
+    pub smoke: String,
+}
+
+/// The whole stack, validated, projects in file order.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    pub source_name: String,
+    pub projects: IndexMap<String, Project>,
+    pub cuda_only_headers: Vec<String>,
+}
+
+// ---- the file format (kept apart from the validated model) ----
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct StackFile {
+    schema: u32,
+    #[serde(default)]
+    cuda_only_headers: Vec<String>,
+    projects: IndexMap<String, ProjectEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct ProjectEntry {
+    checkout_dir: String,
+    origin: String,
+    #[serde(rename = "ref")]
+    default_ref: String,
+    wheel: String,
+    recipe: RecipeKind,
+    #[serde(default = "default_true")]
+    submodules: bool,
+    #[serde(default)]
+    pinned_by: Option<PinnedByEntry>,
+    hipify: HipifyEntry,
+    smoke: String,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct PinnedByEntry {
+    project: String,
+    #[serde(default)]
+    related_commits: Option<RelatedCommitsEntry>,
+    #[serde(default)]
+    commit_file: Option<String>,
+    #[serde(default)]
+    release_version_file: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct RelatedCommitsEntry {
+    file: String,
+    os: String,
+    key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct HipifyEntry {
+    mode: HipifyMode,
+    #[serde(default)]
+    script: Option<String>,
+    #[serde(default)]
+    check_paths: Vec<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+}
+
+#[derive(Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum HipifyMode {
+    Script,
+    TritonBuildEnv,
+    Off,
+}
+
+impl Stack {
+    /// Loads the embedded default or the file given with `--config`.
+    pub fn load(config: Option<&Path>) -> anyhow::Result<Stack> {
+        let source = match config {
+            Some(path) => ConfigSource::read(path)?,
+            None => ConfigSource::embedded("configs/stack.yaml", DEFAULT_STACK),
+        };
+        Stack::parse(&source).map_err(|e| crate::exit::Classified::from(e).into())
+    }
+
+    pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
+        let file: StackFile = source.parse()?;
+        if file.schema != 1 {
+            return Err(source.error_at(
+                &["schema"],
+                format!("unsupported schema {} (this rockbuild reads schema 1)", file.schema),
+            ));
+        }
+        if file.projects.is_empty() {
+            return Err(source.error_at(&["projects"], "the stack has no projects"));
+        }
+        let names: Vec<String> = file.projects.keys().cloned().collect();
+        let mut projects = IndexMap::new();
+        for (name, entry) in file.projects {
+            let project = validate_project(source, &names, &name, entry)?;
+            if let Some(other) = projects
+                .values()
+                .find(|p: &&Project| p.checkout_dir == project.checkout_dir)
+            {
+                return Err(source.error_at(
+                    &["projects", &name, "checkout-dir"],
+                    format!(
+                        "projects '{}' and '{name}' share the checkout directory '{}'",
+                        other.name, project.checkout_dir
+                    ),
+                ));
+            }
+            projects.insert(name, project);
+        }
+        // A pin must come from a project pinned explicitly: chains would need an order the
+        // checkout does not promise.
+        for project in projects.values() {
+            if let Some(from) = project.pin.pinned_by()
+                && projects.get(from).is_some_and(|p| p.pin != PinSource::Explicit)
+            {
+                return Err(source.error_at(
+                    &["projects", &project.name, "pinned-by", "project"],
+                    format!("'{}' is pinned by '{from}', which is itself pinned by another project; pin sources must be pinned explicitly", project.name),
+                ));
+            }
+        }
+        Ok(Stack {
+            source_name: source.name.clone(),
+            projects,
+            cuda_only_headers: file.cuda_only_headers,
+        })
+    }
+
+    /// Looks a project up by name, with a suggestion when it is misspelled.
+    pub fn project(&self, name: &str) -> anyhow::Result<&Project> {
+        self.projects.get(name).ok_or_else(|| {
+            let names: Vec<&str> = self.projects.keys().map(String::as_str).collect();
+            let hint = source::did_you_mean(name, names.iter().copied())
+                .map(|s| format!(" (did you mean '{s}'?)"))
+                .unwrap_or_default();
+            crate::exit::usage(format!(
+                "unknown project '{name}'{hint}; projects in {}: {}",
+                self.source_name,
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+fn validate_project(
+    source: &ConfigSource,
+    names: &[String],
+    name: &str,
+    entry: ProjectEntry,
+) -> Result<Project, ConfigError> {
+    let at = |keys: &[&'static str]| {
+        let mut path = vec!["projects", name];
+        path.extend_from_slice(keys);
+        path
+    };
+    if entry.checkout_dir.is_empty()
+        || entry.checkout_dir.contains('/')
+        || entry.checkout_dir.starts_with('.')
+    {
+        return Err(source.error_at(
+            &at(&["checkout-dir"]),
+            format!("checkout-dir '{}' must be a plain directory name", entry.checkout_dir),
+        ));
+    }
+    if crate::redact::url_has_password(&entry.origin) {
+        return Err(source.error_at(
+            &at(&["origin"]),
+            "origin URLs must not carry credentials; configure a git credential helper instead",
+        ));
+    }
+    let pin = match entry.pinned_by {
+        None => PinSource::Explicit,
+        Some(by) => {
+            if !names.contains(&by.project) || by.project == name {
+                let hint = source::did_you_mean(&by.project, names.iter().map(String::as_str))
+                    .map(|s| format!(" (did you mean '{s}'?)"))
+                    .unwrap_or_default();
+                return Err(source.error_at(
+                    &at(&["pinned-by", "project"]),
+                    format!("'{name}' is pinned by unknown project '{}'{hint}", by.project),
+                ));
+            }
+            match (by.related_commits, by.commit_file) {
+                (Some(related), None) => {
+                    if by.release_version_file.is_some() {
+                        return Err(source.error_at(
+                            &at(&["pinned-by", "release-version-file"]),
+                            "release-version-file only applies to commit-file pins",
+                        ));
+                    }
+                    PinSource::RelatedCommits {
+                        from: by.project,
+                        file: related.file,
+                        os: related.os,
+                        key: related.key,
+                    }
+                }
+                (None, Some(commit_file)) => PinSource::CommitFile {
+                    from: by.project,
+                    commit_file,
+                    release_version_file: by.release_version_file,
+                },
+                _ => {
+                    return Err(source.error_at(
+                        &at(&["pinned-by"]),
+                        "pinned-by needs exactly one of related-commits or commit-file",
+                    ));
+                }
+            }
+        }
+    };
+    let hipify = match entry.hipify.mode {
+        HipifyMode::Script => HipifyPolicy::Script {
+            script: entry
+                .hipify
+                .script
+                .ok_or_else(|| source.error_at(&at(&["hipify"]), "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)"))?,
+            check_paths: entry.hipify.check_paths,
+            allow: entry.hipify.allow,
+        },
+        HipifyMode::TritonBuildEnv | HipifyMode::Off
+            if entry.hipify.script.is_some() || !entry.hipify.check_paths.is_empty() =>
+        {
+            return Err(source.error_at(
+                &at(&["hipify"]),
+                "script, check-paths and allow only apply to hipify mode `script`",
+            ));
+        }
+        HipifyMode::TritonBuildEnv => HipifyPolicy::TritonBuildEnv,
+        HipifyMode::Off => HipifyPolicy::Off,
+    };
+    Ok(Project {
+        name: name.to_string(),
+        checkout_dir: entry.checkout_dir,
+        origin: entry.origin,
+        default_ref: entry.default_ref,
+        wheel: entry.wheel,
+        recipe: entry.recipe,
+        submodules: entry.submodules,
+        pin,
+        hipify,
+        smoke: entry.smoke,
+    })
+}
+
+/// Loads the family table: the embedded default or `--families FILE`.
+pub fn load_families(path: Option<&Path>) -> anyhow::Result<FamilyTable> {
+    let source = match path {
+        Some(path) => ConfigSource::read(path)?,
+        None => ConfigSource::embedded("configs/families.yaml", DEFAULT_FAMILIES),
+    };
+    FamilyTable::load(&source).map_err(|e| crate::exit::Classified::from(e).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Stack, ConfigError> {
+        Stack::parse(&ConfigSource {
+            name: "stack.yaml".into(),
+            text: text.into(),
+        })
+    }
+
+    #[test]
+    fn shipped_stack_matches_the_reference_layout() {
+        let stack = Stack::load(None).expect("loads");
+        let dirs: Vec<(&str, &str)> = stack
+            .projects
+            .values()
+            .map(|p| (p.name.as_str(), p.checkout_dir.as_str()))
+            .collect();
+        assert_eq!(
+            dirs,
+            [
+                ("torch", "pytorch"),
+                ("audio", "pytorch_audio"),
+                ("vision", "pytorch_vision"),
+                ("triton", "triton"),
+                ("apex", "apex")
+            ]
+        );
+        assert_eq!(stack.projects["apex"].hipify, HipifyPolicy::Off);
+        assert_eq!(stack.projects["triton"].hipify, HipifyPolicy::TritonBuildEnv);
+        assert_eq!(
+            stack.projects["vision"].pin,
+            PinSource::RelatedCommits {
+                from: "torch".into(),
+                file: "related_commits".into(),
+                os: "ubuntu".into(),
+                key: "torchvision".into()
+            }
+        );
+        assert!(stack.cuda_only_headers.contains(&"cuda_runtime.h".to_string()));
+    }
+
+    const MINIMAL: &str = "schema: 1
+projects:
+  torch:
+    checkout-dir: pytorch
+    origin: file:///o/torch
+    ref: main
+    wheel: torch
+    recipe: torch
+    hipify: {mode: off}
+    smoke: pass
+  audio:
+    checkout-dir: audio
+    origin: file:///o/audio
+    ref: main
+    wheel: torchaudio
+    recipe: audio
+    pinned-by:
+      project: TORCHY
+      related-commits: {file: related_commits, os: ubuntu, key: torchaudio}
+    hipify: {mode: off}
+    smoke: pass
+";
+
+    #[test]
+    fn semantic_errors_name_the_line() {
+        let error = parse(&MINIMAL.replace("TORCHY", "torhc")).expect_err("unknown project");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:18: 'audio' is pinned by unknown project 'torhc' (did you mean 'torch'?)"
+        );
+        let error = parse(&MINIMAL.replace("TORCHY", "torch").replace("checkout-dir: audio", "checkout-dir: pytorch"))
+            .expect_err("shared dir");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:12: projects 'torch' and 'audio' share the checkout directory 'pytorch'"
+        );
+        let error = parse(&MINIMAL.replace("TORCHY", "torch").replace("recipe: audio", "recipe: audoi"))
+            .expect_err("bad recipe");
+        assert!(
+            error.to_string().starts_with("stack.yaml:16:13: projects.audio.recipe: unknown variant `audoi` (did you mean `audio`?)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn unknown_projects_are_usage_errors_with_a_suggestion() {
+        let stack = Stack::load(None).expect("loads");
+        let error = stack.project("vison").expect_err("unknown");
+        assert_eq!(
+            error.to_string(),
+            "unknown project 'vison' (did you mean 'vision'?); projects in configs/stack.yaml (built in): torch, audio, vision, triton, apex"
+        );
+    }
+}

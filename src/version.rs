@@ -1,0 +1,1 @@
+//! PEP 440 versions and suffix rules.
