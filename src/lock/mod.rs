@@ -1,1 +1,187 @@
-//! (filled in by its issue)
+//! The lock: one file that pins every source (commits of each project and submodule, the
+//! hipify result) and, once built, every version. Every stage after `checkout`/`lock` reads it
+//! and never re-resolves a branch, so a re-run of any job from the same lock produces the same
+//! sources, versions and file names.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::stack::Target;
+
+/// The lock format version this rockbuild writes and reads.
+pub const SCHEMA: u32 = 1;
+
+/// Default lock file name inside the root checkout directory.
+pub const DEFAULT_FILE_NAME: &str = "rockbuild.lock.json";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct Lock {
+    pub schema: u32,
+    /// `rockbuild <version>` that wrote it.
+    pub generated_by: String,
+    /// The stack config the pins were resolved from.
+    pub stack: String,
+    /// Projects in stack order.
+    pub projects: IndexMap<String, LockedProject>,
+    /// What `rockbuild build` resolved: SDK, targets, versions. Absent until a build ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildRecord>,
+}
+
+/// One project's pinned source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct LockedProject {
+    pub checkout_dir: String,
+    /// Origin URL (never with credentials: those are refused at input).
+    pub origin: String,
+    /// The ref as asked for: branch, tag or SHA.
+    pub requested_ref: String,
+    /// The commit that ref resolved to.
+    pub commit: String,
+    /// The tree of that commit: what `--from-lock` must reproduce.
+    pub tree: String,
+    /// Where the ref came from.
+    pub pin: PinOrigin,
+    /// Every submodule, recursively (paths relative to the project root, nested ones joined).
+    pub submodules: Vec<LockedSubmodule>,
+    /// The hipify result, once a checkout ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hipify: Option<HipifyStamp>,
+}
+
+/// Where a project's ref came from (for people reading the lock and for error messages).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
+pub enum PinOrigin {
+    /// A command-line flag (`--repo-hashtag`, `--hashtag NAME=REF`).
+    Flag { flag: String },
+    /// A row of a related_commits file.
+    RelatedCommits { file: String, line: usize },
+    /// A commit pin file (triton.txt).
+    CommitFile { file: String },
+    /// The release branch derived from a version file (`--release`).
+    ReleaseBranch { file: String },
+    /// The stack config's default ref.
+    Default,
+    /// Reproduced from a lock or TheRock manifest.
+    Lock { file: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct LockedSubmodule {
+    pub path: String,
+    pub commit: String,
+    pub url: String,
+}
+
+/// Proof of what hipify did: the tree it started from, the script that ran, the tree it left.
+/// hipify never runs twice on a tree whose stamp matches (upstream build_amd.py is not
+/// idempotent: pytorch#160579).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct HipifyStamp {
+    pub upstream_tree: String,
+    pub script_sha256: String,
+    /// Tree of the hipified root repository (including changed submodule pointers).
+    pub result_tree: String,
+    /// Hipified tree of each submodule hipify changed, by path.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub submodule_trees: IndexMap<String, String>,
+    /// Files hipify changed or created (root and submodules).
+    pub changed_files: usize,
+}
+
+/// What a build resolved, so every later job builds, names and verifies the same thing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct BuildRecord {
+    /// Installed `rocm` version.
+    pub sdk_version: String,
+    /// The index the SDK came from, credentials masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+    pub targets: Vec<Target>,
+    pub release_type: String,
+    pub version_suffix: String,
+    /// Wheel version per project (PEP 440, normalized).
+    pub versions: IndexMap<String, String>,
+}
+
+impl Lock {
+    pub fn new(stack: &str) -> Self {
+        Lock {
+            schema: SCHEMA,
+            generated_by: format!("rockbuild {}", env!("CARGO_PKG_VERSION")),
+            stack: stack.to_string(),
+            projects: IndexMap::new(),
+            build: None,
+        }
+    }
+
+    /// Reads a lock, refusing other schema versions with a clear message.
+    pub fn read(path: &Path) -> anyhow::Result<Lock> {
+        let text = fs_err::read_to_string(path).map_err(|e| crate::exit::usage(e.to_string()))?;
+        let lock: Lock = serde_json::from_str(&text).map_err(|error| {
+            crate::exit::usage(format!(
+                "{}:{}:{}: not a rockbuild lock: {error}",
+                path.display(),
+                error.line(),
+                error.column()
+            ))
+        })?;
+        if lock.schema != SCHEMA {
+            return Err(crate::exit::usage(format!(
+                "{}: lock schema {} is not supported by this rockbuild (reads schema {SCHEMA})",
+                path.display(),
+                lock.schema
+            )));
+        }
+        Ok(lock)
+    }
+
+    /// Writes the lock atomically: a killed run leaves the previous lock or none, never half.
+    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).context("serializing the lock")?;
+        text.push('\n');
+        crate::fsutil::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing the lock {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_other_schemas() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(DEFAULT_FILE_NAME);
+        let mut lock = Lock::new("configs/stack.yaml");
+        lock.projects.insert(
+            "torch".into(),
+            LockedProject {
+                checkout_dir: "pytorch".into(),
+                origin: "file:///o/torch".into(),
+                requested_ref: "main".into(),
+                commit: "a".repeat(40),
+                tree: "b".repeat(40),
+                pin: PinOrigin::RelatedCommits { file: "pytorch/related_commits".into(), line: 3 },
+                submodules: vec![],
+                hipify: None,
+            },
+        );
+        lock.write(&path).expect("write");
+        assert_eq!(Lock::read(&path).expect("read"), lock);
+
+        let text = fs_err::read_to_string(&path).expect("text").replace("\"schema\": 1", "\"schema\": 9");
+        fs_err::write(&path, text).expect("rewrite");
+        let error = Lock::read(&path).expect_err("schema 9");
+        assert!(error.to_string().contains("lock schema 9 is not supported"), "{error}");
+    }
+}

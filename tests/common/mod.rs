@@ -1,0 +1,108 @@
+//! Shared test harness: a hermetic environment for running the rockbuild binary and the
+//! tools around it. Nothing here mocks a component; it only isolates the real ones.
+
+#![allow(dead_code)] // each test module uses a different part of the harness
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root (for examples/, configs/ and .tools/).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Python tools installed by scripts/setup (uv, build, actionlint, ...).
+pub fn tools_bin() -> PathBuf {
+    repo_root().join(".tools/venv/bin")
+}
+
+/// Wheels of build dependencies downloaded by scripts/setup, for offline venvs.
+pub fn wheelhouse() -> PathBuf {
+    repo_root().join(".tools/wheelhouse")
+}
+
+/// A temp directory plus an explicit environment: HOME, caches and git config point inside
+/// it, PIP_* and GIT_* from the developer's shell do not leak in.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    vars: BTreeMap<String, String>,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("rockbuild-test-")
+            .tempdir()
+            .expect("create temp dir");
+        let root = dir.path().to_path_buf();
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).expect("create home");
+        let mut vars = BTreeMap::new();
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            tools_bin().display()
+        );
+        for (key, value) in [
+            ("PATH", path.as_str()),
+            ("HOME", home.to_str().expect("utf-8 temp path")),
+            ("XDG_CACHE_HOME", &format!("{}/cache", home.display())),
+            ("ROCKBUILD_CACHE_DIR", &format!("{}/rockbuild-cache", root.display())),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_CONFIG_GLOBAL", &format!("{}/.gitconfig", home.display())),
+            ("LANG", "C.UTF-8"),
+            ("NO_COLOR", "1"),
+            ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+            ("PIP_NO_INPUT", "1"),
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+        ] {
+            vars.insert(key.to_string(), value.to_string());
+        }
+        TestEnv { dir, vars }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    pub fn set(&mut self, key: &str, value: impl Into<String>) {
+        self.vars.insert(key.to_string(), value.into());
+    }
+
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    /// The rockbuild binary with exactly this environment, run from the temp dir.
+    pub fn rockbuild(&self) -> assert_cmd::Command {
+        let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_rockbuild"));
+        command.env_clear().envs(&self.vars).current_dir(self.root());
+        command
+    }
+
+    /// Any program with this environment (git, python, pip), run from the temp dir.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command.env_clear().envs(&self.vars).current_dir(self.root());
+        command
+    }
+}
+
+/// Runs a command and returns its stdout, failing the test with its output if it fails.
+#[track_caller]
+pub fn run_ok(command: &mut Command) -> String {
+    let output = command.output().expect("spawn");
+    assert!(
+        output.status.success(),
+        "{:?} failed ({}):\nstdout: {}\nstderr: {}",
+        command,
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -1,0 +1,11 @@
+//! rockbuild's integration tests: one test binary (link time is the cost on 2 cores), one
+//! module per area. Every test builds its own world from real parts in a temp dir: git
+//! origins, venvs, a package index served over HTTP, the stand-in ROCm SDK, an S3 server.
+
+// Tests start git, python and servers directly; the product goes through exec::Runner.
+#![allow(clippy::disallowed_methods)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
