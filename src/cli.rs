@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::S3ChecksumMode;
 use crate::ui::LogFormat;
 
 #[derive(Debug, Parser)]
@@ -382,15 +383,20 @@ pub struct StoreArgs {
     /// Use path-style S3 addressing (needed by most S3-compatible servers)
     #[arg(long, env = "ROCKBUILD_S3_PATH_STYLE")]
     pub s3_path_style: bool,
-    /// When the S3 client computes request checksums: `when-supported` or `when-required`
-    #[arg(long, value_name = "MODE", default_value = "when-supported", env = "ROCKBUILD_S3_CHECKSUMS")]
-    pub s3_checksums: String,
-    /// Copies above this many bytes use multipart UploadPartCopy (S3 CopyObject stops at 5 GiB)
+    /// When the S3 client computes and checks checksums (`when-required` for servers such as
+    /// garage that reject the SDK's checksum trailers)
+    #[arg(long, value_enum, value_name = "MODE", default_value = "when-supported", env = "ROCKBUILD_S3_CHECKSUMS")]
+    pub s3_checksums: S3ChecksumMode,
+    /// Copies and uploads above this many bytes go multipart (S3 CopyObject and PutObject stop
+    /// at 5 GiB)
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, env = "ROCKBUILD_MULTIPART_THRESHOLD")]
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
     #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_TRANSFER_JOBS")]
     pub transfer_jobs: usize,
+    /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
+    #[arg(long, value_name = "N", default_value_t = 3, env = "ROCKBUILD_TRANSFER_ATTEMPTS")]
+    pub transfer_attempts: u32,
 }
 
 #[derive(Debug, Args)]
