@@ -801,8 +801,269 @@ impl Storage for S3Store {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // the shared test server writes its files with std::fs
+#[path = "../../tests/common/s3.rs"]
+mod test_server;
+
+#[cfg(test)]
 mod tests {
+    use super::test_server::{S3Server, WriteRule};
     use super::*;
+    use crate::store::{LocalDir, Outcome, copy_immutable, put_immutable};
+
+    const WHEEL: &str = "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl";
+
+    fn settings(server: &S3Server, checksums: S3ChecksumMode, threshold: u64) -> S3Settings {
+        S3Settings {
+            endpoint: Some(server.endpoint.clone()),
+            region: Some("us-east-1".into()),
+            path_style: true,
+            checksums,
+            multipart_threshold: threshold,
+        }
+    }
+
+    /// The server's credentials reach the SDK through its standard chain; tests cannot set
+    /// process variables (house rule), so they hand the client static credentials instead.
+    fn open(server: &S3Server, prefix: &str, checksums: S3ChecksumMode, threshold: u64) -> S3Store {
+        let mut store = S3Store::open(
+            test_server::BUCKET,
+            prefix,
+            &settings(server, checksums, threshold),
+        )
+        .expect("open");
+        let config = store
+            .client
+            .config()
+            .to_builder()
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                test_server::ACCESS_KEY,
+                test_server::SECRET_KEY,
+                None,
+                None,
+                "test",
+            ))
+            .build();
+        store.client = Client::from_conf(config);
+        store
+    }
+
+    /// Bytes that do not repeat with a short period (so a misplaced part would show).
+    fn payload(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plus_keys_round_trip_and_never_overwrite() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        for mode in [S3ChecksumMode::WhenSupported, S3ChecksumMode::WhenRequired] {
+            let prefix = format!("staging-{mode:?}");
+            let store = open(&server, &prefix, mode, 64 << 20);
+            let sha = crate::fsutil::sha256_hex(b"wheel bytes");
+            assert_eq!(
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("put"),
+                Outcome::Created
+            );
+            // The key keeps its `+`: the request path carried it as %2B, not as a space.
+            let on_disk = server.object_path(&format!("{prefix}/{WHEEL}"));
+            assert_eq!(
+                std::fs::read(&on_disk).expect("object file"),
+                b"wheel bytes"
+            );
+            let head = store.head(WHEEL).expect("head").expect("exists");
+            assert_eq!(
+                head,
+                ObjectInfo {
+                    key: WHEEL.into(),
+                    size: 11,
+                    sha256: Some(sha.clone())
+                }
+            );
+            assert_eq!(
+                store.list().expect("list"),
+                vec![ObjectInfo {
+                    key: WHEEL.into(),
+                    size: 11,
+                    sha256: None
+                }]
+            );
+            assert_eq!(store.get(WHEEL).expect("get"), b"wheel bytes");
+            assert_eq!(store.content_sha256(WHEEL).expect("hash"), sha);
+
+            assert_eq!(
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("again"),
+                Outcome::Unchanged
+            );
+            let other = crate::fsutil::sha256_hex(b"other bytes");
+            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other)
+                .expect_err("conflict");
+            assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
+            // The backend's conditional write is the backstop when a HEAD raced another writer.
+            let options = PutOptions {
+                if_absent: true,
+                ..PutOptions::default()
+            };
+            assert_eq!(
+                store
+                    .put(WHEEL, Body::Bytes(b"other bytes"), &options)
+                    .expect("put"),
+                PutResult::Exists
+            );
+            assert_eq!(
+                std::fs::read(&on_disk).expect("object file"),
+                b"wheel bytes"
+            );
+            assert!(store.head("torch/absent.whl").expect("head").is_none());
+            assert!(matches!(
+                store.get("torch/absent.whl"),
+                Err(StoreError::NotFound { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn foreign_objects_without_metadata_are_compared_by_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        server.plant(&format!("release/{WHEEL}"), b"uploaded by someone else");
+        let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
+        assert_eq!(
+            store.head(WHEEL).expect("head").expect("exists").sha256,
+            None
+        );
+        let same = crate::fsutil::sha256_hex(b"uploaded by someone else");
+        assert_eq!(
+            put_immutable(
+                &store,
+                WHEEL,
+                Body::Bytes(b"uploaded by someone else"),
+                &same
+            )
+            .expect("same"),
+            Outcome::Unchanged
+        );
+        let error = put_immutable(
+            &store,
+            WHEEL,
+            Body::Bytes(b"new"),
+            &crate::fsutil::sha256_hex(b"new"),
+        )
+        .expect_err("differs");
+        assert!(
+            error.to_string().contains(&format!("stored sha256 {same}")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn copies_single_and_multipart_and_across_backends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        let big = payload(12 << 20);
+        let big_sha = crate::fsutil::sha256_hex(&big);
+        let big_file = dir.path().join("big.whl");
+        std::fs::write(&big_file, &big).expect("write");
+        let big_key = "torch/torch-2.10.0+rocm7.1.0-cp311-cp311-linux_x86_64.whl";
+        for mode in [S3ChecksumMode::WhenSupported, S3ChecksumMode::WhenRequired] {
+            let (from, to) = (format!("staging-{mode:?}"), format!("release-{mode:?}"));
+            // A 1 MiB threshold sends the 12 MiB wheel through multipart upload and copy
+            // (5 MiB parts, the S3 minimum).
+            let staging = open(&server, &from, mode, 1 << 20);
+            let release = open(&server, &to, mode, 1 << 20);
+            assert_eq!(
+                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha)
+                    .expect("multipart put"),
+                Outcome::Created
+            );
+            assert_eq!(
+                staging
+                    .head(big_key)
+                    .expect("head")
+                    .expect("exists")
+                    .sha256
+                    .as_deref(),
+                Some(big_sha.as_str())
+            );
+            let small_sha = crate::fsutil::sha256_hex(b"small");
+            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha).expect("put");
+
+            for (key, sha) in [(big_key, &big_sha), (WHEEL, &small_sha)] {
+                let info = staging.head(key).expect("head").expect("exists");
+                assert_eq!(
+                    copy_immutable(&release, &staging, key, key, &info, sha).expect("copy"),
+                    Outcome::Created
+                );
+                assert_eq!(
+                    copy_immutable(&release, &staging, key, key, &info, sha).expect("again"),
+                    Outcome::Unchanged
+                );
+                assert_eq!(
+                    release
+                        .head(key)
+                        .expect("head")
+                        .expect("exists")
+                        .sha256
+                        .as_deref(),
+                    Some(sha.as_str())
+                );
+            }
+            assert_eq!(
+                std::fs::read(server.object_path(&format!("{to}/{big_key}"))).expect("copied"),
+                big
+            );
+
+            // S3 -> local directory and local directory -> S3.
+            let local = LocalDir::new(dir.path().join(format!("local-{mode:?}")));
+            let info = release.head(big_key).expect("head").expect("exists");
+            assert_eq!(
+                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha)
+                    .expect("to local"),
+                Outcome::Created
+            );
+            assert_eq!(local.content_sha256(big_key).expect("hash"), big_sha);
+            let back = open(&server, &format!("back-{mode:?}"), mode, 1 << 20);
+            let info = local.head(big_key).expect("head").expect("exists");
+            assert_eq!(
+                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha).expect("to s3"),
+                Outcome::Created
+            );
+            assert_eq!(back.content_sha256(big_key).expect("hash"), big_sha);
+        }
+    }
+
+    #[test]
+    fn refused_writes_are_reported_with_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
+        server.set_write_rule("index.html", WriteRule::Deny);
+        let error = crate::store::put_page(
+            &store,
+            "index.html",
+            "<html/>",
+            crate::index::HTML_CONTENT_TYPE,
+        )
+        .expect_err("denied");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "s3://wheels/release (at {}): cannot upload 'index.html'",
+                server.endpoint
+            )),
+            "{text}"
+        );
+        assert!(text.contains("AccessDenied"), "{text}");
+        assert!(!error.is_transient());
+    }
 
     #[test]
     fn part_sizes_respect_s3_limits() {
