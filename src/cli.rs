@@ -436,19 +436,16 @@ pub struct SmokeArgs {
     /// Index to install the set from
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: String,
-    /// Lock naming the set (versions) to install
+    /// Lock naming the set (versions) to install (default: the newest of each project)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
-    /// Build report naming the set (default: out/build-report.json when present)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_BUILD_REPORT")]
-    pub build_report: Option<PathBuf>,
     /// Where to write the test report (JSON)
     #[arg(long, value_name = "FILE", default_value = "smoke-report.json", env = "ROCKBUILD_REPORT")]
     pub report: PathBuf,
     /// Extra index for dependencies outside the set (e.g. the ROCm SDK)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
     pub extra_index_url: Vec<String>,
-    /// Directory for the smoke venv (default: a temporary one)
+    /// Directory for the smoke venv, emptied first if it holds one (default: a temporary one)
     #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Python used to create the venv

@@ -17,6 +17,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod smoke;
 mod stack;
 mod store;
 mod ui;

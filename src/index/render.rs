@@ -55,6 +55,20 @@ pub fn render_pages(projects: &[ProjectListing]) -> Vec<Page> {
     pages
 }
 
+/// The keys [`render_pages`] writes for these projects, in the same order (for `--dry-run`).
+pub fn page_keys(names: &[&str]) -> Vec<String> {
+    let mut sorted = names.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut keys: Vec<String> = sorted
+        .iter()
+        .flat_map(|name| [format!("{name}/{HTML_PAGE}"), format!("{name}/{JSON_PAGE}")])
+        .collect();
+    keys.push(HTML_PAGE.to_string());
+    keys.push(JSON_PAGE.to_string());
+    keys
+}
+
 /// The root page: one link per project (`<a href="torch/">torch</a>`).
 pub fn render_root_html(names: &[&str]) -> String {
     let mut out = html_head("Simple index");
@@ -312,6 +326,7 @@ mod tests {
                 "index.json"
             ]
         );
+        assert_eq!(keys, page_keys(&["torchvision", "torch", "torch"]));
         let root = &pages[4].body;
         assert!(root.contains("    <a href=\"torch/\">torch</a><br/>\n    <a href=\"torchvision/\">torchvision</a><br/>\n"), "{root}");
         let json: Value = serde_json::from_str(&pages[5].body).expect("json");

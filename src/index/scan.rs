@@ -15,6 +15,8 @@ use crate::store::{ObjectInfo, Storage, StoreError, put_page};
 #[derive(Debug, Default)]
 pub struct Scan {
     pub projects: Vec<ProjectListing>,
+    /// The `.metadata` sidecar of each distribution that has one, by the distribution's key.
+    pub sidecars: BTreeMap<String, ObjectInfo>,
     /// Objects that look like distributions but are not where the layout puts them.
     pub skipped: Vec<String>,
 }
@@ -25,27 +27,21 @@ impl Scan {
     }
 }
 
-/// One distribution to describe, with its sidecar if stored.
-struct Pending {
-    project: String,
-    object: ObjectInfo,
-    sidecar: Option<ObjectInfo>,
+/// A distribution found where the layout puts it: `<normalized-name>/<file>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub project: String,
+    pub object: ObjectInfo,
+    pub sidecar: Option<ObjectInfo>,
 }
 
-/// Reads the listing of an index prefix. `known` holds SHA-256s the caller already has
-/// (files it just wrote), by key; everything else comes from the store (recorded checksums,
-/// else the bytes).
-pub fn scan(
-    ctx: &Context,
-    store: &dyn Storage,
-    known: &HashMap<String, String>,
-    jobs: usize,
-) -> Result<Scan, ScanError> {
-    let objects = store.list()?;
+/// Sorts a store listing into the distributions of this index (and what is misplaced),
+/// without reading any object.
+pub fn layout(objects: &[ObjectInfo]) -> (Vec<Placed>, Vec<String>) {
     let by_key: HashMap<&str, &ObjectInfo> = objects.iter().map(|o| (o.key.as_str(), o)).collect();
-    let mut pending = Vec::new();
+    let mut placed = Vec::new();
     let mut skipped = Vec::new();
-    for object in &objects {
+    for object in objects {
         let Some((dir, file)) = object.key.split_once('/') else {
             if is_distribution(&object.key) {
                 skipped.push(format!("{}: not inside a project directory", object.key));
@@ -71,16 +67,30 @@ pub fn scan(
         let sidecar = by_key
             .get(format!("{}{METADATA_SUFFIX}", object.key).as_str())
             .map(|o| (*o).clone());
-        pending.push(Pending {
+        placed.push(Placed {
             project,
             object: object.clone(),
             sidecar,
         });
     }
+    (placed, skipped)
+}
+
+/// Reads the listing of an index prefix. `known` holds SHA-256s the caller already has
+/// (files it just wrote), by key; everything else comes from the store (recorded checksums,
+/// else the bytes).
+pub fn scan(
+    ctx: &Context,
+    store: &dyn Storage,
+    known: &HashMap<String, String>,
+    jobs: usize,
+) -> Result<Scan, ScanError> {
+    let objects = store.list()?;
+    let (placed, skipped) = layout(&objects);
     let described = transfer::run_all(
         ctx,
         "index",
-        &pending,
+        &placed,
         jobs,
         3,
         |p| p.sidecar.as_ref().map_or(0, |s| s.size),
@@ -88,21 +98,26 @@ pub fn scan(
     )
     .map_err(ScanError::Transfer)?;
     let mut projects: BTreeMap<String, Vec<DistFile>> = BTreeMap::new();
-    for (item, file) in pending.iter().zip(described) {
+    let mut sidecars = BTreeMap::new();
+    for (item, file) in placed.iter().zip(described) {
         projects.entry(item.project.clone()).or_default().push(file);
+        if let Some(sidecar) = &item.sidecar {
+            sidecars.insert(item.object.key.clone(), sidecar.clone());
+        }
     }
     Ok(Scan {
         projects: projects
             .into_iter()
             .map(|(name, files)| ProjectListing { name, files })
             .collect(),
+        sidecars,
         skipped,
     })
 }
 
 fn describe(
     store: &dyn Storage,
-    pending: &Pending,
+    pending: &Placed,
     known: &HashMap<String, String>,
 ) -> Result<DistFile, StoreError> {
     let key = &pending.object.key;

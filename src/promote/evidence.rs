@@ -301,16 +301,28 @@ fn parse_junit(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
                             case_skipped = true;
                             counts.skipped += 1;
                         }
-                        "property" if stack.last().is_some_and(|p| p == "properties") => {
-                            if get("name") == Some(JUNIT_WHEEL_PROPERTY) {
-                                let value = get("value").unwrap_or_default();
-                                let wheel = value
-                                    .split_once("#sha256=")
-                                    .map(|(name, sha)| WheelRef { filename: name.trim().to_string(), sha256: sha.trim().to_ascii_lowercase() })
-                                    .filter(|w| !w.filename.is_empty() && w.sha256.len() == 64 && w.sha256.bytes().all(|b| b.is_ascii_hexdigit()))
-                                    .ok_or_else(|| error(format!("property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX")))?;
-                                counts.wheels.push(wheel);
-                            }
+                        "property"
+                            if stack.last().is_some_and(|p| p == "properties")
+                                && get("name") == Some(JUNIT_WHEEL_PROPERTY) =>
+                        {
+                            let value = get("value").unwrap_or_default();
+                            let wheel = value
+                                .split_once("#sha256=")
+                                .map(|(name, sha)| WheelRef {
+                                    filename: name.trim().to_string(),
+                                    sha256: sha.trim().to_ascii_lowercase(),
+                                })
+                                .filter(|w| {
+                                    !w.filename.is_empty()
+                                        && w.sha256.len() == 64
+                                        && w.sha256.bytes().all(|b| b.is_ascii_hexdigit())
+                                })
+                                .ok_or_else(|| {
+                                    error(format!(
+                                        "property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX"
+                                    ))
+                                })?;
+                            counts.wheels.push(wheel);
                         }
                         _ => {}
                     }

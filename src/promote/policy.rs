@@ -251,7 +251,9 @@ mod tests {
         let passed = |source: &str| Verdict::Passed {
             sources: vec![source.into()],
         };
-        let cases: Vec<(&str, Vec<Evidence>, Vec<Waiver>, Vec<Verdict>, bool)> = vec![
+        // (name, evidence, waivers, expected verdicts, allowed)
+        type Case<'a> = (&'a str, Vec<Evidence>, Vec<Waiver>, Vec<Verdict>, bool);
+        let cases: Vec<Case> = vec![
             (
                 "no report: deny",
                 vec![],

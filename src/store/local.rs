@@ -22,10 +22,6 @@ impl LocalDir {
         LocalDir { root }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
         check_key(key).map_err(|reason| StoreError::BadKey {
             store: self.url(),

@@ -12,6 +12,7 @@
 //! * index pages are replaced atomically ([`Storage::put`] without `if_absent`).
 
 pub mod local;
+pub mod publish;
 pub mod s3;
 pub mod transfer;
 
@@ -192,7 +193,7 @@ impl StoreUrl {
                 return Err(usage("the bucket name is missing (s3://BUCKET/PREFIX)"));
             }
             let prefix = prefix.trim_matches('/').to_string();
-            check_key(&prefix).map_err(|reason| usage(reason))?;
+            check_key(&prefix).map_err(usage)?;
             return Ok(StoreUrl::S3 {
                 bucket: bucket.to_string(),
                 prefix,

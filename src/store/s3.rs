@@ -801,7 +801,7 @@ impl Storage for S3Store {
 }
 
 #[cfg(test)]
-#[allow(clippy::disallowed_methods)] // the shared test server writes its files with std::fs
+#[allow(clippy::disallowed_methods, dead_code)] // shared with the integration tests, which use std::fs and all of it
 #[path = "../../tests/common/s3.rs"]
 mod test_server;
 
@@ -875,10 +875,7 @@ mod tests {
             );
             // The key keeps its `+`: the request path carried it as %2B, not as a space.
             let on_disk = server.object_path(&format!("{prefix}/{WHEEL}"));
-            assert_eq!(
-                std::fs::read(&on_disk).expect("object file"),
-                b"wheel bytes"
-            );
+            assert_eq!(fs_err::read(&on_disk).expect("object file"), b"wheel bytes");
             let head = store.head(WHEEL).expect("head").expect("exists");
             assert_eq!(
                 head,
@@ -918,10 +915,7 @@ mod tests {
                     .expect("put"),
                 PutResult::Exists
             );
-            assert_eq!(
-                std::fs::read(&on_disk).expect("object file"),
-                b"wheel bytes"
-            );
+            assert_eq!(fs_err::read(&on_disk).expect("object file"), b"wheel bytes");
             assert!(store.head("torch/absent.whl").expect("head").is_none());
             assert!(matches!(
                 store.get("torch/absent.whl"),
@@ -971,7 +965,7 @@ mod tests {
         let big = payload(12 << 20);
         let big_sha = crate::fsutil::sha256_hex(&big);
         let big_file = dir.path().join("big.whl");
-        std::fs::write(&big_file, &big).expect("write");
+        fs_err::write(&big_file, &big).expect("write");
         let big_key = "torch/torch-2.10.0+rocm7.1.0-cp311-cp311-linux_x86_64.whl";
         for mode in [S3ChecksumMode::WhenSupported, S3ChecksumMode::WhenRequired] {
             let (from, to) = (format!("staging-{mode:?}"), format!("release-{mode:?}"));
@@ -1017,7 +1011,7 @@ mod tests {
                 );
             }
             assert_eq!(
-                std::fs::read(server.object_path(&format!("{to}/{big_key}"))).expect("copied"),
+                fs_err::read(server.object_path(&format!("{to}/{big_key}"))).expect("copied"),
                 big
             );
 

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod pyindex;
+pub mod s3;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
