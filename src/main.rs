@@ -2,6 +2,7 @@
 //! code. Everything else lives in the stage modules.
 
 mod build;
+mod checkout;
 mod cli;
 mod commands;
 mod context;
