@@ -15,7 +15,8 @@ use crate::ui::LogFormat;
     version,
     about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
              build, verify, stage and promote",
-    max_term_width = 100
+    max_term_width = 100,
+    after_long_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -7,6 +7,8 @@ mod cli;
 mod commands;
 mod context;
 mod diagnostics;
+#[cfg(test)]
+mod docgen;
 mod env_vars;
 mod exec;
 mod exit;

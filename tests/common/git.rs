@@ -105,8 +105,9 @@ impl RepoBuilder {
 
 /// The hipify script of the fixture torch: translates CUDA sources in place, edits a file in
 /// a submodule, and — like upstream build_amd.py (pytorch#160579) — is not idempotent: each
-/// run grows `hip/` in one include. It counts its runs in .git/hipify-runs.
-pub const BUILD_AMD: &str = r##"import pathlib
+/// run grows `hip/` in one include. It counts its runs in .git/hipify-runs, and with
+/// FIXTURE_HIPIFY_PAUSE set it stops half-way (after writing) so a test can interrupt it.
+pub const BUILD_AMD: &str = r##"import os, pathlib, time
 root = pathlib.Path(".")
 for path in sorted((root / "csrc").rglob("*")):
     if path.suffix in (".cu", ".cuh"):
@@ -122,6 +123,9 @@ if platform.exists():
     platform.write_text(platform.read_text().replace("HIP_PLATFORM_HCC", "HIP_PLATFORM_AMD"))
 with open(root / ".git" / "hipify-runs", "a") as runs:
     runs.write("run\n")
+if os.environ.get("FIXTURE_HIPIFY_PAUSE"):
+    (root / ".git" / "hipify-paused").write_text("paused\n")
+    time.sleep(120)
 "##;
 
 /// A small ROCm PyTorch stack in origins: torch (with related_commits, triton pins and a

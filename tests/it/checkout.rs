@@ -750,3 +750,67 @@ fn bad_selections_are_usage_errors() {
     ))
     .stderr(contains("hunter2secret").not());
 }
+
+#[test]
+fn an_interrupted_checkout_leaves_no_lock_and_is_repaired() {
+    let mut env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    env.set("FIXTURE_HIPIFY_PAUSE", "1");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rockbuild"))
+        .env_clear()
+        .envs(env.vars())
+        .current_dir(env.root())
+        .args([
+            "checkout",
+            "--project",
+            "torch",
+            "--root-checkout-dir",
+            "ws",
+            "--config",
+        ])
+        .arg(&world.config)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start rockbuild");
+    let paused = env.path("ws/pytorch/.git/hipify-paused");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !paused.exists() {
+        assert!(std::time::Instant::now() < deadline, "hipify never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM");
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+    let torch = env.path("ws/pytorch");
+    assert!(
+        torch.join(".git/rockbuild/incomplete").exists(),
+        "the interrupted state is marked"
+    );
+
+    env.set("FIXTURE_HIPIFY_PAUSE", "");
+    env.rockbuild()
+        .args([
+            "checkout",
+            "--project",
+            "torch",
+            "--root-checkout-dir",
+            "ws",
+            "--config",
+        ])
+        .arg(&world.config)
+        .assert()
+        .success()
+        .stderr(contains("was interrupted; discarding its partial state"));
+    assert!(!torch.join(".git/rockbuild/incomplete").exists());
+    assert_eq!(hipify_runs(&torch), 2);
+    assert_eq!(
+        std::fs::read_to_string(torch.join("csrc/Module.cpp")).expect("module"),
+        "#include <hip/driver_types.h>\n"
+    );
+    assert!(env.path("ws/rockbuild.lock.json").exists());
+}
