@@ -158,6 +158,14 @@ impl Task {
         }
     }
 
+    /// Fine-grained progress (a transfer's percentages): shown on a live line only, so CI
+    /// logs get one line per phase rather than one per percent.
+    pub fn progress(&self, message: impl Into<String>) {
+        if self.live {
+            self.bar.set_message(message.into());
+        }
+    }
+
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }

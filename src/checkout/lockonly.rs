@@ -36,7 +36,7 @@ fn resolve_project(
     posts_to: Option<&PinBoard>,
     task: &Task,
 ) -> anyhow::Result<Outcome> {
-    let (resolved, fetch_ref) = project::resolve(project, selection, pins_from)?;
+    let (resolved, fetch_ref) = project::resolve(project, selection, pins_from, task)?;
     task.phase(format!("resolving {}", resolved.requested_ref));
     let mirror = Mirror::open(cache, &resolved.origin)?;
     let commit = mirror.fetch(ctx, &fetch_ref, selection, &project.name)?;

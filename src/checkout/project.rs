@@ -59,7 +59,7 @@ pub fn run(job: &Job<'_>, ctx: &Context, task: &Task) -> anyhow::Result<Outcome>
         ..
     } = job;
     let name = project.name.as_str();
-    let (resolved, fetch_ref) = resolve(project, &settings.selection, job.pins_from)?;
+    let (resolved, fetch_ref) = resolve(project, &settings.selection, job.pins_from, task)?;
     // The repository: created, or pointed at the (possibly new) origin.
     fs_err::create_dir_all(dir)?;
     let fresh = !dir.join(".git").exists();
@@ -276,6 +276,7 @@ pub(super) fn resolve(
     project: &Project,
     selection: &Selection,
     pins_from: Option<&PinBoard>,
+    task: &Task,
 ) -> anyhow::Result<(ResolvedPin, String)> {
     if let Some((file, pins)) = &selection.from_lock {
         let pin = pins.get(&project.name).ok_or_else(|| {
@@ -391,7 +392,7 @@ fn update_submodules(
     if let Some(depth) = settings.depth {
         args.push(format!("--depth={depth}"));
     }
-    let mut progress = |line: &str| task.phase(format!("submodules: {line}"));
+    let mut progress = |line: &str| task.progress(format!("submodules: {line}"));
     ctx.runner
         .run_streaming(
             &git.transfer(args, settings.selection.limits),
