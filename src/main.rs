@@ -2,10 +2,13 @@
 //! code. Everything else lives in the stage modules.
 
 mod build;
+mod checkout;
 mod cli;
 mod commands;
 mod context;
 mod diagnostics;
+#[cfg(test)]
+mod docgen;
 mod env_vars;
 mod exec;
 mod exit;

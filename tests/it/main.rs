@@ -8,5 +8,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod checkout;
 mod cli;
 mod publish;
