@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use super::{
-    DistFile, HTML_CONTENT_TYPE, HTML_PAGE, JSON_CONTENT_TYPE, JSON_PAGE, METADATA_SUFFIX,
-    ProjectListing, encode_segment, name_and_version,
+    DistFile, HTML_CONTENT_TYPE, HTML_PAGE, JSON_CONTENT_TYPE, JSON_PAGE, ProjectListing,
+    encode_segment, name_and_version,
 };
 
 /// The PEP 691 api-version (and PEP 629 repository-version) the pages declare.
@@ -153,11 +153,6 @@ pub fn render_project_json(project: &ProjectListing) -> String {
         "versions": versions(project),
         "files": files,
     }))
-}
-
-/// The key of a file's PEP 658 sidecar.
-pub fn metadata_key(file_key: &str) -> String {
-    format!("{file_key}{METADATA_SUFFIX}")
 }
 
 /// Files by version (PEP 440 order), then by name: the order people scan a page in.

@@ -7,10 +7,9 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use super::transfer::{self, TransferError, human_bytes};
-use super::{Body, ObjectInfo, Outcome, Storage, StoreError, copy_immutable, put_immutable};
+use super::{ObjectInfo, Outcome, Storage, StoreError, copy_immutable};
 use crate::context::Context;
 use crate::index::render::{Page, page_keys};
 use crate::index::scan::{self, Scan, ScanError};
@@ -29,8 +28,6 @@ pub struct SetObject {
 pub enum Source {
     /// This key of the source store.
     Copy { from_key: String },
-    /// A local file.
-    Upload { path: PathBuf },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,7 +140,6 @@ impl Plan {
             let from = match &item.source {
                 Source::Copy { from_key } if *from_key == item.object.key => String::new(),
                 Source::Copy { from_key } => format!(" from {from_key}"),
-                Source::Upload { path } => format!(" from {}", path.display()),
             };
             let _ = writeln!(
                 out,
@@ -189,9 +185,6 @@ pub fn execute(
         |item| {
             let object = &item.object;
             match &item.source {
-                Source::Upload { path } => {
-                    put_immutable(dest, &object.key, Body::File(path), &object.sha256)
-                }
                 Source::Copy { from_key } => {
                     let source = source.ok_or_else(|| StoreError::Backend {
                         store: dest.url(),

@@ -4,13 +4,15 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::StoreError;
 use crate::context::Context;
 
 /// First wait before retrying a transient failure; doubled for each further attempt.
 const BACKOFF: Duration = Duration::from_secs(1);
+/// Minimum time between two progress updates.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Runs `op` on every item with `jobs` workers. Returns the results in item order, or every
 /// failure (each names its object) once the workers have stopped.
@@ -37,14 +39,27 @@ where
     let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
     let failures: Mutex<Vec<StoreError>> = Mutex::new(Vec::new());
     let progress = |done: usize, bytes: u64| {
-        format!(
-            "{done}/{} files, {} of {}",
-            items.len(),
-            human_bytes(bytes),
-            human_bytes(total_bytes)
-        )
+        if total_bytes == 0 {
+            format!("{done}/{} files", items.len())
+        } else {
+            format!(
+                "{done}/{} files, {} of {}",
+                items.len(),
+                human_bytes(bytes),
+                human_bytes(total_bytes)
+            )
+        }
     };
-    task.phase(progress(0, 0));
+    // At most one progress update per interval: in CI logs every update is a line.
+    let last_update = Mutex::new(Instant::now());
+    let report = |done: usize, bytes: u64| {
+        if let Ok(mut last) = last_update.lock()
+            && last.elapsed() >= PROGRESS_INTERVAL
+        {
+            *last = Instant::now();
+            task.phase(progress(done, bytes));
+        }
+    };
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, items.len().max(1)) {
             scope.spawn(|| {
@@ -62,7 +77,7 @@ where
                             let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
                             let bytes = bytes_done.fetch_add(size_of(item), Ordering::SeqCst)
                                 + size_of(item);
-                            task.phase(progress(finished, bytes));
+                            report(finished, bytes);
                         }
                         Err(error) => {
                             stop.store(true, Ordering::SeqCst);
