@@ -156,7 +156,9 @@ class Repo:
 
     def describe(self):
         branches = {}
-        for line in self.git(self.bare, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads").splitlines():
+        for line in self.git(
+            self.bare, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads"
+        ).splitlines():
             name, sha = line.split()
             branches[name] = sha
         tags = {}
@@ -214,7 +216,10 @@ def build(out):
             repos[name] = Repo(git, work, staging, name, default_branch)
             return repos[name]
 
-        final_url = {name: (origins / f"{name}.git").as_uri() for name in ("pytorch", "audio", "vision", "triton", "apex", "kineto", "fmt")}
+        final_url = {
+            name: (origins / f"{name}.git").as_uri()
+            for name in ("pytorch", "audio", "vision", "triton", "apex", "kineto", "fmt")
+        }
 
         fmt = repo("fmt")
         fmt_sha = fmt.commit(STACK / "submodules" / "fmt", "fmt 11.0.0 (sample)")
@@ -244,7 +249,9 @@ def build(out):
         triton_init = (STACK / "triton" / "python" / "triton" / "__init__.py").read_text()
         for text, needle in ((triton_setup, 'TRITON_VERSION = "3.5.0"'), (triton_init, '__version__ = "3.5.0"')):
             if needle not in text:
-                raise SystemExit(f"make_origins.py: examples/stack/triton no longer contains {needle!r}; update make_origins.py")
+                raise SystemExit(
+                    f"make_origins.py: examples/stack/triton no longer contains {needle!r}; update make_origins.py"
+                )
         triton, triton_rel, triton_main = versioned(
             "triton",
             STACK / "triton",
@@ -256,7 +263,12 @@ def build(out):
             {},
         )
         apex, apex_rel, apex_main = versioned(
-            "apex", STACK / "apex", "release/1.9.0", {"version.txt": "1.9.0\n"}, {"version.txt": "1.10.0\n"}, default_branch="master"
+            "apex",
+            STACK / "apex",
+            "release/1.9.0",
+            {"version.txt": "1.9.0\n"},
+            {"version.txt": "1.10.0\n"},
+            default_branch="master",
         )
 
         def torch_pins(version, audio_pin, vision_pin, apex_pin, triton_sha, triton_version, other):
@@ -291,7 +303,12 @@ def build(out):
             {"torchaudio": ("release/2.9", audio_rel, final_url["audio"])},
         )
         torch = repo("pytorch")
-        rc1 = torch.commit(STACK / "pytorch", "pytorch 2.9.0-rc1 (sample)", overrides=release_files, gitlinks={"third_party/kineto": kineto_sha})
+        rc1 = torch.commit(
+            STACK / "pytorch",
+            "pytorch 2.9.0-rc1 (sample)",
+            overrides=release_files,
+            gitlinks={"third_party/kineto": kineto_sha},
+        )
         torch.lightweight_tag("v2.9.0-rc1", rc1)
         release_notes = dict(release_files, **{"RELEASE.md": "# 2.9.0\n\nThe sample's 2.9.0 release.\n"})
         final = torch.commit(STACK / "pytorch", "pytorch 2.9.0 (sample)", overrides=release_notes)
@@ -307,7 +324,15 @@ def build(out):
             shutil.rmtree(origins)
         os.rename(staging, origins)
 
-    names = {"torch": "pytorch", "audio": "audio", "vision": "vision", "triton": "triton", "apex": "apex", "kineto": "kineto", "fmt": "fmt"}
+    names = {
+        "torch": "pytorch",
+        "audio": "audio",
+        "vision": "vision",
+        "triton": "triton",
+        "apex": "apex",
+        "kineto": "kineto",
+        "fmt": "fmt",
+    }
     manifest = {"dir": str(out), "stack_yaml": str(out / "stack.yaml"), "repos": {}}
     for project, name in names.items():
         r = repos[name]

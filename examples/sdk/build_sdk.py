@@ -176,11 +176,7 @@ class Wheel:
 
 def dist_info_module(version, targets):
     template = (PACKAGES / "rocm" / "rocm_sdk" / "_dist_info.py").read_text()
-    return (
-        template
-        + f"__version__ = {version!r}\n"
-        + f"DIST_AMDGPU_TARGETS = {targets!r}\n"
-    )
+    return template + f"__version__ = {version!r}\n" + f"DIST_AMDGPU_TARGETS = {targets!r}\n"
 
 
 def devel_manifest():
@@ -246,7 +242,7 @@ def build_wheels(version, targets):
 def page(title, links):
     body = "".join(f'    <a href="{href}">{text}</a><br/>\n' for href, text in links)
     return (
-        "<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:repository-version\" content=\"1.0\">\n"
+        '<!DOCTYPE html>\n<html>\n  <head>\n    <meta name="pypi:repository-version" content="1.0">\n'
         f"    <title>{title}</title>\n  </head>\n  <body>\n    <h1>{title}</h1>\n{body}  </body>\n</html>\n"
     )
 
@@ -262,7 +258,9 @@ def write_index(out, built):
         digest = hashlib.sha256(data).hexdigest()
         by_project.setdefault(normalize_name(wheel.name), []).append((wheel.filename, digest))
     flat = [(f"{urllib.parse.quote(f)}#sha256={d}", f) for files in by_project.values() for f, d in files]
-    (staging / "wheels" / "index.html").write_text(page("Links for the stand-in ROCm SDK", sorted(flat, key=lambda l: l[1])))
+    (staging / "wheels" / "index.html").write_text(
+        page("Links for the stand-in ROCm SDK", sorted(flat, key=lambda l: l[1]))
+    )
     root_links = []
     for project in sorted(by_project):
         (staging / "simple" / project).mkdir(parents=True)

@@ -197,6 +197,25 @@ impl Venv {
     pub fn python_command(&self, env: &TestEnv) -> Command {
         env.command(self.python())
     }
+
+    /// The tag of wheels with native code built by this interpreter (`cp311-cp311-linux_x86_64`).
+    #[track_caller]
+    pub fn wheel_tag(&self, env: &TestEnv) -> String {
+        let code = "import sys, sysconfig; v = f'cp{sys.version_info[0]}{sys.version_info[1]}'; \
+                    print(f\"{v}-{v}{getattr(sys, 'abiflags', '')}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}\")";
+        run_ok(self.python_command(env).args(["-c", code]))
+            .trim()
+            .to_string()
+    }
+
+    /// The file name suffix of extension modules (`.cpython-311-x86_64-linux-gnu.so`).
+    #[track_caller]
+    pub fn ext_suffix(&self, env: &TestEnv) -> String {
+        let code = "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))";
+        run_ok(self.python_command(env).args(["-c", code]))
+            .trim()
+            .to_string()
+    }
 }
 
 /// The bytes of one member of a wheel (or any zip).

@@ -57,7 +57,9 @@ def main():
         build_number=os.getenv("BUILD_NUMBER"),
     )
     if cuda_ext and cpp_extension.ROCM_HOME is None:
-        raise RuntimeError("--cuda_ext was requested, but ROCm was not found (is the installed torch a ROCm build? is ROCM_HOME set?)")
+        raise RuntimeError(
+            "--cuda_ext was requested, but ROCm was not found (is the installed torch a ROCm build? is ROCM_HOME set?)"
+        )
 
     class BuildPy(build_py):
         def run(self):
@@ -70,7 +72,9 @@ def main():
                     includes=[os.path.join(str(ROOT), "csrc", "*")],
                     is_pytorch_extension=True,
                 )
-                targets = cpp_extension.build_hip_library([ROOT / "csrc/scale_kernel.hip"], package / "lib" / "libapex_hip.so")
+                targets = cpp_extension.build_hip_library(
+                    [ROOT / "csrc/scale_kernel.hip"], package / "lib" / "libapex_hip.so"
+                )
                 record.set(targets=targets, rocm_home=cpp_extension.ROCM_HOME)
             (package / WHEEL_RECORD_NAME).write_text(record.wheel_json())
 

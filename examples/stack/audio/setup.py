@@ -78,7 +78,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        raise RuntimeError(f"torchaudio builds against an installed torch; install the torch wheel first ({e})") from None
+        raise RuntimeError(
+            f"torchaudio builds against an installed torch; install the torch wheel first ({e})"
+        ) from None
     from torch.utils import cpp_extension
 
     sha = _run_cmd(["git", "rev-parse", "HEAD"])

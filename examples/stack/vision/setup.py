@@ -35,7 +35,11 @@ record = BuildRecord("torchvision", ROOT)
 
 def _sha():
     try:
-        return subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, stderr=subprocess.DEVNULL).decode("ascii").strip()
+        return (
+            subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, stderr=subprocess.DEVNULL)
+            .decode("ascii")
+            .strip()
+        )
     except Exception:
         return "Unknown"
 
@@ -65,7 +69,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        raise RuntimeError(f"torchvision builds against an installed torch; install the torch wheel first ({e})") from None
+        raise RuntimeError(
+            f"torchvision builds against an installed torch; install the torch wheel first ({e})"
+        ) from None
     from torch.utils import cpp_extension
     from torch.utils.hipify import hipify_python
 
@@ -86,7 +92,9 @@ def main():
         use_video_codec=os.getenv("TORCHVISION_USE_VIDEO_CODEC", "1") == "1",
     )
     if use_gpu and not is_rocm_pytorch:
-        raise RuntimeError("a GPU build was requested but the installed torch has no ROCm support (and the sample has no CUDA path)")
+        raise RuntimeError(
+            "a GPU build was requested but the installed torch has no ROCm support (and the sample has no CUDA path)"
+        )
 
     class BuildPy(build_py):
         def run(self):

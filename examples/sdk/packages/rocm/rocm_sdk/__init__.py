@@ -145,5 +145,4 @@ def initialize_process(
             )
             if fail_on_version_mismatch:
                 raise RuntimeError(message)
-            warnings.warn(f"{message} This incompatibility may result in unexpected behavior")
-
+            warnings.warn(f"{message} This incompatibility may result in unexpected behavior", stacklevel=2)

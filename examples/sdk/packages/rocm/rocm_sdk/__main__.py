@@ -1,13 +1,13 @@
 """`rocm-sdk` / `python -m rocm_sdk`: the ROCm SDK command line, as the real one prints it.
 
-    version          the SDK version (`7.10.0a20251124`)
-    targets          the targets the SDK was built for, `;`-separated (`gfx906;gfx1030`):
-                     the real CLI prints `dist_amdgpu_targets` from dist_info.json, a CMake list
-    path --root      the development tree (needs rocm[devel]; expanded on first use)
-    path --bin       <root>/bin
-    path --cmake     <root>/lib/cmake
-    init [--quiet]   expands the development tree now
-    test             a quick self-check of the installation
+version          the SDK version (`7.10.0a20251124`)
+targets          the targets the SDK was built for, `;`-separated (`gfx906;gfx1030`):
+                 the real CLI prints `dist_amdgpu_targets` from dist_info.json, a CMake list
+path --root      the development tree (needs rocm[devel]; expanded on first use)
+path --bin       <root>/bin
+path --cmake     <root>/lib/cmake
+init [--quiet]   expands the development tree now
+test             a quick self-check of the installation
 """
 
 import argparse
@@ -107,7 +107,9 @@ def main(argv=None):
 
     path_p = sub.add_parser("path", help="Print various paths to ROCm installation")
     group = path_p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--cmake", action="store_true", help="Print the CMAKE_PREFIX_PATH for the ROCm development package")
+    group.add_argument(
+        "--cmake", action="store_true", help="Print the CMAKE_PREFIX_PATH for the ROCm development package"
+    )
     group.add_argument("--bin", action="store_true", help="Print the ROCm development package binary directory")
     group.add_argument("--root", action="store_true", help="Print the ROCm development package root directory")
     path_p.set_defaults(func=_do_path)

@@ -20,10 +20,21 @@ sys.path.append(
 from hipify import hipify_python  # noqa: E402
 
 parser = argparse.ArgumentParser(description="Top-level script for HIPifying, filling in most common parameters")
-parser.add_argument("--out-of-place-only", action="store_true", help="Whether to only run hipify out-of-place on source files")
+parser.add_argument(
+    "--out-of-place-only", action="store_true", help="Whether to only run hipify out-of-place on source files"
+)
 parser.add_argument("--project-directory", type=str, default="", help="The root of the project.", required=False)
-parser.add_argument("--output-directory", type=str, default="", help="The directory to store the hipified project", required=False)
-parser.add_argument("--extra-include-dir", type=str, default=[], nargs="+", help="The list of extra directories in caffe2 to hipify", required=False)
+parser.add_argument(
+    "--output-directory", type=str, default="", help="The directory to store the hipified project", required=False
+)
+parser.add_argument(
+    "--extra-include-dir",
+    type=str,
+    default=[],
+    nargs="+",
+    help="The list of extra directories in caffe2 to hipify",
+    required=False,
+)
 args = parser.parse_args()
 
 amd_build_dir = os.path.dirname(os.path.realpath(__file__))

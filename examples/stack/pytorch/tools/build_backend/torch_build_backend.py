@@ -162,7 +162,9 @@ def hip_version(rocm_home):
     try:
         text = header.read_text()
     except OSError:
-        raise BuildError(f"HIP headers not found: {header} (ROCM_HOME must be the SDK root, `rocm-sdk path --root`)") from None
+        raise BuildError(
+            f"HIP headers not found: {header} (ROCM_HOME must be the SDK root, `rocm-sdk path --root`)"
+        ) from None
     fields = dict(re.findall(r"#define HIP_VERSION_(MAJOR|MINOR|PATCH|GITHASH)\s+\"?([^\"\n]*)\"?", text))
     version = f"{fields.get('MAJOR', '0')}.{fields.get('MINOR', '0')}.{fields.get('PATCH', '0')}"
     return f"{version}-{fields['GITHASH']}" if fields.get("GITHASH") else version
@@ -198,13 +200,43 @@ def compile_rocm(rocm_home, targets, record):
     cxx = shlex.split(os.environ.get("CXX") or "c++")
     host_flags = shlex.split(os.environ.get("CPPFLAGS", "")) + shlex.split(os.environ.get("CXXFLAGS", ""))
     run(
-        launcher + cxx + ["-std=c++17", "-O2", "-fPIC", "-DUSE_ROCM", "-D__HIP_PLATFORM_AMD__", f"-I{rocm_home}/include", f"-I{ROOT}"]
-        + host_flags + ["-c", ROOT / "torch/csrc/cuda/Module.cpp", "-o", obj / "Module.o"]
+        launcher
+        + cxx
+        + ["-std=c++17", "-O2", "-fPIC", "-DUSE_ROCM", "-D__HIP_PLATFORM_AMD__", f"-I{rocm_home}/include", f"-I{ROOT}"]
+        + host_flags
+        + ["-c", ROOT / "torch/csrc/cuda/Module.cpp", "-o", obj / "Module.o"]
     )
-    run([hipcc, "-std=c++17", "-O2", "-fPIC", "-DUSE_ROCM", *arch_flags, f"-I{ROOT / 'aten/src'}", f"-I{ROOT}", "-c", kernel, "-o", obj / "Scale.o"])
+    run(
+        [
+            hipcc,
+            "-std=c++17",
+            "-O2",
+            "-fPIC",
+            "-DUSE_ROCM",
+            *arch_flags,
+            f"-I{ROOT / 'aten/src'}",
+            f"-I{ROOT}",
+            "-c",
+            kernel,
+            "-o",
+            obj / "Scale.o",
+        ]
+    )
     output = lib / "libtorch_hip.so"
     run(
-        [hipcc, "-shared", "-fPIC", *arch_flags, obj / "Scale.o", obj / "Module.o", "-o", output, "-Wl,-soname,libtorch_hip.so", f"-L{rocm_home}/lib", "-lamdhip64"]
+        [
+            hipcc,
+            "-shared",
+            "-fPIC",
+            *arch_flags,
+            obj / "Scale.o",
+            obj / "Module.o",
+            "-o",
+            output,
+            "-Wl,-soname,libtorch_hip.so",
+            f"-L{rocm_home}/lib",
+            "-lamdhip64",
+        ]
         + shlex.split(os.environ.get("LDFLAGS", ""))
     )
     record.set(compiler_launcher=launcher, hipcc=str(hipcc))
@@ -301,7 +333,9 @@ def _build(wheel_directory, config_settings, record):
     hip = None
     if use_rocm:
         if not rocm_home:
-            raise BuildError("USE_ROCM is ON but neither ROCM_HOME nor ROCM_PATH is set; point ROCM_HOME at the SDK root (`rocm-sdk path --root`)")
+            raise BuildError(
+                "USE_ROCM is ON but neither ROCM_HOME nor ROCM_PATH is set; point ROCM_HOME at the SDK root (`rocm-sdk path --root`)"
+            )
         targets = rocm_targets()
         hip_config = find_hip_config(rocm_home)
         hip = hip_version(rocm_home)
@@ -314,7 +348,14 @@ def _build(wheel_directory, config_settings, record):
                     "aotriton (gfx90a, gfx942, gfx950, gfx11*, gfx12*); aotriton's configure fails on an "
                     f"empty target list (aotriton#169). Set {name}=OFF or add a supported target"
                 )
-        record.set(targets=targets, hip_version=hip, hip_config=str(hip_config), rocm_home=rocm_home, attention=attention, aotriton_targets=supported)
+        record.set(
+            targets=targets,
+            hip_version=hip,
+            hip_config=str(hip_config),
+            rocm_home=rocm_home,
+            attention=attention,
+            aotriton_targets=supported,
+        )
         library = compile_rocm(rocm_home, targets, record)
         generated["torch/lib/libtorch_hip.so"] = library.read_bytes()
 

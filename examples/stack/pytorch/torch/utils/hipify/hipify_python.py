@@ -108,7 +108,9 @@ def is_pytorch_file(rel_filepath):
 def is_caffe2_gpu_file(rel_filepath):
     filename = os.path.basename(rel_filepath)
     _, ext = os.path.splitext(filename)
-    return (rel_filepath.startswith("c10/cuda") or "gpu" in filename or ext in (".cu", ".cuh")) and "cudnn" not in filename
+    return (
+        rel_filepath.startswith("c10/cuda") or "gpu" in filename or ext in (".cu", ".cuh")
+    ) and "cudnn" not in filename
 
 
 def is_out_of_place(rel_filepath):
@@ -306,7 +308,9 @@ def hipify(
 
             shutil.copytree(project_directory, output_directory)
 
-    all_files = list(_matched_files(output_directory, includes, ignores, extensions, out_of_place_only, is_pytorch_extension))
+    all_files = list(
+        _matched_files(output_directory, includes, ignores, extensions, out_of_place_only, is_pytorch_extension)
+    )
     all_files_set = set(all_files)
     for extra in extra_files:
         path = extra if os.path.isabs(extra) else os.path.join(output_directory, extra)
