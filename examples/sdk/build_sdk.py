@@ -78,7 +78,7 @@ DEVEL_SYMLINKS = {
     "lib/cmake/hsa-runtime64": f"{DEBIAN_LIB}/cmake/hsa-runtime64",
 }
 # Present in the real tree and read by the torch build (include paths, OpenBLAS_HOME,
-# PKG_CONFIG_PATH); empty in the stand-in.
+# PKG_CONFIG_PATH); empty in the stand-in but for a note.
 DEVEL_DIRS = [
     "include/roctracer",
     "lib/rocm_sysdeps/include",
@@ -181,11 +181,15 @@ def dist_info_module(version, targets):
 
 def devel_manifest():
     init = '"""The stand-in ROCm SDK development tree (created by rocm_sdk._devel)."""\n'
-    return {
-        "dirs": DEVEL_DIRS,
-        "files": {"__init__.py": {"text": init, "mode": "644"}},
-        "symlinks": DEVEL_SYMLINKS,
-    }
+    files = {"__init__.py": {"text": init, "mode": "644"}}
+    # A file in each otherwise empty directory: RECORD lists files only, so this is what lets
+    # pip and uv remove the directories again on uninstall.
+    for directory in DEVEL_DIRS:
+        files[f"{directory}/README.stand-in"] = {
+            "text": "Empty in the stand-in ROCm SDK; the real SDK ships files here.\n",
+            "mode": "644",
+        }
+    return {"files": files, "symlinks": DEVEL_SYMLINKS}
 
 
 def build_wheels(version, targets):

@@ -13,7 +13,7 @@ use crate::common::sample::{
     wheel_members,
 };
 use crate::common::sdk::sdk_index;
-use crate::common::{TestEnv, repo_root, run_ok};
+use crate::common::{TestEnv, repo_root, run_ok, tools_bin};
 
 const SDK_VERSION: &str = "7.10.0a20251124";
 const TARGETS: [&str; 2] = ["gfx906", "gfx1030"];
@@ -207,6 +207,20 @@ fn stand_in_sdk_installs_over_http_with_uv_for_a_local_version() {
     );
     let library = compile_kernel(&env, Path::new(root.trim()), &["gfx906"]);
     assert_eq!(offload_targets(&library), ["gfx906"]);
+
+    // uv removes the expanded tree too (it is in RECORD), without following its links.
+    run_ok(
+        env.command(tools_bin().join("uv"))
+            .args(["pip", "uninstall", "-q", "--python"])
+            .arg(venv.python())
+            .arg("rocm-sdk-devel"),
+    );
+    assert!(
+        !Path::new(root.trim()).exists(),
+        "{} survived uv pip uninstall",
+        root.trim()
+    );
+    assert!(Path::new("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc").exists());
 }
 
 #[test]

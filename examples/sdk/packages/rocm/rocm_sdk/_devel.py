@@ -73,8 +73,6 @@ def _expand(manifest, site, root, stamp):
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     created = []
-    for rel in manifest["dirs"]:
-        (staging / rel).mkdir(parents=True, exist_ok=True)
     for rel, spec in manifest["files"].items():
         path = staging / rel
         path.parent.mkdir(parents=True, exist_ok=True)
