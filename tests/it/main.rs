@@ -10,3 +10,4 @@ mod common;
 
 mod checkout;
 mod cli;
+mod sample;
