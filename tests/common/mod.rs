@@ -3,8 +3,11 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod http;
 pub mod pyindex;
 pub mod s3;
+pub mod sample;
+pub mod sdk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

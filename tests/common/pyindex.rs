@@ -1,10 +1,7 @@
 //! Python packaging pieces for publishing tests: small but complete wheels (METADATA, WHEEL,
-//! RECORD with hashes) written with Python's zipfile, a static HTTP server over a directory
-//! (`python3 -m http.server` on 127.0.0.1:<random>), and venvs to install into with pip or uv.
+//! RECORD with hashes) written with Python's zipfile, and hash-checked installs with pip and uv.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use super::{TestEnv, run_ok};
 
@@ -61,20 +58,13 @@ pub fn build_wheel(
 }
 
 /// The wheel's METADATA bytes (what a PEP 658 sidecar holds).
-pub fn wheel_metadata(env: &TestEnv, wheel: &Path) -> Vec<u8> {
-    let script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nname = next(n for n in z.namelist() if n.endswith('.dist-info/METADATA'))\nsys.stdout.buffer.write(z.read(name))";
-    let output = env
-        .command("python3")
-        .args(["-c", script])
-        .arg(wheel)
-        .output()
-        .expect("python3");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
+#[track_caller]
+pub fn wheel_metadata(wheel: &Path) -> Vec<u8> {
+    let member = super::sample::wheel_members(wheel)
+        .into_iter()
+        .find(|m| m.ends_with(".dist-info/METADATA"))
+        .unwrap_or_else(|| panic!("{} has no METADATA", wheel.display()));
+    super::sample::wheel_member(wheel, &member)
 }
 
 pub fn sha256_file(path: &Path) -> String {
@@ -84,61 +74,10 @@ pub fn sha256_file(path: &Path) -> String {
     ))
 }
 
-/// `python3 -m http.server` over a directory on 127.0.0.1, stopped on drop.
-pub struct HttpServer {
-    pub url: String,
-    child: Child,
-}
-
-impl HttpServer {
-    #[track_caller]
-    pub fn serve(env: &TestEnv, dir: &Path) -> HttpServer {
-        let mut child = env
-            .command("python3")
-            .args([
-                "-u",
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "--directory",
-            ])
-            .arg(dir)
-            .arg("0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start http.server");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the server's first line");
-        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
-        let port = line
-            .split(" port ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected http.server output: {line}"));
-        HttpServer {
-            url: format!("http://127.0.0.1:{port}/"),
-            child,
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fresh venv (with the pip bundled with Python); returns its python.
+/// A fresh venv with pip (installed offline from the wheelhouse); returns its python.
 #[track_caller]
 pub fn venv(env: &TestEnv, dir: &Path) -> PathBuf {
-    run_ok(env.command("python3").args(["-m", "venv"]).arg(dir));
-    dir.join("bin/python")
+    super::sample::Venv::create(env, dir).python()
 }
 
 /// `name==version --hash=sha256:…` lines, the hashes computed here from the files.
@@ -219,12 +158,4 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).expect("copy");
         }
     }
-}
-
-/// Makes a command run with a set of extra environment variables.
-pub fn with_env(mut command: Command, vars: &[(&str, String)]) -> Command {
-    for (key, value) in vars {
-        command.env(key, value);
-    }
-    command
 }

@@ -11,3 +11,4 @@ mod common;
 mod checkout;
 mod cli;
 mod publish;
+mod sample;

@@ -8,9 +8,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::TestEnv;
+use crate::common::http;
 use crate::common::pyindex::{
-    HttpServer, build_wheel, copy_tree, hashed_requirements, install_with_pip_and_uv, python,
-    sha256_file, wheel_metadata,
+    build_wheel, copy_tree, hashed_requirements, install_with_pip_and_uv, python, sha256_file,
+    wheel_metadata,
 };
 use crate::common::s3::{S3Server, WriteRule};
 
@@ -85,7 +86,7 @@ impl World {
             std::fs::copy(wheel, dir.join(&project).join(file)).expect("copy");
             std::fs::write(
                 dir.join(&project).join(format!("{file}.metadata")),
-                wheel_metadata(&self.env, wheel),
+                wheel_metadata(wheel),
             )
             .expect("sidecar");
         }
@@ -157,12 +158,12 @@ fn generated_index_installs_with_pip_and_uv_with_hashes() {
         "{root}"
     );
 
-    let server = HttpServer::serve(&world.env, &staged);
+    let server = http::serve(&staged);
     let requirements = hashed_requirements(&[
         ("rock-torch", "1.0+rocm7.0.0", &set[0]),
         ("rock-vision", "0.1+rocm7.0.0", &set[1]),
     ]);
-    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url, &requirements, "staged");
+    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url(), &requirements, "staged");
     for python_bin in [pip, uv] {
         assert_eq!(
             python(
@@ -181,9 +182,9 @@ fn smoke_then_promote_then_install_from_the_release_index() {
     let set = world.build_set("rocm7.0.0", 0);
     let staged = world.env.path("staged");
     world.stage_by_hand(&staged, &set);
-    let server = HttpServer::serve(&world.env, &staged);
+    let server = http::serve(&staged);
 
-    let smoke = world.smoke(&server.url, "smoke.json").success();
+    let smoke = world.smoke(&server.url(), "smoke.json").success();
     assert!(
         stderr(&smoke).contains("smoke rock-torch") || stderr(&smoke).contains("smoke torch"),
         "{}",
@@ -269,12 +270,12 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         sha256_file(&release.join("rock-torch").join(TORCH)),
         sha256_file(&set[0])
     );
-    let server = HttpServer::serve(&world.env, &release);
+    let server = http::serve(&release);
     let requirements = hashed_requirements(&[
         ("rock-torch", "1.0+rocm7.0.0", &set[0]),
         ("rock-vision", "0.1+rocm7.0.0", &set[1]),
     ]);
-    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url, &requirements, "release");
+    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url(), &requirements, "release");
     for python_bin in [pip, uv] {
         assert_eq!(
             python(
@@ -334,7 +335,7 @@ fn promotion_is_denied_without_passing_evidence() {
         "raise SystemExit('vision smoke failed on purpose')",
     );
     std::fs::write(world.env.path("failing.yaml"), failing_stack).expect("stack");
-    let server = HttpServer::serve(&world.env, &staged);
+    let server = http::serve(&staged);
     let smoke = world
         .env
         .rockbuild()
@@ -343,7 +344,7 @@ fn promotion_is_denied_without_passing_evidence() {
             "--config",
             "failing.yaml",
             "--index-url",
-            &server.url,
+            &server.url(),
             "--report",
             "failed.json",
         ])
@@ -415,7 +416,7 @@ fn promotion_is_denied_without_passing_evidence() {
     );
 
     // A passing run is evidence only for the bytes it installed.
-    world.smoke(&server.url, "passed.json").success();
+    world.smoke(&server.url(), "passed.json").success();
     // Evidence for other bytes with the same file name does not count.
     let rebuilt = world.env.path("rebuilt");
     let other = build_wheel(
@@ -442,8 +443,8 @@ fn published_objects_are_never_replaced_and_versions_must_sort_above_published_o
     let set = world.build_set("rocm7.15.0", 0);
     let staged = world.env.path("staged");
     world.stage_by_hand(&staged, &set);
-    let server = HttpServer::serve(&world.env, &staged);
-    world.smoke(&server.url, "smoke.json").success();
+    let server = http::serve(&staged);
+    world.smoke(&server.url(), "smoke.json").success();
 
     // Different bytes under a released key: exit 6 before anything is copied.
     let release = world.env.path("release");
@@ -473,8 +474,8 @@ fn published_objects_are_never_replaced_and_versions_must_sort_above_published_o
     let newer = world.build_set("rocm10.1.0", 0);
     let staged10 = world.env.path("staged10");
     world.stage_by_hand(&staged10, &newer);
-    let server10 = HttpServer::serve(&world.env, &staged10);
-    world.smoke(&server10.url, "smoke10.json").success();
+    let server10 = http::serve(&staged10);
+    world.smoke(&server10.url(), "smoke10.json").success();
     let refused = world
         .promote("staged10", "release", &["--test-report", "smoke10.json"])
         .code(6);
@@ -535,8 +536,8 @@ fn s3_index_promotion_with_multipart_copies_and_no_overwrite() {
     // Smoke the set from a local copy: the report names the bytes, wherever they are stored.
     let local = world.env.path("local-staged");
     world.stage_by_hand(&local, &set);
-    let http = HttpServer::serve(&world.env, &local);
-    world.smoke(&http.url, "smoke.json").success();
+    let web = http::serve(&local);
+    world.smoke(&web.url(), "smoke.json").success();
 
     // The same objects in an S3 staging prefix, uploaded by another tool (no checksum
     // metadata): `rockbuild index` reads their bytes for the hashes.
@@ -577,12 +578,12 @@ fn s3_index_promotion_with_multipart_copies_and_no_overwrite() {
     // pip and uv install from the release prefix: its objects, served as files.
     let mirror = world.env.path("release-mirror");
     copy_tree(&server.object_path("release"), &mirror);
-    let http = HttpServer::serve(&world.env, &mirror);
+    let web = http::serve(&mirror);
     let requirements = hashed_requirements(&[
         ("rock-torch", "1.0+rocm7.0.0", &set[0]),
         ("rock-vision", "0.1+rocm7.0.0", &set[1]),
     ]);
-    install_with_pip_and_uv(&world.env, &http.url, &requirements, "s3-release");
+    install_with_pip_and_uv(&world.env, &web.url(), &requirements, "s3-release");
 
     // A released object with other bytes is never replaced.
     let vision_key = format!("release2/rock-vision/{VISION}");
@@ -621,8 +622,8 @@ fn a_promotion_killed_between_copies_and_index_leaves_the_index_and_a_rerun_comp
     for (name, set) in [("one", &first), ("two", &second)] {
         let local = world.env.path(&format!("{name}-local"));
         world.stage_by_hand(&local, set);
-        let http = HttpServer::serve(&world.env, &local);
-        world.smoke(&http.url, &format!("{name}.json")).success();
+        let web = http::serve(&local);
+        world.smoke(&web.url(), &format!("{name}.json")).success();
         plant_tree(&server, &local, &format!("staging-{name}"));
         world
             .env
