@@ -171,6 +171,7 @@ where
             Err(error) => failures.push((name, error)),
         }
     }
+    ctx.ui.clear_progress();
     if !outcomes.is_empty() {
         print_summary(
             ctx,
@@ -273,7 +274,12 @@ fn print_summary(ctx: &Context, rows: &[SummaryRow]) {
         .map(|row| {
             vec![
                 row.project.clone(),
-                row.reference.clone(),
+                // A pinned SHA is already in the commit column; keep the table narrow.
+                if crate::git::is_full_sha(&row.reference) {
+                    "(pinned)".to_string()
+                } else {
+                    row.reference.clone()
+                },
                 project::short(&row.commit).to_string(),
                 row.submodules.to_string(),
                 row.hipify.clone(),

@@ -354,7 +354,7 @@ fn fetch(
     args.push("origin".into());
     args.push(fetch_ref.to_string());
     let mut progress =
-        |line: &str| task.phase(format!("fetching {}: {line}", resolved.requested_ref));
+        |line: &str| task.progress(format!("fetching {}: {line}", resolved.requested_ref));
     ctx.runner
         .run_streaming(
             &git.transfer(args, settings.selection.limits),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod git;
 pub mod http;
 pub mod pyindex;
 pub mod s3;
@@ -124,5 +125,3 @@ pub fn run_ok(command: &mut Command) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
-
-pub mod git;
