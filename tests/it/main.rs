@@ -9,6 +9,7 @@
 mod common;
 
 mod checkout;
+mod ci_files;
 mod cli;
 mod publish;
 mod sample;
