@@ -1,1 +1,3 @@
 //! (filled in by its issue)
+
+pub mod client;
