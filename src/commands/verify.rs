@@ -30,7 +30,9 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     }
     if let Some(list) = targets {
         let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
-        let given = table.targets(&list).map_err(|e| exit::usage(format!("--targets: {e}")))?;
+        let given = table
+            .targets(&list)
+            .map_err(|e| exit::usage(format!("--targets: {e}")))?;
         if !options.targets.is_empty() && options.targets != given {
             ctx.ui.warn(format!(
                 "--targets {} replaces the lock's targets {}",
@@ -45,7 +47,9 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let inputs: Vec<_> = paths.iter().map(|p| ctx.absolute(p)).collect();
     let wheels = collect_wheels(&inputs).map_err(|error| match error {
         // An empty build output is a failed verification, not a usage error (W5).
-        VerifyError::EmptyDirectory(_) => exit::classified(ExitStatus::VerificationFailed, error.to_string()),
+        VerifyError::EmptyDirectory(_) => {
+            exit::classified(ExitStatus::VerificationFailed, error.to_string())
+        }
         other => exit::usage(other.to_string()),
     })?;
     let bytes: u64 = wheels
@@ -90,7 +94,10 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
     for wheel in &report.wheels {
         let gpu: Vec<&crate::wheel::verify::LibraryReport> =
             wheel.libraries.iter().filter(|l| l.bundles > 0).collect();
-        let mut targets: Vec<&str> = gpu.iter().flat_map(|l| l.targets.iter().map(String::as_str)).collect();
+        let mut targets: Vec<&str> = gpu
+            .iter()
+            .flat_map(|l| l.targets.iter().map(String::as_str))
+            .collect();
         targets.sort_unstable();
         targets.dedup();
         let gpu_text = if gpu.is_empty() {
@@ -104,7 +111,10 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
             )
         };
         if wheel.ok() {
-            ctx.ui.status(format!("  ok    {}  ({} files{gpu_text})", wheel.file, wheel.entries));
+            ctx.ui.status(format!(
+                "  ok    {}  ({} files{gpu_text})",
+                wheel.file, wheel.entries
+            ));
         } else {
             ctx.ui.status(format!(
                 "  FAIL  {}  {} problem{}",
@@ -114,13 +124,19 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
             ));
             for problem in &wheel.problems {
                 ctx.ui.status(format!("        {problem}"));
-                ctx.ui
-                    .error_annotation(&format!("verify: {}", problem.kind()), &format!("{}: {problem}", wheel.file));
+                ctx.ui.error_annotation(
+                    &format!("verify: {}", problem.kind()),
+                    &format!("{}: {problem}", wheel.file),
+                );
             }
         }
         rows.push(vec![
             wheel.file.clone(),
-            if wheel.ok() { "ok".into() } else { format!("{} problems", wheel.problems.len()) },
+            if wheel.ok() {
+                "ok".into()
+            } else {
+                format!("{} problems", wheel.problems.len())
+            },
             targets.join(" "),
         ]);
     }

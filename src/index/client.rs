@@ -72,7 +72,10 @@ impl IndexClient {
     /// The files of a project; a project the index does not have (404) has none.
     pub fn project_files(&self, project: &str) -> Result<Vec<IndexFile>, IndexError> {
         let name = normalize_name(project);
-        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((_, files)) = cache.iter().find(|(n, _)| *n == name) {
             return Ok(files.clone());
         }
@@ -82,7 +85,9 @@ impl IndexClient {
             Some(http) => fetch(http, &url)?,
             None => read_file_page(&url)?,
         };
-        let files = html.map(|html| parse_project_page(&html)).unwrap_or_default();
+        let files = html
+            .map(|html| parse_project_page(&html))
+            .unwrap_or_default();
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -104,7 +109,9 @@ fn fetch(http: &reqwest::blocking::Client, url: &str) -> Result<Option<String>, 
             Ok(response) if response.status().is_success() => {
                 return response.text().map(Some).map_err(|e| error(e.to_string()));
             }
-            Ok(response) if response.status().is_server_error() => last = format!("HTTP {}", response.status()),
+            Ok(response) if response.status().is_server_error() => {
+                last = format!("HTTP {}", response.status())
+            }
             Ok(response) => return Err(error(format!("HTTP {}", response.status()))),
             // reqwest errors can repeat the URL with credentials: keep only the kind.
             Err(e) if e.is_timeout() => last = "timed out".into(),
@@ -138,7 +145,9 @@ pub fn parse_project_page(html: &str) -> Vec<IndexFile> {
     let mut at = 0;
     while let Some(found) = lower[at..].find("<a") {
         let start = at + found;
-        let Some(tag_end) = lower[start..].find('>').map(|i| start + i) else { break };
+        let Some(tag_end) = lower[start..].find('>').map(|i| start + i) else {
+            break;
+        };
         at = tag_end + 1;
         let next = lower.as_bytes().get(start + 2).copied();
         if !matches!(next, Some(b' ' | b'\t' | b'\n' | b'\r')) {
@@ -146,7 +155,11 @@ pub fn parse_project_page(html: &str) -> Vec<IndexFile> {
         }
         let tag = &html[start + 2..tag_end];
         let attributes = parse_attributes(tag);
-        let Some(href) = attributes.iter().find(|(k, _)| k == "href").map(|(_, v)| v.clone()) else {
+        let Some(href) = attributes
+            .iter()
+            .find(|(k, _)| k == "href")
+            .map(|(_, v)| v.clone())
+        else {
             continue;
         };
         let location = href.split(['#', '?']).next().unwrap_or(&href);
@@ -214,7 +227,9 @@ fn percent_decode(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%'
-            && let Some(value) = text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+            && let Some(value) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
         {
             out.push(value);
             i += 3;
@@ -239,7 +254,10 @@ mod tests {
             </body></html>"#;
         let files = parse_project_page(html);
         assert_eq!(files.len(), 2);
-        assert_eq!(files[0].filename, "torch-2.10.0+rocm7.1-cp311-cp311-linux_x86_64.whl");
+        assert_eq!(
+            files[0].filename,
+            "torch-2.10.0+rocm7.1-cp311-cp311-linux_x86_64.whl"
+        );
         assert!(!files[0].yanked);
         assert_eq!(files[1].filename, "rocm-7.13.0.tar.gz");
         assert!(files[1].yanked);
@@ -250,15 +268,30 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let page = dir.path().join("triton");
         fs_err::create_dir_all(&page).expect("mkdir");
-        fs_err::write(page.join("index.html"), r#"<a href="triton-3.5.0-cp311-cp311-linux_x86_64.whl">x</a>"#)
-            .expect("write");
-        let client = IndexClient::new(&format!("file://{}/", dir.path().display())).expect("client");
+        fs_err::write(
+            page.join("index.html"),
+            r#"<a href="triton-3.5.0-cp311-cp311-linux_x86_64.whl">x</a>"#,
+        )
+        .expect("write");
+        let client =
+            IndexClient::new(&format!("file://{}/", dir.path().display())).expect("client");
         let files = client.project_files("Triton").expect("reads");
-        assert_eq!(files[0].filename, "triton-3.5.0-cp311-cp311-linux_x86_64.whl");
-        assert!(client.project_files("torch").expect("404 is empty").is_empty());
+        assert_eq!(
+            files[0].filename,
+            "triton-3.5.0-cp311-cp311-linux_x86_64.whl"
+        );
+        assert!(
+            client
+                .project_files("torch")
+                .expect("404 is empty")
+                .is_empty()
+        );
 
         let http = IndexClient::new("https://bot:secret@example.com/simple").expect("client");
-        assert_eq!(http.display_url("Torch_Vision"), "https://bot:****@example.com/simple/torch-vision/");
+        assert_eq!(
+            http.display_url("Torch_Vision"),
+            "https://bot:****@example.com/simple/torch-vision/"
+        );
         assert!(IndexClient::new("ftp://x").is_err());
     }
 }

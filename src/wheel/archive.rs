@@ -121,11 +121,22 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// Reads exactly `len` bytes at `offset`, or says the archive ends too early.
-fn read_exact_at(file: &File, file_len: u64, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, ArchiveError> {
-    if offset.checked_add(len as u64).is_none_or(|end| end > file_len) {
+fn read_exact_at(
+    file: &File,
+    file_len: u64,
+    offset: u64,
+    len: usize,
+    what: &str,
+) -> Result<Vec<u8>, ArchiveError> {
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > file_len)
+    {
         return Err(ArchiveError::Truncated {
             len: file_len,
-            detail: format!("{what} at offset {offset} ({len} bytes) lies past the end of the file"),
+            detail: format!(
+                "{what} at offset {offset} ({len} bytes) lies past the end of the file"
+            ),
         });
     }
     let mut buf = vec![0u8; len];
@@ -139,13 +150,19 @@ fn extra_fields(extra: &[u8]) -> Result<Vec<(u16, &[u8])>, String> {
     let mut at = 0;
     while at < extra.len() {
         if at + 4 > extra.len() {
-            return Err(format!("{} stray bytes at the end of the extra field", extra.len() - at));
+            return Err(format!(
+                "{} stray bytes at the end of the extra field",
+                extra.len() - at
+            ));
         }
         let id = u16_at(extra, at);
         let len = usize::from(u16_at(extra, at + 2));
         let start = at + 4;
         if start + len > extra.len() {
-            return Err(format!("extra field 0x{id:04x} claims {len} bytes but only {} remain", extra.len() - start));
+            return Err(format!(
+                "extra field 0x{id:04x} claims {len} bytes but only {} remain",
+                extra.len() - start
+            ));
         }
         out.push((id, &extra[start..start + len]));
         at = start + len;
@@ -166,7 +183,11 @@ struct Zip64Values {
 fn parse_zip64(data: &[u8], want: [bool; 4], where_: &str) -> Result<Zip64Values, String> {
     let expected = want[..3].iter().filter(|w| **w).count() * 8 + if want[3] { 4 } else { 0 };
     if data.len() != expected {
-        let too = if data.len() > expected { "too long" } else { "too short" };
+        let too = if data.len() > expected {
+            "too long"
+        } else {
+            "too short"
+        };
         return Err(format!(
             "the ZIP64 extra field in the {where_} is {too}: it holds {} bytes but the header's \
              0xFFFFFFFF sentinels call for {expected} (uv refuses such archives; pypa/wheel#692)",
@@ -215,7 +236,13 @@ impl Archive {
         let len = file.metadata()?.len();
         let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
         let tail_start = len - tail_len;
-        let tail = read_exact_at(&file, len, tail_start, tail_len as usize, "the end of the archive")?;
+        let tail = read_exact_at(
+            &file,
+            len,
+            tail_start,
+            tail_len as usize,
+            "the end of the archive",
+        )?;
         let eocd_at = find_eocd(&tail).map(|at| tail_start + at as u64);
         let Some(eocd_at) = eocd_at else {
             let mut head = [0u8; 4];
@@ -260,7 +287,13 @@ impl Archive {
 
         // A ZIP64 end record, found through its locator right before the classic end record.
         let locator = if eocd_at >= EOCD64_LOCATOR_LEN {
-            let bytes = read_exact_at(&file, len, eocd_at - EOCD64_LOCATOR_LEN, EOCD64_LOCATOR_LEN as usize, "the ZIP64 locator")?;
+            let bytes = read_exact_at(
+                &file,
+                len,
+                eocd_at - EOCD64_LOCATOR_LEN,
+                EOCD64_LOCATOR_LEN as usize,
+                "the ZIP64 locator",
+            )?;
             (u32_at(&bytes, 0) == EOCD64_LOCATOR_SIG).then_some(bytes)
         } else {
             None
@@ -284,7 +317,11 @@ impl Archive {
                     });
                 }
                 let record_len = u64_at(&record, 4);
-                if record_at.checked_add(12).and_then(|v| v.checked_add(record_len)) != Some(locator_at) {
+                if record_at
+                    .checked_add(12)
+                    .and_then(|v| v.checked_add(record_len))
+                    != Some(locator_at)
+                {
                     problems.push(Problem::zip(
                         None,
                         format!(
@@ -295,10 +332,30 @@ impl Archive {
                     ));
                 }
                 let values = [
-                    ("entry count on this disk", &mut count_on_disk, u64_at(&record, 24), u64::from(U16_SENTINEL)),
-                    ("entry count", &mut count, u64_at(&record, 32), u64::from(U16_SENTINEL)),
-                    ("central directory size", &mut cd_size, u64_at(&record, 40), u64::from(U32_SENTINEL)),
-                    ("central directory offset", &mut cd_offset, u64_at(&record, 48), u64::from(U32_SENTINEL)),
+                    (
+                        "entry count on this disk",
+                        &mut count_on_disk,
+                        u64_at(&record, 24),
+                        u64::from(U16_SENTINEL),
+                    ),
+                    (
+                        "entry count",
+                        &mut count,
+                        u64_at(&record, 32),
+                        u64::from(U16_SENTINEL),
+                    ),
+                    (
+                        "central directory size",
+                        &mut cd_size,
+                        u64_at(&record, 40),
+                        u64::from(U32_SENTINEL),
+                    ),
+                    (
+                        "central directory offset",
+                        &mut cd_offset,
+                        u64_at(&record, 48),
+                        u64::from(U32_SENTINEL),
+                    ),
                 ];
                 for (what, classic, wide, sentinel) in values {
                     if *classic != sentinel && *classic != wide {
@@ -309,7 +366,11 @@ impl Archive {
                     }
                     *classic = wide;
                 }
-                if u32_at(&record, 16) != 0 || u32_at(&record, 20) != 0 || u32_at(&locator, 4) != 0 || u32_at(&locator, 16) > 1 {
+                if u32_at(&record, 16) != 0
+                    || u32_at(&record, 20) != 0
+                    || u32_at(&locator, 4) != 0
+                    || u32_at(&locator, 16) > 1
+                {
                     return Err(ArchiveError::Corrupt {
                         detail: "multi-disk (split) archives are not wheels".into(),
                     });
@@ -333,7 +394,9 @@ impl Archive {
         if cd_offset.checked_add(cd_size).is_none_or(|end| end > len) {
             return Err(ArchiveError::Truncated {
                 len,
-                detail: format!("the central directory (offset {cd_offset}, {cd_size} bytes) lies past the end of the file"),
+                detail: format!(
+                    "the central directory (offset {cd_offset}, {cd_size} bytes) lies past the end of the file"
+                ),
             });
         }
         if cd_offset + cd_size != cd_end {
@@ -363,9 +426,19 @@ impl Archive {
 
     /// Reads and checks an entry's local header against the central directory; returns where
     /// the data lies. Mismatches that leave the data readable are pushed to `problems`.
-    pub fn local_header(&self, entry: &Entry, problems: &mut Vec<Problem>) -> Result<DataSpan, String> {
-        let header = read_exact_at(&self.file, self.len, entry.header_offset, LOCAL_LEN, "the local header")
-            .map_err(|e| e.to_string())?;
+    pub fn local_header(
+        &self,
+        entry: &Entry,
+        problems: &mut Vec<Problem>,
+    ) -> Result<DataSpan, String> {
+        let header = read_exact_at(
+            &self.file,
+            self.len,
+            entry.header_offset,
+            LOCAL_LEN,
+            "the local header",
+        )
+        .map_err(|e| e.to_string())?;
         if u32_at(&header, 0) != LOCAL_SIG {
             return Err(format!("no local header at offset {}", entry.header_offset));
         }
@@ -469,7 +542,8 @@ impl Archive {
     /// Length of the data descriptor at `at` (optional signature, CRC, two sizes).
     fn descriptor_len(&self, at: u64, zip64: bool) -> u64 {
         let mut sig = [0u8; 4];
-        let signed = self.file.read_exact_at(&mut sig, at).is_ok() && u32::from_le_bytes(sig) == DESCRIPTOR_SIG;
+        let signed = self.file.read_exact_at(&mut sig, at).is_ok()
+            && u32::from_le_bytes(sig) == DESCRIPTOR_SIG;
         let sizes = if zip64 { 16 } else { 8 };
         if signed { 8 + sizes } else { 4 + sizes }
     }
@@ -483,7 +557,9 @@ impl Archive {
         };
         let inner = match entry.method {
             METHOD_STORED => Decoder::Stored(raw),
-            METHOD_DEFLATE => Decoder::Deflate(Box::new(flate2::read::DeflateDecoder::new_with_buf(raw, vec![0; 256 * 1024]))),
+            METHOD_DEFLATE => Decoder::Deflate(Box::new(
+                flate2::read::DeflateDecoder::new_with_buf(raw, vec![0; 256 * 1024]),
+            )),
             other => return Err(format!("compression method {other} is not supported")),
         };
         Ok(EntryReader {
@@ -496,9 +572,17 @@ impl Archive {
     }
 
     /// Reads a whole (small) entry into memory, refusing entries above `limit` bytes.
-    pub fn read_small(&self, entry: &Entry, limit: u64, problems: &mut Vec<Problem>) -> Result<Vec<u8>, String> {
+    pub fn read_small(
+        &self,
+        entry: &Entry,
+        limit: u64,
+        problems: &mut Vec<Problem>,
+    ) -> Result<Vec<u8>, String> {
         if entry.size > limit {
-            return Err(format!("it is {} bytes; more than the {limit} bytes allowed for it", entry.size));
+            return Err(format!(
+                "it is {} bytes; more than the {limit} bytes allowed for it",
+                entry.size
+            ));
         }
         let span = self.local_header(entry, problems)?;
         let mut reader = self.reader(entry, span)?;
@@ -543,7 +627,9 @@ fn parse_central_directory(
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<Entry>, ArchiveError> {
     let corrupt = |detail: String| ArchiveError::Corrupt { detail };
-    let capacity = usize::try_from(count).unwrap_or(0).min(directory.len() / CENTRAL_LEN);
+    let capacity = usize::try_from(count)
+        .unwrap_or(0)
+        .min(directory.len() / CENTRAL_LEN);
     let mut entries = Vec::with_capacity(capacity);
     let mut at = 0usize;
     while at < directory.len() {
@@ -595,7 +681,10 @@ fn parse_central_directory(
         ];
         let mut found_zip64 = false;
         match extra_fields(extra) {
-            Err(detail) => problems.push(Problem::zip(Some(&name), format!("central directory: {detail}"))),
+            Err(detail) => problems.push(Problem::zip(
+                Some(&name),
+                format!("central directory: {detail}"),
+            )),
             Ok(fields) => {
                 for (id, data) in fields {
                     match id {
@@ -604,7 +693,8 @@ fn parse_central_directory(
                             match parse_zip64(data, want, "central directory") {
                                 Ok(values) => {
                                     size = values.size.unwrap_or(size);
-                                    compressed_size = values.compressed_size.unwrap_or(compressed_size);
+                                    compressed_size =
+                                        values.compressed_size.unwrap_or(compressed_size);
                                     header_offset = values.header_offset.unwrap_or(header_offset);
                                 }
                                 Err(detail) => problems.push(Problem::zip(Some(&name), detail)),
@@ -668,7 +758,10 @@ impl Read for RangeReader<'_> {
         }
         let n = self.file.read_at(&mut buf[..want], self.pos)?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file ends early"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file ends early",
+            ));
         }
         self.pos += n as u64;
         Ok(n)
@@ -703,12 +796,20 @@ impl Read for EntryReader<'_> {
             Decoder::Stored(r) => r.read(&mut buf[..want]),
             Decoder::Deflate(r) => r.read(&mut buf[..want]),
         }
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("the compressed data is corrupt: {e}")))?;
+        .map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the compressed data is corrupt: {e}"),
+            )
+        })?;
         self.read += n as u64;
         if self.read > self.declared {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("it inflates to more than the {} bytes its header declares", self.declared),
+                format!(
+                    "it inflates to more than the {} bytes its header declares",
+                    self.declared
+                ),
             ));
         }
         self.crc.update(&buf[..n]);
@@ -716,7 +817,10 @@ impl Read for EntryReader<'_> {
             if self.read != self.declared {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("its data ends after {} bytes but its header declares {}", self.read, self.declared),
+                    format!(
+                        "its data ends after {} bytes but its header declares {}",
+                        self.read, self.declared
+                    ),
                 ));
             }
             if self.crc.sum() != self.crc_expected {
@@ -784,7 +888,10 @@ mod tests {
             assert!(problems.is_empty(), "zip64={zip64}: {problems:?}");
             let names: Vec<&str> = archive.entries.iter().map(|e| e.name.as_str()).collect();
             assert_eq!(names, ["a.txt", "pkg/big.bin"]);
-            assert_eq!(read_all(&archive, &archive.entries[0]).expect("a"), b"hello");
+            assert_eq!(
+                read_all(&archive, &archive.entries[0]).expect("a"),
+                b"hello"
+            );
             assert_eq!(read_all(&archive, &archive.entries[1]).expect("big"), big);
         }
     }
@@ -795,10 +902,18 @@ mod tests {
         let (result, _) = open_bytes(&bytes[..bytes.len() / 2]);
         let error = result.expect_err("truncated").to_string();
         assert!(error.contains("the archive is truncated"), "{error}");
-        assert!(error.contains(&format!("the file is {} bytes", bytes.len() / 2)), "{error}");
+        assert!(
+            error.contains(&format!("the file is {} bytes", bytes.len() / 2)),
+            "{error}"
+        );
 
         let (result, _) = open_bytes(b"definitely not a zip file at all, just text");
-        assert!(result.expect_err("not zip").to_string().starts_with("not a zip archive"));
+        assert!(
+            result
+                .expect_err("not zip")
+                .to_string()
+                .starts_with("not a zip archive")
+        );
     }
 
     #[test]
@@ -814,7 +929,10 @@ mod tests {
             Err(e) => e,
             Ok(data) => panic!("read corrupt data without error: {data:?}"),
         };
-        assert!(error.contains("CRC-32") || error.contains("corrupt") || error.contains("declares"), "{error}");
+        assert!(
+            error.contains("CRC-32") || error.contains("corrupt") || error.contains("declares"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -829,7 +947,12 @@ mod tests {
             c.sum()
         };
         let mut out = Vec::new();
-        let extra: Vec<u8> = [&1u16.to_le_bytes()[..], &8u16.to_le_bytes(), &1234u64.to_le_bytes()].concat();
+        let extra: Vec<u8> = [
+            &1u16.to_le_bytes()[..],
+            &8u16.to_le_bytes(),
+            &1234u64.to_le_bytes(),
+        ]
+        .concat();
         out.extend_from_slice(&LOCAL_SIG.to_le_bytes());
         out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -861,12 +984,18 @@ mod tests {
         let archive = archive.expect("opens");
         assert!(problems.is_empty(), "{problems:?}");
         let mut problems = Vec::new();
-        let span = archive.local_header(&archive.entries[0], &mut problems).expect("span");
+        let span = archive
+            .local_header(&archive.entries[0], &mut problems)
+            .expect("span");
         let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(text[0].contains("ZIP64 extra field in the local header is too long: it holds 8 bytes but the header's 0xFFFFFFFF sentinels call for 0"), "{}", text[0]);
         let mut content = Vec::new();
-        archive.reader(&archive.entries[0], span).expect("reader").read_to_end(&mut content).expect("read");
+        archive
+            .reader(&archive.entries[0], span)
+            .expect("reader")
+            .read_to_end(&mut content)
+            .expect("read");
         assert_eq!(content, data);
     }
 
@@ -878,10 +1007,21 @@ mod tests {
         let mut entry = archive.entries[0].clone();
         entry.size = 1000;
         let mut problems = Vec::new();
-        let span = archive.local_header(&archive.entries[0], &mut problems).expect("span");
+        let span = archive
+            .local_header(&archive.entries[0], &mut problems)
+            .expect("span");
         let mut sink = Vec::new();
-        let error = archive.reader(&entry, span).expect("reader").read_to_end(&mut sink).expect_err("bomb");
-        assert!(error.to_string().contains("more than the 1000 bytes its header declares"), "{error}");
+        let error = archive
+            .reader(&entry, span)
+            .expect("reader")
+            .read_to_end(&mut sink)
+            .expect_err("bomb");
+        assert!(
+            error
+                .to_string()
+                .contains("more than the 1000 bytes its header declares"),
+            "{error}"
+        );
         assert!(sink.len() <= 1001);
     }
 }

@@ -21,7 +21,9 @@ pub struct ElfInfo {
 
 impl ElfInfo {
     pub fn links_hip_runtime(&self) -> bool {
-        self.needed.iter().any(|lib| lib.starts_with("libamdhip64.so"))
+        self.needed
+            .iter()
+            .any(|lib| lib.starts_with("libamdhip64.so"))
     }
 }
 
@@ -78,7 +80,9 @@ pub fn search_path_problem(entry: &str) -> Option<&'static str> {
     } else if entry.is_empty() {
         Some("an empty entry means the current working directory of the process")
     } else if entry.starts_with('/') {
-        Some("an absolute path from the build machine; it does not exist where the wheel is installed and could load foreign libraries where it does (TheRock#968); use an $ORIGIN-relative path")
+        Some(
+            "an absolute path from the build machine; it does not exist where the wheel is installed and could load foreign libraries where it does (TheRock#968); use an $ORIGIN-relative path",
+        )
     } else {
         Some("a path relative to the process's working directory; use an $ORIGIN-relative path")
     }
@@ -92,7 +96,9 @@ mod tests {
     fn judges_search_paths() {
         assert_eq!(search_path_problem("$ORIGIN/../lib"), None);
         assert_eq!(search_path_problem("${ORIGIN}"), None);
-        assert!(search_path_problem("/home/runner/venv/lib").is_some_and(|r| r.contains("absolute")));
+        assert!(
+            search_path_problem("/home/runner/venv/lib").is_some_and(|r| r.contains("absolute"))
+        );
         assert!(search_path_problem("lib").is_some_and(|r| r.contains("working directory")));
         assert!(search_path_problem("").is_some_and(|r| r.contains("empty")));
     }
@@ -103,7 +109,11 @@ mod tests {
         let exe = std::env::current_exe().expect("current exe");
         let data = fs_err::read(exe).expect("read");
         let info = inspect(&data).expect("parses");
-        assert!(info.needed.iter().any(|lib| lib.starts_with("libc.so")), "{:?}", info.needed);
+        assert!(
+            info.needed.iter().any(|lib| lib.starts_with("libc.so")),
+            "{:?}",
+            info.needed
+        );
         assert!(!info.links_hip_runtime());
         assert_eq!(info.gpu, None);
         assert!(inspect(b"\x7fELFnot really").is_err());

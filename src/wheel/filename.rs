@@ -194,14 +194,16 @@ mod tests {
             let parsed = WheelFilename::parse(name).expect(name);
             assert_eq!(parsed.to_string(), name);
         }
-        let torch = WheelFilename::parse(
-            "torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl",
-        )
-        .expect("parses");
+        let torch =
+            WheelFilename::parse("torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl")
+                .expect("parses");
         assert_eq!(torch.normalized_name(), "torch");
         assert_eq!(torch.version.to_string(), "2.10.0a0+rocm7.13.0a20260430");
         assert_eq!(torch.tags(), vec!["cp311-cp311-linux_x86_64"]);
-        assert_eq!(torch.dist_info_dir(), "torch-2.10.0a0+rocm7.13.0a20260430.dist-info");
+        assert_eq!(
+            torch.dist_info_dir(),
+            "torch-2.10.0a0+rocm7.13.0a20260430.dist-info"
+        );
         let build = WheelFilename::parse(
             "torchvision-0.25.0+rocm7.1-1local-cp312-cp312-manylinux_2_28_x86_64.whl",
         )
@@ -216,10 +218,19 @@ mod tests {
         let cases = [
             ("torch-2.10.0.tar.gz", "does not end in .whl"),
             ("torch-2.10.0-py3-any.whl", "has 4 dash-separated parts"),
-            ("torch-2.10-0-x-py3-none-any.whl", "has 7 dash-separated parts"),
-            ("torch-2.x.0-py3-none-any.whl", "'2.x.0' is not a PEP 440 version"),
+            (
+                "torch-2.10-0-x-py3-none-any.whl",
+                "has 7 dash-separated parts",
+            ),
+            (
+                "torch-2.x.0-py3-none-any.whl",
+                "'2.x.0' is not a PEP 440 version",
+            ),
             ("tor ch-2.0-py3-none-any.whl", "distribution name 'tor ch'"),
-            ("torch-2.0-local-py3-none-any.whl", "build tag 'local' must start with a digit"),
+            (
+                "torch-2.0-local-py3-none-any.whl",
+                "build tag 'local' must start with a digit",
+            ),
             ("torch-2.0-py3..x-none-any.whl", "empty python tag"),
         ];
         for (name, expected) in cases {
@@ -239,8 +250,9 @@ mod tests {
 
     #[test]
     fn rewrites_the_version() {
-        let wheel = WheelFilename::parse("triton-3.5.0a20260430+git1a2b3c4d-cp311-cp311-linux_x86_64.whl")
-            .expect("parses");
+        let wheel =
+            WheelFilename::parse("triton-3.5.0a20260430+git1a2b3c4d-cp311-cp311-linux_x86_64.whl")
+                .expect("parses");
         let new = Version::from_str("3.5.0rc1+git1a2b3c4d").expect("version");
         assert_eq!(
             wheel.with_version(&new).to_string(),

@@ -70,7 +70,10 @@ pub struct CoreMetadata {
     pub raw: Vec<u8>,
 }
 
-fn serialize_display<S: serde::Serializer, T: std::fmt::Display>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+fn serialize_display<S: serde::Serializer, T: std::fmt::Display>(
+    value: &T,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.collect_str(value)
 }
 
@@ -90,13 +93,15 @@ impl CoreMetadata {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| error("no Name field".into()))?
             .to_string();
-        let version_text = field(&headers, "Version").ok_or_else(|| error("no Version field".into()))?;
+        let version_text =
+            field(&headers, "Version").ok_or_else(|| error("no Version field".into()))?;
         let version = Version::from_str(version_text)
             .map_err(|e| error(format!("Version '{version_text}' is not PEP 440: {e}")))?;
         let mut requires_dist = Vec::new();
         for value in fields(&headers, "Requires-Dist") {
             requires_dist.push(
-                Requirement::parse(value).map_err(|e| error(format!("Requires-Dist '{value}': {e}")))?,
+                Requirement::parse(value)
+                    .map_err(|e| error(format!("Requires-Dist '{value}': {e}")))?,
             );
         }
         Ok(CoreMetadata {
@@ -105,7 +110,9 @@ impl CoreMetadata {
             version,
             requires_dist,
             requires_python: field(&headers, "Requires-Python").map(str::to_string),
-            provides_extra: fields(&headers, "Provides-Extra").map(normalize_name).collect(),
+            provides_extra: fields(&headers, "Provides-Extra")
+                .map(normalize_name)
+                .collect(),
             raw,
         })
     }
@@ -195,7 +202,10 @@ impl Requirement {
         } else {
             specifier_text = rest.trim();
             if let Some(inner) = specifier_text.strip_prefix('(') {
-                specifier_text = inner.strip_suffix(')').ok_or("unclosed '(' around the version")?.trim();
+                specifier_text = inner
+                    .strip_suffix(')')
+                    .ok_or("unclosed '(' around the version")?
+                    .trim();
             }
         }
         let specifiers = VersionSpecifiers::from_str(specifier_text).map_err(|e| e.to_string())?;
@@ -216,7 +226,9 @@ impl Requirement {
     /// The version of an exact pin (`==X` or `===X`, not a wildcard), if this is one.
     pub fn pinned_version(&self) -> Option<&Version> {
         match self.specifiers.iter().collect::<Vec<_>>().as_slice() {
-            [only] if matches!(only.operator(), Operator::Equal | Operator::ExactEqual) => Some(only.version()),
+            [only] if matches!(only.operator(), Operator::Equal | Operator::ExactEqual) => {
+                Some(only.version())
+            }
             _ => None,
         }
     }
@@ -256,16 +268,28 @@ mod tests {
 
     #[test]
     fn parses_core_metadata() {
-        let metadata = CoreMetadata::parse("torch.dist-info/METADATA", METADATA.as_bytes().to_vec()).expect("parses");
+        let metadata =
+            CoreMetadata::parse("torch.dist-info/METADATA", METADATA.as_bytes().to_vec())
+                .expect("parses");
         assert_eq!(metadata.name, "torch");
         assert_eq!(metadata.version.to_string(), "2.10.0a0+rocm7.13.0a20260430");
         assert_eq!(metadata.requires_python.as_deref(), Some(">=3.10"));
         assert_eq!(metadata.provides_extra, vec!["opt-einsum"]);
-        let names: Vec<&str> = metadata.requires_dist.iter().map(|r| r.name.as_str()).collect();
+        let names: Vec<&str> = metadata
+            .requires_dist
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
         assert_eq!(names, ["filelock", "triton", "rocm", "sympy"]);
         let triton = &metadata.requires_dist[1];
-        assert_eq!(triton.pinned_version().map(ToString::to_string).as_deref(), Some("3.5.0+git1a2b3c4d"));
-        assert_eq!(triton.marker.as_deref(), Some("platform_system == \"Linux\""));
+        assert_eq!(
+            triton.pinned_version().map(ToString::to_string).as_deref(),
+            Some("3.5.0+git1a2b3c4d")
+        );
+        assert_eq!(
+            triton.marker.as_deref(),
+            Some("platform_system == \"Linux\"")
+        );
         let rocm = &metadata.requires_dist[2];
         assert_eq!(rocm.extras, vec!["libraries", "devel"]);
         assert_eq!(
@@ -275,7 +299,10 @@ mod tests {
         assert_eq!(metadata.requires_dist[3].pinned_version(), None);
         assert_eq!(metadata.requires_dist[0].pinned_version(), None);
         assert_eq!(metadata.raw, METADATA.as_bytes());
-        assert_eq!(metadata.sha256(), crate::fsutil::sha256_hex(METADATA.as_bytes()));
+        assert_eq!(
+            metadata.sha256(),
+            crate::fsutil::sha256_hex(METADATA.as_bytes())
+        );
     }
 
     #[test]
@@ -283,8 +310,14 @@ mod tests {
         let cases = [
             ("Metadata-Version: 2.1\nVersion: 1.0\n", "no Name field"),
             ("Metadata-Version: 2.1\nName: x\n", "no Version field"),
-            ("Metadata-Version: 2.1\nName: x\nVersion: one\n", "Version 'one' is not PEP 440"),
-            ("Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: y[a\n", "unclosed '['"),
+            (
+                "Metadata-Version: 2.1\nName: x\nVersion: one\n",
+                "Version 'one' is not PEP 440",
+            ),
+            (
+                "Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: y[a\n",
+                "unclosed '['",
+            ),
             ("Name: x\nVersion: 1.0\n", "no Metadata-Version field"),
         ];
         for (text, expected) in cases {
@@ -305,13 +338,21 @@ mod tests {
         .expect("parses");
         assert_eq!(info.tags, vec!["cp311-cp311-linux_x86_64"]);
         let error = WheelInfo::parse("WHEEL", b"Wheel-Version: 2.0\n").expect_err("v2");
-        assert!(error.to_string().contains("Wheel-Version 2.0 is not supported"));
+        assert!(
+            error
+                .to_string()
+                .contains("Wheel-Version 2.0 is not supported")
+        );
     }
 
     #[test]
     fn parses_direct_references() {
-        let requirement = Requirement::parse("torch @ https://example.com/torch.whl").expect("parses");
-        assert_eq!(requirement.url.as_deref(), Some("https://example.com/torch.whl"));
+        let requirement =
+            Requirement::parse("torch @ https://example.com/torch.whl").expect("parses");
+        assert_eq!(
+            requirement.url.as_deref(),
+            Some("https://example.com/torch.whl")
+        );
         assert_eq!(requirement.pinned_version(), None);
     }
 }

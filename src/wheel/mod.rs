@@ -19,4 +19,3 @@ pub mod record;
 #[allow(dead_code)]
 pub mod rewrite;
 pub mod verify;
-

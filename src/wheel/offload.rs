@@ -68,13 +68,33 @@ pub fn scan_section(section: &[u8]) -> SectionScan {
             at += 1;
         }
         if at >= section.len() {
-            return SectionScan { bundles, error: None };
+            return SectionScan {
+                bundles,
+                error: None,
+            };
         }
         let rest = &section[at..];
         let parsed = if rest.starts_with(BUNDLE_MAGIC) {
-            parse_plain(rest).map(|(ids, len)| (Bundle { offset: at, compressed: None, ids }, Some(len)))
+            parse_plain(rest).map(|(ids, len)| {
+                (
+                    Bundle {
+                        offset: at,
+                        compressed: None,
+                        ids,
+                    },
+                    Some(len),
+                )
+            })
         } else if rest.starts_with(COMPRESSED_MAGIC) {
-            parse_compressed(rest).map(|(bundle, len)| (Bundle { offset: at, ..bundle }, len))
+            parse_compressed(rest).map(|(bundle, len)| {
+                (
+                    Bundle {
+                        offset: at,
+                        ..bundle
+                    },
+                    len,
+                )
+            })
         } else {
             Err(format!(
                 "unrecognised data at offset 0x{at:x} of the section (neither an offload bundle \
@@ -89,7 +109,10 @@ pub fn scan_section(section: &[u8]) -> SectionScan {
             // A v1 compressed bundle does not record its size: the rest cannot be walked.
             Ok((bundle, None)) => {
                 bundles.push(bundle);
-                return SectionScan { bundles, error: None };
+                return SectionScan {
+                    bundles,
+                    error: None,
+                };
             }
             Err(detail) => {
                 return SectionScan {
@@ -160,13 +183,21 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
     let method = match u16::from_le_bytes([common[6], common[7]]) {
         0 => Compression::Zlib,
         1 => Compression::Zstd,
-        other => return Err(format!("compression method {other} is unknown (0 zlib, 1 zstd)")),
+        other => {
+            return Err(format!(
+                "compression method {other} is unknown (0 zlib, 1 zstd)"
+            ));
+        }
     };
     let total = match version {
         1 => None,
         2 => Some(u64::from(read_u32(&mut header, "the total size")?)),
         3 => Some(read_u64(&mut header, "the total size")?),
-        other => return Err(format!("compressed bundle version {other} is unknown (1 to 3 are)")),
+        other => {
+            return Err(format!(
+                "compressed bundle version {other} is unknown (1 to 3 are)"
+            ));
+        }
     };
     let _uncompressed = if version == 3 {
         read_u64(&mut header, "the uncompressed size")?
@@ -248,7 +279,9 @@ mod tests {
             body.push((offset, *code));
             offset = (offset + code.len()).div_ceil(4096) * 4096;
         }
-        let end = body.last().map_or(table.len(), |(at, code)| at + code.len());
+        let end = body
+            .last()
+            .map_or(table.len(), |(at, code)| at + code.len());
         let mut out = vec![0u8; end];
         out[..table.len()].copy_from_slice(&table);
         for (at, code) in body {
@@ -260,13 +293,15 @@ mod tests {
     fn compressed_bundle(inner: &[u8], method: Compression, version: u16) -> Vec<u8> {
         let payload = match method {
             Compression::Zlib => {
-                let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                let mut encoder =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
                 encoder.write_all(inner).expect("compress");
                 encoder.finish().expect("finish")
             }
-            Compression::Zstd => {
-                ruzstd::encoding::compress_to_vec(inner, ruzstd::encoding::CompressionLevel::Fastest)
-            }
+            Compression::Zstd => ruzstd::encoding::compress_to_vec(
+                inner,
+                ruzstd::encoding::CompressionLevel::Fastest,
+            ),
         };
         let method_code: u16 = if method == Compression::Zlib { 0 } else { 1 };
         let mut out = COMPRESSED_MAGIC.to_vec();
@@ -300,9 +335,18 @@ mod tests {
 
     #[test]
     fn extracts_processors_from_entry_ids() {
-        assert_eq!(gfx_target("hipv4-amdgcn-amd-amdhsa--gfx906"), Some("gfx906"));
-        assert_eq!(gfx_target("openmp-amdgcn-amd-amdhsa--gfx1100"), Some("gfx1100"));
-        assert_eq!(gfx_target("hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"), Some("gfx90a"));
+        assert_eq!(
+            gfx_target("hipv4-amdgcn-amd-amdhsa--gfx906"),
+            Some("gfx906")
+        );
+        assert_eq!(
+            gfx_target("openmp-amdgcn-amd-amdhsa--gfx1100"),
+            Some("gfx1100")
+        );
+        assert_eq!(
+            gfx_target("hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"),
+            Some("gfx90a")
+        );
         assert_eq!(gfx_target("host-x86_64-unknown-linux"), None);
     }
 
@@ -321,7 +365,10 @@ mod tests {
         section.push(0);
         let scan = scan_section(&section);
         assert_eq!(scan.error, None);
-        assert_eq!(targets(&scan), vec![vec!["gfx1030", "gfx906"], vec!["gfx906"]]);
+        assert_eq!(
+            targets(&scan),
+            vec![vec!["gfx1030", "gfx906"], vec!["gfx906"]]
+        );
         assert_eq!(scan.bundles[1].offset, second_at);
     }
 
@@ -331,7 +378,11 @@ mod tests {
             ("host-x86_64-unknown-linux", b""),
             ("hipv4-amdgcn-amd-amdhsa--gfx942", &[9u8; 5000]),
         ]);
-        for (method, version) in [(Compression::Zlib, 2), (Compression::Zstd, 3), (Compression::Zstd, 2)] {
+        for (method, version) in [
+            (Compression::Zlib, 2),
+            (Compression::Zstd, 3),
+            (Compression::Zstd, 2),
+        ] {
             let mut section = compressed_bundle(&inner, method, version);
             section.resize(section.len().div_ceil(16) * 16, 0);
             section.extend_from_slice(&compressed_bundle(&inner, method, version));
@@ -354,20 +405,35 @@ mod tests {
         let scan = scan_section(&section);
         assert_eq!(scan.bundles.len(), 1);
         let error = scan.error.expect("garbage");
-        assert!(error.contains(&format!("offset 0x{:x}", good.len() + 2)), "{error}");
+        assert!(
+            error.contains(&format!("offset 0x{:x}", good.len() + 2)),
+            "{error}"
+        );
 
         let truncated = &good[..40];
         let scan = scan_section(truncated);
-        assert!(scan.error.expect("truncated").contains("cannot read an entry"));
+        assert!(
+            scan.error
+                .expect("truncated")
+                .contains("cannot read an entry")
+        );
 
         let mut bad_method = compressed_bundle(&good, Compression::Zlib, 3);
         bad_method[6] = 7;
         let scan = scan_section(&bad_method);
-        assert!(scan.error.expect("method").contains("compression method 7 is unknown"));
+        assert!(
+            scan.error
+                .expect("method")
+                .contains("compression method 7 is unknown")
+        );
 
         let mut absurd = BUNDLE_MAGIC.to_vec();
         absurd.extend_from_slice(&u64::MAX.to_le_bytes());
         let scan = scan_section(&absurd);
-        assert!(scan.error.expect("absurd").contains("is not a plausible bundle"));
+        assert!(
+            scan.error
+                .expect("absurd")
+                .contains("is not a plausible bundle")
+        );
     }
 }

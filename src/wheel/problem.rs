@@ -10,14 +10,27 @@ use serde::Serialize;
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Problem {
     /// The archive cannot be opened or read as a whole (truncated, not a zip, I/O error).
-    Archive { detail: String },
+    Archive {
+        detail: String,
+    },
     /// The file name is not a valid wheel name.
-    FileName { detail: String },
+    FileName {
+        detail: String,
+    },
     /// A structural defect of the zip container (header disagreements, ZIP64 fields, gaps).
-    Zip { entry: Option<String>, detail: String },
+    Zip {
+        entry: Option<String>,
+        detail: String,
+    },
     /// An entry whose path would land outside the installation root or is otherwise unsafe.
-    UnsafePath { entry: String, reason: String },
-    DuplicateEntry { entry: String, count: usize },
+    UnsafePath {
+        entry: String,
+        reason: String,
+    },
+    DuplicateEntry {
+        entry: String,
+        count: usize,
+    },
     /// An entry that inflates implausibly (zip bomb guard); its data was not read.
     CompressionRatio {
         entry: String,
@@ -25,22 +38,40 @@ pub enum Problem {
         uncompressed: u64,
     },
     /// An entry whose data cannot be read as declared (CRC, sizes, inflate errors).
-    EntryData { entry: String, detail: String },
+    EntryData {
+        entry: String,
+        detail: String,
+    },
     /// No usable `.dist-info` directory, METADATA or WHEEL file.
-    DistInfo { detail: String },
-    RecordMissing { record: String },
-    RecordInvalid { line: usize, detail: String },
+    DistInfo {
+        detail: String,
+    },
+    RecordMissing {
+        record: String,
+    },
+    RecordInvalid {
+        line: usize,
+        detail: String,
+    },
     RecordHashMismatch {
         entry: String,
         algorithm: String,
         expected: String,
         actual: String,
     },
-    RecordSizeMismatch { entry: String, expected: u64, actual: u64 },
+    RecordSizeMismatch {
+        entry: String,
+        expected: u64,
+        actual: u64,
+    },
     /// A file in the archive that RECORD does not list.
-    NotInRecord { entry: String },
+    NotInRecord {
+        entry: String,
+    },
     /// A RECORD line for a file the archive does not hold.
-    MissingFile { entry: String },
+    MissingFile {
+        entry: String,
+    },
     /// File name and metadata disagree (`what` says which field: METADATA Name, WHEEL Tag, …).
     Mismatch {
         what: String,
@@ -60,7 +91,10 @@ pub enum Problem {
         version: String,
     },
     /// Two wheels of the set share a file name.
-    DuplicateWheel { file: String, paths: Vec<String> },
+    DuplicateWheel {
+        file: String,
+        paths: Vec<String>,
+    },
     /// A GPU library lacks code for a requested target in some of its offload bundles.
     TargetMissing {
         entry: String,
@@ -70,9 +104,14 @@ pub enum Problem {
         found: Vec<String>,
     },
     /// GPU code that cannot be inspected (malformed or unsupported offload bundles).
-    GpuCode { entry: String, detail: String },
+    GpuCode {
+        entry: String,
+        detail: String,
+    },
     /// No library of a wheel that must run on the GPU links the HIP runtime.
-    NoHipRuntime { libraries: usize },
+    NoHipRuntime {
+        libraries: usize,
+    },
     /// An RPATH/RUNPATH entry that is not `$ORIGIN`-relative.
     Rpath {
         entry: String,
@@ -81,9 +120,15 @@ pub enum Problem {
         reason: String,
     },
     /// An ELF file object cannot parse.
-    Elf { entry: String, detail: String },
+    Elf {
+        entry: String,
+        detail: String,
+    },
     /// A `Requires-Dist` on a stack project that neither the set nor the index satisfies.
-    Unresolved { requirement: String, detail: String },
+    Unresolved {
+        requirement: String,
+        detail: String,
+    },
     /// A requested extra that the providing wheel does not declare (pip only warns).
     MissingExtra {
         requirement: String,
@@ -137,8 +182,14 @@ impl fmt::Display for Problem {
         match self {
             Problem::Archive { detail } => write!(f, "{detail}"),
             Problem::FileName { detail } => write!(f, "not a valid wheel file name: {detail}"),
-            Problem::Zip { entry: Some(entry), detail } => write!(f, "zip entry '{entry}': {detail}"),
-            Problem::Zip { entry: None, detail } => write!(f, "zip structure: {detail}"),
+            Problem::Zip {
+                entry: Some(entry),
+                detail,
+            } => write!(f, "zip entry '{entry}': {detail}"),
+            Problem::Zip {
+                entry: None,
+                detail,
+            } => write!(f, "zip structure: {detail}"),
             Problem::UnsafePath { entry, reason } => write!(
                 f,
                 "entry '{entry}' is unsafe: {reason} (an installer could write outside the \
@@ -259,11 +310,16 @@ impl fmt::Display for Problem {
                 path,
                 reason,
             } => write!(f, "'{entry}' has {tag} entry '{path}': {reason}"),
-            Problem::Elf { entry, detail } => write!(f, "'{entry}' is not a readable ELF file: {detail}"),
+            Problem::Elf { entry, detail } => {
+                write!(f, "'{entry}' is not a readable ELF file: {detail}")
+            }
             Problem::Unresolved {
                 requirement,
                 detail,
-            } => write!(f, "Requires-Dist '{requirement}' does not resolve: {detail}"),
+            } => write!(
+                f,
+                "Requires-Dist '{requirement}' does not resolve: {detail}"
+            ),
             Problem::MissingExtra {
                 requirement,
                 extra,

@@ -68,7 +68,10 @@ impl Hasher {
 
 /// The RECORD form of a SHA-256 digest of `data`: `sha256=<urlsafe-b64-nopad>`.
 pub fn record_hash(data: &[u8]) -> String {
-    format!("sha256={}", URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(data)))
+    format!(
+        "sha256={}",
+        URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(data))
+    )
 }
 
 /// One RECORD line.
@@ -186,7 +189,11 @@ fn split_records(text: &str) -> Vec<String> {
                 current.push(c);
             }
             '\n' if !quoted => {
-                out.push(std::mem::take(&mut current).trim_end_matches('\r').to_string());
+                out.push(
+                    std::mem::take(&mut current)
+                        .trim_end_matches('\r')
+                        .to_string(),
+                );
             }
             _ => current.push(c),
         }
@@ -235,7 +242,9 @@ fn csv_fields(record: &str) -> Result<Vec<String>, String> {
 }
 
 /// Renders RECORD lines as Python's csv writer does (quoting only where needed, `\n` ends).
-pub fn render<'a>(lines: impl IntoIterator<Item = (&'a str, Option<&'a str>, Option<u64>)>) -> String {
+pub fn render<'a>(
+    lines: impl IntoIterator<Item = (&'a str, Option<&'a str>, Option<u64>)>,
+) -> String {
     let mut out = String::new();
     for (path, hash, size) in lines {
         out.push_str(&csv_field(path));
@@ -271,10 +280,19 @@ mod tests {
         let (lines, errors) = parse(text);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(lines.len(), 4);
-        assert_eq!(lines[0].hash, Some((HashAlgorithm::Sha256, "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU".into())));
+        assert_eq!(
+            lines[0].hash,
+            Some((
+                HashAlgorithm::Sha256,
+                "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU".into()
+            ))
+        );
         assert_eq!(lines[1].path, "pkg/a,b.py");
         assert_eq!(lines[2].path, "pkg/q\"uote.py");
-        assert_eq!(lines[2].hash.as_ref().map(|h| h.0), Some(HashAlgorithm::Sha512));
+        assert_eq!(
+            lines[2].hash.as_ref().map(|h| h.0),
+            Some(HashAlgorithm::Sha512)
+        );
         assert_eq!(lines[3].hash, None);
         assert_eq!(lines[3].size, None);
         assert_eq!(lines[3].line, 4);
@@ -282,29 +300,49 @@ mod tests {
 
     #[test]
     fn reports_each_bad_line_with_its_number() {
-        let text = "a.py,md5=abc,1\nb.py,sha256=abc\nc.py,sha256=abc,big\nd.py,nohash,1\n\"e.py,x,1\n";
+        let text =
+            "a.py,md5=abc,1\nb.py,sha256=abc\nc.py,sha256=abc,big\nd.py,nohash,1\n\"e.py,x,1\n";
         let (lines, errors) = parse(text);
         assert!(lines.is_empty());
-        let found: Vec<(usize, &str)> = errors.iter().map(|e| (e.line, e.detail.as_str())).collect();
-        assert_eq!(found[0], (1, "'a.py' uses hash algorithm 'md5'; only sha256, sha384 and sha512 are allowed"));
+        let found: Vec<(usize, &str)> =
+            errors.iter().map(|e| (e.line, e.detail.as_str())).collect();
+        assert_eq!(
+            found[0],
+            (
+                1,
+                "'a.py' uses hash algorithm 'md5'; only sha256, sha384 and sha512 are allowed"
+            )
+        );
         assert_eq!(found[1], (2, "expected 3 fields (path,hash,size), found 2"));
         assert_eq!(found[2], (3, "size 'big' of 'c.py' is not a number"));
-        assert_eq!(found[3], (4, "hash 'nohash' of 'd.py' is not algorithm=digest"));
+        assert_eq!(
+            found[3],
+            (4, "hash 'nohash' of 'd.py' is not algorithm=digest")
+        );
         assert_eq!(found[4], (5, "an unterminated quote"));
     }
 
     #[test]
     fn render_round_trips_and_hashes_match_the_spec() {
         // sha256 of the empty string, as every RECORD writes it for an empty __init__.py.
-        assert_eq!(record_hash(b""), "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+        assert_eq!(
+            record_hash(b""),
+            "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+        );
         let mut hasher = Hasher::new(HashAlgorithm::Sha256);
         hasher.update(b"");
-        assert_eq!(hasher.finish(), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+        assert_eq!(
+            hasher.finish(),
+            "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+        );
         let text = render([
             ("pkg/a,b.py", Some("sha256=x"), Some(3)),
             ("pkg-1.0.dist-info/RECORD", None, None),
         ]);
-        assert_eq!(text, "\"pkg/a,b.py\",sha256=x,3\npkg-1.0.dist-info/RECORD,,\n");
+        assert_eq!(
+            text,
+            "\"pkg/a,b.py\",sha256=x,3\npkg-1.0.dist-info/RECORD,,\n"
+        );
         let (lines, errors) = parse(&text);
         assert!(errors.is_empty());
         assert_eq!(lines[0].path, "pkg/a,b.py");

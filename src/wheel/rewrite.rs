@@ -65,7 +65,9 @@ impl FromStr for Promotion {
                 .and_then(|n| n.parse::<u64>().ok())
                 .filter(|n| *n > 0)
                 .map(Promotion::ReleaseCandidate)
-                .ok_or_else(|| format!("'{other}' is not a promotion: use rc, rcN (N ≥ 1) or final")),
+                .ok_or_else(|| {
+                    format!("'{other}' is not a promotion: use rc, rcN (N ≥ 1) or final")
+                }),
         }
     }
 }
@@ -141,7 +143,12 @@ impl VersionMap {
             seen.insert(name.clone(), wheel.version.clone());
             // The SDK's own wheels are promoted by the public rule; other labels follow them.
             let is_sdk = name == "rocm" || name.starts_with("rocm-sdk-");
-            match promoted_version(&name, &wheel.version, to, if is_sdk { None } else { sdk.as_ref() }) {
+            match promoted_version(
+                &name,
+                &wheel.version,
+                to,
+                if is_sdk { None } else { sdk.as_ref() },
+            ) {
                 Ok(new) => map.insert(&name, wheel.version.clone(), new),
                 Err(error) => refusals.push(error),
             }
@@ -185,7 +192,11 @@ pub fn promoted_version(
                 }) = version.pre()
                 {
                     // rcM.devK comes before rcM; a plain rcM only moves to a later candidate.
-                    let lowest = if version.is_dev() { current } else { current + 1 };
+                    let lowest = if version.is_dev() {
+                        current
+                    } else {
+                        current + 1
+                    };
                     if number < lowest {
                         return Err(refuse(format!(
                             "rc{number} does not sort above rc{current}{}; use rc{lowest} or later",
@@ -207,7 +218,8 @@ pub fn promoted_version(
         return Err(refuse(if sdk.is_some() {
             "its public version is already final and its local label does not name the promoted ROCm SDK build".into()
         } else {
-            "its public version is already final (the local label is never rewritten on its own)".into()
+            "its public version is already final (the local label is never rewritten on its own)"
+                .into()
         }));
     }
     Ok(new)
@@ -243,8 +255,9 @@ fn with_sdk_label(version: &Version, (old, new): &(Version, Version)) -> Result<
     if !changed {
         return Ok(version.clone());
     }
-    Version::from_str(&format!("{public}+{out}"))
-        .map_err(|e| format!("the local label with the promoted SDK, '{out}', is not valid PEP 440: {e}"))
+    Version::from_str(&format!("{public}+{out}")).map_err(|e| {
+        format!("the local label with the promoted SDK, '{out}', is not valid PEP 440: {e}")
+    })
 }
 
 /// One rewritten wheel.
@@ -255,7 +268,7 @@ pub struct Rewritten {
     pub old_version: Version,
     pub new_version: Version,
     /// `Requires-Dist` lines changed: (before, after).
-    pub requirements: Vec<(String, String)>,
+    pub requirements: PinChanges,
     /// Version files whose string literals were updated.
     pub version_files: Vec<String>,
     /// Entries copied without inflating them.
@@ -264,11 +277,20 @@ pub struct Rewritten {
 
 /// Files that carry the version as a string literal (torch/version.py, torchvision/version.py,
 /// torch/_rocm_init.py, apex's git_version_info_installed.py): package-level only.
-const VERSION_FILES: &[&str] = &["version.py", "_version.py", "_rocm_init.py", "git_version_info_installed.py"];
+const VERSION_FILES: &[&str] = &[
+    "version.py",
+    "_version.py",
+    "_rocm_init.py",
+    "git_version_info_installed.py",
+];
 
 fn is_version_file(name: &str) -> bool {
     match name.split_once('/') {
-        Some((package, file)) => !package.ends_with(".dist-info") && !package.ends_with(".data") && VERSION_FILES.contains(&file),
+        Some((package, file)) => {
+            !package.ends_with(".dist-info")
+                && !package.ends_with(".data")
+                && VERSION_FILES.contains(&file)
+        }
         None => false,
     }
 }
@@ -293,10 +315,15 @@ pub fn rewrite_version(
         .unwrap_or_default();
     let filename = WheelFilename::parse(&file_name).map_err(|e| fail(e.to_string()))?;
     let source = fs_err::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(source)).map_err(|e| fail(format!("not a readable zip: {e}")))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(source))
+        .map_err(|e| fail(format!("not a readable zip: {e}")))?;
 
     // The .dist-info directory and its files.
-    let names: Vec<String> = archive.file_names().map(|n| n.map(|s| s.into_owned())).collect::<Result<_, _>>().map_err(|e| fail(e.to_string()))?;
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|n| n.map(|s| s.into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| fail(e.to_string()))?;
     let dist_info = names
         .iter()
         .filter_map(|n| n.split_once('/').map(|(top, _)| top))
@@ -304,32 +331,48 @@ pub fn rewrite_version(
         .ok_or_else(|| fail("no .dist-info directory".into()))?
         .to_string();
     let old_stem = dist_info.trim_end_matches(".dist-info").to_string();
-    let new_stem = filename.with_version(new_version).dist_info_dir().trim_end_matches(".dist-info").to_string();
+    let new_stem = filename
+        .with_version(new_version)
+        .dist_info_dir()
+        .trim_end_matches(".dist-info")
+        .to_string();
     let metadata_name = format!("{dist_info}/METADATA");
     let record_name = format!("{dist_info}/RECORD");
-    let read_entry = |archive: &mut zip::ZipArchive<_>, name: &str| -> Result<Vec<u8>, RewriteError> {
-        let mut entry = archive.by_name(name).map_err(|e| fail(format!("{name}: {e}")))?;
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|e| fail(format!("{name}: {e}")))?;
-        Ok(bytes)
-    };
+    let read_entry =
+        |archive: &mut zip::ZipArchive<_>, name: &str| -> Result<Vec<u8>, RewriteError> {
+            let mut entry = archive
+                .by_name(name)
+                .map_err(|e| fail(format!("{name}: {e}")))?;
+            let mut bytes = Vec::new();
+            entry
+                .read_to_end(&mut bytes)
+                .map_err(|e| fail(format!("{name}: {e}")))?;
+            Ok(bytes)
+        };
     let metadata_raw = read_entry(&mut archive, &metadata_name)?;
-    let metadata = CoreMetadata::parse(&metadata_name, metadata_raw.clone()).map_err(|e| fail(e.to_string()))?;
+    let metadata = CoreMetadata::parse(&metadata_name, metadata_raw.clone())
+        .map_err(|e| fail(e.to_string()))?;
     if metadata.version != filename.version {
         return Err(fail(format!(
             "METADATA says version {} but the file name says {}: verify the wheel first",
             metadata.version, filename.version
         )));
     }
-    let record_text = String::from_utf8(read_entry(&mut archive, &record_name)?).map_err(|_| fail("RECORD is not UTF-8".into()))?;
+    let record_text = String::from_utf8(read_entry(&mut archive, &record_name)?)
+        .map_err(|_| fail("RECORD is not UTF-8".into()))?;
     let (record_lines, record_errors) = record::parse(&record_text);
     if let Some(error) = record_errors.first() {
-        return Err(fail(format!("RECORD line {}: {}", error.line, error.detail)));
+        return Err(fail(format!(
+            "RECORD line {}: {}",
+            error.line, error.detail
+        )));
     }
 
     let own = normalize_name(&metadata.name);
-    let (new_metadata, requirements) = rewrite_metadata(&metadata, new_version, pins, &own).map_err(fail)?;
-    let mut replacements: Vec<(String, String)> = vec![(metadata.version.to_string(), new_version.to_string())];
+    let (new_metadata, requirements) =
+        rewrite_metadata(&metadata, new_version, pins, &own).map_err(fail)?;
+    let mut replacements: Vec<(String, String)> =
+        vec![(metadata.version.to_string(), new_version.to_string())];
     for (name, (old, new)) in pins.iter() {
         if *name != own {
             replacements.push((old.to_string(), new.to_string()));
@@ -352,14 +395,22 @@ pub fn rewrite_version(
         .prefix(".rockbuild-rewrite-")
         .suffix(".tmp")
         .tempfile_in(out_dir)
-        .map_err(|e| fail(format!("creating a temporary file in {}: {e}", out_dir.display())))?;
-    let mut writer = zip::ZipWriter::new(BufWriter::with_capacity(1 << 20, temp.reopen().map_err(|e| fail(e.to_string()))?));
+        .map_err(|e| {
+            fail(format!(
+                "creating a temporary file in {}: {e}",
+                out_dir.display()
+            ))
+        })?;
+    let mut writer = zip::ZipWriter::new(BufWriter::with_capacity(
+        1 << 20,
+        temp.reopen().map_err(|e| fail(e.to_string()))?,
+    ));
     let mut new_hashes: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut version_files = Vec::new();
     let mut raw_copied = 0;
     let zip_error = |e: zip::result::ZipError| fail(format!("writing {new_file}: {e}"));
-    for index in 0..archive.len() {
-        let name = names[index].clone();
+    for (index, name) in names.iter().enumerate() {
+        let name = name.clone();
         if name == record_name {
             continue;
         }
@@ -390,7 +441,9 @@ pub fn rewrite_version(
                 new_hashes.insert(new_name, (record::record_hash(&bytes), bytes.len() as u64));
             }
             None if new_name != name => {
-                writer.raw_copy_file_rename(entry, &new_name).map_err(zip_error)?;
+                writer
+                    .raw_copy_file_rename(entry, &new_name)
+                    .map_err(zip_error)?;
                 raw_copied += 1;
             }
             None => {
@@ -409,7 +462,9 @@ pub fn rewrite_version(
         let (hash, size) = match new_hashes.get(&path) {
             Some((hash, size)) => (Some(hash.clone()), Some(*size)),
             None => (
-                line.hash.as_ref().map(|(algorithm, digest)| format!("{}={digest}", algorithm.name())),
+                line.hash
+                    .as_ref()
+                    .map(|(algorithm, digest)| format!("{}={digest}", algorithm.name())),
                 line.size,
             ),
         };
@@ -423,8 +478,12 @@ pub fn rewrite_version(
         .last_modified_time(record_entry.last_modified().unwrap_or_default())
         .unix_permissions(0o644);
     drop(record_entry);
-    writer.start_file(&new_record_name, options).map_err(zip_error)?;
-    writer.write_all(record_bytes.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    writer
+        .start_file(&new_record_name, options)
+        .map_err(zip_error)?;
+    writer
+        .write_all(record_bytes.as_bytes())
+        .map_err(|e| fail(e.to_string()))?;
     let mut inner = writer.finish().map_err(zip_error)?;
     inner.flush().map_err(|e| fail(e.to_string()))?;
     let file = inner.into_inner().map_err(|e| fail(e.to_string()))?;
@@ -443,14 +502,18 @@ pub fn rewrite_version(
     })
 }
 
+/// `Requires-Dist` lines changed by a rewrite: (before, after).
+type PinChanges = Vec<(String, String)>;
+
 /// METADATA with the new Version and pins; every other byte as it was.
 fn rewrite_metadata(
     metadata: &CoreMetadata,
     new_version: &Version,
     pins: &VersionMap,
     own: &str,
-) -> Result<(Vec<u8>, Vec<(String, String)>), String> {
-    let text = std::str::from_utf8(&metadata.raw).map_err(|_| "METADATA is not UTF-8".to_string())?;
+) -> Result<(Vec<u8>, PinChanges), String> {
+    let text =
+        std::str::from_utf8(&metadata.raw).map_err(|_| "METADATA is not UTF-8".to_string())?;
     let mut out = String::with_capacity(text.len() + 64);
     let mut changes = Vec::new();
     let mut in_headers = true;
@@ -467,7 +530,8 @@ fn rewrite_metadata(
                 continue;
             }
             if key_trimmed.eq_ignore_ascii_case("Requires-Dist") {
-                let requirement = Requirement::parse(value).map_err(|e| format!("Requires-Dist '{}': {e}", value.trim()))?;
+                let requirement = Requirement::parse(value)
+                    .map_err(|e| format!("Requires-Dist '{}': {e}", value.trim()))?;
                 let name = requirement.normalized_name();
                 if name != own
                     && let Some((old, new)) = pins.get(&name)
@@ -486,7 +550,9 @@ fn rewrite_metadata(
                                 requirement.raw
                             ));
                         }
-                        None if requirement.url.is_none() && !requirement.specifiers.contains(new) => {
+                        None if requirement.url.is_none()
+                            && !requirement.specifiers.contains(new) =>
+                        {
                             return Err(format!(
                                 "Requires-Dist '{}' does not admit the promoted {name} {new}",
                                 requirement.raw
@@ -508,7 +574,10 @@ fn replace_literals(text: &str, replacements: &[(String, String)]) -> String {
     let mut out = text.to_string();
     for (old, new) in replacements {
         for quote in ['\'', '"'] {
-            out = out.replace(&format!("{quote}{old}{quote}"), &format!("{quote}{new}{quote}"));
+            out = out.replace(
+                &format!("{quote}{old}{quote}"),
+                &format!("{quote}{new}{quote}"),
+            );
         }
     }
     out
@@ -525,18 +594,25 @@ pub fn rewrite_set(
 ) -> Result<Vec<Rewritten>, RewriteError> {
     let mut names = Vec::new();
     for wheel in wheels {
-        let file = wheel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        names.push(WheelFilename::parse(&file).map_err(|e| RewriteError::Wheel {
-            wheel: wheel.clone(),
-            detail: e.to_string(),
-        })?);
+        let file = wheel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        names.push(
+            WheelFilename::parse(&file).map_err(|e| RewriteError::Wheel {
+                wheel: wheel.clone(),
+                detail: e.to_string(),
+            })?,
+        );
     }
     let map = VersionMap::for_set(&names, to, sdk)?;
     wheels
         .iter()
         .zip(&names)
         .map(|(wheel, name)| {
-            let (_, new) = map.get(&name.name).ok_or_else(|| RewriteError::Refused(format!("{} has no new version", name)))?;
+            let (_, new) = map
+                .get(&name.name)
+                .ok_or_else(|| RewriteError::Refused(format!("{} has no new version", name)))?;
             rewrite_version(wheel, new, &map, out_dir)
         })
         .collect()
@@ -559,9 +635,21 @@ mod tests {
     #[test]
     fn promotes_the_public_version_and_keeps_the_label() {
         let table = [
-            ("2.10.0a20260430+rocm7.13.0a20260430", "rc", "2.10.0rc1+rocm7.13.0a20260430"),
-            ("2.10.0a20260430+rocm7.13.0a20260430", "final", "2.10.0+rocm7.13.0a20260430"),
-            ("2.10.0a0+git1a2b3c4d.rocm7.13.0a20260501", "rc2", "2.10.0rc2+git1a2b3c4d.rocm7.13.0a20260501"),
+            (
+                "2.10.0a20260430+rocm7.13.0a20260430",
+                "rc",
+                "2.10.0rc1+rocm7.13.0a20260430",
+            ),
+            (
+                "2.10.0a20260430+rocm7.13.0a20260430",
+                "final",
+                "2.10.0+rocm7.13.0a20260430",
+            ),
+            (
+                "2.10.0a0+git1a2b3c4d.rocm7.13.0a20260501",
+                "rc2",
+                "2.10.0rc2+git1a2b3c4d.rocm7.13.0a20260501",
+            ),
             ("2.10.0.dev20260430", "rc", "2.10.0rc1"),
             ("2.10.0b2", "final", "2.10.0"),
             ("2.10.0rc1", "rc2", "2.10.0rc2"),
@@ -583,15 +671,27 @@ mod tests {
             ("2.10.0a1.post1", "rc", "post-release"),
             ("2.10.0rc2", "rc2", "rc2 does not sort above rc2; use rc3"),
             ("2.10.0rc2", "rc1", "rc1 does not sort above rc2"),
-            ("2.10.0rc2.dev1", "rc1", "rc1 does not sort above rc2.dev; use rc2"),
+            (
+                "2.10.0rc2.dev1",
+                "rc1",
+                "rc1 does not sort above rc2.dev; use rc2",
+            ),
         ];
         for (from, to, expected) in table {
             let error = promote(from, to).expect_err(from);
             assert!(error.contains(expected), "{from} → {to}: {error}");
-            assert!(error.starts_with(&format!("torch {} cannot be promoted to", v(from))), "{error}");
+            assert!(
+                error.starts_with(&format!("torch {} cannot be promoted to", v(from))),
+                "{error}"
+            );
         }
         assert!("rc0".parse::<Promotion>().is_err());
-        assert!("beta".parse::<Promotion>().expect_err("beta").contains("use rc, rcN"));
+        assert!(
+            "beta"
+                .parse::<Promotion>()
+                .expect_err("beta")
+                .contains("use rc, rcN")
+        );
     }
 
     #[test]
@@ -599,18 +699,41 @@ mod tests {
         let sdk = (v("7.13.0a20260501"), v("7.13.0"));
         let cases = [
             // W7: the reference turned this label into `git1b3c4d.rocm7.13.0`.
-            ("2.10.0a0+git1a2b3c4d.rocm7.13.0a20260501", Promotion::ReleaseCandidate(1), "2.10.0rc1+git1a2b3c4d.rocm7.13.0"),
+            (
+                "2.10.0a0+git1a2b3c4d.rocm7.13.0a20260501",
+                Promotion::ReleaseCandidate(1),
+                "2.10.0rc1+git1a2b3c4d.rocm7.13.0",
+            ),
             // F53's example: a final torch built on a nightly SDK follows the SDK's release.
-            ("2.10.0+rocm7.13.0a20260501", Promotion::Final, "2.10.0+rocm7.13.0"),
+            (
+                "2.10.0+rocm7.13.0a20260501",
+                Promotion::Final,
+                "2.10.0+rocm7.13.0",
+            ),
             // Another SDK build in the label is not the promoted one: left alone.
-            ("2.10.0a0+rocm7.13.0a2026050", Promotion::Final, "2.10.0+rocm7.13.0a2026050"),
+            (
+                "2.10.0a0+rocm7.13.0a2026050",
+                Promotion::Final,
+                "2.10.0+rocm7.13.0a2026050",
+            ),
         ];
         for (from, to, expected) in cases {
             let promoted = promoted_version("torch", &v(from), to, Some(&sdk)).expect(from);
             assert_eq!(promoted.to_string(), expected);
         }
-        let error = promoted_version("torch", &v("2.10.0+rocm7.12.0"), Promotion::Final, Some(&sdk)).expect_err("no change");
-        assert!(error.to_string().contains("does not name the promoted ROCm SDK build"), "{error}");
+        let error = promoted_version(
+            "torch",
+            &v("2.10.0+rocm7.12.0"),
+            Promotion::Final,
+            Some(&sdk),
+        )
+        .expect_err("no change");
+        assert!(
+            error
+                .to_string()
+                .contains("does not name the promoted ROCm SDK build"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -623,7 +746,10 @@ mod tests {
         .map(|n| WheelFilename::parse(n).expect("name"))
         .collect();
         let map = VersionMap::for_set(&names, Promotion::Final, None).expect("maps");
-        assert_eq!(map.get("triton").map(|(_, new)| new.to_string()).as_deref(), Some("3.5.0+git1a2b3c4d"));
+        assert_eq!(
+            map.get("triton").map(|(_, new)| new.to_string()).as_deref(),
+            Some("3.5.0+git1a2b3c4d")
+        );
         let finals: Vec<WheelFilename> = [
             "torch-2.10.0-cp311-cp311-linux_x86_64.whl",
             "triton-3.5.0.post1-cp311-cp311-linux_x86_64.whl",
@@ -631,9 +757,14 @@ mod tests {
         .iter()
         .map(|n| WheelFilename::parse(n).expect("name"))
         .collect();
-        let error = VersionMap::for_set(&finals, Promotion::Final, None).expect_err("refused").to_string();
+        let error = VersionMap::for_set(&finals, Promotion::Final, None)
+            .expect_err("refused")
+            .to_string();
         assert!(error.contains("torch 2.10.0 cannot be promoted"), "{error}");
-        assert!(error.contains("triton 3.5.0.post1 cannot be promoted"), "{error}");
+        assert!(
+            error.contains("triton 3.5.0.post1 cannot be promoted"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -642,23 +773,37 @@ mod tests {
         let metadata = CoreMetadata::parse("METADATA", raw.as_bytes().to_vec()).expect("parses");
         let mut pins = VersionMap::default();
         pins.insert("torch", v("2.10.0a0"), v("2.10.0rc1"));
-        let (out, changes) = rewrite_metadata(&metadata, &v("0.25.0rc1"), &pins, "torchvision").expect("rewrites");
+        let (out, changes) =
+            rewrite_metadata(&metadata, &v("0.25.0rc1"), &pins, "torchvision").expect("rewrites");
         assert_eq!(
             String::from_utf8(out).expect("utf-8"),
             "Metadata-Version: 2.1\r\nName: torchvision\r\nVersion: 0.25.0rc1\r\nRequires-Dist: numpy\r\nRequires-Dist: torch==2.10.0rc1\r\n\r\nVersion: body text stays\r\n"
         );
-        assert_eq!(changes, vec![("torch==2.10.0a0".to_string(), "torch==2.10.0rc1".to_string())]);
+        assert_eq!(
+            changes,
+            vec![(
+                "torch==2.10.0a0".to_string(),
+                "torch==2.10.0rc1".to_string()
+            )]
+        );
         let mut other = VersionMap::default();
         other.insert("torch", v("2.9.0"), v("2.9.1"));
-        let error = rewrite_metadata(&metadata, &v("0.25.0rc1"), &other, "torchvision").expect_err("mismatch");
-        assert!(error.contains("pins torch 2.10.0a0, but the set promotes torch 2.9.0"), "{error}");
+        let error = rewrite_metadata(&metadata, &v("0.25.0rc1"), &other, "torchvision")
+            .expect_err("mismatch");
+        assert!(
+            error.contains("pins torch 2.10.0a0, but the set promotes torch 2.9.0"),
+            "{error}"
+        );
     }
 
     #[test]
     fn replaces_only_whole_quoted_versions() {
         let text = "__version__ = '2.10.0a0'\ngit_version = '2.10.0a0-extra'\nhip = \"2.10.0a0\"\n";
         let out = replace_literals(text, &[("2.10.0a0".into(), "2.10.0".into())]);
-        assert_eq!(out, "__version__ = '2.10.0'\ngit_version = '2.10.0a0-extra'\nhip = \"2.10.0\"\n");
+        assert_eq!(
+            out,
+            "__version__ = '2.10.0'\ngit_version = '2.10.0a0-extra'\nhip = \"2.10.0\"\n"
+        );
         assert!(is_version_file("torch/version.py"));
         assert!(is_version_file("torch/_rocm_init.py"));
         assert!(!is_version_file("torch/utils/version.py"));

@@ -70,7 +70,11 @@ impl VerifyOptions {
     pub fn for_stack(stack: &Stack) -> VerifyOptions {
         VerifyOptions {
             targets: Vec::new(),
-            stack_wheels: stack.projects.values().map(|p| normalize_name(&p.wheel)).collect(),
+            stack_wheels: stack
+                .projects
+                .values()
+                .map(|p| normalize_name(&p.wheel))
+                .collect(),
             hip_wheels: stack
                 .projects
                 .values()
@@ -133,7 +137,10 @@ pub enum VerifyError {
     #[error("'{}' holds no wheels (*.whl): nothing to verify; did the build write its wheels elsewhere?", .0.display())]
     EmptyDirectory(PathBuf),
     #[error("cannot list '{}': {error}", path.display())]
-    Io { path: PathBuf, error: std::io::Error },
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("--index-url: {0}")]
     Index(String),
 }
@@ -217,7 +224,11 @@ impl WheelReport {
         self.metadata
             .as_ref()
             .map(|m| m.version.clone())
-            .or_else(|| self.version.as_deref().and_then(|v| Version::from_str(v).ok()))
+            .or_else(|| {
+                self.version
+                    .as_deref()
+                    .and_then(|v| Version::from_str(v).ok())
+            })
     }
 }
 
@@ -250,7 +261,10 @@ fn serialize_problems<S: serde::Serializer>(problems: &[Problem], s: S) -> Resul
 
 /// Verifies a set of wheels (paths to `.whl` files; see [`collect_wheels`] for directories).
 /// Returns every problem found; `Err` only when nothing could be verified.
-pub fn verify_set(wheels: &[PathBuf], options: &VerifyOptions) -> Result<VerifyReport, VerifyError> {
+pub fn verify_set(
+    wheels: &[PathBuf],
+    options: &VerifyOptions,
+) -> Result<VerifyReport, VerifyError> {
     if wheels.is_empty() {
         return Err(VerifyError::NoWheels);
     }
@@ -267,7 +281,8 @@ pub fn verify_set(wheels: &[PathBuf], options: &VerifyOptions) -> Result<VerifyR
         .map(|path| verify_wheel(path, options, &budget))
         .collect();
     let set_problems = check_set(&mut reports, options, index.as_ref());
-    let problem_count = set_problems.len() + reports.iter().map(|r| r.problems.len()).sum::<usize>();
+    let problem_count =
+        set_problems.len() + reports.iter().map(|r| r.problems.len()).sum::<usize>();
     Ok(VerifyReport {
         ok: problem_count == 0,
         targets: options.targets.iter().map(ToString::to_string).collect(),
@@ -279,7 +294,11 @@ pub fn verify_set(wheels: &[PathBuf], options: &VerifyOptions) -> Result<VerifyR
 }
 
 /// Problems of the set; closure problems are added to the wheel whose requirement fails.
-fn check_set(reports: &mut [WheelReport], options: &VerifyOptions, index: Option<&IndexClient>) -> Vec<Problem> {
+fn check_set(
+    reports: &mut [WheelReport],
+    options: &VerifyOptions,
+    index: Option<&IndexClient>,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for report in reports.iter() {
@@ -324,7 +343,9 @@ fn check_set(reports: &mut [WheelReport], options: &VerifyOptions, index: Option
     }
     let mut index_cache: HashMap<String, Result<Vec<(Version, bool)>, String>> = HashMap::new();
     for report in reports.iter_mut() {
-        let Some(metadata) = &report.metadata else { continue };
+        let Some(metadata) = &report.metadata else {
+            continue;
+        };
         let own = normalize_name(&metadata.name);
         for requirement in &metadata.requires_dist {
             let name = requirement.normalized_name();
@@ -360,7 +381,8 @@ fn check_set(reports: &mut [WheelReport], options: &VerifyOptions, index: Option
             let in_set = if candidates.is_empty() {
                 format!("the set has no {name} wheel")
             } else {
-                let versions: Vec<String> = candidates.iter().map(|(v, _, _)| v.to_string()).collect();
+                let versions: Vec<String> =
+                    candidates.iter().map(|(v, _, _)| v.to_string()).collect();
                 format!("the set has {name} {}", versions.join(", "))
             };
             let Some(index) = index else {
@@ -377,23 +399,32 @@ fn check_set(reports: &mut [WheelReport], options: &VerifyOptions, index: Option
             let exact = requirement.pinned_version().is_some();
             match versions {
                 Ok(versions)
-                    if versions
-                        .iter()
-                        .any(|(v, yanked)| (exact || !yanked) && requirement.specifiers.contains(v)) => {}
+                    if versions.iter().any(|(v, yanked)| {
+                        (exact || !yanked) && requirement.specifiers.contains(v)
+                    }) => {}
                 Ok(versions) => {
                     let listed = if versions.is_empty() {
                         "no files for it".to_string()
                     } else {
                         let mut shown: Vec<String> = versions
                             .iter()
-                            .map(|(v, yanked)| if *yanked { format!("{v} (yanked)") } else { v.to_string() })
+                            .map(|(v, yanked)| {
+                                if *yanked {
+                                    format!("{v} (yanked)")
+                                } else {
+                                    v.to_string()
+                                }
+                            })
                             .collect();
                         shown.dedup();
                         format!("only {}", shown.join(", "))
                     };
                     report.problems.push(Problem::Unresolved {
                         requirement: requirement.raw.clone(),
-                        detail: format!("{in_set}, and the index {} has {listed}", index.display_url(&name)),
+                        detail: format!(
+                            "{in_set}, and the index {} has {listed}",
+                            index.display_url(&name)
+                        ),
                     });
                 }
                 Err(error) => report.problems.push(Problem::Unresolved {
@@ -455,7 +486,10 @@ impl MemoryBudget {
     /// Waits until `amount` bytes fit; a request above the whole budget waits for all of it.
     fn acquire(&self, amount: u64) -> BudgetGuard<'_> {
         let amount = amount.min(self.total);
-        let mut used = self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while *used + amount > self.total {
             used = self
                 .freed
@@ -463,7 +497,10 @@ impl MemoryBudget {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         *used += amount;
-        BudgetGuard { budget: self, amount }
+        BudgetGuard {
+            budget: self,
+            amount,
+        }
     }
 }
 
@@ -608,7 +645,9 @@ fn check_wheel(
                 ),
             });
             readable[index] = false;
-        } else if entry.size > RATIO_MIN_SIZE && entry.size / entry.compressed_size.max(1) > MAX_RATIO {
+        } else if entry.size > RATIO_MIN_SIZE
+            && entry.size / entry.compressed_size.max(1) > MAX_RATIO
+        {
             problems.push(Problem::CompressionRatio {
                 entry: entry.name.clone(),
                 compressed: entry.compressed_size,
@@ -622,34 +661,35 @@ fn check_wheel(
     let mut spans: Vec<Option<DataSpan>> = vec![None; archive.entries.len()];
     let mut small: HashMap<usize, Vec<u8>> = HashMap::new();
     let dist_info = find_dist_info(archive, filename, problems);
-    let mut read_dist_file = |name: &str, problems: &mut Vec<Problem>| -> Option<(usize, Vec<u8>)> {
-        let index = archive.entries.iter().position(|e| e.name == name)?;
-        if !readable[index] {
-            return None;
-        }
-        readable[index] = false;
-        let entry = &archive.entries[index];
-        match archive.local_header(entry, problems) {
-            Ok(span) => spans[index] = Some(span),
-            Err(detail) => {
-                problems.push(Problem::EntryData {
-                    entry: name.to_string(),
-                    detail,
-                });
+    let mut read_dist_file =
+        |name: &str, problems: &mut Vec<Problem>| -> Option<(usize, Vec<u8>)> {
+            let index = archive.entries.iter().position(|e| e.name == name)?;
+            if !readable[index] {
                 return None;
             }
-        }
-        match archive.read_small(entry, MAX_DIST_INFO_FILE, &mut Vec::new()) {
-            Ok(bytes) => Some((index, bytes)),
-            Err(detail) => {
-                problems.push(Problem::EntryData {
-                    entry: name.to_string(),
-                    detail,
-                });
-                None
+            readable[index] = false;
+            let entry = &archive.entries[index];
+            match archive.local_header(entry, problems) {
+                Ok(span) => spans[index] = Some(span),
+                Err(detail) => {
+                    problems.push(Problem::EntryData {
+                        entry: name.to_string(),
+                        detail,
+                    });
+                    return None;
+                }
             }
-        }
-    };
+            match archive.read_small(entry, MAX_DIST_INFO_FILE, &mut Vec::new()) {
+                Ok(bytes) => Some((index, bytes)),
+                Err(detail) => {
+                    problems.push(Problem::EntryData {
+                        entry: name.to_string(),
+                        detail,
+                    });
+                    None
+                }
+            }
+        };
     let mut record_lines: Vec<RecordLine> = Vec::new();
     let mut record_path = None;
     let mut wheel_info = None;
@@ -665,9 +705,11 @@ fn check_wheel(
                     }),
                 }
             }
-            None if !archive.entries.iter().any(|e| e.name == metadata_path) => problems.push(Problem::DistInfo {
-                detail: format!("no '{metadata_path}'"),
-            }),
+            None if !archive.entries.iter().any(|e| e.name == metadata_path) => {
+                problems.push(Problem::DistInfo {
+                    detail: format!("no '{metadata_path}'"),
+                })
+            }
             None => {}
         }
         let wheel_path = format!("{dir}/WHEEL");
@@ -681,9 +723,11 @@ fn check_wheel(
                 }
                 small.insert(index, bytes);
             }
-            None if !archive.entries.iter().any(|e| e.name == wheel_path) => problems.push(Problem::DistInfo {
-                detail: format!("no '{wheel_path}'"),
-            }),
+            None if !archive.entries.iter().any(|e| e.name == wheel_path) => {
+                problems.push(Problem::DistInfo {
+                    detail: format!("no '{wheel_path}'"),
+                })
+            }
             None => {}
         }
         let path = format!("{dir}/RECORD");
@@ -700,14 +744,23 @@ fn check_wheel(
                 record_lines = lines;
             }
             None if !archive.entries.iter().any(|e| e.name == path) => {
-                problems.push(Problem::RecordMissing { record: path.clone() });
+                problems.push(Problem::RecordMissing {
+                    record: path.clone(),
+                });
             }
             None => {}
         }
         record_path = Some(path);
     }
 
-    check_names(filename, dist_info.as_deref(), report.metadata.as_ref(), wheel_info.as_ref(), options, problems);
+    check_names(
+        filename,
+        dist_info.as_deref(),
+        report.metadata.as_ref(),
+        wheel_info.as_ref(),
+        options,
+        problems,
+    );
     if let Some(metadata) = &report.metadata {
         report.metadata_sha256 = Some(metadata.sha256());
         report.name = Some(normalize_name(&metadata.name));
@@ -726,16 +779,34 @@ fn check_wheel(
     }
 
     // The parallel pass: every other file entry is read once, biggest first.
-    let mut order: Vec<usize> = (0..archive.entries.len()).filter(|i| readable[*i]).collect();
+    let mut order: Vec<usize> = (0..archive.entries.len())
+        .filter(|i| readable[*i])
+        .collect();
     order.sort_by_key(|i| std::cmp::Reverse(archive.entries[*i].compressed_size));
-    let algorithm_of = |name: &str| recorded.get(name).and_then(|line| line.hash.as_ref()).map(|(a, _)| *a);
+    let algorithm_of = |name: &str| {
+        recorded
+            .get(name)
+            .and_then(|line| line.hash.as_ref())
+            .map(|(a, _)| *a)
+    };
     let (sha256, outcomes) = rayon::join(
-        || crate::fsutil::sha256_reader(archive.whole_file()).ok().map(|(digest, _)| digest),
+        || {
+            crate::fsutil::sha256_reader(archive.whole_file())
+                .ok()
+                .map(|(digest, _)| digest)
+        },
         || {
             order
                 .par_iter()
                 .with_max_len(1)
-                .map(|index| read_entry(archive, *index, algorithm_of(&archive.entries[*index].name), budget))
+                .map(|index| {
+                    read_entry(
+                        archive,
+                        *index,
+                        algorithm_of(&archive.entries[*index].name),
+                        budget,
+                    )
+                })
                 .collect::<Vec<EntryOutcome>>()
         },
     );
@@ -759,7 +830,8 @@ fn check_wheel(
         }
     }
     for (index, bytes) in &small {
-        let algorithm = algorithm_of(&archive.entries[*index].name).unwrap_or(HashAlgorithm::Sha256);
+        let algorithm =
+            algorithm_of(&archive.entries[*index].name).unwrap_or(HashAlgorithm::Sha256);
         let mut hasher = Hasher::new(algorithm);
         hasher.update(bytes);
         digests.insert(*index, (Some(hasher.finish()), bytes.len() as u64));
@@ -775,7 +847,12 @@ fn check_wheel(
 }
 
 /// Reads one entry: validates its local header, inflates, hashes and inspects ELF files.
-fn read_entry(archive: &Archive, index: usize, algorithm: Option<HashAlgorithm>, budget: &MemoryBudget) -> EntryOutcome {
+fn read_entry(
+    archive: &Archive,
+    index: usize,
+    algorithm: Option<HashAlgorithm>,
+    budget: &MemoryBudget,
+) -> EntryOutcome {
     let entry = &archive.entries[index];
     let mut outcome = EntryOutcome {
         index,
@@ -806,7 +883,9 @@ fn read_entry(archive: &Archive, index: usize, algorithm: Option<HashAlgorithm>,
         }
     };
     let mut hasher = algorithm.map(Hasher::new);
-    let chunk = usize::try_from(entry.size.saturating_add(1)).unwrap_or(usize::MAX).clamp(4096, 1 << 20);
+    let chunk = usize::try_from(entry.size.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .clamp(4096, 1 << 20);
     let mut buffer = vec![0u8; chunk];
     let mut elf: Option<(Vec<u8>, BudgetGuard<'_>)> = None;
     let mut first = true;
@@ -871,7 +950,11 @@ fn unsafe_path(name: &str) -> Option<&'static str> {
 }
 
 /// Finds the one `.dist-info` directory, preferring the one the file name implies.
-fn find_dist_info(archive: &Archive, filename: Option<&WheelFilename>, problems: &mut Vec<Problem>) -> Option<String> {
+fn find_dist_info(
+    archive: &Archive,
+    filename: Option<&WheelFilename>,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
     let mut dirs: Vec<&str> = archive
         .entries
         .iter()
@@ -930,7 +1013,11 @@ fn check_names(
         match dir.trim_end_matches(".dist-info").rsplit_once('-') {
             Some((name, version)) => {
                 if normalize_name(name) != filename.normalized_name() {
-                    problems.push(mismatch("the .dist-info directory's name", filename.name.clone(), name.to_string()));
+                    problems.push(mismatch(
+                        "the .dist-info directory's name",
+                        filename.name.clone(),
+                        name.to_string(),
+                    ));
                 }
                 if Version::from_str(version).ok().as_ref() != Some(&filename.version) {
                     problems.push(mismatch(
@@ -947,7 +1034,11 @@ fn check_names(
     }
     if let Some(metadata) = metadata {
         if normalize_name(&metadata.name) != filename.normalized_name() {
-            problems.push(mismatch("METADATA Name", filename.name.clone(), metadata.name.clone()));
+            problems.push(mismatch(
+                "METADATA Name",
+                filename.name.clone(),
+                metadata.name.clone(),
+            ));
         }
         if metadata.version != filename.version {
             problems.push(mismatch(
@@ -1013,7 +1104,10 @@ fn check_layout(archive: &Archive, spans: &[Option<DataSpan>], problems: &mut Ve
         } else if *start > position && complete {
             problems.push(Problem::zip(
                 None,
-                format!("{} bytes at offset {position} belong to no entry (hidden data)", start - position),
+                format!(
+                    "{} bytes at offset {position} belong to no entry (hidden data)",
+                    start - position
+                ),
             ));
         }
         position = position.max(*end);
@@ -1032,7 +1126,9 @@ fn check_layout(archive: &Archive, spans: &[Option<DataSpan>], problems: &mut Ve
 
 /// Signature files next to RECORD are not listed in it (binary distribution format spec).
 fn exempt_from_record(name: &str, record_path: &str) -> bool {
-    name == record_path || name == format!("{record_path}.jws") || name == format!("{record_path}.p7s")
+    name == record_path
+        || name == format!("{record_path}.jws")
+        || name == format!("{record_path}.p7s")
 }
 
 fn check_record(
@@ -1060,12 +1156,17 @@ fn check_record(
         let Some((algorithm, expected)) = &line.hash else {
             problems.push(Problem::RecordInvalid {
                 line: line.line,
-                detail: format!("'{}' has no hash (only RECORD itself may go without)", line.path),
+                detail: format!(
+                    "'{}' has no hash (only RECORD itself may go without)",
+                    line.path
+                ),
             });
             continue;
         };
         // Entries that could not be read were reported already.
-        let Some((digest, size)) = digests.get(&index) else { continue };
+        let Some((digest, size)) = digests.get(&index) else {
+            continue;
+        };
         if let Some(actual) = digest
             && actual != expected
         {
@@ -1139,10 +1240,17 @@ fn check_elves(
                 .filter(|targets| !targets.is_empty())
                 .collect();
             bundles = device.len();
-            compressed = scan.bundles.iter().filter(|b| b.compressed.is_some()).count();
+            compressed = scan
+                .bundles
+                .iter()
+                .filter(|b| b.compressed.is_some())
+                .count();
             found = device.iter().flatten().map(|t| (*t).to_string()).collect();
             for target in &options.targets {
-                let missing = device.iter().filter(|t| !t.contains(target.as_str())).count();
+                let missing = device
+                    .iter()
+                    .filter(|t| !t.contains(target.as_str()))
+                    .count();
                 if missing > 0 {
                     problems.push(Problem::TargetMissing {
                         entry: entry.clone(),
@@ -1193,7 +1301,12 @@ mod tests {
             let found = unsafe_path(name).unwrap_or_else(|| panic!("{name} passed"));
             assert!(found.contains(reason), "{name}: {found}");
         }
-        for name in ["pkg/a.py", "pkg/sub/", "torch-2.0.dist-info/RECORD", "a..b/c"] {
+        for name in [
+            "pkg/a.py",
+            "pkg/sub/",
+            "torch-2.0.dist-info/RECORD",
+            "a..b/c",
+        ] {
             assert_eq!(unsafe_path(name), None, "{name}");
         }
     }

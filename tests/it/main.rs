@@ -9,3 +9,4 @@
 mod common;
 
 mod cli;
+mod verify;
