@@ -69,6 +69,9 @@ pub struct Entry {
     pub header_offset: u64,
     pub external_attributes: u32,
     pub version_made_by: u16,
+    /// MS-DOS modification time and date, as stored.
+    pub dos_time: u16,
+    pub dos_date: u16,
 }
 
 impl Entry {
@@ -591,6 +594,11 @@ impl Archive {
         Ok(out)
     }
 
+    /// The file itself, for copying an entry's compressed bytes as they are.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// The whole file, read sequentially (for the wheel's own SHA-256).
     pub fn whole_file(&self) -> RangeReader<'_> {
         RangeReader {
@@ -644,6 +652,8 @@ fn parse_central_directory(
         let version_made_by = u16_at(h, 4);
         let flags = u16_at(h, 8);
         let method = u16_at(h, 10);
+        let dos_time = u16_at(h, 12);
+        let dos_date = u16_at(h, 14);
         let crc32 = u32_at(h, 16);
         let compressed32 = u32_at(h, 20);
         let size32 = u32_at(h, 24);
@@ -727,6 +737,8 @@ fn parse_central_directory(
             header_offset,
             external_attributes,
             version_made_by,
+            dos_time,
+            dos_date,
         });
         at += total;
     }

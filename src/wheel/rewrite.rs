@@ -1,7 +1,8 @@
 //! Rewriting the version of wheels for promotion (`promote --rewrite-version rc|final`,
 //! reference F53) without touching their content: unchanged entries are raw-copied (their
-//! compressed bytes, CRC and sizes as they are — no inflate, no deflate); METADATA, the
-//! `.dist-info` and `.data` directory names, the version files and RECORD are regenerated.
+//! compressed bytes, CRC and sizes as they are — no inflate, no deflate; see `zipwrite` for
+//! why not zip's `raw_copy_file`); METADATA, the `.dist-info` and `.data` directory names,
+//! the version files and RECORD are regenerated.
 //!
 //! # Version rules (PEP 440)
 //!
@@ -34,16 +35,19 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use pep440_rs::{Prerelease, PrereleaseKind, Version};
-use zip::write::SimpleFileOptions;
 
+use crate::wheel::archive::Archive;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, Requirement};
 use crate::wheel::record;
+use crate::wheel::zipwrite::ZipOut;
+
+/// METADATA, RECORD and version files are read into memory; larger ones are not real.
+const MAX_SMALL_FILE: u64 = 64 << 20;
 
 /// Where a promotion takes a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,7 +301,8 @@ fn is_version_file(name: &str) -> bool {
 
 /// Rewrites one wheel to `new_version`, patching `Requires-Dist` pins by `pins`, into
 /// `out_dir/<new file name>` (written to a temporary file, then renamed: no half-written
-/// wheel is left behind). The source should have passed [`crate::wheel::verify::verify_set`]:
+/// wheel is left behind). The source is read with the strict reader and refused if its
+/// container has any defect; it should have passed [`crate::wheel::verify::verify_set`], since
 /// RECORD lines of raw-copied entries are carried over, not recomputed.
 pub fn rewrite_version(
     wheel: &Path,
@@ -314,19 +319,40 @@ pub fn rewrite_version(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let filename = WheelFilename::parse(&file_name).map_err(|e| fail(e.to_string()))?;
-    let source = fs_err::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(source))
-        .map_err(|e| fail(format!("not a readable zip: {e}")))?;
+    let handle = fs_err::File::open(wheel).map_err(|e| fail(e.to_string()))?;
+    let mut problems = Vec::new();
+    let archive =
+        Archive::open(handle.into_file(), &mut problems).map_err(|e| fail(e.to_string()))?;
+    let mut spans = Vec::with_capacity(archive.entries.len());
+    for entry in &archive.entries {
+        spans.push(
+            archive
+                .local_header(entry, &mut problems)
+                .map_err(|e| fail(format!("'{}': {e}", entry.name)))?,
+        );
+    }
+    if let Some(problem) = problems.first() {
+        return Err(fail(format!(
+            "{problem}; verify the wheel before promoting it"
+        )));
+    }
+    let find = |name: &str| {
+        archive
+            .entries
+            .iter()
+            .position(|e| e.name == name)
+            .ok_or_else(|| fail(format!("no '{name}'")))
+    };
+    let read = |index: usize| {
+        archive
+            .read_small(&archive.entries[index], MAX_SMALL_FILE, &mut Vec::new())
+            .map_err(|e| fail(format!("'{}': {e}", archive.entries[index].name)))
+    };
 
-    // The .dist-info directory and its files.
-    let names: Vec<String> = archive
-        .file_names()
-        .map(|n| n.map(|s| s.into_owned()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| fail(e.to_string()))?;
-    let dist_info = names
+    let dist_info = archive
+        .entries
         .iter()
-        .filter_map(|n| n.split_once('/').map(|(top, _)| top))
+        .filter_map(|e| e.name.split_once('/').map(|(top, _)| top))
         .find(|top| top.ends_with(".dist-info"))
         .ok_or_else(|| fail("no .dist-info directory".into()))?
         .to_string();
@@ -338,19 +364,9 @@ pub fn rewrite_version(
         .to_string();
     let metadata_name = format!("{dist_info}/METADATA");
     let record_name = format!("{dist_info}/RECORD");
-    let read_entry =
-        |archive: &mut zip::ZipArchive<_>, name: &str| -> Result<Vec<u8>, RewriteError> {
-            let mut entry = archive
-                .by_name(name)
-                .map_err(|e| fail(format!("{name}: {e}")))?;
-            let mut bytes = Vec::new();
-            entry
-                .read_to_end(&mut bytes)
-                .map_err(|e| fail(format!("{name}: {e}")))?;
-            Ok(bytes)
-        };
-    let metadata_raw = read_entry(&mut archive, &metadata_name)?;
-    let metadata = CoreMetadata::parse(&metadata_name, metadata_raw.clone())
+    let metadata_index = find(&metadata_name)?;
+    let record_index = find(&record_name)?;
+    let metadata = CoreMetadata::parse(&metadata_name, read(metadata_index)?)
         .map_err(|e| fail(e.to_string()))?;
     if metadata.version != filename.version {
         return Err(fail(format!(
@@ -358,8 +374,8 @@ pub fn rewrite_version(
             metadata.version, filename.version
         )));
     }
-    let record_text = String::from_utf8(read_entry(&mut archive, &record_name)?)
-        .map_err(|_| fail("RECORD is not UTF-8".into()))?;
+    let record_text =
+        String::from_utf8(read(record_index)?).map_err(|_| fail("RECORD is not UTF-8".into()))?;
     let (record_lines, record_errors) = record::parse(&record_text);
     if let Some(error) = record_errors.first() {
         return Err(fail(format!(
@@ -378,7 +394,6 @@ pub fn rewrite_version(
             replacements.push((old.to_string(), new.to_string()));
         }
     }
-
     // `<name>-<version>.dist-info/` and `.data/` carry the version in their names.
     let rename = |name: &str| -> String {
         for suffix in [".dist-info", ".data"] {
@@ -401,24 +416,20 @@ pub fn rewrite_version(
                 out_dir.display()
             ))
         })?;
-    let mut writer = zip::ZipWriter::new(BufWriter::with_capacity(
-        1 << 20,
-        temp.reopen().map_err(|e| fail(e.to_string()))?,
-    ));
+    let write_error = |e: std::io::Error| fail(format!("writing {new_file}: {e}"));
+    let mut out = ZipOut::new(temp.reopen().map_err(write_error)?);
     let mut new_hashes: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut version_files = Vec::new();
     let mut raw_copied = 0;
-    let zip_error = |e: zip::result::ZipError| fail(format!("writing {new_file}: {e}"));
-    for (index, name) in names.iter().enumerate() {
-        let name = name.clone();
-        if name == record_name {
+    for (index, (entry, span)) in archive.entries.iter().zip(&spans).enumerate() {
+        if index == record_index {
             continue;
         }
-        let new_name = rename(&name);
-        let patched = if name == metadata_name {
+        let new_name = rename(&entry.name);
+        let patched = if index == metadata_index {
             Some(new_metadata.clone())
-        } else if is_version_file(&name) {
-            let original = read_entry(&mut archive, &name)?;
+        } else if is_version_file(&entry.name) {
+            let original = read(index)?;
             let text = String::from_utf8_lossy(&original);
             let replaced = replace_literals(&text, &replacements);
             (replaced != text).then(|| {
@@ -428,37 +439,22 @@ pub fn rewrite_version(
         } else {
             None
         };
-        let entry = archive.by_index_raw(index).map_err(zip_error)?;
         match patched {
             Some(bytes) => {
-                let options = SimpleFileOptions::default()
-                    .compression_method(zip::CompressionMethod::Deflated)
-                    .last_modified_time(entry.last_modified().unwrap_or_default())
-                    .unix_permissions(entry.unix_mode().unwrap_or(0o644) & 0o7777);
-                drop(entry);
-                writer.start_file(&new_name, options).map_err(zip_error)?;
-                writer.write_all(&bytes).map_err(|e| fail(e.to_string()))?;
+                out.add(&new_name, &bytes, entry).map_err(write_error)?;
                 new_hashes.insert(new_name, (record::record_hash(&bytes), bytes.len() as u64));
             }
-            None if new_name != name => {
-                writer
-                    .raw_copy_file_rename(entry, &new_name)
-                    .map_err(zip_error)?;
-                raw_copied += 1;
-            }
             None => {
-                writer.raw_copy_file(entry).map_err(zip_error)?;
+                out.raw_copy(&archive, entry, *span, &new_name)
+                    .map_err(write_error)?;
                 raw_copied += 1;
             }
         }
     }
     let new_record_name = rename(&record_name);
     let mut lines: Vec<(String, Option<String>, Option<u64>)> = Vec::new();
-    for line in &record_lines {
+    for line in record_lines.iter().filter(|line| line.path != record_name) {
         let path = rename(&line.path);
-        if line.path == record_name {
-            continue;
-        }
         let (hash, size) = match new_hashes.get(&path) {
             Some((hash, size)) => (Some(hash.clone()), Some(*size)),
             None => (
@@ -472,22 +468,14 @@ pub fn rewrite_version(
     }
     lines.push((new_record_name.clone(), None, None));
     let record_bytes = record::render(lines.iter().map(|(p, h, s)| (p.as_str(), h.as_deref(), *s)));
-    let record_entry = archive.by_name(&record_name).map_err(zip_error)?;
-    let options = SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .last_modified_time(record_entry.last_modified().unwrap_or_default())
-        .unix_permissions(0o644);
-    drop(record_entry);
-    writer
-        .start_file(&new_record_name, options)
-        .map_err(zip_error)?;
-    writer
-        .write_all(record_bytes.as_bytes())
-        .map_err(|e| fail(e.to_string()))?;
-    let mut inner = writer.finish().map_err(zip_error)?;
-    inner.flush().map_err(|e| fail(e.to_string()))?;
-    let file = inner.into_inner().map_err(|e| fail(e.to_string()))?;
-    file.sync_all().map_err(|e| fail(e.to_string()))?;
+    out.add(
+        &new_record_name,
+        record_bytes.as_bytes(),
+        &archive.entries[record_index],
+    )
+    .map_err(write_error)?;
+    let file = out.finish().map_err(write_error)?;
+    file.sync_all().map_err(write_error)?;
     let path = out_dir.join(&new_file);
     temp.persist(&path)
         .map_err(|e| fail(format!("renaming into {}: {}", path.display(), e.error)))?;
@@ -794,6 +782,321 @@ mod tests {
             error.contains("pins torch 2.10.0a0, but the set promotes torch 2.9.0"),
             "{error}"
         );
+    }
+
+    /// Real tools: setuptools builds the wheels, pip and uv install the rewritten ones.
+    #[allow(clippy::disallowed_methods)]
+    mod installs {
+        use super::super::*;
+        use std::io::Read;
+        use std::process::Command;
+
+        fn tools() -> PathBuf {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin")
+        }
+
+        /// A command with a clean environment: no PIP_* or VIRTUAL_ENV from the shell.
+        fn command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+            let mut command = Command::new(program);
+            command
+                .env_clear()
+                .env("PATH", format!("{}:/usr/bin:/bin", tools().display()))
+                .env("HOME", home)
+                .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+                .env("PIP_NO_INPUT", "1")
+                .env("UV_NO_CACHE", "1")
+                .env("PYTHONDONTWRITEBYTECODE", "1");
+            command
+        }
+
+        #[track_caller]
+        fn run(command: &mut Command) -> String {
+            let output = command.output().expect("spawn");
+            assert!(
+                output.status.success(),
+                "{command:?} failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        }
+
+        /// A setuptools project with a version file, a pin and a data file; built by pip.
+        fn build_wheel(
+            root: &Path,
+            name: &str,
+            version: &str,
+            requires: &[&str],
+            out: &Path,
+        ) -> PathBuf {
+            let project = root.join(format!("src-{name}"));
+            fs_err::create_dir_all(project.join(name)).expect("mkdir");
+            fs_err::create_dir_all(project.join("share")).expect("mkdir");
+            fs_err::write(
+                project.join(name).join("__init__.py"),
+                "from .version import __version__\n",
+            )
+            .expect("write");
+            fs_err::write(
+                project.join(name).join("version.py"),
+                format!("__version__ = '{version}'\ngit_version = 'abc{version}'\n"),
+            )
+            .expect("write");
+            fs_err::write(project.join("share/notes.txt"), format!("{name} data\n"))
+                .expect("write");
+            fs_err::write(
+                project.join("setup.py"),
+                format!(
+                    "from setuptools import setup\nsetup(name={name:?}, version={version:?}, packages=[{name:?}], \
+                     install_requires={requires:?}, data_files=[('share/{name}-test', ['share/notes.txt'])])\n"
+                ),
+            )
+            .expect("write");
+            run(command(tools().join("python"), root)
+                .args([
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "--no-index",
+                    "-q",
+                    "-w",
+                ])
+                .arg(out)
+                .arg(&project));
+            fs_err::read_dir(out)
+                .expect("list")
+                .map(|e| e.expect("entry").path())
+                .find(|p| {
+                    p.file_name()
+                        .is_some_and(|f| f.to_string_lossy().starts_with(&format!("{name}-")))
+                })
+                .expect("built wheel")
+        }
+
+        fn raw_bytes(wheel: &Path, entry: &str) -> Vec<u8> {
+            let mut archive =
+                zip::ZipArchive::new(fs_err::File::open(wheel).expect("open")).expect("zip");
+            let mut raw = Vec::new();
+            let index = archive.index_for_name(entry).expect("entry");
+            // `by_index_raw` reads the stored (compressed) bytes.
+            archive
+                .by_index_raw(index)
+                .expect("entry")
+                .read_to_end(&mut raw)
+                .expect("read");
+            raw
+        }
+
+        #[test]
+        fn promoted_sets_verify_and_pip_and_uv_install_them() {
+            let root = tempfile::tempdir().expect("tempdir");
+            let root = root.path();
+            let staged = root.join("staged");
+            let torch = build_wheel(
+                root,
+                "torch",
+                "2.10.0a0+rocm7.13.0a20260430",
+                &["triton==3.5.0a0+git1a2b3c4d"],
+                &staged,
+            );
+            let triton = build_wheel(root, "triton", "3.5.0a0+git1a2b3c4d", &[], &staged);
+
+            let released = root.join("released");
+            let rewritten = rewrite_set(
+                &[torch.clone(), triton.clone()],
+                Promotion::Final,
+                None,
+                &released,
+            )
+            .expect("rewrites");
+            let files: Vec<String> = rewritten
+                .iter()
+                .map(|r| {
+                    r.path
+                        .file_name()
+                        .expect("name")
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            assert_eq!(
+                files,
+                [
+                    "torch-2.10.0+rocm7.13.0a20260430-py3-none-any.whl",
+                    "triton-3.5.0+git1a2b3c4d-py3-none-any.whl"
+                ]
+            );
+            assert_eq!(
+                rewritten[0].requirements,
+                vec![(
+                    "triton==3.5.0a0+git1a2b3c4d".to_string(),
+                    "triton==3.5.0+git1a2b3c4d".to_string()
+                )]
+            );
+            assert_eq!(rewritten[0].version_files, vec!["torch/version.py"]);
+            assert!(rewritten[0].raw_copied >= 3, "{:?}", rewritten[0]);
+            // Unchanged entries keep their compressed bytes: copied, not recompressed.
+            assert_eq!(
+                raw_bytes(&torch, "torch/__init__.py"),
+                raw_bytes(&rewritten[0].path, "torch/__init__.py")
+            );
+
+            // The strict verifier accepts the result, closure included (these pure-Python
+            // stand-ins have no GPU libraries, so the HIP runtime rule is off).
+            let stack = crate::stack::Stack::load(None).expect("stack");
+            let mut options = crate::wheel::verify::VerifyOptions::for_stack(&stack);
+            options.hip_wheels.clear();
+            let report = crate::wheel::verify::verify_set(
+                &[rewritten[0].path.clone(), rewritten[1].path.clone()],
+                &options,
+            )
+            .expect("verifies");
+            assert!(
+                report.ok,
+                "{:?}",
+                report
+                    .wheels
+                    .iter()
+                    .map(|w| &w.problems)
+                    .collect::<Vec<_>>()
+            );
+
+            for installer in ["pip", "uv"] {
+                let venv = root.join(format!("venv-{installer}"));
+                run(command("python3", root)
+                    .args(["-m", "venv", "--without-pip"])
+                    .arg(&venv));
+                let python = venv.join("bin/python");
+                match installer {
+                    "pip" => run(command(tools().join("python"), root)
+                        .args(["-m", "pip", "--python"])
+                        .arg(&python)
+                        .args(["install", "-q", "--no-index", "--find-links"])
+                        .arg(&released)
+                        .arg("torch==2.10.0+rocm7.13.0a20260430")),
+                    _ => run(command(tools().join("uv"), root)
+                        .args([
+                            "pip",
+                            "install",
+                            "-q",
+                            "--offline",
+                            "--no-index",
+                            "--python",
+                        ])
+                        .arg(&python)
+                        .arg("--find-links")
+                        .arg(&released)
+                        .arg("torch==2.10.0+rocm7.13.0a20260430")),
+                };
+                let seen = run(command(&python, root).args([
+                    "-c",
+                    "import torch, triton, importlib.metadata as m; print(torch.__version__, m.version('torch'), m.version('triton'), triton.__version__)",
+                ]));
+                assert_eq!(
+                    seen.trim(),
+                    "2.10.0+rocm7.13.0a20260430 2.10.0+rocm7.13.0a20260430 3.5.0+git1a2b3c4d 3.5.0+git1a2b3c4d",
+                    "{installer}"
+                );
+                // The .data directory was renamed with the dist-info: its file lands in share/.
+                assert!(
+                    venv.join("share/torch-test/notes.txt").exists(),
+                    "{installer}: data file not installed"
+                );
+                // Text that merely contains the version is left alone.
+                let version_py = fs_err::read_to_string(
+                    fs_err::read_dir(venv.join("lib"))
+                        .expect("lib")
+                        .next()
+                        .expect("python dir")
+                        .expect("entry")
+                        .path()
+                        .join("site-packages/torch/version.py"),
+                )
+                .expect("version.py");
+                assert!(
+                    version_py.contains("git_version = 'abc2.10.0a0+rocm7.13.0a20260430'"),
+                    "{version_py}"
+                );
+            }
+        }
+
+        #[test]
+        fn a_zip64_wheel_is_rewritten_by_raw_copy() {
+            let root = tempfile::tempdir().expect("tempdir");
+            let root = root.path();
+            let staged = root.join("staged");
+            fs_err::create_dir_all(&staged).expect("mkdir");
+            // Python's zipfile with a tiny ZIP64 limit writes ZIP64 records and extra fields,
+            // as it does for wheels over 4 GiB.
+            let script = r#"
+import base64, hashlib, random, sys, zipfile
+zipfile.ZIP64_LIMIT = 1024
+files = {"big/__init__.py": b"from .version import __version__\n", "big/version.py": b"__version__ = '1.0a3'\n", "big/blob.bin": random.Random(7).randbytes(50000),
+         "big-1.0a3.dist-info/METADATA": b"Metadata-Version: 2.1\nName: big\nVersion: 1.0a3\n",
+         "big-1.0a3.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n" for n, d in files.items())
+files["big-1.0a3.dist-info/RECORD"] = (record + "big-1.0a3.dist-info/RECORD,,\n").encode()
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for n, d in files.items():
+        z.writestr(n, d)
+"#;
+            let source = staged.join("big-1.0a3-py3-none-any.whl");
+            run(command("python3", root).arg("-c").arg(script).arg(&source));
+            let stack = crate::stack::Stack::load(None).expect("stack");
+            let options = crate::wheel::verify::VerifyOptions::for_stack(&stack);
+            let before = crate::wheel::verify::verify_set(std::slice::from_ref(&source), &options)
+                .expect("verifies");
+            assert!(before.ok && before.wheels[0].zip64, "{before:?}");
+
+            let out = root.join("out");
+            let rewritten = rewrite_set(
+                std::slice::from_ref(&source),
+                Promotion::ReleaseCandidate(1),
+                None,
+                &out,
+            )
+            .expect("rewrites");
+            assert_eq!(rewritten[0].path, out.join("big-1.0rc1-py3-none-any.whl"));
+            assert_eq!(
+                raw_bytes(&source, "big/blob.bin"),
+                raw_bytes(&rewritten[0].path, "big/blob.bin")
+            );
+            let after = crate::wheel::verify::verify_set(
+                std::slice::from_ref(&rewritten[0].path),
+                &options,
+            )
+            .expect("verifies");
+            assert!(after.ok, "{:?}", after.wheels[0].problems);
+            // uv is the strict one (zip's own raw copy produced wheels it refuses).
+            let venv = root.join("venv");
+            run(command("python3", root)
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv));
+            run(command(tools().join("uv"), root)
+                .args([
+                    "pip",
+                    "install",
+                    "-q",
+                    "--offline",
+                    "--no-index",
+                    "--python",
+                ])
+                .arg(venv.join("bin/python"))
+                .arg(&rewritten[0].path));
+            let seen = run(command(venv.join("bin/python"), root).args([
+                "-c",
+                "import big, importlib.metadata as m; print(big.__version__, m.version('big'))",
+            ]));
+            assert_eq!(seen.trim(), "1.0rc1 1.0rc1");
+            // No temporary file is left next to the result.
+            let names: Vec<String> = fs_err::read_dir(&out)
+                .expect("list")
+                .map(|e| e.expect("e").file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names, ["big-1.0rc1-py3-none-any.whl"]);
+        }
     }
 
     #[test]
