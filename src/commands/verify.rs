@@ -10,6 +10,9 @@ use crate::stack::{self, Stack};
 use crate::ui;
 use crate::wheel::verify::{VerifyError, VerifyOptions, VerifyReport, collect_wheels, verify_set};
 
+/// A wheel with thousands of problems (an empty RECORD) should not bury the others.
+const SHOWN_PER_WHEEL: usize = 40;
+
 pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let VerifyArgs {
         paths,

@@ -1023,6 +1023,38 @@ mod tests {
         }
 
         #[test]
+        fn defective_sources_are_refused_and_nothing_is_written() {
+            let root = tempfile::tempdir().expect("tempdir");
+            let root = root.path();
+            let staged = root.join("staged");
+            let wheel = build_wheel(root, "triton", "3.5.0a0+git1a2b3c4d", &[], &staged);
+            let bytes = fs_err::read(&wheel).expect("read");
+            let broken = root.join("broken");
+            fs_err::create_dir_all(&broken).expect("mkdir");
+            // A truncated upload, and a file renamed without its metadata (TheRock W6).
+            let truncated = broken.join("triton-3.5.0a0+git1a2b3c4d-py3-none-any.whl");
+            fs_err::write(&truncated, &bytes[..bytes.len() - 30]).expect("write");
+            let renamed = broken.join("triton-3.6.0a0-py3-none-any.whl");
+            fs_err::write(&renamed, &bytes).expect("write");
+            let out = root.join("out");
+            for (source, expected) in [
+                (&truncated, "the archive is truncated"),
+                (
+                    &renamed,
+                    "METADATA says version 3.5.0a0+git1a2b3c4d but the file name says 3.6.0a0",
+                ),
+            ] {
+                let error = rewrite_set(std::slice::from_ref(source), Promotion::Final, None, &out)
+                    .expect_err("refused")
+                    .to_string();
+                assert!(error.starts_with(&source.display().to_string()), "{error}");
+                assert!(error.contains(expected), "{error}");
+            }
+            let left = fs_err::read_dir(&out).map(|d| d.count()).unwrap_or(0);
+            assert_eq!(left, 0, "files left in {}", out.display());
+        }
+
+        #[test]
         fn a_zip64_wheel_is_rewritten_by_raw_copy() {
             let root = tempfile::tempdir().expect("tempdir");
             let root = root.path();

@@ -520,6 +520,8 @@ impl Drop for BudgetGuard<'_> {
 struct EntryOutcome {
     index: usize,
     span: Option<DataSpan>,
+    /// Whether the data was read completely and as declared.
+    read: bool,
     /// Digest in the RECORD algorithm, when RECORD has a hash for the entry.
     digest: Option<String>,
     size: u64,
@@ -661,13 +663,15 @@ fn check_wheel(
     let mut spans: Vec<Option<DataSpan>> = vec![None; archive.entries.len()];
     let mut small: HashMap<usize, Vec<u8>> = HashMap::new();
     let dist_info = find_dist_info(archive, filename, problems);
+    // Entries read (or tried) before the parallel pass.
+    let mut handled = vec![false; archive.entries.len()];
     let mut read_dist_file =
         |name: &str, problems: &mut Vec<Problem>| -> Option<(usize, Vec<u8>)> {
             let index = archive.entries.iter().position(|e| e.name == name)?;
             if !readable[index] {
                 return None;
             }
-            readable[index] = false;
+            handled[index] = true;
             let entry = &archive.entries[index];
             match archive.local_header(entry, problems) {
                 Ok(span) => spans[index] = Some(span),
@@ -779,8 +783,10 @@ fn check_wheel(
     }
 
     // The parallel pass: every other file entry is read once, biggest first.
+    // The parallel pass: every other entry; those not to be read (directories, the zip-bomb
+    // guard, unsupported methods) only have their local header checked, for the layout check.
     let mut order: Vec<usize> = (0..archive.entries.len())
-        .filter(|i| readable[*i])
+        .filter(|i| !handled[*i])
         .collect();
     order.sort_by_key(|i| std::cmp::Reverse(archive.entries[*i].compressed_size));
     let algorithm_of = |name: &str| {
@@ -800,6 +806,9 @@ fn check_wheel(
                 .par_iter()
                 .with_max_len(1)
                 .map(|index| {
+                    if !readable[*index] {
+                        return header_only(archive, *index);
+                    }
                     read_entry(
                         archive,
                         *index,
@@ -825,7 +834,7 @@ fn check_wheel(
             }),
             None => {}
         }
-        if outcome.span.is_some() {
+        if outcome.read {
             digests.insert(outcome.index, (outcome.digest, outcome.size));
         }
     }
@@ -857,6 +866,7 @@ fn read_entry(
     let mut outcome = EntryOutcome {
         index,
         span: None,
+        read: false,
         digest: None,
         size: 0,
         elf: None,
@@ -875,6 +885,7 @@ fn read_entry(
             return outcome;
         }
     };
+    outcome.span = Some(span);
     let mut reader = match archive.reader(entry, span) {
         Ok(reader) => reader,
         Err(detail) => {
@@ -917,10 +928,35 @@ fn read_entry(
         }
         outcome.size += n as u64;
     }
-    outcome.span = Some(span);
+    outcome.read = true;
     outcome.digest = hasher.map(Hasher::finish);
     outcome.elf = elf.map(|(bytes, _guard)| elf::inspect(&bytes));
     outcome
+}
+
+/// Checks only the local header of an entry that is not read.
+fn header_only(archive: &Archive, index: usize) -> EntryOutcome {
+    let entry = &archive.entries[index];
+    let mut problems = Vec::new();
+    let span = match archive.local_header(entry, &mut problems) {
+        Ok(span) => Some(span),
+        Err(detail) => {
+            problems.push(Problem::EntryData {
+                entry: entry.name.clone(),
+                detail,
+            });
+            None
+        }
+    };
+    EntryOutcome {
+        index,
+        span,
+        read: false,
+        digest: None,
+        size: 0,
+        elf: None,
+        problems,
+    }
 }
 
 /// Why an entry path is unsafe to extract, if it is.
@@ -1309,6 +1345,79 @@ mod tests {
         ] {
             assert_eq!(unsafe_path(name), None, "{name}");
         }
+    }
+
+    /// A minimal valid wheel (with a directory entry) written by the zip crate.
+    fn wheel_bytes() -> Vec<u8> {
+        use std::io::Write;
+        let files: [(&str, &[u8]); 3] = [
+            ("demo/__init__.py", b"x = 1\n"),
+            (
+                "demo-1.0.dist-info/METADATA",
+                b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+            ),
+            (
+                "demo-1.0.dist-info/WHEEL",
+                b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            ),
+        ];
+        let mut record = String::new();
+        for (name, data) in files {
+            record.push_str(&format!(
+                "{name},{},{}\n",
+                record::record_hash(data),
+                data.len()
+            ));
+        }
+        record.push_str("demo-1.0.dist-info/RECORD,,\n");
+        let mut cursor = std::io::Cursor::new(Vec::new());
+        let mut writer = zip::ZipWriter::new(&mut cursor);
+        let options = zip::write::SimpleFileOptions::default();
+        writer.add_directory("demo/", options).expect("dir");
+        for (name, data) in files
+            .iter()
+            .copied()
+            .chain([("demo-1.0.dist-info/RECORD", record.as_bytes())])
+        {
+            writer.start_file(name, options).expect("start");
+            writer.write_all(data).expect("write");
+        }
+        writer.finish().expect("finish");
+        cursor.into_inner()
+    }
+
+    fn verify_bytes(bytes: &[u8]) -> Vec<String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("demo-1.0-py3-none-any.whl");
+        fs_err::write(&path, bytes).expect("write");
+        let stack = crate::stack::Stack::load(None).expect("stack");
+        let report = verify_set(&[path], &VerifyOptions::for_stack(&stack)).expect("verifies");
+        report.wheels[0]
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn directory_entries_pass_and_hidden_bytes_are_found() {
+        let bytes = wheel_bytes();
+        assert_eq!(verify_bytes(&bytes), Vec::<String>::new());
+        // Splice 7 bytes in front of the central directory and move the end record's offset.
+        let eocd = bytes.len() - 22;
+        let cd_offset =
+            u32::from_le_bytes(bytes[eocd + 16..eocd + 20].try_into().expect("4 bytes")) as usize;
+        let mut hidden = bytes[..cd_offset].to_vec();
+        hidden.extend_from_slice(b"PAYLOAD");
+        hidden.extend_from_slice(&bytes[cd_offset..]);
+        let eocd = hidden.len() - 22;
+        hidden[eocd + 16..eocd + 20].copy_from_slice(&((cd_offset + 7) as u32).to_le_bytes());
+        assert_eq!(
+            verify_bytes(&hidden),
+            [format!(
+                "zip structure: 7 bytes at offset {cd_offset}, before the central directory, belong to no entry (hidden data)"
+            )]
+        );
     }
 
     #[test]
