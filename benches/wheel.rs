@@ -11,26 +11,22 @@
 //! largest entry) and cached under target/.
 
 // This bench compiles the rewrite modules directly (the crate has no library target) and
-// uses only part of them; it starts the baselines as processes.
-#![allow(dead_code, clippy::disallowed_methods)]
+// uses only part of them (their test modules compile empty here); it starts the baselines
+// as processes and prints its table on stdout.
+#![allow(dead_code, unused_imports, clippy::disallowed_methods, clippy::print_stdout)]
 
 #[path = "../src/fsutil.rs"]
 mod fsutil;
 
+// Nested modules of an inline module with a path resolve inside that directory.
+#[path = "../src/wheel"]
 mod wheel {
-    #[path = "../../src/wheel/archive.rs"]
     pub mod archive;
-    #[path = "../../src/wheel/filename.rs"]
     pub mod filename;
-    #[path = "../../src/wheel/metadata.rs"]
     pub mod metadata;
-    #[path = "../../src/wheel/problem.rs"]
     pub mod problem;
-    #[path = "../../src/wheel/record.rs"]
     pub mod record;
-    #[path = "../../src/wheel/rewrite.rs"]
     pub mod rewrite;
-    #[path = "../../src/wheel/zipwrite.rs"]
     pub mod zipwrite;
 }
 
@@ -130,7 +126,9 @@ fn timed(f: impl FnOnce()) -> Duration {
 fn wheel(gigabytes: f64) -> PathBuf {
     let dir = target_dir();
     std::fs::create_dir_all(&dir).expect("bench dir");
-    let path = dir.join(format!("{gigabytes}GB/torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl"));
+    let path = dir.join(format!(
+        "{gigabytes}GB/torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl"
+    ));
     if path.exists() {
         return path;
     }
@@ -145,31 +143,64 @@ fn wheel(gigabytes: f64) -> PathBuf {
     let library = dir.join("libkernel.so");
     run(Command::new("/usr/bin/hipcc")
         .env("ROCM_PATH", "/usr")
-        .args(["--offload-arch=gfx906", "--offload-arch=gfx1030", "-fPIC", "-shared", "-o"])
+        .args([
+            "--offload-arch=gfx906",
+            "--offload-arch=gfx1030",
+            "-fPIC",
+            "-shared",
+            "-o",
+        ])
         .arg(&library)
         .arg(&source));
-    eprintln!("generating a {gigabytes} GB wheel (once; cached in {})", dir.display());
+    eprintln!(
+        "generating a {gigabytes} GB wheel (once; cached in {})",
+        dir.display()
+    );
     let partial = path.with_extension("partial");
-    run(Command::new("python3").arg("-c").arg(GENERATE).arg(&partial).arg(&library).arg(gigabytes.to_string()));
+    run(Command::new("python3")
+        .arg("-c")
+        .arg(GENERATE)
+        .arg(&partial)
+        .arg(&library)
+        .arg(gigabytes.to_string()));
     std::fs::rename(&partial, &path).expect("publish");
     path
 }
 
 fn main() {
-    let gigabytes: f64 = std::env::var("ROCKBUILD_BENCH_GB").ok().and_then(|v| v.parse().ok()).unwrap_or(4.5);
-    let runs: usize = std::env::var("ROCKBUILD_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let gigabytes: f64 = std::env::var("ROCKBUILD_BENCH_GB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4.5);
+    let runs: usize = std::env::var("ROCKBUILD_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let wheel = wheel(gigabytes);
     let size = std::fs::metadata(&wheel).expect("stat").len();
     let scratch = target_dir().join("out");
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).expect("scratch");
     // Warm the page cache so every contender reads from memory alike.
-    run(Command::new("cat").arg(&wheel).stdout(std::process::Stdio::null()));
+    run(Command::new("cat")
+        .arg(&wheel)
+        .stdout(std::process::Stdio::null()));
 
     let rockbuild = env!("CARGO_BIN_EXE_rockbuild");
-    let sha256sum = best_of(runs, || timed(|| run(Command::new("sha256sum").arg(&wheel).stdout(std::process::Stdio::null()))));
+    let sha256sum = best_of(runs, || {
+        timed(|| {
+            run(Command::new("sha256sum")
+                .arg(&wheel)
+                .stdout(std::process::Stdio::null()))
+        })
+    });
     let verify = best_of(runs, || {
-        timed(|| run(Command::new(rockbuild).args(["--quiet", "verify", "--targets", "gfx906,gfx1030"]).arg(&wheel).env("NO_COLOR", "1")))
+        timed(|| {
+            run(Command::new(rockbuild)
+                .args(["--quiet", "verify", "--targets", "gfx906,gfx1030"])
+                .arg(&wheel)
+                .env("NO_COLOR", "1"))
+        })
     });
 
     let copy_target = scratch.join("copy.whl");
@@ -185,32 +216,57 @@ fn main() {
         let _ = std::fs::remove_dir_all(&released);
         timed(|| {
             rewritten = Some(
-                wheel::rewrite::rewrite_version(&wheel, &new_version, &wheel::rewrite::VersionMap::default(), &released)
-                    .expect("rewrite"),
+                wheel::rewrite::rewrite_version(
+                    &wheel,
+                    &new_version,
+                    &wheel::rewrite::VersionMap::default(),
+                    &released,
+                )
+                .expect("rewrite"),
             );
         })
     });
     let rewritten = rewritten.expect("rewritten");
     // The result must pass the same strict verification.
-    run(Command::new(rockbuild).args(["--quiet", "verify", "--targets", "gfx906,gfx1030"]).arg(&rewritten.path));
+    run(Command::new(rockbuild)
+        .args(["--quiet", "verify", "--targets", "gfx906,gfx1030"])
+        .arg(&rewritten.path));
     let recompressed = scratch.join("recompressed.whl");
     // One run: it takes minutes.
-    let recompress = timed(|| run(Command::new("python3").arg("-c").arg(RECOMPRESS).arg(&wheel).arg(&recompressed)));
+    let recompress = timed(|| {
+        run(Command::new("python3")
+            .arg("-c")
+            .arg(RECOMPRESS)
+            .arg(&wheel)
+            .arg(&recompressed))
+    });
     let _ = std::fs::remove_file(&recompressed);
 
     let gib = size as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| gib / d.as_secs_f64();
-    println!("wheel: {} ({gib:.2} GiB, {} entries raw-copied)", wheel.display(), rewritten.raw_copied);
+    println!(
+        "wheel: {} ({gib:.2} GiB, {} entries raw-copied)",
+        wheel.display(),
+        rewritten.raw_copied
+    );
     println!("| measurement | time | throughput | ratio |");
     println!("|---|---|---|---|");
-    println!("| `sha256sum` (baseline) | {:.2} s | {:.2} GiB/s | 1.00 |", sha256sum.as_secs_f64(), rate(sha256sum));
+    println!(
+        "| `sha256sum` (baseline) | {:.2} s | {:.2} GiB/s | 1.00 |",
+        sha256sum.as_secs_f64(),
+        rate(sha256sum)
+    );
     println!(
         "| `rockbuild verify --targets gfx906,gfx1030` | {:.2} s | {:.2} GiB/s | {:.2} × sha256sum |",
         verify.as_secs_f64(),
         rate(verify),
         verify.as_secs_f64() / sha256sum.as_secs_f64()
     );
-    println!("| `cp` (baseline) | {:.2} s | {:.2} GiB/s | 1.00 |", copy.as_secs_f64(), rate(copy));
+    println!(
+        "| `cp` (baseline) | {:.2} s | {:.2} GiB/s | 1.00 |",
+        copy.as_secs_f64(),
+        rate(copy)
+    );
     println!(
         "| raw-copy version rewrite | {:.2} s | {:.2} GiB/s | {:.2} × cp |",
         rewrite.as_secs_f64(),

@@ -125,12 +125,18 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
                 wheel.problems.len(),
                 plural(wheel.problems.len())
             ));
-            for problem in &wheel.problems {
+            for problem in wheel.problems.iter().take(SHOWN_PER_WHEEL) {
                 ctx.ui.status(format!("        {problem}"));
                 ctx.ui.error_annotation(
                     &format!("verify: {}", problem.kind()),
                     &format!("{}: {problem}", wheel.file),
                 );
+            }
+            if wheel.problems.len() > SHOWN_PER_WHEEL {
+                ctx.ui.status(format!(
+                    "        … and {} more (--json lists them all)",
+                    wheel.problems.len() - SHOWN_PER_WHEEL
+                ));
             }
         }
         rows.push(vec![
