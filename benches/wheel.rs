@@ -7,8 +7,8 @@
 //! `cargo bench --bench wheel`. `ROCKBUILD_BENCH_GB` sets the wheel's compressed size
 //! (default 4.5: over 4 GiB, so offsets and the largest entry need ZIP64);
 //! `ROCKBUILD_BENCH_RUNS` the runs per measurement (best is kept, default 3). The wheel is
-//! generated once (Python's zipfile, a real hipcc-compiled library at the head of the
-//! largest entry) and cached under target/.
+//! generated once (Python's zipfile; every library starts with a real hipcc-compiled ELF
+//! file) and cached in the target directory.
 
 // This bench compiles the rewrite modules directly (the crate has no library target) and
 // uses only part of them (their test modules compile empty here); it starts the baselines
@@ -99,7 +99,7 @@ with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED
 "#;
 
 fn target_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-wheel")
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-wheel")
 }
 
 #[track_caller]

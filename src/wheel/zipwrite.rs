@@ -10,6 +10,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 
 use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE};
 
@@ -21,6 +22,8 @@ const EOCD64_LOCATOR_SIG: u32 = 0x0706_4b50;
 const U32_MAX: u64 = 0xFFFF_FFFF;
 const U16_MAX: u64 = 0xFFFF;
 const FLAG_UTF8: u16 = 1 << 11;
+/// Entries at least this big are copied file to file, smaller ones through the buffer.
+const DIRECT_COPY_MIN: u64 = 1 << 20;
 /// Unix host, spec version 4.5 (ZIP64).
 const MADE_BY: u16 = (3 << 8) | 45;
 
@@ -117,18 +120,23 @@ impl ZipOut {
             external_attributes: entry.external_attributes,
         };
         self.local_header(&record)?;
-        // Straight file to file: on Linux std turns this into copy_file_range.
-        self.out.flush()?;
-        let mut reader = source.file().try_clone()?;
-        reader.seek(SeekFrom::Start(span.start))?;
-        let copied = io::copy(&mut reader.take(entry.compressed_size), self.out.get_mut())?;
+        let copied = if entry.compressed_size < DIRECT_COPY_MIN {
+            // Small entries go through the buffer: one pread, no flush.
+            let mut data = vec![0u8; entry.compressed_size as usize];
+            source.file().read_exact_at(&mut data, span.start)?;
+            self.out.write_all(&data)?;
+            entry.compressed_size
+        } else {
+            // Big ones go file to file: std turns this into copy_file_range on Linux.
+            self.out.flush()?;
+            let mut reader = source.file().try_clone()?;
+            reader.seek(SeekFrom::Start(span.start))?;
+            io::copy(&mut reader.take(entry.compressed_size), self.out.get_mut())?
+        };
         if copied != entry.compressed_size {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!(
-                    "'{}': copied {copied} of {} bytes",
-                    entry.name, entry.compressed_size
-                ),
+                format!("'{}': copied {copied} of {} bytes", entry.name, entry.compressed_size),
             ));
         }
         self.offset += copied;
@@ -256,14 +264,15 @@ mod tests {
 
     #[test]
     fn copies_entries_raw_and_writes_a_strictly_valid_archive() {
-        // A source written by the zip crate, with one stored and one deflated entry.
+        // A source written by the zip crate: a stored entry big enough to be copied file to
+        // file, and a small deflated one copied through the buffer.
         let mut source_file = tempfile::tempfile().expect("tempfile");
         {
             let mut writer = zip::ZipWriter::new(&mut source_file);
             let stored = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored);
             writer.start_file("a/stored.bin", stored).expect("start");
-            writer.write_all(&[5u8; 1000]).expect("write");
+            writer.write_all(&vec![5u8; 2 << 20]).expect("write");
             let deflated = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Deflated);
             writer
