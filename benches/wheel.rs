@@ -13,7 +13,12 @@
 // This bench compiles the rewrite modules directly (the crate has no library target) and
 // uses only part of them (their test modules compile empty here); it starts the baselines
 // as processes and prints its table on stdout.
-#![allow(dead_code, unused_imports, clippy::disallowed_methods, clippy::print_stdout)]
+#![allow(
+    dead_code,
+    unused_imports,
+    clippy::disallowed_methods,
+    clippy::print_stdout
+)]
 
 #[path = "../src/fsutil.rs"]
 mod fsutil;
