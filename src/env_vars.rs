@@ -50,10 +50,7 @@ pub struct Environment {
 
 impl Environment {
     /// Reads the real process environment. Called once, by `main`.
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the one sanctioned read of the environment"
-    )]
+    #[expect(clippy::disallowed_methods, reason = "the one sanctioned read of the environment")]
     pub fn capture() -> Self {
         Environment {
             vars: std::env::vars_os().collect(),
@@ -87,9 +84,7 @@ impl Environment {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
-        self.vars
-            .iter()
-            .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+        self.vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()))
     }
 
     /// True when running inside GitHub Actions.

@@ -171,10 +171,7 @@ mod tests {
                 requested_ref: "main".into(),
                 commit: "a".repeat(40),
                 tree: "b".repeat(40),
-                pin: PinOrigin::RelatedCommits {
-                    file: "pytorch/related_commits".into(),
-                    line: 3,
-                },
+                pin: PinOrigin::RelatedCommits { file: "pytorch/related_commits".into(), line: 3 },
                 submodules: vec![],
                 hipify: None,
             },
@@ -182,14 +179,9 @@ mod tests {
         lock.write(&path).expect("write");
         assert_eq!(Lock::read(&path).expect("read"), lock);
 
-        let text = fs_err::read_to_string(&path)
-            .expect("text")
-            .replace("\"schema\": 1", "\"schema\": 9");
+        let text = fs_err::read_to_string(&path).expect("text").replace("\"schema\": 1", "\"schema\": 9");
         fs_err::write(&path, text).expect("rewrite");
         let error = Lock::read(&path).expect_err("schema 9");
-        assert!(
-            error.to_string().contains("lock schema 9 is not supported"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("lock schema 9 is not supported"), "{error}");
     }
 }
