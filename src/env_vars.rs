@@ -21,9 +21,6 @@ pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 pub const NO_COLOR: &str = "NO_COLOR";
 /// Log filter for tracing (e.g. `rockbuild=debug`).
 pub const ROCKBUILD_LOG: &str = "ROCKBUILD_LOG";
-/// Directory for rockbuild's caches (git objects, build fingerprints); default
-/// `$XDG_CACHE_HOME/rockbuild` or `~/.cache/rockbuild`.
-pub const ROCKBUILD_CACHE_DIR: &str = "ROCKBUILD_CACHE_DIR";
 pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 pub const HOME: &str = "HOME";
 pub const PATH: &str = "PATH";
@@ -60,7 +57,8 @@ impl Environment {
         }
     }
 
-    /// An environment with exactly these variables (tests, hermetic steps).
+    /// An environment with exactly these variables.
+    #[cfg(test)]
     pub fn from_pairs<K: Into<OsString>, V: Into<OsString>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
@@ -80,10 +78,6 @@ impl Environment {
     /// The value of `name` if it is set and not empty.
     pub fn non_empty(&self, name: &str) -> Option<&str> {
         self.get(name).filter(|v| !v.is_empty())
-    }
-
-    pub fn get_os(&self, name: &str) -> Option<&OsStr> {
-        self.vars.get(OsStr::new(name)).map(OsString::as_os_str)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {

@@ -607,6 +607,10 @@ impl Runner {
             write_log(file, cmd.log.as_deref(), header.as_bytes())?;
         }
 
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the one place that starts processes"
+        )]
         let mut command = std::process::Command::new(&program);
         command
             .args(&cmd.args)
@@ -758,7 +762,6 @@ impl Runner {
         let to_tail = !cmd.capture_stdout;
         stdout_lines.finish(|line| handle_line(line, &mut attempt, to_tail));
         stderr_lines.finish(|line| handle_line(line, &mut attempt, true));
-        drop(handle_line);
 
         if !matches!(outcome, AttemptOutcome::Exited(_)) {
             stop_group(pgid, &mut child);

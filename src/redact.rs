@@ -6,8 +6,6 @@
 //! displayed; secret-looking variables are masked in every rendered command and in every line
 //! a child process prints.
 
-use std::fmt;
-
 const MASK: &str = "****";
 
 /// Query parameters of presigned URLs that grant access on their own.
@@ -95,10 +93,6 @@ impl Secrets {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
     /// Replaces every occurrence of a secret value, then masks URL credentials.
     pub fn mask(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -121,34 +115,6 @@ impl Secrets {
                 .join(" ");
         }
         out
-    }
-}
-
-/// A URL that masks its credentials when displayed or debug-printed.
-#[derive(Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct SafeUrl(String);
-
-impl SafeUrl {
-    pub fn new(url: impl Into<String>) -> Self {
-        SafeUrl(url.into())
-    }
-
-    /// The real URL, for handing to a child process. Never log the result.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for SafeUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&redact_url(&self.0))
-    }
-}
-
-impl fmt::Debug for SafeUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SafeUrl({})", redact_url(&self.0))
     }
 }
 
@@ -193,13 +159,5 @@ mod tests {
         assert!(is_secret_env_name("AWS_SECRET_ACCESS_KEY"));
         assert!(is_secret_env_name("GITHUB_TOKEN"));
         assert!(!is_secret_env_name("PYTORCH_ROCM_ARCH"));
-    }
-
-    #[test]
-    fn safe_url_never_displays_credentials() {
-        let url = SafeUrl::new("https://u:pw123@host/repo");
-        assert_eq!(url.to_string(), "https://u:****@host/repo");
-        assert_eq!(format!("{url:?}"), "SafeUrl(https://u:****@host/repo)");
-        assert_eq!(url.expose(), "https://u:pw123@host/repo");
     }
 }

@@ -304,6 +304,9 @@ pub(super) fn resolve(
         let board = pins_from.ok_or_else(|| {
             anyhow::anyhow!("internal error: no pin source for '{}'", project.name)
         })?;
+        if let Some(from) = project.pin.pinned_by() {
+            task.phase(format!("waiting for the pins of {from}"));
+        }
         let files = board.wait().map_err(|reason| {
             anyhow::anyhow!("cannot resolve the pin of '{}': {reason}", project.name)
         })?;
