@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::ui::LogFormat;
 pub use crate::sdk::install::Installer;
+use crate::ui::LogFormat;
 pub use crate::version::ReleaseType;
 
 #[derive(Debug, Parser)]
@@ -35,7 +35,13 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, env = "ROCKBUILD_QUIET")]
     pub quiet: bool,
     /// Log format for stderr: `text` for people, `json` for machines
-    #[arg(long, value_enum, default_value = "text", global = true, env = "ROCKBUILD_LOG_FORMAT")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "text",
+        global = true,
+        env = "ROCKBUILD_LOG_FORMAT"
+    )]
     pub log_format: LogFormat,
 }
 
@@ -78,13 +84,28 @@ pub struct ConfigArgs {
 #[derive(Debug, Args, Clone)]
 pub struct NetworkArgs {
     /// Seconds one transfer may take before it is stopped
-    #[arg(long, value_name = "SECS", default_value_t = 1800, env = "ROCKBUILD_FETCH_TIMEOUT")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1800,
+        env = "ROCKBUILD_FETCH_TIMEOUT"
+    )]
     pub fetch_timeout: u64,
     /// Seconds without any progress before a transfer is stopped (watchdog)
-    #[arg(long, value_name = "SECS", default_value_t = 300, env = "ROCKBUILD_STALL_TIMEOUT")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 300,
+        env = "ROCKBUILD_STALL_TIMEOUT"
+    )]
     pub stall_timeout: u64,
     /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
-    #[arg(long, value_name = "N", default_value_t = 3, env = "ROCKBUILD_FETCH_ATTEMPTS")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        env = "ROCKBUILD_FETCH_ATTEMPTS"
+    )]
     pub fetch_attempts: u32,
 }
 
@@ -141,7 +162,12 @@ pub struct CheckoutArgs {
     #[command(flatten)]
     pub selection: SelectionArgs,
     /// Directory holding one checkout per project (pytorch/, pytorch_audio/, ...)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR", conflicts_with = "checkout_dir")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "ROCKBUILD_ROOT_CHECKOUT_DIR",
+        conflicts_with = "checkout_dir"
+    )]
     pub root_checkout_dir: Option<PathBuf>,
     /// Checkout directory of the single --project
     #[arg(long, value_name = "DIR")]
@@ -198,7 +224,12 @@ pub struct SdkArgs {
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_PIP_CACHE_DIR")]
     pub pip_cache_dir: Option<PathBuf>,
     /// Version specifier of the `rocm` package (e.g. `==7.10.0a20251124`)
-    #[arg(long, value_name = "SPEC", default_value = ">1.0", env = "ROCKBUILD_ROCM_SDK_VERSION")]
+    #[arg(
+        long,
+        value_name = "SPEC",
+        default_value = ">1.0",
+        env = "ROCKBUILD_ROCM_SDK_VERSION"
+    )]
     pub rocm_sdk_version: String,
     /// Allow pre-release SDK versions (default)
     #[arg(long, overrides_with = "no_pre")]
@@ -269,13 +300,23 @@ pub struct BuildArgs {
     #[arg(long)]
     pub arch_from_sdk: bool,
     /// Refuse target lists longer than this (TheRock#3442)
-    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_MAX_TARGETS")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8,
+        env = "ROCKBUILD_MAX_TARGETS"
+    )]
     pub max_targets: usize,
     /// Build even when the target list is longer than --max-targets
     #[arg(long)]
     pub allow_many_targets: bool,
     /// PYTORCH_BUILD_NUMBER / BUILD_NUMBER
-    #[arg(long, value_name = "N", default_value_t = 1, env = "ROCKBUILD_PYTORCH_BUILD_NUMBER")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
+    )]
     pub pytorch_build_number: u32,
     /// Build triton (default: when its checkout exists)
     #[arg(long, overrides_with = "no_build_triton")]
@@ -306,7 +347,12 @@ pub struct BuildArgs {
     #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
     pub version_suffix: Option<String>,
     /// Release channel
-    #[arg(long, value_enum, default_value = "nightly", env = "ROCKBUILD_RELEASE_TYPE")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "nightly",
+        env = "ROCKBUILD_RELEASE_TYPE"
+    )]
     pub release_type: ReleaseType,
     /// Compile through ccache
     #[arg(long, conflicts_with = "use_sccache")]
@@ -321,7 +367,12 @@ pub struct BuildArgs {
     #[arg(long)]
     pub clean: bool,
     /// Projects built at the same time
-    #[arg(long, value_name = "N", default_value_t = 3, env = "ROCKBUILD_BUILD_JOBS")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        env = "ROCKBUILD_BUILD_JOBS"
+    )]
     pub jobs: usize,
     /// Print the plan and stop (same as `rockbuild plan`)
     #[arg(long)]
@@ -365,13 +416,23 @@ pub struct StoreArgs {
     #[arg(long, env = "ROCKBUILD_S3_PATH_STYLE")]
     pub s3_path_style: bool,
     /// When the S3 client computes request checksums: `when-supported` or `when-required`
-    #[arg(long, value_name = "MODE", default_value = "when-supported", env = "ROCKBUILD_S3_CHECKSUMS")]
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "when-supported",
+        env = "ROCKBUILD_S3_CHECKSUMS"
+    )]
     pub s3_checksums: String,
     /// Copies above this many bytes use multipart UploadPartCopy (S3 CopyObject stops at 5 GiB)
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, env = "ROCKBUILD_MULTIPART_THRESHOLD")]
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
-    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_TRANSFER_JOBS")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8,
+        env = "ROCKBUILD_TRANSFER_JOBS"
+    )]
     pub transfer_jobs: usize,
 }
 
@@ -381,7 +442,12 @@ pub struct StageArgs {
     #[arg(long, value_name = "URL", env = "ROCKBUILD_STAGE_TO")]
     pub to: String,
     /// Directory holding the built wheels
-    #[arg(long, value_name = "DIR", default_value = "out", env = "ROCKBUILD_INPUT")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "out",
+        env = "ROCKBUILD_INPUT"
+    )]
     pub input: PathBuf,
     /// Family the set was built for (stages under <to>/<family>/)
     #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_FAMILY")]
@@ -419,7 +485,12 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_BUILD_REPORT")]
     pub build_report: Option<PathBuf>,
     /// Where to write the test report (JSON)
-    #[arg(long, value_name = "FILE", default_value = "smoke-report.json", env = "ROCKBUILD_REPORT")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "smoke-report.json",
+        env = "ROCKBUILD_REPORT"
+    )]
     pub report: PathBuf,
     /// Extra index for dependencies outside the set (e.g. the ROCm SDK)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
@@ -499,7 +570,10 @@ mod tests {
                         || ["BUILD", "STAGE", "PROMOTE"]
                             .iter()
                             .any(|verb| env == format!("ROCKBUILD_{verb}_{flag}"));
-                    assert!(mechanical, "--{long} reads {env}, expected ROCKBUILD_[VERB_]{flag}");
+                    assert!(
+                        mechanical,
+                        "--{long} reads {env}, expected ROCKBUILD_[VERB_]{flag}"
+                    );
                 }
             }
             for sub in command.get_subcommands() {

@@ -20,7 +20,8 @@ pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
         if let Some(classified) = cause.downcast_ref::<Classified>() {
             return classified.status;
         }
-        if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
+        if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>()
+        {
             return ExitStatus::Signal(*signal);
         }
     }
@@ -44,14 +45,38 @@ pub fn render(error: &anyhow::Error) -> String {
 
 /// Known failures recognised in the output tail of a failed step, each with its fix.
 const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("cannot find -lamdhip64", "the linker cannot find the HIP runtime: install the ROCm SDK (`rockbuild install-rocm`) and build with `--install-rocm`, or check that ROCM_HOME points at it"),
-    ("unsupported offload arch", "hipcc does not know one of the requested gfx targets: check the target list (`--pytorch-rocm-arch`) against what this SDK supports"),
-    ("No space left on device", "the disk is full: free space or point --output-dir and the build directories at a larger disk"),
-    ("Could not resolve host", "DNS failed: check the network or the origin URL"),
-    ("Permission denied (publickey)", "ssh authentication failed: use an https origin or configure an ssh key for this host"),
-    ("terminal prompts disabled", "the origin needs credentials: configure a git credential helper (rockbuild never puts credentials in URLs)"),
-    ("not our ref", "the server no longer has this commit (force-pushed or garbage-collected): pick another ref or update the pin"),
-    ("killed: out of memory", "a process was killed, most likely by the OOM killer: reduce parallelism (MAX_JOBS, --jobs) or add memory"),
+    (
+        "cannot find -lamdhip64",
+        "the linker cannot find the HIP runtime: install the ROCm SDK (`rockbuild install-rocm`) and build with `--install-rocm`, or check that ROCM_HOME points at it",
+    ),
+    (
+        "unsupported offload arch",
+        "hipcc does not know one of the requested gfx targets: check the target list (`--pytorch-rocm-arch`) against what this SDK supports",
+    ),
+    (
+        "No space left on device",
+        "the disk is full: free space or point --output-dir and the build directories at a larger disk",
+    ),
+    (
+        "Could not resolve host",
+        "DNS failed: check the network or the origin URL",
+    ),
+    (
+        "Permission denied (publickey)",
+        "ssh authentication failed: use an https origin or configure an ssh key for this host",
+    ),
+    (
+        "terminal prompts disabled",
+        "the origin needs credentials: configure a git credential helper (rockbuild never puts credentials in URLs)",
+    ),
+    (
+        "not our ref",
+        "the server no longer has this commit (force-pushed or garbage-collected): pick another ref or update the pin",
+    ),
+    (
+        "killed: out of memory",
+        "a process was killed, most likely by the OOM killer: reduce parallelism (MAX_JOBS, --jobs) or add memory",
+    ),
 ];
 
 /// Hints for an error: known failure patterns in the tail of a failed step.
@@ -99,7 +124,9 @@ mod tests {
     #[test]
     fn recognises_missing_headers_from_gcc_and_clang() {
         assert_eq!(
-            missing_header("x.cpp:3:10: fatal error: cuda_runtime_api.h: No such file or directory"),
+            missing_header(
+                "x.cpp:3:10: fatal error: cuda_runtime_api.h: No such file or directory"
+            ),
             Some("cuda_runtime_api.h".into())
         );
         assert_eq!(

@@ -292,7 +292,11 @@ pub enum ProcessError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{label} failed ({status}){}\n  repro: {repro}{}", tail_block(tail), log_line(log))]
+    #[error(
+        "{label} failed ({status}){}\n  repro: {repro}{}",
+        tail_block(tail),
+        log_line(log)
+    )]
     Failed {
         label: String,
         repro: String,
@@ -627,8 +631,14 @@ impl Runner {
 
         let (sender, receiver) = mpsc::channel::<Chunk>();
         let readers: Vec<_> = [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .enumerate()
@@ -673,7 +683,8 @@ impl Runner {
         let mut handle_line = |line: String, attempt: &mut Attempt, to_tail: bool| {
             let line = secrets.mask(&line);
             if let Some(file) = log.as_mut()
-                && let Err(error) = write_log(file, cmd.log.as_deref(), format!("{line}\n").as_bytes())
+                && let Err(error) =
+                    write_log(file, cmd.log.as_deref(), format!("{line}\n").as_bytes())
             {
                 log_error.get_or_insert(error);
             }
@@ -715,7 +726,8 @@ impl Runner {
                                 attempt.stdout.extend_from_slice(&bytes);
                             }
                             let to_tail = !cmd.capture_stdout;
-                            stdout_lines.push(&bytes, |line| handle_line(line, &mut attempt, to_tail));
+                            stdout_lines
+                                .push(&bytes, |line| handle_line(line, &mut attempt, to_tail));
                         }
                         Chunk::Stderr(bytes) => {
                             stderr_lines.push(&bytes, |line| handle_line(line, &mut attempt, true));
@@ -915,8 +927,14 @@ mod tests {
         assert_eq!(output.stdout, "data\n");
         assert_eq!(output.tail, vec!["noise"]);
         let text = fs_err::read_to_string(&log).expect("log");
-        assert!(text.contains("$ sh -c 'echo data; echo noise >&2'"), "{text}");
-        assert!(text.contains("data\nnoise\n") || text.contains("noise\ndata\n"), "{text}");
+        assert!(
+            text.contains("$ sh -c 'echo data; echo noise >&2'"),
+            "{text}"
+        );
+        assert!(
+            text.contains("data\nnoise\n") || text.contains("noise\ndata\n"),
+            "{text}"
+        );
         assert!(text.contains("==> exit status: 0"), "{text}");
     }
 
@@ -930,16 +948,28 @@ mod tests {
             .label("demo step");
         let error = runner().run(&cmd).expect_err("fails");
         match &error {
-            ProcessError::Failed { status, code, tail, repro, .. } => {
+            ProcessError::Failed {
+                status,
+                code,
+                tail,
+                repro,
+                ..
+            } => {
                 assert_eq!(status, "exit status: 3");
                 assert_eq!(*code, Some(3));
                 assert_eq!(tail, &vec!["one".to_string(), "two".to_string()]);
-                assert_eq!(repro, "cd /tmp && env FOO=bar -u GIT_DIR sh -c 'echo one; echo two; exit 3'");
+                assert_eq!(
+                    repro,
+                    "cd /tmp && env FOO=bar -u GIT_DIR sh -c 'echo one; echo two; exit 3'"
+                );
             }
             other => panic!("unexpected {other:?}"),
         }
         let message = error.to_string();
-        assert!(message.starts_with("demo step failed (exit status: 3)"), "{message}");
+        assert!(
+            message.starts_with("demo step failed (exit status: 3)"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -1005,7 +1035,12 @@ mod tests {
             .run(&Cmd::new("definitely-not-a-program"))
             .expect_err("missing");
         let message = error.to_string();
-        assert!(message.contains("`definitely-not-a-program` not found in PATH (/usr/local/bin:/usr/bin:/bin)"), "{message}");
+        assert!(
+            message.contains(
+                "`definitely-not-a-program` not found in PATH (/usr/local/bin:/usr/bin:/bin)"
+            ),
+            "{message}"
+        );
     }
 
     #[test]
@@ -1013,7 +1048,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("step.log");
         let cmd = Cmd::new("sh")
-            .args(["-c", "echo token is $MY_TOKEN; exit 1", "https://u:pw@host/x"])
+            .args([
+                "-c",
+                "echo token is $MY_TOKEN; exit 1",
+                "https://u:pw@host/x",
+            ])
             .env("MY_TOKEN", "s3cr3t-value")
             .log_to(&log);
         let error = runner().run(&cmd).expect_err("fails");

@@ -67,9 +67,17 @@ pub fn url_has_password(url: &str) -> bool {
 /// True for environment variable names whose values must never be printed.
 pub fn is_secret_env_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "ACCESS_KEY"]
-        .iter()
-        .any(|word| upper.contains(word))
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
 }
 
 /// A set of secret values to mask in free text (child output, error tails).
@@ -158,12 +166,18 @@ mod tests {
             redact_url("https://ghp_0123456789abcdefghijklmnop@github.com/a/b"),
             "https://****@github.com/a/b"
         );
-        assert_eq!(redact_url("ssh://git@github.com/a/b"), "ssh://git@github.com/a/b");
+        assert_eq!(
+            redact_url("ssh://git@github.com/a/b"),
+            "ssh://git@github.com/a/b"
+        );
         assert_eq!(
             redact_url("https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&x=1"),
             "https://b.s3.amazonaws.com/k?X-Amz-Signature=****&x=1"
         );
-        assert_eq!(redact_url("file:///tmp/origin.git"), "file:///tmp/origin.git");
+        assert_eq!(
+            redact_url("file:///tmp/origin.git"),
+            "file:///tmp/origin.git"
+        );
         assert!(url_has_password("https://u:p@h/x"));
         assert!(!url_has_password("https://github.com/x@y"));
     }

@@ -99,7 +99,9 @@ impl Ui {
 
     /// Appends Markdown to the GitHub step summary when running in GitHub Actions.
     pub fn step_summary(&self, markdown: &str) {
-        let Some(path) = &self.step_summary else { return };
+        let Some(path) = &self.step_summary else {
+            return;
+        };
         let result = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
@@ -152,8 +154,7 @@ impl Task {
         if self.live {
             self.bar.set_message(message);
         } else if !self.quiet {
-            self.bar
-                .suspend(|| eprintln!("  {}: {message}", self.name));
+            self.bar.suspend(|| eprintln!("  {}: {message}", self.name));
         }
     }
 
@@ -215,7 +216,9 @@ fn escape_annotation(message: &str) -> String {
 }
 
 fn escape_property(value: &str) -> String {
-    escape_annotation(value).replace(':', "%3A").replace(',', "%2C")
+    escape_annotation(value)
+        .replace(':', "%3A")
+        .replace(',', "%2C")
 }
 
 /// A plain-text table with aligned columns.

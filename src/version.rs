@@ -68,7 +68,11 @@ pub fn normalize(what: &str, value: &str) -> Result<String, VersionError> {
 /// only one local segment; PEP 440 then reads the `-` as a `.`).
 pub fn rocm_suffix(rocm_version: &str) -> Result<String, VersionError> {
     let normalized = normalize("the ROCm SDK version", rocm_version)?;
-    let base = if normalized.contains("dev") { "devrocm" } else { "rocm" };
+    let base = if normalized.contains("dev") {
+        "devrocm"
+    } else {
+        "rocm"
+    };
     Ok(format!("+{base}{}", normalized.replace('+', "-")))
 }
 
@@ -82,7 +86,10 @@ pub fn project_version(
     commit: Option<&str>,
 ) -> Result<String, VersionError> {
     let joined = format!("{}{}", base.trim(), suffix.trim());
-    let version = parse(&format!("{project}: version `{}` + suffix `{suffix}`", base.trim()), &joined)?;
+    let version = parse(
+        &format!("{project}: version `{}` + suffix `{suffix}`", base.trim()),
+        &joined,
+    )?;
     let version = match commit {
         Some(commit) => {
             let mut local = vec![LocalSegment::String(format!("git{}", short_sha(commit)))];
@@ -112,7 +119,10 @@ pub fn triton_version(
         env_suffix.to_string()
     };
     normalize(
-        &format!("triton: version `{}` + `{git}` + TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`", base.trim()),
+        &format!(
+            "triton: version `{}` + `{git}` + TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`",
+            base.trim()
+        ),
         &format!("{}{git}{env_suffix}", base.trim()),
     )
 }
@@ -166,14 +176,22 @@ mod tests {
             ("7.10.0a20251124", "+rocm7.10.0a20251124"),
             ("7.10.0rc2", "+rocm7.10.0rc2"),
             ("7.10.0.dev0+efed3c0123", "+devrocm7.10.0.dev0-efed3c0123"),
-            ("10.1.0a20260811+bkc.20260814", "+rocm10.1.0a20260811-bkc.20260814"),
+            (
+                "10.1.0a20260811+bkc.20260814",
+                "+rocm10.1.0a20260811-bkc.20260814",
+            ),
             ("7.10.0-rc.2", "+rocm7.10.0rc2"),
         ];
         for (rocm, want) in cases {
             assert_eq!(rocm_suffix(rocm).expect(rocm), want, "{rocm}");
         }
         let error = rocm_suffix("seven").expect_err("invalid");
-        assert!(error.to_string().starts_with("the ROCm SDK version `seven` is not a valid PEP 440 version"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("the ROCm SDK version `seven` is not a valid PEP 440 version"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -181,14 +199,39 @@ mod tests {
         let sha = "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d";
         let cases = [
             // (base, rocm version, commit?, expected)
-            ("2.13.0a0", "7.14.0a20260801", None, "2.13.0a0+rocm7.14.0a20260801"),
-            ("2.13.0", "7.14.0a20260801", None, "2.13.0+rocm7.14.0a20260801"),
+            (
+                "2.13.0a0",
+                "7.14.0a20260801",
+                None,
+                "2.13.0a0+rocm7.14.0a20260801",
+            ),
+            (
+                "2.13.0",
+                "7.14.0a20260801",
+                None,
+                "2.13.0+rocm7.14.0a20260801",
+            ),
             ("0.28.0a0", "7.14.0", None, "0.28.0a0+rocm7.14.0"),
             ("1.11.0", "7.14.0", None, "1.11.0+rocm7.14.0"),
-            ("2.12.0a0", "7.10.0", Some(sha), "2.12.0a0+git1a2b3c4d.rocm7.10.0"),
+            (
+                "2.12.0a0",
+                "7.10.0",
+                Some(sha),
+                "2.12.0a0+git1a2b3c4d.rocm7.10.0",
+            ),
             // dev SDK: the SDK's own local part ends up as further segments, normalized.
-            ("2.12.0a0", "7.10.0.dev0+efed3c0123", Some(sha), "2.12.0a0+git1a2b3c4d.devrocm7.10.0.dev0.efed3c0123"),
-            ("2.12.0a0", "7.10.0.dev0+efed3c0123", None, "2.12.0a0+devrocm7.10.0.dev0.efed3c0123"),
+            (
+                "2.12.0a0",
+                "7.10.0.dev0+efed3c0123",
+                Some(sha),
+                "2.12.0a0+git1a2b3c4d.devrocm7.10.0.dev0.efed3c0123",
+            ),
+            (
+                "2.12.0a0",
+                "7.10.0.dev0+efed3c0123",
+                None,
+                "2.12.0a0+devrocm7.10.0.dev0.efed3c0123",
+            ),
         ];
         for (base, rocm, commit, want) in cases {
             let suffix = rocm_suffix(rocm).expect("suffix");
@@ -198,15 +241,25 @@ mod tests {
             assert_eq!(normalize("v", &got).expect("parses"), got);
         }
         // No suffix at all is a plain version; a commit alone still makes a local segment.
-        assert_eq!(project_version("apex", "1.11.0", "", None).expect("plain"), "1.11.0");
-        assert_eq!(project_version("torch", "2.12.0a0", "", Some(sha)).expect("git"), "2.12.0a0+git1a2b3c4d");
+        assert_eq!(
+            project_version("apex", "1.11.0", "", None).expect("plain"),
+            "1.11.0"
+        );
+        assert_eq!(
+            project_version("torch", "2.12.0a0", "", Some(sha)).expect("git"),
+            "2.12.0a0+git1a2b3c4d"
+        );
     }
 
     #[test]
     fn invalid_project_versions_name_the_project_and_parts() {
-        let error = project_version("torch", "2.12.0a0+local", "+rocm7.10.0", None).expect_err("two plus");
+        let error =
+            project_version("torch", "2.12.0a0+local", "+rocm7.10.0", None).expect_err("two plus");
         let text = error.to_string();
-        assert!(text.starts_with("torch: version `2.12.0a0+local` + suffix `+rocm7.10.0`"), "{text}");
+        assert!(
+            text.starts_with("torch: version `2.12.0a0+local` + suffix `+rocm7.10.0`"),
+            "{text}"
+        );
         assert!(project_version("vision", "not a version", "+rocm7", None).is_err());
     }
 
@@ -215,20 +268,42 @@ mod tests {
         let sha = "12345678abcdef";
         let cases = [
             // release branch style: no git part
-            ("3.3.1", None, "+rocm7.0.0rc20250728", "3.3.1+rocm7.0.0rc20250728"),
+            (
+                "3.3.1",
+                None,
+                "+rocm7.0.0rc20250728",
+                "3.3.1+rocm7.0.0rc20250728",
+            ),
             // nightly style: git part first, the env suffix's `+` becomes `-` (then `.`)
-            ("3.4.0", Some(sha), "+rocm7.0.0rc20250728", "3.4.0+git12345678.rocm7.0.0rc20250728"),
+            (
+                "3.4.0",
+                Some(sha),
+                "+rocm7.0.0rc20250728",
+                "3.4.0+git12345678.rocm7.0.0rc20250728",
+            ),
             // build_env.json's empty value changes nothing
-            ("3.7.0", Some(sha), &triton_env_suffix(Some(""), "+rocm7.14.0"), "3.7.0+git12345678.rocm7.14.0"),
+            (
+                "3.7.0",
+                Some(sha),
+                &triton_env_suffix(Some(""), "+rocm7.14.0"),
+                "3.7.0+git12345678.rocm7.14.0",
+            ),
             ("3.7.0", None, "", "3.7.0"),
             ("3.7.0", Some(sha), "", "3.7.0+git12345678"),
         ];
         for (base, commit, env, want) in cases {
-            assert_eq!(triton_version(base, commit, env).expect("valid"), want, "{base} {commit:?} {env}");
+            assert_eq!(
+                triton_version(base, commit, env).expect("valid"),
+                want,
+                "{base} {commit:?} {env}"
+            );
         }
         // A suffix that would still be invalid is caught here, not by pip after the build.
         let error = triton_version("3.7.0", None, "+rocm+x").expect_err("two plus");
-        assert!(error.to_string().starts_with("triton: version `3.7.0`"), "{error}");
+        assert!(
+            error.to_string().starts_with("triton: version `3.7.0`"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -242,7 +317,10 @@ mod tests {
 
     #[test]
     fn wheel_names() {
-        assert_eq!(wheel_file_version("torch-2.12.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"), Some("2.12.0a0+rocm7.10.0"));
+        assert_eq!(
+            wheel_file_version("torch-2.12.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"),
+            Some("2.12.0a0+rocm7.10.0")
+        );
         assert_eq!(wheel_file_version("torch.tar.gz"), None);
         assert_eq!(wheel_dist_name("rocm-sdk-core"), "rocm_sdk_core");
         assert_eq!(wheel_dist_name("Torch.Audio"), "torch_audio");

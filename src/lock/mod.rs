@@ -98,6 +98,7 @@ pub struct HipifyStamp {
 }
 
 /// What a build resolved, so every later job builds, names and verifies the same thing.
+/// `install-rocm` writes the SDK part; `build` fills in the rest before it compiles anything.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct BuildRecord {
@@ -106,10 +107,18 @@ pub struct BuildRecord {
     /// The index the SDK came from, credentials masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
+    /// What `python -m rocm_sdk targets` reported (not necessarily what was built).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sdk_targets: Vec<String>,
+    /// The targets the wheels were built for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Target>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub release_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version_suffix: String,
     /// Wheel version per project (PEP 440, normalized).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub versions: IndexMap<String, String>,
 }
 
@@ -171,7 +180,10 @@ mod tests {
                 requested_ref: "main".into(),
                 commit: "a".repeat(40),
                 tree: "b".repeat(40),
-                pin: PinOrigin::RelatedCommits { file: "pytorch/related_commits".into(), line: 3 },
+                pin: PinOrigin::RelatedCommits {
+                    file: "pytorch/related_commits".into(),
+                    line: 3,
+                },
                 submodules: vec![],
                 hipify: None,
             },
@@ -179,9 +191,14 @@ mod tests {
         lock.write(&path).expect("write");
         assert_eq!(Lock::read(&path).expect("read"), lock);
 
-        let text = fs_err::read_to_string(&path).expect("text").replace("\"schema\": 1", "\"schema\": 9");
+        let text = fs_err::read_to_string(&path)
+            .expect("text")
+            .replace("\"schema\": 1", "\"schema\": 9");
         fs_err::write(&path, text).expect("rewrite");
         let error = Lock::read(&path).expect_err("schema 9");
-        assert!(error.to_string().contains("lock schema 9 is not supported"), "{error}");
+        assert!(
+            error.to_string().contains("lock schema 9 is not supported"),
+            "{error}"
+        );
     }
 }

@@ -18,6 +18,21 @@ use crate::exec::{Cmd, Retry, Runner};
 /// explicitly so the preflight reads the same index the installer uses.
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
 
+/// Installer settings that would add or disable package sources. The SDK install reads exactly
+/// the sources the preflight checked, so these are removed from its environment (W21).
+pub const SOURCE_ENV_VARS: &[&str] = &[
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_NO_INDEX",
+];
+
 /// The extras every build needs: runtime libraries and the development tree (headers,
 /// CMake files, hipcc).
 pub const BASE_EXTRAS: &[&str] = &["libraries", "devel"];
@@ -35,7 +50,13 @@ impl Installer {
     pub fn install(self, venv: &Venv, cache_dir: &Path) -> Cmd {
         match self {
             Installer::Pip => Cmd::new(venv.python())
-                .args(["-m", "pip", "install", "--disable-pip-version-check", "--cache-dir"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--cache-dir",
+                ])
                 .arg(cache_dir),
             Installer::Uv => Cmd::new("uv")
                 .args(["pip", "install", "--python"])
@@ -48,8 +69,16 @@ impl Installer {
     /// `pip uninstall -y NAME...` / `uv pip uninstall NAME...` (absent packages are fine).
     pub fn uninstall(self, venv: &Venv, names: &[&str]) -> Cmd {
         let cmd = match self {
-            Installer::Pip => Cmd::new(venv.python()).args(["-m", "pip", "uninstall", "--disable-pip-version-check", "-y"]),
-            Installer::Uv => Cmd::new("uv").args(["pip", "uninstall", "--python"]).arg(venv.python()),
+            Installer::Pip => Cmd::new(venv.python()).args([
+                "-m",
+                "pip",
+                "uninstall",
+                "--disable-pip-version-check",
+                "-y",
+            ]),
+            Installer::Uv => Cmd::new("uv")
+                .args(["pip", "uninstall", "--python"])
+                .arg(venv.python()),
         };
         cmd.args(names.iter().copied())
     }
@@ -93,7 +122,11 @@ pub struct InstallSettings {
 impl InstallSettings {
     /// The index sources the installer will read.
     pub fn sources(&self) -> Vec<IndexSource> {
-        preflight::sources(self.index_url.as_deref(), self.find_links.as_deref(), DEFAULT_INDEX)
+        preflight::sources(
+            self.index_url.as_deref(),
+            self.find_links.as_deref(),
+            DEFAULT_INDEX,
+        )
     }
 
     /// `rocm[libraries,devel,<extras>]==<version>`.
@@ -134,6 +167,9 @@ impl InstallSettings {
                 IndexSource::Index(url) => cmd.args(["--index-url", &url]),
                 IndexSource::FindLinks(links) => cmd.args(["--find-links", &links]),
             };
+        }
+        for var in SOURCE_ENV_VARS {
+            cmd = cmd.env_remove(*var);
         }
         cmd.arg(self.requirement(version))
             .label(format!("install-rocm: {} install", self.installer.as_str()))
@@ -192,7 +228,6 @@ pub enum VerifyError {
 #[derive(Clone, Debug)]
 pub struct Installed {
     pub sdk: SdkInfo,
-    pub created_venv: bool,
     pub duration: Duration,
 }
 
@@ -204,7 +239,10 @@ pub fn install(
     status: &dyn Fn(&str),
 ) -> anyhow::Result<Installed> {
     let started = std::time::Instant::now();
-    if let Some(links) = settings.find_links.as_deref().filter(|l| !l.trim().is_empty())
+    if let Some(links) = settings
+        .find_links
+        .as_deref()
+        .filter(|l| !l.trim().is_empty())
         && let Some(dir) = preflight::missing_local_find_links(links)
     {
         return Err(crate::exit::usage(format!(
@@ -215,25 +253,49 @@ pub fn install(
     let sources = settings.sources();
     status(&format!(
         "preflight: looking for rocm{} on {}",
-        if settings.spec_text.trim().is_empty() { String::new() } else { settings.spec_text.trim().to_string() },
-        sources.iter().map(IndexSource::display).collect::<Vec<_>>().join(" + ")
+        if settings.spec_text.trim().is_empty() {
+            String::new()
+        } else {
+            settings.spec_text.trim().to_string()
+        },
+        sources
+            .iter()
+            .map(IndexSource::display)
+            .collect::<Vec<_>>()
+            .join(" + ")
     ));
-    let chosen = preflight::check(&sources, &settings.spec, settings.pre, settings.locked_version.as_ref())?;
+    let chosen = preflight::check(
+        &sources,
+        &settings.spec,
+        settings.pre,
+        settings.locked_version.as_ref(),
+    )?;
     let version = chosen.version.to_string();
     status(&format!(
         "preflight: installing rocm {version} ({}){}",
-        if settings.locked_version.is_some() { "pinned by the lock" } else { "newest match" },
+        if settings.locked_version.is_some() {
+            "pinned by the lock"
+        } else {
+            "newest match"
+        },
         format_args!(", {} files offered", chosen.offered)
     ));
 
-    let created_venv = !settings.venv.exists();
-    if created_venv {
+    if !settings.venv.exists() {
         status(&format!("creating venv {}", settings.venv.dir.display()));
         runner.run(&settings.create_venv_cmd())?;
     }
-    fs_err::create_dir_all(&settings.cache_dir)
-        .with_context(|| format!("creating the installer cache {}", settings.cache_dir.display()))?;
-    status(&format!("{} install {}", settings.installer.as_str(), settings.requirement(&version)));
+    fs_err::create_dir_all(&settings.cache_dir).with_context(|| {
+        format!(
+            "creating the installer cache {}",
+            settings.cache_dir.display()
+        )
+    })?;
+    status(&format!(
+        "{} install {}",
+        settings.installer.as_str(),
+        settings.requirement(&version)
+    ));
     runner.run(&settings.install_cmd(&version))?;
 
     let found = settings
@@ -259,7 +321,10 @@ pub fn install(
         .into());
     }
     sdk.write_record(&settings.venv)?;
-    Ok(Installed { sdk, created_venv, duration: started.elapsed() })
+    Ok(Installed {
+        sdk,
+        duration: started.elapsed(),
+    })
 }
 
 #[cfg(test)]
@@ -305,7 +370,11 @@ mod tests {
 
     #[test]
     fn transient_errors_are_recognised() {
-        assert!(is_transient_download_error("pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool"));
-        assert!(!is_transient_download_error("ERROR: No matching distribution found for rocm==9"));
+        assert!(is_transient_download_error(
+            "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool"
+        ));
+        assert!(!is_transient_download_error(
+            "ERROR: No matching distribution found for rocm==9"
+        ));
     }
 }

@@ -87,7 +87,9 @@ fn rocm_sdk_cmd(venv: &Venv, args: &[&str]) -> Cmd {
 /// `python -m rocm_sdk` calls). Each answer is checked: non-empty, paths exist.
 pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
     if !venv.exists() {
-        return Err(SdkError::NoVenv { venv: venv.dir.clone() });
+        return Err(SdkError::NoVenv {
+            venv: venv.dir.clone(),
+        });
     }
     let ask = |args: &[&str]| -> Result<String, SdkError> {
         let cmd = rocm_sdk_cmd(venv, args);
@@ -99,7 +101,11 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
         })?;
         let answer = output.stdout.trim().to_string();
         if answer.is_empty() {
-            return Err(SdkError::Empty { command, venv: venv.dir.clone(), stderr: output.tail });
+            return Err(SdkError::Empty {
+                command,
+                venv: venv.dir.clone(),
+                stderr: output.tail,
+            });
         }
         Ok(answer)
     };
@@ -115,12 +121,13 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
         Ok(answer)
     };
     let raw_version = ask(&["version"])?;
-    let version = crate::version::normalize("`python -m rocm_sdk version`", &raw_version)
-        .map_err(|error| SdkError::Empty {
+    let version = crate::version::normalize("`python -m rocm_sdk version`", &raw_version).map_err(
+        |error| SdkError::Empty {
             command: "python -m rocm_sdk version".into(),
             venv: venv.dir.clone(),
             stderr: vec![error.to_string()],
-        })?;
+        },
+    )?;
     let targets = ask(&["targets"])?
         .split([' ', ';', ',', '\n'])
         .map(str::trim)
@@ -180,7 +187,11 @@ mod tests {
         fs_err::create_dir_all(venv.bin()).expect("bin");
         fs_err::write(venv.dir.join("pyvenv.cfg"), "version = 3.11.7\n").expect("cfg");
         let python = venv.python();
-        fs_err::write(&python, format!("#!/bin/sh\n# stands in for `python -m rocm_sdk ...`\nshift 2\n{script}\n")).expect("python");
+        fs_err::write(
+            &python,
+            format!("#!/bin/sh\n# stands in for `python -m rocm_sdk ...`\nshift 2\n{script}\n"),
+        )
+        .expect("python");
         use std::os::unix::fs::PermissionsExt;
         fs_err::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         venv
@@ -212,22 +223,44 @@ mod tests {
     #[test]
     fn failures_name_the_command_and_its_output() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let venv = fake_sdk(dir.path(), "echo 'ModuleNotFoundError: No module named rocm_sdk' >&2; exit 1");
+        let venv = fake_sdk(
+            dir.path(),
+            "echo 'ModuleNotFoundError: No module named rocm_sdk' >&2; exit 1",
+        );
         let error = anyhow::Error::new(query(&runner(), &venv).expect_err("fails"));
         let text = crate::diagnostics::render(&error);
-        assert!(text.contains("`python -m rocm_sdk version` failed"), "{text}");
+        assert!(
+            text.contains("`python -m rocm_sdk version` failed"),
+            "{text}"
+        );
         assert!(text.contains("No module named rocm_sdk"), "{text}");
 
-        let venv = fake_sdk(dir.path(), "case \"$1\" in version) echo 7.10.0;; targets) echo gfx906;; *) echo /nonexistent/root;; esac");
+        let venv = fake_sdk(
+            dir.path(),
+            "case \"$1\" in version) echo 7.10.0;; targets) echo gfx906;; *) echo /nonexistent/root;; esac",
+        );
         let error = query(&runner(), &venv).expect_err("missing path");
-        assert!(error.to_string().contains("`python -m rocm_sdk path --root` printed `/nonexistent/root`, which does not exist"), "{error}");
+        assert!(
+            error.to_string().contains(
+                "`python -m rocm_sdk path --root` printed `/nonexistent/root`, which does not exist"
+            ),
+            "{error}"
+        );
 
         let venv = fake_sdk(dir.path(), "echo 'warning: nothing' >&2");
         let error = query(&runner(), &venv).expect_err("empty");
-        assert!(error.to_string().contains("`python -m rocm_sdk version` printed nothing (stderr: warning: nothing)"), "{error}");
+        assert!(
+            error.to_string().contains(
+                "`python -m rocm_sdk version` printed nothing (stderr: warning: nothing)"
+            ),
+            "{error}"
+        );
 
         let error = query(&runner(), &Venv::new(dir.path().join("absent"))).expect_err("no venv");
-        assert!(error.to_string().starts_with("no Python venv at"), "{error}");
+        assert!(
+            error.to_string().starts_with("no Python venv at"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -19,8 +19,7 @@ use crate::version::wheel_dist_name;
 /// Packages the `rocm` meta package pins to its own version; each must be on the index too.
 pub const PINNED_COMPANIONS: &[&str] = &["rocm-sdk-core", "rocm-sdk-devel"];
 
-const PEP691_ACCEPT: &str =
-    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+const PEP691_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
 /// Where pip will look for packages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +49,9 @@ pub struct IndexFile {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
-    #[error("could not read {what}: {reason}; check the URL and the network (the preflight runs before anything is installed)")]
+    #[error(
+        "could not read {what}: {reason}; check the URL and the network (the preflight runs before anything is installed)"
+    )]
     Unreachable { what: String, reason: String },
     #[error("{} has no page for `{project}` (HTTP 404): is this the right index for the ROCm SDK?", index.display())]
     NoPage { project: String, index: IndexSource },
@@ -63,7 +64,10 @@ pub enum PreflightError {
         nearest: Vec<String>,
         hint: Option<String>,
     },
-    #[error("`rocm` {version} is on {sources}, but `{companion}` {version}, which it pins, is not{}; pip would fail or fall back to an older SDK (TheRock#4746, #4824): wait for the index to be complete or pick another version", nearest_list(nearest))]
+    #[error(
+        "`rocm` {version} is on {sources}, but `{companion}` {version}, which it pins, is not{}; pip would fail or fall back to an older SDK (TheRock#4746, #4824): wait for the index to be complete or pick another version",
+        nearest_list(nearest)
+    )]
     CompanionMissing {
         version: String,
         companion: String,
@@ -73,7 +77,11 @@ pub enum PreflightError {
 }
 
 fn pre_note(pre: bool) -> &'static str {
-    if pre { "" } else { " (pre-releases excluded by --no-pre)" }
+    if pre {
+        ""
+    } else {
+        " (pre-releases excluded by --no-pre)"
+    }
 }
 
 fn nearest_list(nearest: &[String]) -> String {
@@ -97,7 +105,9 @@ pub fn parse_spec(spec: &str) -> Result<VersionSpecifiers, String> {
     }
     VersionSpecifiers::from_str(trimmed).map_err(|error| {
         if Version::from_str(trimmed).is_ok() {
-            format!("--rocm-sdk-version `{spec}` is a version, not a specifier: write `=={trimmed}`")
+            format!(
+                "--rocm-sdk-version `{spec}` is a version, not a specifier: write `=={trimmed}`"
+            )
         } else {
             format!("--rocm-sdk-version `{spec}` is not a PEP 440 version specifier: {error}")
         }
@@ -111,7 +121,8 @@ pub fn exact_pin(spec: &VersionSpecifiers) -> Option<Version> {
     if iter.next().is_some() {
         return None;
     }
-    matches!(only.operator(), Operator::Equal | Operator::ExactEqual).then(|| only.version().clone())
+    matches!(only.operator(), Operator::Equal | Operator::ExactEqual)
+        .then(|| only.version().clone())
 }
 
 /// Whether pip would pick `version` for `spec`: it must match, and pre-releases need `--pre`
@@ -139,7 +150,11 @@ pub fn nearest(files: &[IndexFile], spec: &VersionSpecifiers, count: usize) -> V
     versions.sort_by(|a, b| a.version.cmp(&b.version));
     versions.dedup_by(|a, b| a.version == b.version);
     let label = |f: &IndexFile| {
-        if f.yanked { format!("{} (yanked)", f.version) } else { f.version.to_string() }
+        if f.yanked {
+            format!("{} (yanked)", f.version)
+        } else {
+            f.version.to_string()
+        }
     };
     match exact_pin(spec) {
         Some(pin) => {
@@ -150,7 +165,13 @@ pub fn nearest(files: &[IndexFile], spec: &VersionSpecifiers, count: usize) -> V
             picked.sort_by(|a, b| a.version.cmp(&b.version));
             picked.into_iter().map(|f| label(f)).collect()
         }
-        None => versions.iter().rev().take(count).rev().map(|f| label(f)).collect(),
+        None => versions
+            .iter()
+            .rev()
+            .take(count)
+            .rev()
+            .map(|f| label(f))
+            .collect(),
     }
 }
 
@@ -161,7 +182,11 @@ pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> 
         .iter()
         .filter_map(|(filename, yanked)| {
             let version = file_version(filename, &wanted)?;
-            Some(IndexFile { filename: filename.clone(), version, yanked: *yanked })
+            Some(IndexFile {
+                filename: filename.clone(),
+                version,
+                yanked: *yanked,
+            })
         })
         .collect()
 }
@@ -196,10 +221,14 @@ pub fn parse_html(html: &str) -> Vec<(String, bool)> {
     let mut at = 0;
     while let Some(offset) = lower[at..].find("<a") {
         let start = at + offset;
-        let Some(tag_len) = lower[start..].find('>') else { break };
+        let Some(tag_len) = lower[start..].find('>') else {
+            break;
+        };
         let tag = &html[start..start + tag_len];
         let after_tag = start + tag_len + 1;
-        let Some(close) = lower[after_tag..].find("</a>") else { break };
+        let Some(close) = lower[after_tag..].find("</a>") else {
+            break;
+        };
         let text = decode_entities(html[after_tag..after_tag + close].trim());
         at = after_tag + close + 4;
         // `<abbr>` and friends are not links.
@@ -208,7 +237,9 @@ pub fn parse_html(html: &str) -> Vec<(String, bool)> {
         }
         let yanked = tag.to_ascii_lowercase().contains("data-yanked");
         let name = if text.is_empty() || text.contains('/') {
-            attribute(tag, "href").map(|href| href_file_name(&href)).unwrap_or_default()
+            attribute(tag, "href")
+                .map(|href| href_file_name(&href))
+                .unwrap_or_default()
         } else {
             text
         };
@@ -260,8 +291,16 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
         let value_start = tag.len() - rest.len() + 1;
         let value = tag[value_start..].trim_start();
         return Some(match value.chars().next() {
-            Some(quote @ ('"' | '\'')) => value[1..].split(quote).next().unwrap_or_default().to_string(),
-            _ => value.split_whitespace().next().unwrap_or_default().to_string(),
+            Some(quote @ ('"' | '\'')) => value[1..]
+                .split(quote)
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            _ => value
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
         });
     }
     None
@@ -302,12 +341,22 @@ fn decode_entities(text: &str) -> String {
 }
 
 /// Reads the file list of `project` from one source (HTTP or a local directory).
-pub fn fetch_names(source: &IndexSource, project: &str) -> Result<Vec<(String, bool)>, PreflightError> {
+pub fn fetch_names(
+    source: &IndexSource,
+    project: &str,
+) -> Result<Vec<(String, bool)>, PreflightError> {
     match source {
         IndexSource::Index(url) => {
-            let page = format!("{}/{}/", url.trim_end_matches('/'), wheel_dist_name(project).replace('_', "-"));
+            let page = format!(
+                "{}/{}/",
+                url.trim_end_matches('/'),
+                wheel_dist_name(project).replace('_', "-")
+            );
             match http_get(&page, PEP691_ACCEPT)? {
-                None => Err(PreflightError::NoPage { project: project.to_string(), index: source.clone() }),
+                None => Err(PreflightError::NoPage {
+                    project: project.to_string(),
+                    index: source.clone(),
+                }),
                 Some((content_type, body)) => {
                     if content_type.contains("json") {
                         parse_json(&body).map_err(|reason| PreflightError::Unreachable {
@@ -322,10 +371,11 @@ pub fn fetch_names(source: &IndexSource, project: &str) -> Result<Vec<(String, b
         }
         IndexSource::FindLinks(location) => {
             if let Some(dir) = local_dir(location) {
-                let entries = fs_err::read_dir(&dir).map_err(|error| PreflightError::Unreachable {
-                    what: format!("find-links directory {}", dir.display()),
-                    reason: error.to_string(),
-                })?;
+                let entries =
+                    fs_err::read_dir(&dir).map_err(|error| PreflightError::Unreachable {
+                        what: format!("find-links directory {}", dir.display()),
+                        reason: error.to_string(),
+                    })?;
                 Ok(entries
                     .filter_map(Result::ok)
                     .filter_map(|e| e.file_name().into_string().ok())
@@ -353,7 +403,10 @@ fn local_dir(location: &str) -> Option<PathBuf> {
 
 /// GET with a few retries on connection errors and 5xx; `None` for 404.
 fn http_get(url: &str, accept: &str) -> Result<Option<(String, String)>, PreflightError> {
-    let unreachable = |reason: String| PreflightError::Unreachable { what: redact_url(url), reason };
+    let unreachable = |reason: String| PreflightError::Unreachable {
+        what: redact_url(url),
+        reason,
+    };
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .user_agent(concat!("rockbuild/", env!("CARGO_PKG_VERSION")))
@@ -405,7 +458,11 @@ pub fn check(
     pre: bool,
     pinned: Option<&Version>,
 ) -> Result<Preflight, PreflightError> {
-    let sources_text = sources.iter().map(IndexSource::display).collect::<Vec<_>>().join(" + ");
+    let sources_text = sources
+        .iter()
+        .map(IndexSource::display)
+        .collect::<Vec<_>>()
+        .join(" + ");
     let gather = |project: &str| -> Result<Vec<IndexFile>, PreflightError> {
         let mut files = Vec::new();
         for source in sources {
@@ -421,11 +478,17 @@ pub fn check(
     };
     let rocm = gather(super::ROCM_DIST)?;
     let chosen = match pinned {
-        Some(version) => rocm.iter().find(|f| &f.version == version).map(|f| f.version.clone()),
+        Some(version) => rocm
+            .iter()
+            .find(|f| &f.version == version)
+            .map(|f| f.version.clone()),
         None => select(&rocm, spec, pre),
     };
     let Some(version) = chosen else {
-        let any_pre = !pre && rocm.iter().any(|f| spec.contains(&f.version) && f.version.any_prerelease());
+        let any_pre = !pre
+            && rocm
+                .iter()
+                .any(|f| spec.contains(&f.version) && f.version.any_prerelease());
         let hint = if any_pre {
             Some("pre-releases match: drop --no-pre".to_string())
         } else {
@@ -438,7 +501,11 @@ pub fn check(
             .unwrap_or_else(|| spec.clone());
         return Err(PreflightError::NoMatch {
             project: super::ROCM_DIST.into(),
-            spec: if shown_spec.is_empty() { "(any)".into() } else { shown_spec },
+            spec: if shown_spec.is_empty() {
+                "(any)".into()
+            } else {
+                shown_spec
+            },
             pre,
             sources: sources_text,
             nearest: nearest(&rocm, &nearest_spec, 6),
@@ -448,7 +515,8 @@ pub fn check(
     for companion in PINNED_COMPANIONS {
         let files = gather(companion)?;
         if !files.iter().any(|f| f.version == version) {
-            let exact = parse_spec(&format!("=={version}")).unwrap_or_else(|_| VersionSpecifiers::empty());
+            let exact =
+                parse_spec(&format!("=={version}")).unwrap_or_else(|_| VersionSpecifiers::empty());
             return Err(PreflightError::CompanionMissing {
                 version: version.to_string(),
                 companion: (*companion).to_string(),
@@ -457,15 +525,24 @@ pub fn check(
             });
         }
     }
-    Ok(Preflight { version, offered: rocm.len() })
+    Ok(Preflight {
+        version,
+        offered: rocm.len(),
+    })
 }
 
 /// The index sources pip will use, from the flags (empty strings ignored, as the reference
 /// does); with neither, pip's default index.
-pub fn sources(index_url: Option<&str>, find_links: Option<&str>, default_index: &str) -> Vec<IndexSource> {
+pub fn sources(
+    index_url: Option<&str>,
+    find_links: Option<&str>,
+    default_index: &str,
+) -> Vec<IndexSource> {
     let index_url = index_url.filter(|s| !s.trim().is_empty());
     let find_links = find_links.filter(|s| !s.trim().is_empty());
-    let mut out = vec![IndexSource::Index(index_url.unwrap_or(default_index).to_string())];
+    let mut out = vec![IndexSource::Index(
+        index_url.unwrap_or(default_index).to_string(),
+    )];
     if let Some(links) = find_links {
         out.push(IndexSource::FindLinks(links.to_string()));
     }
@@ -515,7 +592,10 @@ mod tests {
             {"filename":"rocm-7.10.0-py3-none-any.whl","url":"y","hashes":{},"yanked":"broken"}]}"#;
         assert_eq!(
             parse_json(json).expect("json"),
-            vec![("rocm-7.9.0-py3-none-any.whl".to_string(), false), ("rocm-7.10.0-py3-none-any.whl".to_string(), true)]
+            vec![
+                ("rocm-7.9.0-py3-none-any.whl".to_string(), false),
+                ("rocm-7.10.0-py3-none-any.whl".to_string(), true)
+            ]
         );
     }
 
@@ -532,7 +612,10 @@ mod tests {
         .map(|n| (n.to_string(), false))
         .collect();
         let versions = |p: &str| -> Vec<String> {
-            project_files(&names, p).iter().map(|f| f.version.to_string()).collect()
+            project_files(&names, p)
+                .iter()
+                .map(|f| f.version.to_string())
+                .collect()
         };
         assert_eq!(versions("rocm"), ["7.10.0", "7.8.0"]);
         assert_eq!(versions("rocm-sdk-core"), ["7.10.0", "7.9.0"]);
@@ -547,10 +630,26 @@ mod tests {
             "!rocm-7.10.0a20251125-py3-none-any.whl",
         ]);
         let pick = |s: &str, pre: bool| select(&offered, &spec(s), pre).map(|v| v.to_string());
-        assert_eq!(pick(">1.0", true).as_deref(), Some("7.10.0a20251124"), "yanked skipped");
-        assert_eq!(pick(">1.0", false).as_deref(), Some("7.9.0"), "no pre without --pre");
-        assert_eq!(pick("==7.10.0a20251124", false).as_deref(), Some("7.10.0a20251124"), "explicit pre");
-        assert_eq!(pick("==7.10.0a20251125", true).as_deref(), Some("7.10.0a20251125"), "exact pin takes yanked");
+        assert_eq!(
+            pick(">1.0", true).as_deref(),
+            Some("7.10.0a20251124"),
+            "yanked skipped"
+        );
+        assert_eq!(
+            pick(">1.0", false).as_deref(),
+            Some("7.9.0"),
+            "no pre without --pre"
+        );
+        assert_eq!(
+            pick("==7.10.0a20251124", false).as_deref(),
+            Some("7.10.0a20251124"),
+            "explicit pre"
+        );
+        assert_eq!(
+            pick("==7.10.0a20251125", true).as_deref(),
+            Some("7.10.0a20251125"),
+            "exact pin takes yanked"
+        );
         assert_eq!(pick("==7.11.0", true), None);
         assert_eq!(pick("", true).as_deref(), Some("7.10.0a20251124"));
     }
@@ -565,16 +664,31 @@ mod tests {
             "rocm-7.11.0-py3-none-any.whl",
             "rocm-7.12.0-py3-none-any.whl",
         ]);
-        assert_eq!(nearest(&offered, &spec("==7.10.0"), 4), ["7.9.0", "7.10.0a1", "7.11.0", "7.12.0"]);
+        assert_eq!(
+            nearest(&offered, &spec("==7.10.0"), 4),
+            ["7.9.0", "7.10.0a1", "7.11.0", "7.12.0"]
+        );
         assert_eq!(nearest(&offered, &spec(">8"), 2), ["7.11.0", "7.12.0"]);
         assert!(nearest(&[], &spec(">8"), 2).is_empty());
     }
 
     #[test]
     fn specs_are_validated_with_the_fix() {
-        assert_eq!(parse_spec("7.10.0").expect_err("bare"), "--rocm-sdk-version `7.10.0` is a version, not a specifier: write `==7.10.0`");
-        assert!(parse_spec("=>7").expect_err("bad").contains("is not a PEP 440 version specifier"));
-        assert_eq!(exact_pin(&spec("==7.10.0")).map(|v| v.to_string()).as_deref(), Some("7.10.0"));
+        assert_eq!(
+            parse_spec("7.10.0").expect_err("bare"),
+            "--rocm-sdk-version `7.10.0` is a version, not a specifier: write `==7.10.0`"
+        );
+        assert!(
+            parse_spec("=>7")
+                .expect_err("bad")
+                .contains("is not a PEP 440 version specifier")
+        );
+        assert_eq!(
+            exact_pin(&spec("==7.10.0"))
+                .map(|v| v.to_string())
+                .as_deref(),
+            Some("7.10.0")
+        );
         assert_eq!(exact_pin(&spec(">=7.10.0")), None);
         assert_eq!(exact_pin(&spec("==7.10.0,!=7.9")), None);
     }
@@ -582,21 +696,40 @@ mod tests {
     #[test]
     fn local_directory_sources_are_listed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for name in ["rocm-7.10.0-py3-none-any.whl", "rocm_sdk_core-7.10.0-py3-none-any.whl"] {
+        for name in [
+            "rocm-7.10.0-py3-none-any.whl",
+            "rocm_sdk_core-7.10.0-py3-none-any.whl",
+        ] {
             fs_err::write(dir.path().join(name), "").expect("write");
         }
         let source = IndexSource::FindLinks(dir.path().display().to_string());
-        let error = check(std::slice::from_ref(&source), &spec("==7.10.0"), true, None).expect_err("no devel");
-        assert!(error.to_string().contains("but `rocm-sdk-devel` 7.10.0, which it pins, is not"), "{error}");
-        fs_err::write(dir.path().join("rocm_sdk_devel-7.10.0-py3-none-any.whl"), "").expect("write");
+        let error = check(std::slice::from_ref(&source), &spec("==7.10.0"), true, None)
+            .expect_err("no devel");
+        assert!(
+            error
+                .to_string()
+                .contains("but `rocm-sdk-devel` 7.10.0, which it pins, is not"),
+            "{error}"
+        );
+        fs_err::write(
+            dir.path().join("rocm_sdk_devel-7.10.0-py3-none-any.whl"),
+            "",
+        )
+        .expect("write");
         let found = check(&[source.clone()], &spec(">1.0"), true, None).expect("found");
         assert_eq!(found.version.to_string(), "7.10.0");
         let error = check(&[source], &spec("==7.11.0"), true, None).expect_err("missing");
         assert_eq!(
             error.to_string(),
-            format!("no `rocm` version matching `==7.11.0` on find-links {}; nearest available: 7.10.0", dir.path().display())
+            format!(
+                "no `rocm` version matching `==7.11.0` on find-links {}; nearest available: 7.10.0",
+                dir.path().display()
+            )
         );
-        assert_eq!(missing_local_find_links("/definitely/not/here"), Some(PathBuf::from("/definitely/not/here")));
+        assert_eq!(
+            missing_local_find_links("/definitely/not/here"),
+            Some(PathBuf::from("/definitely/not/here"))
+        );
         assert_eq!(missing_local_find_links("http://h/x"), None);
     }
 }

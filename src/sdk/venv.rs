@@ -89,14 +89,21 @@ mod tests {
         assert!(!venv.exists());
         fs_err::create_dir_all(dir.path().join("bin")).expect("bin");
         fs_err::write(dir.path().join("bin/python"), "").expect("python");
-        fs_err::write(dir.path().join("pyvenv.cfg"), "home = /usr/bin\nversion = 3.11.7\n").expect("cfg");
+        fs_err::write(
+            dir.path().join("pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.11.7\n",
+        )
+        .expect("cfg");
         let site = dir.path().join("lib/python3.11/site-packages");
         fs_err::create_dir_all(site.join("rocm_sdk_core-7.10.0a1.dist-info")).expect("dist-info");
         fs_err::create_dir_all(site.join("rocm-7.10.0a1.dist-info")).expect("dist-info");
         assert!(venv.exists());
         assert_eq!(venv.python_version().as_deref(), Some("3.11.7"));
         assert_eq!(venv.installed_version("rocm").as_deref(), Some("7.10.0a1"));
-        assert_eq!(venv.installed_version("rocm-sdk-core").as_deref(), Some("7.10.0a1"));
+        assert_eq!(
+            venv.installed_version("rocm-sdk-core").as_deref(),
+            Some("7.10.0a1")
+        );
         assert_eq!(venv.installed_version("torch"), None);
     }
 }

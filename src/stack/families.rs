@@ -12,7 +12,9 @@ use serde::Deserialize;
 use super::source::{ConfigError, ConfigSource, did_you_mean};
 
 /// A gfx target (ISA) such as `gfx942` or `gfx90a`: what `--offload-arch` takes.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Target(String);
 
@@ -92,16 +94,32 @@ struct FamiliesFile {
 /// Why a target or family name was refused. The message always names a fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
-    #[error("'{given}' is a GPU family, not a gfx target: pass --amdgpu-family {given} (targets {targets})")]
+    #[error(
+        "'{given}' is a GPU family, not a gfx target: pass --amdgpu-family {given} (targets {targets})"
+    )]
     FamilyNotTarget { given: String, targets: String },
-    #[error("'{given}' is a gfx target, not a GPU family: its family is '{family}' (pass --pytorch-rocm-arch {given} to build only that target)")]
+    #[error(
+        "'{given}' is a gfx target, not a GPU family: its family is '{family}' (pass --pytorch-rocm-arch {given} to build only that target)"
+    )]
     TargetNotFamily { given: String, family: String },
     #[error("unknown gfx target '{given}': did you mean family '{family}' (targets {targets})?")]
-    TargetLooksLikeFamily { given: String, family: String, targets: String },
+    TargetLooksLikeFamily {
+        given: String,
+        family: String,
+        targets: String,
+    },
     #[error("unknown gfx target '{given}'{suggestion}; known targets: {known}")]
-    UnknownTarget { given: String, suggestion: String, known: String },
+    UnknownTarget {
+        given: String,
+        suggestion: String,
+        known: String,
+    },
     #[error("unknown GPU family '{given}'{suggestion}; known families: {known}")]
-    UnknownFamily { given: String, suggestion: String, known: String },
+    UnknownFamily {
+        given: String,
+        suggestion: String,
+        known: String,
+    },
     #[error("empty target list: pass --pytorch-rocm-arch or --amdgpu-family")]
     Empty,
 }
@@ -118,21 +136,30 @@ impl FamilyTable {
         if file.schema != 1 {
             return Err(source.error_at(
                 &["schema"],
-                format!("unsupported schema {} (this rockbuild reads schema 1)", file.schema),
+                format!(
+                    "unsupported schema {} (this rockbuild reads schema 1)",
+                    file.schema
+                ),
             ));
         }
         let mut seen: IndexMap<Target, String> = IndexMap::new();
         let mut families = IndexMap::new();
         for (name, mut family) in file.families {
             let at = |key: &'static str| vec!["families", name.as_str(), key];
-            if is_target_shaped(&name) && (family.targets.len() != 1 || family.targets[0].as_str() != name) {
+            if is_target_shaped(&name)
+                && (family.targets.len() != 1 || family.targets[0].as_str() != name)
+            {
                 return Err(source.error_at(
                     &at("targets"),
-                    format!("family '{name}' is named like a target, so its only target must be {name}"),
+                    format!(
+                        "family '{name}' is named like a target, so its only target must be {name}"
+                    ),
                 ));
             }
             if family.targets.is_empty() {
-                return Err(source.error_at(&at("targets"), format!("family '{name}' has no targets")));
+                return Err(
+                    source.error_at(&at("targets"), format!("family '{name}' has no targets"))
+                );
             }
             for target in &family.targets {
                 if !is_target_shaped(target.as_str()) {
@@ -186,7 +213,12 @@ impl FamilyTable {
         // `gfx94x`, `gfx94X`, `gfx110x`: the prefix of a family name, with or without case.
         let lowered = given.to_ascii_lowercase();
         if let Some(family) = self.families().find(|f| {
-            let stem = f.name.split('-').next().unwrap_or(&f.name).to_ascii_lowercase();
+            let stem = f
+                .name
+                .split('-')
+                .next()
+                .unwrap_or(&f.name)
+                .to_ascii_lowercase();
             stem.ends_with('x') && stem == lowered
         }) {
             return Err(NameError::TargetLooksLikeFamily {
@@ -241,7 +273,12 @@ impl FamilyTable {
         }
         let lowered = given.to_ascii_lowercase();
         let by_stem = self.families().find(|f| {
-            f.name.split('-').next().unwrap_or(&f.name).to_ascii_lowercase() == lowered
+            f.name
+                .split('-')
+                .next()
+                .unwrap_or(&f.name)
+                .to_ascii_lowercase()
+                == lowered
         });
         let names: Vec<&str> = self.families.keys().map(String::as_str).collect();
         Err(NameError::UnknownFamily {
@@ -307,7 +344,11 @@ pub fn join(targets: &[Target]) -> String {
         .join(",")
 }
 
-fn suggestion<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>, kind: &str) -> String {
+fn suggestion<'a>(
+    given: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    kind: &str,
+) -> String {
     did_you_mean(given, candidates)
         .map(|best| format!(" (did you mean {kind} '{best}'?)"))
         .unwrap_or_default()
@@ -331,11 +372,21 @@ mod tests {
         assert_eq!(table.families().count(), 16);
         assert_eq!(table.all_targets().count(), 28);
         assert_eq!(
-            join(&table.expand_families("gfx110X-all;gfx94X-dcgpu").expect("expands")),
+            join(
+                &table
+                    .expand_families("gfx110X-all;gfx94X-dcgpu")
+                    .expect("expands")
+            ),
             "gfx1100,gfx1101,gfx1102,gfx1103,gfx942"
         );
         assert_eq!(
-            table.family("gfx90c").expect("gfx90c").linux.as_ref().expect("linux").excluded_refs,
+            table
+                .family("gfx90c")
+                .expect("gfx90c")
+                .linux
+                .as_ref()
+                .expect("linux")
+                .excluded_refs,
             ["release/2.13", "release/2.14"]
         );
     }
@@ -343,7 +394,10 @@ mod tests {
     #[test]
     fn targets_parse_in_order_without_repeats() {
         let table = table();
-        assert_eq!(join(&table.targets("gfx906,gfx1030;gfx906").expect("parses")), "gfx906,gfx1030");
+        assert_eq!(
+            join(&table.targets("gfx906,gfx1030;gfx906").expect("parses")),
+            "gfx906,gfx1030"
+        );
         assert_eq!(table.targets(" , "), Err(NameError::Empty));
     }
 
@@ -351,28 +405,64 @@ mod tests {
     fn wrong_names_suggest_the_right_one() {
         let table = table();
         let cases = [
-            (table.target("gfx94x").expect_err("family stem").to_string(),
-             "unknown gfx target 'gfx94x': did you mean family 'gfx94X-dcgpu' (targets gfx942)?"),
-            (table.target("gfx110X-all").expect_err("family").to_string(),
-             "'gfx110X-all' is a GPU family, not a gfx target: pass --amdgpu-family gfx110X-all (targets gfx1100,gfx1101,gfx1102,gfx1103)"),
-            (table.family_named("gfx942").expect_err("target").to_string(),
-             "'gfx942' is a gfx target, not a GPU family: its family is 'gfx94X-dcgpu' (pass --pytorch-rocm-arch gfx942 to build only that target)"),
-            (table.family_named("gfx94x-dcgpu").expect_err("case").to_string()
-                .split(';').next().expect("first part").to_string(),
-             "unknown GPU family 'gfx94x-dcgpu' (did you mean 'gfx94X-dcgpu'?)"),
-            (table.family_named("gfx94X").expect_err("stem").to_string()
-                .split(';').next().expect("first part").to_string(),
-             "unknown GPU family 'gfx94X' (did you mean 'gfx94X-dcgpu'?)"),
-            (table.target("gfx1301").expect_err("typo").to_string()
-                .split(';').next().expect("first part").to_string(),
-             "unknown gfx target 'gfx1301' (did you mean target 'gfx1031'?)"),
+            (
+                table.target("gfx94x").expect_err("family stem").to_string(),
+                "unknown gfx target 'gfx94x': did you mean family 'gfx94X-dcgpu' (targets gfx942)?",
+            ),
+            (
+                table.target("gfx110X-all").expect_err("family").to_string(),
+                "'gfx110X-all' is a GPU family, not a gfx target: pass --amdgpu-family gfx110X-all (targets gfx1100,gfx1101,gfx1102,gfx1103)",
+            ),
+            (
+                table
+                    .family_named("gfx942")
+                    .expect_err("target")
+                    .to_string(),
+                "'gfx942' is a gfx target, not a GPU family: its family is 'gfx94X-dcgpu' (pass --pytorch-rocm-arch gfx942 to build only that target)",
+            ),
+            (
+                table
+                    .family_named("gfx94x-dcgpu")
+                    .expect_err("case")
+                    .to_string()
+                    .split(';')
+                    .next()
+                    .expect("first part")
+                    .to_string(),
+                "unknown GPU family 'gfx94x-dcgpu' (did you mean 'gfx94X-dcgpu'?)",
+            ),
+            (
+                table
+                    .family_named("gfx94X")
+                    .expect_err("stem")
+                    .to_string()
+                    .split(';')
+                    .next()
+                    .expect("first part")
+                    .to_string(),
+                "unknown GPU family 'gfx94X' (did you mean 'gfx94X-dcgpu'?)",
+            ),
+            (
+                table
+                    .target("gfx1301")
+                    .expect_err("typo")
+                    .to_string()
+                    .split(';')
+                    .next()
+                    .expect("first part")
+                    .to_string(),
+                "unknown gfx target 'gfx1301' (did you mean target 'gfx1031'?)",
+            ),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);
         }
         // gfx1151 is both a family and its only target.
         assert_eq!(table.target("gfx1151").expect("target").as_str(), "gfx1151");
-        assert_eq!(table.family_named("gfx1151").expect("family").name, "gfx1151");
+        assert_eq!(
+            table.family_named("gfx1151").expect("family").name,
+            "gfx1151"
+        );
     }
 
     #[test]
@@ -384,7 +474,11 @@ mod tests {
             let prefix_rule = ["gfx90a", "gfx942", "gfx950", "gfx11", "gfx12"]
                 .iter()
                 .any(|p| name.starts_with(p));
-            assert_eq!(table.any_flash_attention(std::slice::from_ref(target)), prefix_rule, "{name}");
+            assert_eq!(
+                table.any_flash_attention(std::slice::from_ref(target)),
+                prefix_rule,
+                "{name}"
+            );
         }
     }
 
@@ -395,7 +489,9 @@ mod tests {
             text: "schema: 1\nfamilies:\n  a:\n    targets: [gfx942]\n    flash-attention: true\n    tier: nightly\n  b:\n    targets: [gfx942]\n    flash-attention: true\n    tier: nightly\n".into(),
         };
         assert_eq!(
-            FamilyTable::load(&source).expect_err("duplicate").to_string(),
+            FamilyTable::load(&source)
+                .expect_err("duplicate")
+                .to_string(),
             "f.yaml:8: target gfx942 is in both 'a' and 'b'"
         );
     }

@@ -63,7 +63,9 @@ impl PinSource {
     pub fn pinned_by(&self) -> Option<&str> {
         match self {
             PinSource::Explicit => None,
-            PinSource::RelatedCommits { from, .. } | PinSource::CommitFile { from, .. } => Some(from),
+            PinSource::RelatedCommits { from, .. } | PinSource::CommitFile { from, .. } => {
+                Some(from)
+            }
         }
     }
 }
@@ -191,7 +193,10 @@ impl Stack {
         if file.schema != 1 {
             return Err(source.error_at(
                 &["schema"],
-                format!("unsupported schema {} (this rockbuild reads schema 1)", file.schema),
+                format!(
+                    "unsupported schema {} (this rockbuild reads schema 1)",
+                    file.schema
+                ),
             ));
         }
         if file.projects.is_empty() {
@@ -219,7 +224,9 @@ impl Stack {
         // checkout does not promise.
         for project in projects.values() {
             if let Some(from) = project.pin.pinned_by()
-                && projects.get(from).is_some_and(|p| p.pin != PinSource::Explicit)
+                && projects
+                    .get(from)
+                    .is_some_and(|p| p.pin != PinSource::Explicit)
             {
                 return Err(source.error_at(
                     &["projects", &project.name, "pinned-by", "project"],
@@ -267,7 +274,10 @@ fn validate_project(
     {
         return Err(source.error_at(
             &at(&["checkout-dir"]),
-            format!("checkout-dir '{}' must be a plain directory name", entry.checkout_dir),
+            format!(
+                "checkout-dir '{}' must be a plain directory name",
+                entry.checkout_dir
+            ),
         ));
     }
     if crate::redact::url_has_password(&entry.origin) {
@@ -285,7 +295,10 @@ fn validate_project(
                     .unwrap_or_default();
                 return Err(source.error_at(
                     &at(&["pinned-by", "project"]),
-                    format!("'{name}' is pinned by unknown project '{}'{hint}", by.project),
+                    format!(
+                        "'{name}' is pinned by unknown project '{}'{hint}",
+                        by.project
+                    ),
                 ));
             }
             match (by.related_commits, by.commit_file) {
@@ -319,10 +332,12 @@ fn validate_project(
     };
     let hipify = match entry.hipify.mode {
         HipifyMode::Script => HipifyPolicy::Script {
-            script: entry
-                .hipify
-                .script
-                .ok_or_else(|| source.error_at(&at(&["hipify"]), "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)"))?,
+            script: entry.hipify.script.ok_or_else(|| {
+                source.error_at(
+                    &at(&["hipify"]),
+                    "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)",
+                )
+            })?,
             check_paths: entry.hipify.check_paths,
             allow: entry.hipify.allow,
         },
@@ -390,7 +405,10 @@ mod tests {
             ]
         );
         assert_eq!(stack.projects["apex"].hipify, HipifyPolicy::Off);
-        assert_eq!(stack.projects["triton"].hipify, HipifyPolicy::TritonBuildEnv);
+        assert_eq!(
+            stack.projects["triton"].hipify,
+            HipifyPolicy::TritonBuildEnv
+        );
         assert_eq!(
             stack.projects["vision"].pin,
             PinSource::RelatedCommits {
@@ -400,7 +418,11 @@ mod tests {
                 key: "torchvision".into()
             }
         );
-        assert!(stack.cuda_only_headers.contains(&"cuda_runtime.h".to_string()));
+        assert!(
+            stack
+                .cuda_only_headers
+                .contains(&"cuda_runtime.h".to_string())
+        );
     }
 
     const MINIMAL: &str = "schema: 1
@@ -433,14 +455,22 @@ projects:
             error.to_string(),
             "stack.yaml:18: 'audio' is pinned by unknown project 'torhc' (did you mean 'torch'?)"
         );
-        let error = parse(&MINIMAL.replace("TORCHY", "torch").replace("checkout-dir: audio", "checkout-dir: pytorch"))
-            .expect_err("shared dir");
+        let error = parse(
+            &MINIMAL
+                .replace("TORCHY", "torch")
+                .replace("checkout-dir: audio", "checkout-dir: pytorch"),
+        )
+        .expect_err("shared dir");
         assert_eq!(
             error.to_string(),
             "stack.yaml:12: projects 'torch' and 'audio' share the checkout directory 'pytorch'"
         );
-        let error = parse(&MINIMAL.replace("TORCHY", "torch").replace("recipe: audio", "recipe: audoi"))
-            .expect_err("bad recipe");
+        let error = parse(
+            &MINIMAL
+                .replace("TORCHY", "torch")
+                .replace("recipe: audio", "recipe: audoi"),
+        )
+        .expect_err("bad recipe");
         assert!(
             error.to_string().starts_with("stack.yaml:16:13: projects.audio.recipe: unknown variant `audoi` (did you mean `audio`?)"),
             "{error}"

@@ -73,7 +73,9 @@ pub struct ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.line, self.column) {
-            (Some(line), Some(column)) => write!(f, "{}:{line}:{column}: {}", self.file, self.message),
+            (Some(line), Some(column)) => {
+                write!(f, "{}:{line}:{column}: {}", self.file, self.message)
+            }
             (Some(line), None) => write!(f, "{}:{line}: {}", self.file, self.message),
             _ => write!(f, "{}: {}", self.file, self.message),
         }
@@ -124,10 +126,18 @@ pub fn locate(text: &str, path: &[&str]) -> Option<usize> {
 }
 
 /// The closest candidate to `word`, if it is close enough to be a plausible typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
-        .map(|candidate| (strsim::jaro_winkler(&word.to_lowercase(), &candidate.to_lowercase()), candidate))
+        .map(|candidate| {
+            (
+                strsim::jaro_winkler(&word.to_lowercase(), &candidate.to_lowercase()),
+                candidate,
+            )
+        })
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, candidate)| candidate)
@@ -138,7 +148,11 @@ fn add_suggestion(message: &str) -> String {
     let Some(start) = message
         .find("unknown field `")
         .map(|i| i + "unknown field `".len())
-        .or_else(|| message.find("unknown variant `").map(|i| i + "unknown variant `".len()))
+        .or_else(|| {
+            message
+                .find("unknown variant `")
+                .map(|i| i + "unknown variant `".len())
+        })
     else {
         return message.to_string();
     };
@@ -146,11 +160,7 @@ fn add_suggestion(message: &str) -> String {
         return message.to_string();
     };
     let unknown = &message[start..start + len];
-    let expected: Vec<&str> = message
-        .split('`')
-        .skip(3)
-        .step_by(2)
-        .collect();
+    let expected: Vec<&str> = message.split('`').skip(3).step_by(2).collect();
     match did_you_mean(unknown, expected.iter().copied()) {
         Some(suggestion) => {
             let (head, tail) = message.split_at(start + len + 1);
@@ -188,7 +198,9 @@ projects:
     #[test]
     fn suggests_the_closest_key() {
         assert_eq!(
-            add_suggestion("projects.torch: unknown field `checkout-dri`, expected `checkout-dir` or `pin`"),
+            add_suggestion(
+                "projects.torch: unknown field `checkout-dri`, expected `checkout-dir` or `pin`"
+            ),
             "projects.torch: unknown field `checkout-dri` (did you mean `checkout-dir`?), expected `checkout-dir` or `pin`"
         );
         assert_eq!(
@@ -206,8 +218,14 @@ projects:
         struct Doc {
             schema: u32,
         }
-        let source = ConfigSource { name: "x.yaml".into(), text: "schema: 1\nschemaa: 2\n".into() };
+        let source = ConfigSource {
+            name: "x.yaml".into(),
+            text: "schema: 1\nschemaa: 2\n".into(),
+        };
         let error = source.parse::<Doc>().expect_err("unknown key");
-        assert_eq!(error.to_string(), "x.yaml:2:1: unknown field `schemaa` (did you mean `schema`?), expected `schema`");
+        assert_eq!(
+            error.to_string(),
+            "x.yaml:2:1: unknown field `schemaa` (did you mean `schema`?), expected `schema`"
+        );
     }
 }

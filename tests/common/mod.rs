@@ -47,9 +47,15 @@ impl TestEnv {
             ("PATH", path.as_str()),
             ("HOME", home.to_str().expect("utf-8 temp path")),
             ("XDG_CACHE_HOME", &format!("{}/cache", home.display())),
-            ("ROCKBUILD_CACHE_DIR", &format!("{}/rockbuild-cache", root.display())),
+            (
+                "ROCKBUILD_CACHE_DIR",
+                &format!("{}/rockbuild-cache", root.display()),
+            ),
             ("GIT_CONFIG_NOSYSTEM", "1"),
-            ("GIT_CONFIG_GLOBAL", &format!("{}/.gitconfig", home.display())),
+            (
+                "GIT_CONFIG_GLOBAL",
+                &format!("{}/.gitconfig", home.display()),
+            ),
             ("LANG", "C.UTF-8"),
             ("NO_COLOR", "1"),
             ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
@@ -80,14 +86,20 @@ impl TestEnv {
     /// The rockbuild binary with exactly this environment, run from the temp dir.
     pub fn rockbuild(&self) -> assert_cmd::Command {
         let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_rockbuild"));
-        command.env_clear().envs(&self.vars).current_dir(self.root());
+        command
+            .env_clear()
+            .envs(&self.vars)
+            .current_dir(self.root());
         command
     }
 
     /// Any program with this environment (git, python, pip), run from the temp dir.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut command = Command::new(program);
-        command.env_clear().envs(&self.vars).current_dir(self.root());
+        command
+            .env_clear()
+            .envs(&self.vars)
+            .current_dir(self.root());
         command
     }
 }

@@ -8,7 +8,18 @@ fn help_lists_every_verb() {
     let output = env.rockbuild().arg("--help").output().expect("runs");
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
-    for verb in ["checkout", "lock", "install-rocm", "build", "plan", "verify", "stage", "index", "smoke", "promote"] {
+    for verb in [
+        "checkout",
+        "lock",
+        "install-rocm",
+        "build",
+        "plan",
+        "verify",
+        "stage",
+        "index",
+        "smoke",
+        "promote",
+    ] {
         assert!(text.contains(verb), "--help lacks {verb}:\n{text}");
     }
 }
@@ -20,5 +31,7 @@ fn unknown_flags_are_usage_errors() {
         .args(["checkout", "--no-such-flag"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("unexpected argument '--no-such-flag'"));
+        .stderr(predicates::str::contains(
+            "unexpected argument '--no-such-flag'",
+        ));
 }
