@@ -510,3 +510,101 @@ pub fn interrupted(error: &anyhow::Error) -> bool {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::source::SourceState;
+    use crate::stack::RecipeKind;
+
+    fn plan(dir: &Path) -> ProjectPlan {
+        ProjectPlan {
+            name: "vision".into(),
+            dist: "torchvision".into(),
+            recipe: RecipeKind::Vision,
+            dir: dir.to_path_buf(),
+            version: "0.25.0a0+rocm7.10.0".into(),
+            wheel_glob: String::new(),
+            after: vec![],
+            env: Default::default(),
+            steps: vec![],
+            log: dir.join("logs/vision.log"),
+            source: SourceState {
+                head: None,
+                branch: None,
+                upstream: None,
+                digest: None,
+            },
+            fingerprint: None,
+        }
+    }
+
+    #[test]
+    fn collect_takes_exactly_one_wheel_of_the_planned_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dist = dir.path().join("dist");
+        let out = dir.path().join("out");
+        fs_err::create_dir_all(&dist).expect("mkdir");
+        let project = plan(dir.path());
+
+        let error = collect(&project, &dist, &out).expect_err("empty");
+        assert!(
+            error
+                .to_string()
+                .starts_with("vision: the build left no torchvision-*.whl in"),
+            "{error}"
+        );
+
+        fs_err::write(
+            dist.join("torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl"),
+            "w",
+        )
+        .expect("write");
+        let error = collect(&project, &dist, &out).expect_err("wrong version");
+        assert!(error.to_string().contains("produced version 0.25.0a0 (torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl) but the plan computed 0.25.0a0+rocm7.10.0; the build ignored BUILD_VERSION"), "{error}");
+
+        fs_err::write(
+            dist.join("torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"),
+            "w",
+        )
+        .expect("write");
+        let error = collect(&project, &dist, &out).expect_err("two");
+        assert!(error.to_string().contains("left 2 wheels"), "{error}");
+
+        fs_err::remove_file(dist.join("torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl"))
+            .expect("rm");
+        fs_err::write(dist.join("other-1.0-py3-none-any.whl"), "o").expect("write");
+        fs_err::create_dir_all(&out).expect("mkdir");
+        fs_err::write(
+            out.join("torchvision-0.24.0-cp311-cp311-linux_x86_64.whl"),
+            "old",
+        )
+        .expect("stale");
+        fs_err::write(
+            out.join("torch-2.10.0-cp311-cp311-linux_x86_64.whl"),
+            "keep",
+        )
+        .expect("other project");
+        let wheel = collect(&project, &dist, &out).expect("one wheel");
+        assert_eq!(
+            wheel.name,
+            "torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"
+        );
+        assert_eq!(
+            (wheel.size, wheel.sha256.as_str()),
+            (1, crate::fsutil::sha256_hex(b"w").as_str())
+        );
+        let mut names: Vec<String> = fs_err::read_dir(&out)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "torch-2.10.0-cp311-cp311-linux_x86_64.whl",
+                "torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"
+            ]
+        );
+    }
+}

@@ -768,3 +768,352 @@ impl Plan {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::targets::{self, TargetInputs};
+    use crate::sdk::SdkInfo;
+    use crate::stack::Stack;
+
+    fn git(dir: &Path, args: &[&str]) {
+        #[expect(clippy::disallowed_methods, reason = "test fixture set-up")]
+        let status = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env_remove("GIT_DIR")
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    /// A checkout root with the five projects' version files, each a git repository.
+    fn checkouts(root: &Path) {
+        let files: &[(&str, &str, &str)] = &[
+            ("pytorch", "version.txt", "2.10.0a0\n"),
+            ("pytorch_audio", "version.txt", "2.10.0a0\n"),
+            ("pytorch_vision", "version.txt", "0.25.0a0\n"),
+            (
+                "triton",
+                "setup.py",
+                "import os\nTRITON_VERSION = \"3.5.0\" + suffix()\n",
+            ),
+            ("apex", "version.txt", "1.10.0\n"),
+        ];
+        for (dir, file, text) in files {
+            let dir = root.join(dir);
+            fs_err::create_dir_all(&dir).expect("mkdir");
+            fs_err::write(dir.join(file), text).expect("write");
+            git(&dir, &["init", "-q", "-b", "main"]);
+            git(&dir, &["add", "."]);
+            git(&dir, &["commit", "-qm", "sources"]);
+        }
+        fs_err::write(
+            root.join("triton/build_env.json"),
+            r#"{"TRITON_WHEEL_VERSION_SUFFIX": "", "EXTRA": "x"}"#,
+        )
+        .expect("build_env");
+    }
+
+    fn sdk() -> SdkFacts {
+        let root = PathBuf::from("/sdk");
+        SdkFacts {
+            info: SdkInfo {
+                version: "7.10.0a20251124".into(),
+                bin: root.join("bin"),
+                cmake: root.join("lib/cmake"),
+                root,
+                targets: vec![],
+                python: "3.11.7".into(),
+            },
+            known: false,
+        }
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        stack: Stack,
+        families: FamilyTable,
+        env: Environment,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        checkouts(&root);
+        Fixture {
+            _dir: dir,
+            root,
+            stack: Stack::load(None).expect("stack"),
+            families: crate::stack::load_families(None).expect("families"),
+            env: Environment::from_pairs([
+                ("PATH", "/usr/bin:/bin"),
+                ("LD_LIBRARY_PATH", "/opt/lib"),
+            ]),
+        }
+    }
+
+    fn inputs<'a>(f: &'a Fixture, targets: &str) -> PlanInputs<'a> {
+        let choice = targets::resolve(
+            &f.families,
+            &TargetInputs {
+                flag: Some(targets),
+                max: 8,
+                ..TargetInputs::default()
+            },
+        )
+        .expect("targets");
+        PlanInputs {
+            projects: f
+                .stack
+                .projects
+                .values()
+                .map(|project| Selected {
+                    project,
+                    dir: f.root.join(&project.checkout_dir),
+                    locked: None,
+                })
+                .collect(),
+            families: &f.families,
+            sdk: sdk(),
+            sdk_install: vec![],
+            venv: Venv::new("/out/venv"),
+            installer: Installer::Pip,
+            cache_dir: PathBuf::from("/cache/pip"),
+            output_dir: PathBuf::from("/out"),
+            targets: choice,
+            release_type: ReleaseType::Nightly,
+            version_suffix: None,
+            build_number: 1,
+            flash_attention: None,
+            compiler_cache: CompilerCache::None,
+            clean: false,
+            jobs: 3,
+            base_env: &f.env,
+            notes: vec![],
+        }
+    }
+
+    fn project<'a>(plan: &'a Plan, name: &str) -> &'a ProjectPlan {
+        plan.projects
+            .iter()
+            .find(|p| p.name == name)
+            .expect("project in plan")
+    }
+
+    #[test]
+    fn versions_pins_and_order() {
+        let f = fixture();
+        let plan = assemble(inputs(&f, "gfx906,gfx1030")).expect("plan");
+        let triton_head = project(&plan, "triton").source.head.clone().expect("git");
+        let triton = format!("3.5.0+git{}.rocm7.10.0a20251124", &triton_head[..8]);
+        let versions: Vec<(&str, &str)> = plan
+            .projects
+            .iter()
+            .map(|p| (p.name.as_str(), p.version.as_str()))
+            .collect();
+        assert_eq!(
+            versions,
+            [
+                ("torch", "2.10.0a0+rocm7.10.0a20251124"),
+                ("audio", "2.10.0a0+rocm7.10.0a20251124"),
+                ("vision", "0.25.0a0+rocm7.10.0a20251124"),
+                ("triton", triton.as_str()),
+                ("apex", "1.10.0+rocm7.10.0a20251124"),
+            ]
+        );
+        let torch = project(&plan, "torch");
+        assert_eq!(
+            torch.env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"],
+            format!("rocm[libraries]==7.10.0a20251124|triton=={triton}")
+        );
+        assert_eq!(
+            torch.env["USE_FLASH_ATTENTION"], "OFF",
+            "gfx906/gfx1030 have no aotriton kernels"
+        );
+        assert_eq!(torch.env["PYTORCH_ROCM_ARCH"], "gfx906;gfx1030");
+        assert_eq!(torch.wheel_glob, "torch-2.10.0a0+rocm7.10.0a20251124-*.whl");
+        assert!(torch.after.is_empty() && project(&plan, "triton").after.is_empty());
+        for name in ["audio", "vision", "apex"] {
+            assert_eq!(project(&plan, name).after, ["torch"], "{name}");
+        }
+        assert_eq!(
+            project(&plan, "audio").env["PYTORCH_VERSION"],
+            torch.version
+        );
+        // triton: build_env.json's keys go to triton only (W9), with the composed suffix.
+        let triton_plan = project(&plan, "triton");
+        assert_eq!(
+            triton_plan.env["TRITON_WHEEL_VERSION_SUFFIX"],
+            "+rocm7.10.0a20251124"
+        );
+        assert_eq!(triton_plan.env["EXTRA"], "x");
+        assert!(
+            !torch.env.contains_key("EXTRA")
+                && !torch.env.contains_key("TRITON_WHEEL_VERSION_SUFFIX")
+        );
+        // torch's library paths stay in torch's env and keep the user's (W10).
+        assert_eq!(
+            torch.env["LD_LIBRARY_PATH"],
+            "/sdk/lib/rocm_sysdeps/lib:/opt/lib"
+        );
+        for other in ["audio", "vision", "triton", "apex"] {
+            assert!(
+                !project(&plan, other).env.contains_key("LD_LIBRARY_PATH"),
+                "{other}"
+            );
+        }
+        // Every step of a project carries the project's env explicitly.
+        for step in &torch.steps {
+            if let Action::Run(cmd) = &step.action {
+                let view = StepView::of(step);
+                assert_eq!(
+                    view.env.get("ROCM_HOME").cloned().flatten().as_deref(),
+                    Some("/sdk"),
+                    "{}",
+                    cmd.get_label()
+                );
+            }
+        }
+        // Every version is valid PEP 440 and normalized.
+        for p in &plan.projects {
+            assert_eq!(
+                version::normalize("v", &p.version).expect("valid"),
+                p.version
+            );
+        }
+    }
+
+    #[test]
+    fn dev_builds_tag_the_commit_and_build_numbers_post() {
+        let f = fixture();
+        let mut dev = inputs(&f, "gfx942");
+        dev.release_type = ReleaseType::Dev;
+        dev.build_number = 2;
+        let plan = assemble(dev).expect("plan");
+        let sha =
+            |name: &str| project(&plan, name).source.head.clone().expect("git")[..8].to_string();
+        let torch = project(&plan, "torch");
+        assert_eq!(
+            torch.version,
+            format!("2.10.0a0+git{}.rocm7.10.0a20251124.post2", sha("torch"))
+        );
+        assert_eq!(
+            torch.env["PYTORCH_BUILD_VERSION"],
+            format!("2.10.0a0+git{}.rocm7.10.0a20251124", sha("torch"))
+        );
+        assert_eq!(
+            project(&plan, "vision").version,
+            format!("0.25.0a0+git{}.rocm7.10.0a20251124", sha("vision"))
+        );
+        assert_eq!(
+            project(&plan, "apex").version,
+            "1.10.0+rocm7.10.0a20251124",
+            "apex is never tagged"
+        );
+        // gfx942 has flash-attention kernels and triton is built: on.
+        assert_eq!(torch.env["USE_FLASH_ATTENTION"], "ON");
+        assert_eq!(torch.env["USE_MEM_EFF_ATTENTION"], "ON");
+    }
+
+    #[test]
+    fn fingerprints_follow_inputs() {
+        let f = fixture();
+        let first = assemble(inputs(&f, "gfx906")).expect("plan");
+        let again = assemble(inputs(&f, "gfx906")).expect("plan");
+        let key = |plan: &Plan, name: &str| {
+            project(plan, name)
+                .fingerprint
+                .clone()
+                .expect("fingerprint")
+        };
+        assert_eq!(key(&first, "torch"), key(&again, "torch"));
+        let other_targets = assemble(inputs(&f, "gfx906,gfx1030")).expect("plan");
+        assert_ne!(key(&first, "torch"), key(&other_targets, "torch"));
+        // A source edit changes the project and what builds against it, not triton.
+        fs_err::write(f.root.join("pytorch/new.cpp"), "int x;\n").expect("write");
+        let edited = assemble(inputs(&f, "gfx906")).expect("plan");
+        assert_ne!(key(&first, "torch"), key(&edited, "torch"));
+        assert_ne!(key(&first, "audio"), key(&edited, "audio"));
+        assert_eq!(key(&first, "triton"), key(&edited, "triton"));
+        // A compiler cache does not change what is built.
+        let mut cached = inputs(&f, "gfx906");
+        cached.compiler_cache = CompilerCache::Ccache {
+            program: "/usr/bin/ccache".into(),
+        };
+        assert_eq!(
+            key(&edited, "triton"),
+            key(&assemble(cached).expect("plan"), "triton")
+        );
+    }
+
+    #[test]
+    fn plan_renders_as_text_and_json() {
+        let f = fixture();
+        let plan = assemble(inputs(&f, "gfx906,gfx1030")).expect("plan");
+        let text = plan.to_text();
+        assert!(
+            text.contains("  targets    gfx906,gfx1030 (2 targets, from --pytorch-rocm-arch)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "torch 2.10.0a0+rocm7.10.0a20251124 -> torch-2.10.0a0+rocm7.10.0a20251124-*.whl"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("/out/venv/bin/python -m build --wheel --no-isolation"),
+            "{text}"
+        );
+        assert!(
+            text.contains("after  torch (built and installed)"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&plan.to_json().expect("json")).expect("valid JSON");
+        let torch = &json["projects"][0];
+        assert_eq!(torch["name"], "torch");
+        assert_eq!(torch["targets"], serde_json::json!(["gfx906", "gfx1030"]));
+        let build = torch["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .find(|s| s["label"] == "build wheel")
+            .expect("build step");
+        assert_eq!(build["env"]["PYTORCH_ROCM_ARCH"], "gfx906;gfx1030");
+        assert_eq!(build["cwd"], f.root.join("pytorch").display().to_string());
+        assert_eq!(json["sdk"]["known"], false);
+    }
+
+    #[test]
+    fn missing_version_files_are_usage_errors() {
+        let f = fixture();
+        fs_err::remove_file(f.root.join("pytorch_vision/version.txt")).expect("rm");
+        let error = assemble(inputs(&f, "gfx906")).expect_err("no version.txt");
+        assert!(
+            error
+                .to_string()
+                .starts_with("vision: cannot read its base version"),
+            "{error}"
+        );
+        fs_err::write(f.root.join("pytorch_vision/version.txt"), "0.25.0a0\n").expect("restore");
+        fs_err::write(f.root.join("triton/setup.py"), "setup(version=get())\n").expect("write");
+        let error = assemble(inputs(&f, "gfx906")).expect_err("no TRITON_VERSION");
+        assert!(
+            error
+                .to_string()
+                .contains("no `TRITON_VERSION = \"X.Y.Z\"` line"),
+            "{error}"
+        );
+    }
+}
