@@ -117,6 +117,10 @@ pub fn hints(error: &anyhow::Error) -> Vec<String> {
     let mut out = Vec::new();
     let mut text = String::new();
     for cause in error.chain() {
+        // A failed build already rendered each project's failure with its own hints.
+        if cause.is::<crate::build::BuildFailed>() {
+            continue;
+        }
         if let Some(process) = cause.downcast_ref::<ProcessError>() {
             text.push_str(&process.tail().join("\n"));
         }

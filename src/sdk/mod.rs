@@ -48,7 +48,7 @@ pub enum SdkError {
         command: String,
         venv: PathBuf,
         #[source]
-        source: ProcessError,
+        source: Box<ProcessError>,
     },
     #[error("`{command}` printed nothing{}; the ROCm SDK in {} looks broken: reinstall it with `rockbuild install-rocm`", stderr_note(stderr), venv.display())]
     Empty {
@@ -97,7 +97,7 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
         let output = runner.run(&cmd).map_err(|source| SdkError::Query {
             command: command.clone(),
             venv: venv.dir.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let answer = output.stdout.trim().to_string();
         if answer.is_empty() {

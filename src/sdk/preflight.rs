@@ -716,7 +716,7 @@ mod tests {
             "",
         )
         .expect("write");
-        let found = check(&[source.clone()], &spec(">1.0"), true, None).expect("found");
+        let found = check(std::slice::from_ref(&source), &spec(">1.0"), true, None).expect("found");
         assert_eq!(found.version.to_string(), "7.10.0");
         let error = check(&[source], &spec("==7.11.0"), true, None).expect_err("missing");
         assert_eq!(

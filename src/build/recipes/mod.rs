@@ -346,14 +346,3 @@ impl<'a> Steps<'a> {
         });
     }
 }
-
-/// The env a step of `project` runs with beyond the common env, for tests and snapshots.
-#[cfg(test)]
-pub fn only_project_keys(recipe: &Recipe, common: &EnvDiff) -> BTreeMap<String, String> {
-    recipe
-        .env
-        .iter()
-        .filter(|(k, v)| common.get(*k) != Some(v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
