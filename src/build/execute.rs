@@ -17,6 +17,7 @@ use super::plan::{Action, Plan, ProjectPlan, Step};
 use super::report::{BuildReport, Status};
 use crate::context::Context;
 use crate::exec::ProcessError;
+use crate::stack::RecipeKind;
 use crate::ui::Task;
 use crate::version;
 
@@ -113,14 +114,19 @@ pub fn execute(
         tasks.insert(&project.name, task);
     }
 
+    // Ready projects start in the reference's order (triton, torch, audio, vision, apex), so
+    // `--jobs 1` runs exactly the reference's serial sequence.
+    let mut order: Vec<&ProjectPlan> = plan.projects.iter().collect();
+    order.sort_by_key(|p| start_priority(p.recipe));
+
     let mut outcomes: BTreeMap<String, ProjectOutcome> = BTreeMap::new();
     let (sender, receiver) = mpsc::channel::<Event>();
     std::thread::scope(|scope| {
         let mut running = 0usize;
         let mut started: Vec<&str> = Vec::new();
         loop {
-            // Skip what can no longer build; start what is ready, in plan order.
-            for project in &plan.projects {
+            // Skip what can no longer build; start what is ready.
+            for project in order.iter().copied() {
                 if started.contains(&project.name.as_str()) || outcomes.contains_key(&project.name)
                 {
                     continue;
@@ -201,6 +207,16 @@ pub fn execute(
         .iter()
         .filter_map(|p| outcomes.remove(&p.name))
         .collect())
+}
+
+fn start_priority(kind: RecipeKind) -> u8 {
+    match kind {
+        RecipeKind::Triton => 0,
+        RecipeKind::Torch => 1,
+        RecipeKind::Audio => 2,
+        RecipeKind::Vision => 3,
+        RecipeKind::Apex => 4,
+    }
 }
 
 fn run_project(
@@ -454,12 +470,10 @@ pub fn collect(
         .unwrap_or_default();
     if found != project.version {
         let hint = match project.recipe {
-            crate::stack::RecipeKind::Triton => {
+            RecipeKind::Triton => {
                 "triton's setup.py computed its version differently (its TRITON_VERSION line, the branch it is on, or TRITON_WHEEL_VERSION_SUFFIX handling); torch pins the planned version, so this wheel would not satisfy it"
             }
-            crate::stack::RecipeKind::Torch => {
-                "the build ignored PYTORCH_BUILD_VERSION / PYTORCH_BUILD_NUMBER"
-            }
+            RecipeKind::Torch => "the build ignored PYTORCH_BUILD_VERSION / PYTORCH_BUILD_NUMBER",
             _ => "the build ignored BUILD_VERSION",
         };
         return Err(CollectError::VersionMismatch {

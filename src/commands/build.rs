@@ -67,19 +67,13 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
 
     // The lock: explicit, or <root>/rockbuild.lock.json when it exists.
     let explicit_root = root_checkout_dir.map(|d| ctx.absolute(&d));
+    let default_lock = explicit_root
+        .as_ref()
+        .unwrap_or(&ctx.cwd)
+        .join(lock::DEFAULT_FILE_NAME);
     let lock_path = match lock_arg {
         Some(path) => Some(ctx.absolute(&path)),
-        None => explicit_root
-            .as_ref()
-            .unwrap_or(&ctx.cwd)
-            .join(lock::DEFAULT_FILE_NAME)
-            .is_file()
-            .then(|| {
-                explicit_root
-                    .as_ref()
-                    .unwrap_or(&ctx.cwd)
-                    .join(lock::DEFAULT_FILE_NAME)
-            }),
+        None => default_lock.is_file().then_some(default_lock),
     };
     let mut lock = lock_path.as_deref().map(Lock::read).transpose()?;
     let root = explicit_root
