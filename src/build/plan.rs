@@ -397,7 +397,8 @@ pub fn read_build_env(dir: &Path) -> anyhow::Result<BTreeMap<String, String>> {
 }
 
 /// The cache key of a project: its sources (HEAD + uncommitted changes, hipify stamp), every
-/// step's argv, cwd and environment (compiler launchers aside: they do not change the output),
+/// step's argv, cwd and environment (clean-up steps and compiler launchers aside: they do not
+/// change the output),
 /// its version, the SDK version, the targets, the venv's Python and the keys of the projects
 /// it builds against.
 fn fingerprint(
@@ -424,6 +425,8 @@ fn fingerprint(
     let steps = plan
         .steps
         .iter()
+        // Clean-up steps (`--clean` removes build/) do not change what is built.
+        .filter(|s| !matches!(s.action, Action::Remove { .. }))
         .map(|s| {
             let mut view = StepView::of(s);
             view.env.retain(|k, _| !LAUNCHER_VARS.contains(&k.as_str()));
@@ -1045,7 +1048,10 @@ mod tests {
         assert_ne!(key(&first, "torch"), key(&edited, "torch"));
         assert_ne!(key(&first, "audio"), key(&edited, "audio"));
         assert_eq!(key(&first, "triton"), key(&edited, "triton"));
-        // A compiler cache does not change what is built.
+        // Neither --clean nor a compiler cache changes what is built.
+        let mut clean = inputs(&f, "gfx906");
+        clean.clean = true;
+        assert_eq!(key(&edited, "torch"), key(&assemble(clean).expect("plan"), "torch"));
         let mut cached = inputs(&f, "gfx906");
         cached.compiler_cache = CompilerCache::Ccache {
             program: "/usr/bin/ccache".into(),
