@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::sdk::install::Installer;
+use crate::store::S3ChecksumMode;
 use crate::ui::LogFormat;
 pub use crate::version::ReleaseType;
 
@@ -17,7 +18,8 @@ pub use crate::version::ReleaseType;
     version,
     about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
              build, verify, stage and promote",
-    max_term_width = 100
+    max_term_width = 100,
+    after_long_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -415,15 +417,18 @@ pub struct StoreArgs {
     /// Use path-style S3 addressing (needed by most S3-compatible servers)
     #[arg(long, env = "ROCKBUILD_S3_PATH_STYLE")]
     pub s3_path_style: bool,
-    /// When the S3 client computes request checksums: `when-supported` or `when-required`
+    /// When the S3 client computes and checks checksums (`when-required` for servers such as
+    /// garage that reject the SDK's checksum trailers)
     #[arg(
         long,
+        value_enum,
         value_name = "MODE",
         default_value = "when-supported",
         env = "ROCKBUILD_S3_CHECKSUMS"
     )]
-    pub s3_checksums: String,
-    /// Copies above this many bytes use multipart UploadPartCopy (S3 CopyObject stops at 5 GiB)
+    pub s3_checksums: S3ChecksumMode,
+    /// Copies and uploads above this many bytes go multipart (S3 CopyObject and PutObject stop
+    /// at 5 GiB)
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, env = "ROCKBUILD_MULTIPART_THRESHOLD")]
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
@@ -434,6 +439,14 @@ pub struct StoreArgs {
         env = "ROCKBUILD_TRANSFER_JOBS"
     )]
     pub transfer_jobs: usize,
+    /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        env = "ROCKBUILD_TRANSFER_ATTEMPTS"
+    )]
+    pub transfer_attempts: u32,
 }
 
 #[derive(Debug, Args)]
@@ -478,12 +491,9 @@ pub struct SmokeArgs {
     /// Index to install the set from
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: String,
-    /// Lock naming the set (versions) to install
+    /// Lock naming the set (versions) to install (default: the newest of each project)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
-    /// Build report naming the set (default: out/build-report.json when present)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_BUILD_REPORT")]
-    pub build_report: Option<PathBuf>,
     /// Where to write the test report (JSON)
     #[arg(
         long,
@@ -495,7 +505,7 @@ pub struct SmokeArgs {
     /// Extra index for dependencies outside the set (e.g. the ROCm SDK)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
     pub extra_index_url: Vec<String>,
-    /// Directory for the smoke venv (default: a temporary one)
+    /// Directory for the smoke venv, emptied first if it holds one (default: a temporary one)
     #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Python used to create the venv

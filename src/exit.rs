@@ -65,6 +65,16 @@ impl ExitStatus {
     }
 }
 
+/// The exit-code table as `--help` shows it.
+pub fn help_text() -> String {
+    let mut text = String::from("Exit codes:\n");
+    for (code, name, _) in ExitStatus::table() {
+        text.push_str(&format!("  {code:<6} {name}\n"));
+    }
+    text.push_str("\nDocumentation: docs/ (cli.md, exit-codes.md, user-guide.md)");
+    text
+}
+
 impl fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.code())

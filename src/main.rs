@@ -2,10 +2,13 @@
 //! code. Everything else lives in the stage modules.
 
 mod build;
+mod checkout;
 mod cli;
 mod commands;
 mod context;
 mod diagnostics;
+#[cfg(test)]
+mod docgen;
 mod env_vars;
 mod exec;
 mod exit;
@@ -17,6 +20,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod smoke;
 mod stack;
 mod store;
 mod ui;

@@ -22,6 +22,8 @@ pub enum LogFormat {
 #[derive(Clone, Debug)]
 pub struct Ui {
     multi: MultiProgress,
+    /// Every task line, so a summary can take them off the screen.
+    bars: std::sync::Arc<std::sync::Mutex<Vec<ProgressBar>>>,
     quiet: bool,
     github: bool,
     step_summary: Option<PathBuf>,
@@ -36,6 +38,7 @@ impl Ui {
         };
         Ui {
             multi: MultiProgress::with_draw_target(draw_target),
+            bars: std::sync::Arc::default(),
             quiet,
             github: env.in_github_actions(),
             step_summary: env
@@ -112,6 +115,16 @@ impl Ui {
         }
     }
 
+    /// Removes finished progress lines before a summary repeats what they said.
+    pub fn clear_progress(&self) {
+        if let Ok(mut bars) = self.bars.lock() {
+            for bar in bars.drain(..) {
+                bar.finish_and_clear();
+                self.multi.remove(&bar);
+            }
+        }
+    }
+
     /// A progress line for one unit of work (a project, a wheel).
     pub fn task(&self, name: &str) -> Task {
         let bar = self.multi.add(ProgressBar::new_spinner());
@@ -121,6 +134,9 @@ impl Ui {
         );
         bar.set_prefix(name.to_string());
         bar.enable_steady_tick(Duration::from_millis(120));
+        if let Ok(mut bars) = self.bars.lock() {
+            bars.push(bar.clone());
+        }
         Task {
             bar,
             name: name.to_string(),
@@ -155,6 +171,14 @@ impl Task {
             self.bar.set_message(message);
         } else if !self.quiet {
             self.bar.suspend(|| eprintln!("  {}: {message}", self.name));
+        }
+    }
+
+    /// Fine-grained progress (a transfer's percentages): shown on a live line only, so CI
+    /// logs get one line per phase rather than one per percent.
+    pub fn progress(&self, message: impl Into<String>) {
+        if self.live {
+            self.bar.set_message(message.into());
         }
     }
 

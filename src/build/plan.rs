@@ -1051,7 +1051,10 @@ mod tests {
         // Neither --clean nor a compiler cache changes what is built.
         let mut clean = inputs(&f, "gfx906");
         clean.clean = true;
-        assert_eq!(key(&edited, "torch"), key(&assemble(clean).expect("plan"), "torch"));
+        assert_eq!(
+            key(&edited, "torch"),
+            key(&assemble(clean).expect("plan"), "torch")
+        );
         let mut cached = inputs(&f, "gfx906");
         cached.compiler_cache = CompilerCache::Ccache {
             program: "/usr/bin/ccache".into(),

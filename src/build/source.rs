@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::lock::LockedProject;
 
 /// Subject of the commit `rockbuild checkout` makes for hipify's changes.
-pub const HIPIFY_COMMIT_SUBJECT: &str = "DO NOT SUBMIT: HIPIFY";
+pub use crate::git::HIPIFY_COMMIT_MESSAGE as HIPIFY_COMMIT_SUBJECT;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceState {

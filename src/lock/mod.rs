@@ -3,6 +3,10 @@
 //! and never re-resolves a branch, so a re-run of any job from the same lock produces the same
 //! sources, versions and file names.
 
+pub mod manifest;
+pub mod related_commits;
+pub mod resolve;
+
 use std::path::Path;
 
 use anyhow::Context as _;

@@ -376,6 +376,9 @@ pub fn load_families(path: Option<&Path>) -> anyhow::Result<FamilyTable> {
 }
 
 #[cfg(test)]
+mod examples_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1,1 +1,474 @@
-//! (filled in by its issue)
+//! Object stores rockbuild publishes to: a local directory (the default, also `file://`) and
+//! S3 (`s3://bucket/prefix`, any S3-compatible server through `--s3-endpoint`).
+//!
+//! Backends implement the small [`Storage`] trait (list, head, get, put, copy). The rules
+//! every publish follows sit on top, once, for every backend:
+//!
+//! * an object that exists is never replaced by different bytes ([`put_immutable`],
+//!   [`copy_immutable`]): HEAD first, then a conditional write (`If-None-Match: *`, a no-clobber
+//!   link) as a backstop for races — some servers ignore the condition (garage), so the HEAD is
+//!   the real guard; the same bytes again is an idempotent skip;
+//! * a copy is verified against the expected SHA-256 before it counts;
+//! * index pages are replaced atomically ([`Storage::put`] without `if_absent`).
+
+pub mod local;
+pub mod publish;
+pub mod s3;
+pub mod transfer;
+
+use std::any::Any;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use local::LocalDir;
+pub use s3::{S3ChecksumMode, S3Settings, S3Store};
+
+/// What a listing or HEAD knows about an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Key relative to the store's root (its prefix), `/`-separated.
+    pub key: String,
+    pub size: u64,
+    /// SHA-256 recorded with the object (S3 metadata or checksum), when the backend has one
+    /// without reading the bytes.
+    pub sha256: Option<String>,
+}
+
+/// The bytes of a write.
+#[derive(Clone, Copy, Debug)]
+pub enum Body<'a> {
+    File(&'a Path),
+    Bytes(&'a [u8]),
+}
+
+impl Body<'_> {
+    pub fn len(&self) -> std::io::Result<u64> {
+        match self {
+            Body::File(path) => Ok(fs_err::metadata(path)?.len()),
+            Body::Bytes(bytes) => Ok(bytes.len() as u64),
+        }
+    }
+}
+
+/// How an object is written.
+#[derive(Clone, Debug, Default)]
+pub struct PutOptions {
+    pub content_type: Option<&'static str>,
+    /// `Cache-Control` (index pages must not be cached by CDNs while they change).
+    pub cache_control: Option<&'static str>,
+    /// Lowercase hex SHA-256 of the body, recorded with the object and checked by servers
+    /// that verify checksums.
+    pub sha256: Option<String>,
+    /// Write only if the key does not exist yet (the no-overwrite backstop).
+    pub if_absent: bool,
+}
+
+/// Result of a write or copy at the backend level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutResult {
+    /// The object was written. For copies, the SHA-256 the server computed over the copied
+    /// bytes, when it reports one.
+    Written { verified_sha256: Option<String> },
+    /// `if_absent` was set and the key already existed.
+    Exists,
+}
+
+/// What a publish did with one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Written now.
+    Created,
+    /// Already there with the same bytes: nothing to do.
+    Unchanged,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "{store}: '{key}' already exists with different content (stored sha256 {existing}, new {new}); \
+         published objects are never replaced: publish under a new version or remove the old object deliberately"
+    )]
+    Conflict {
+        store: String,
+        key: String,
+        existing: String,
+        new: String,
+    },
+    #[error("{store}: '{key}' does not exist")]
+    NotFound { store: String, key: String },
+    #[error(
+        "{store}: copy of '{key}' has sha256 {actual}, expected {expected}; the copy was removed"
+    )]
+    CopyMismatch {
+        store: String,
+        key: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{store}: cannot {op} '{key}': {message}")]
+    Backend {
+        store: String,
+        op: &'static str,
+        key: String,
+        message: String,
+        /// Worth another attempt (timeouts, connection resets, 5xx, throttling).
+        transient: bool,
+    },
+    #[error("{store}: '{key}' is not a valid object key: {reason}")]
+    BadKey {
+        store: String,
+        key: String,
+        reason: &'static str,
+    },
+}
+
+impl StoreError {
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Backend {
+                transient: true,
+                ..
+            }
+        )
+    }
+}
+
+/// An object store rooted at a prefix. Keys are relative to that prefix.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// The store's URL for messages (credentials masked).
+    fn url(&self) -> String;
+    /// Every object under the prefix.
+    fn list(&self) -> Result<Vec<ObjectInfo>, StoreError>;
+    /// Size and recorded SHA-256 of an object; `None` when it does not exist.
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError>;
+    /// SHA-256 of the object's bytes, read in full (never a recorded value).
+    fn content_sha256(&self, key: &str) -> Result<String, StoreError>;
+    /// A small object's bytes (index pages, metadata sidecars).
+    fn get(&self, key: &str) -> Result<Vec<u8>, StoreError>;
+    /// Streams an object into a local file.
+    fn download(&self, key: &str, to: &Path) -> Result<(), StoreError>;
+    /// Writes an object (atomically: readers see the old bytes or the new, never a mix).
+    fn put(&self, key: &str, body: Body<'_>, options: &PutOptions)
+    -> Result<PutResult, StoreError>;
+    /// Copies `from_key` of `source` (which may be another store) to `to_key` here.
+    fn copy_from(
+        &self,
+        source: &dyn Storage,
+        from_key: &str,
+        to_key: &str,
+        size: u64,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError>;
+    /// Removes an object (only used to take back a copy that failed verification).
+    fn delete(&self, key: &str) -> Result<(), StoreError>;
+    /// The object's path when the store is a local directory.
+    fn local_path(&self, _key: &str) -> Option<PathBuf> {
+        None
+    }
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Where a store lives, parsed from what the user typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreUrl {
+    Local(PathBuf),
+    S3 { bucket: String, prefix: String },
+}
+
+impl StoreUrl {
+    /// A directory path, a `file://` URL or `s3://bucket[/prefix]`. Relative paths are
+    /// resolved against `cwd`.
+    pub fn parse(text: &str, cwd: &Path) -> anyhow::Result<StoreUrl> {
+        let usage = |reason: &str| {
+            crate::exit::usage(format!(
+                "store '{}': {reason}",
+                crate::redact::redact_url(text)
+            ))
+        };
+        if let Some(rest) = text.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(usage("the bucket name is missing (s3://BUCKET/PREFIX)"));
+            }
+            let prefix = prefix.trim_matches('/').to_string();
+            check_key(&prefix).map_err(usage)?;
+            return Ok(StoreUrl::S3 {
+                bucket: bucket.to_string(),
+                prefix,
+            });
+        }
+        if text.starts_with("file:") {
+            let url = reqwest::Url::parse(text).map_err(|e| usage(&e.to_string()))?;
+            let path = url
+                .to_file_path()
+                .map_err(|()| usage("a file:// URL must name a local absolute path"))?;
+            return Ok(StoreUrl::Local(path));
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            return Err(usage(&format!(
+                "`{scheme}://` is not a store rockbuild can write to; use a directory, file:// or s3://BUCKET/PREFIX \
+                 (HTTP indexes are read-only: serve the directory or bucket instead)"
+            )));
+        }
+        if text.is_empty() {
+            return Err(usage("empty path"));
+        }
+        let path = Path::new(text);
+        Ok(StoreUrl::Local(if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        }))
+    }
+}
+
+impl fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreUrl::Local(path) => write!(f, "{}", path.display()),
+            StoreUrl::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            StoreUrl::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// Everything needed to open stores: S3 client settings and transfer parallelism.
+#[derive(Clone, Debug)]
+pub struct StoreSettings {
+    pub s3: S3Settings,
+    /// Parallel transfers.
+    pub jobs: usize,
+    /// Attempts per transfer for transient failures (on top of the S3 client's own retries).
+    pub attempts: u32,
+}
+
+/// Opens a store.
+pub fn open(url: &StoreUrl, settings: &StoreSettings) -> anyhow::Result<Box<dyn Storage>> {
+    Ok(match url {
+        StoreUrl::Local(path) => Box::new(LocalDir::new(path.clone())),
+        StoreUrl::S3 { bucket, prefix } => Box::new(S3Store::open(bucket, prefix, &settings.s3)?),
+    })
+}
+
+/// Keys are relative, `/`-separated and stay inside the prefix.
+pub fn check_key(key: &str) -> Result<(), &'static str> {
+    if key.starts_with('/') {
+        return Err("keys are relative to the store's prefix");
+    }
+    if key
+        .split('/')
+        .any(|segment| segment == ".." || segment == ".")
+    {
+        return Err("`.` and `..` segments are not allowed");
+    }
+    if key.contains('\\') || key.contains('\0') {
+        return Err("backslashes and NUL are not allowed");
+    }
+    if !key.is_empty() && key.split('/').any(str::is_empty) {
+        return Err("empty path segments are not allowed");
+    }
+    Ok(())
+}
+
+/// Content types of what rockbuild publishes.
+pub fn content_type_of(key: &str) -> &'static str {
+    if key.ends_with(crate::index::METADATA_SUFFIX) {
+        "text/plain; charset=utf-8"
+    } else if key.ends_with(".html") {
+        crate::index::HTML_CONTENT_TYPE
+    } else if key.ends_with(".json") {
+        crate::index::JSON_CONTENT_TYPE
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// Writes an object that must never change once published: a skip when the same bytes are
+/// there, [`StoreError::Conflict`] when different bytes are.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "`rockbuild stage` uploads with it once the wheel verifier lands on main"
+    )
+)]
+pub fn put_immutable(
+    store: &dyn Storage,
+    key: &str,
+    body: Body<'_>,
+    sha256: &str,
+) -> Result<Outcome, StoreError> {
+    if let Some(existing) = store.head(key)? {
+        return same_or_conflict(store, existing, sha256);
+    }
+    let options = PutOptions {
+        content_type: Some(content_type_of(key)),
+        cache_control: None,
+        sha256: Some(sha256.to_string()),
+        if_absent: true,
+    };
+    match store.put(key, body, &options)? {
+        PutResult::Written { .. } => Ok(Outcome::Created),
+        PutResult::Exists => lost_race(store, key, sha256),
+    }
+}
+
+/// Copies an object that must never change once published, then verifies the copy's
+/// SHA-256 (the server's checksum of the copied bytes where it computes one, otherwise by
+/// reading the copy back). A copy that does not verify is removed again.
+pub fn copy_immutable(
+    dest: &dyn Storage,
+    source: &dyn Storage,
+    from_key: &str,
+    to_key: &str,
+    expected: &ObjectInfo,
+    sha256: &str,
+) -> Result<Outcome, StoreError> {
+    if let Some(existing) = dest.head(to_key)? {
+        return same_or_conflict(dest, existing, sha256);
+    }
+    let options = PutOptions {
+        content_type: Some(content_type_of(to_key)),
+        cache_control: None,
+        sha256: Some(sha256.to_string()),
+        if_absent: true,
+    };
+    let verified = match dest.copy_from(source, from_key, to_key, expected.size, &options)? {
+        PutResult::Written { verified_sha256 } => verified_sha256,
+        PutResult::Exists => return lost_race(dest, to_key, sha256),
+    };
+    let actual = match verified {
+        Some(sha) => sha,
+        None => dest.content_sha256(to_key)?,
+    };
+    if actual != sha256 {
+        // Ours, written a moment ago, and wrong: take it back so a re-run can copy again.
+        dest.delete(to_key)?;
+        return Err(StoreError::CopyMismatch {
+            store: dest.url(),
+            key: to_key.to_string(),
+            expected: sha256.to_string(),
+            actual,
+        });
+    }
+    Ok(Outcome::Created)
+}
+
+/// The conditional write found the key taken: someone wrote it between our HEAD and PUT.
+fn lost_race(store: &dyn Storage, key: &str, sha256: &str) -> Result<Outcome, StoreError> {
+    let existing = store.head(key)?.ok_or_else(|| StoreError::Backend {
+        store: store.url(),
+        op: "write",
+        key: key.to_string(),
+        message: "the server refused a conditional write, but the object does not exist".into(),
+        transient: true,
+    })?;
+    same_or_conflict(store, existing, sha256)
+}
+
+fn same_or_conflict(
+    store: &dyn Storage,
+    existing: ObjectInfo,
+    sha256: &str,
+) -> Result<Outcome, StoreError> {
+    let existing_sha = match existing.sha256 {
+        Some(sha) => sha,
+        None => store.content_sha256(&existing.key)?,
+    };
+    if existing_sha == sha256 {
+        Ok(Outcome::Unchanged)
+    } else {
+        Err(StoreError::Conflict {
+            store: store.url(),
+            key: existing.key,
+            existing: existing_sha,
+            new: sha256.to_string(),
+        })
+    }
+}
+
+/// Replaces an index page (atomically per page; CDNs are told not to cache it).
+pub fn put_page(
+    store: &dyn Storage,
+    key: &str,
+    body: &str,
+    content_type: &'static str,
+) -> Result<(), StoreError> {
+    let options = PutOptions {
+        content_type: Some(content_type),
+        cache_control: Some("no-cache"),
+        sha256: Some(crate::fsutil::sha256_hex(body.as_bytes())),
+        if_absent: false,
+    };
+    store
+        .put(key, Body::Bytes(body.as_bytes()), &options)
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls() {
+        let cwd = Path::new("/work");
+        assert_eq!(
+            StoreUrl::parse("out/stage", cwd).expect("path"),
+            StoreUrl::Local("/work/out/stage".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("file:///srv/wheels%2Bx", cwd).expect("file"),
+            StoreUrl::Local("/srv/wheels+x".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("s3://bucket/staging/v2/", cwd).expect("s3"),
+            StoreUrl::S3 {
+                bucket: "bucket".into(),
+                prefix: "staging/v2".into()
+            }
+        );
+        assert_eq!(
+            StoreUrl::parse("s3://bucket", cwd).expect("s3"),
+            StoreUrl::S3 {
+                bucket: "bucket".into(),
+                prefix: String::new()
+            }
+        );
+        for (bad, message) in [
+            ("s3:///x", "the bucket name is missing"),
+            ("s3://b/a/../c", "`.` and `..` segments are not allowed"),
+            ("https://h/simple", "is not a store rockbuild can write to"),
+            ("", "empty path"),
+        ] {
+            let error = StoreUrl::parse(bad, cwd).expect_err(bad);
+            assert!(error.to_string().contains(message), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn keys_stay_inside_the_prefix() {
+        assert!(check_key("torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl").is_ok());
+        for bad in ["/abs", "a/../b", "./a", "a//b", "a\\b"] {
+            assert!(check_key(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(
+            content_type_of("t/t-1-py3-none-any.whl"),
+            "application/octet-stream"
+        );
+        assert_eq!(
+            content_type_of("t/t-1-py3-none-any.whl.metadata"),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(
+            content_type_of("t/index.json"),
+            "application/vnd.pypi.simple.v1+json"
+        );
+        assert_eq!(content_type_of("index.html"), "text/html; charset=utf-8");
+    }
+}

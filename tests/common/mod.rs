@@ -3,6 +3,13 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+pub mod git;
+pub mod http;
+pub mod pyindex;
+pub mod s3;
+pub mod sample;
+pub mod sdk;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,4 +8,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod build;
+mod checkout;
+mod ci_files;
 mod cli;
+mod publish;
+mod sample;

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Builds the stand-in ROCm SDK: wheels with the real package names and a static PEP 503 index.
+
+    build_sdk.py --version 7.10.0a20251124 --targets gfx906,gfx1030 --out DIR
+
+writes
+
+    DIR/wheels/*.whl                      the wheels (and DIR/wheels/index.html, a flat
+                                          --find-links page)
+    DIR/simple/index.html                 PEP 503 root page
+    DIR/simple/<name>/index.html          one page per project, links with #sha256=
+
+so `python3 -m http.server -d DIR` serves `--index-url http://HOST:PORT/simple/`.
+
+Packages (TheRock's multi-arch, kpack-split layout):
+
+    rocm                        meta package with the `rocm_sdk` module and the `rocm-sdk`
+                                command; requires rocm-sdk-core; extras `libraries`,
+                                `devel`, `device-<target>` per target and `device-all`
+    rocm-sdk-core               runtime: _rocm_sdk_core/bin/hipcc (wraps Debian's ROCm 5.2
+                                hipcc), share/therock/dist_info.json (the targets)
+    rocm-sdk-libraries          arch-neutral libraries package (the stand-in ships no math libs)
+    rocm-sdk-device-<target>    per-target files overlaid into _rocm_sdk_libraries
+    rocm-sdk-devel              the development tree (`rocm-sdk path --root`), created on
+                                first use from a manifest of links (wheels cannot hold links)
+
+The real `rocm` is an sdist; the stand-in ships it as a wheel with the extras that sdist
+would compute, so installing needs no build backend. Only the Python standard library is
+used, and the output is byte-identical for the same inputs (fixed timestamps and order).
+"""
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import urllib.parse
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = HERE / "packages"
+
+# Fixed zip timestamp: identical bytes on every run.
+ZIP_DATE = (2025, 1, 1, 0, 0, 0)
+PLATFORM_TAG = "py3-none-linux_x86_64"
+GENERATOR = "rockbuild-stand-in-sdk (examples/sdk/build_sdk.py)"
+
+# Canonical PEP 440 (what the real SDK publishes); non-canonical spellings are refused rather
+# than silently renamed, so the version asked for is the version served.
+CANONICAL_VERSION = re.compile(
+    r"^([1-9][0-9]*!)?(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*"
+    r"((a|b|rc)(0|[1-9][0-9]*))?(\.post(0|[1-9][0-9]*))?(\.dev(0|[1-9][0-9]*))?"
+    r"(\+[a-z0-9]+(\.[a-z0-9]+)*)?$"
+)
+TARGET = re.compile(r"^gfx[0-9a-f]{3,5}$")
+
+# Where Debian's ROCm 5.2 toolchain lives; the development tree links to it.
+DEBIAN_LIB = "/usr/lib/x86_64-linux-gnu"
+DEVEL_SYMLINKS = {
+    "bin/hipcc": "../../_rocm_sdk_core/bin/hipcc",
+    "share/therock/dist_info.json": "../../../_rocm_sdk_core/share/therock/dist_info.json",
+    "include/hip": "/usr/include/hip",
+    "lib/libamdhip64.so": f"{DEBIAN_LIB}/libamdhip64.so.5",
+    "lib/libamdhip64.so.5": f"{DEBIAN_LIB}/libamdhip64.so.5",
+    "lib/libamd_comgr.so": f"{DEBIAN_LIB}/libamd_comgr.so.2",
+    "lib/libamd_comgr.so.2": f"{DEBIAN_LIB}/libamd_comgr.so.2",
+    "lib/libhsa-runtime64.so": f"{DEBIAN_LIB}/libhsa-runtime64.so.1",
+    "lib/libhsa-runtime64.so.1": f"{DEBIAN_LIB}/libhsa-runtime64.so.1",
+    "lib/llvm/amdgcn/bitcode": f"{DEBIAN_LIB}/amdgcn/bitcode",
+    "lib/cmake/hip": f"{DEBIAN_LIB}/cmake/hip",
+    "lib/cmake/hip-lang": f"{DEBIAN_LIB}/cmake/hip-lang",
+    "lib/cmake/amd_comgr": f"{DEBIAN_LIB}/cmake/amd_comgr",
+    "lib/cmake/hsa-runtime64": f"{DEBIAN_LIB}/cmake/hsa-runtime64",
+}
+# Present in the real tree and read by the torch build (include paths, OpenBLAS_HOME,
+# PKG_CONFIG_PATH); empty in the stand-in but for a note.
+DEVEL_DIRS = [
+    "include/roctracer",
+    "lib/rocm_sysdeps/include",
+    "lib/rocm_sysdeps/lib/pkgconfig",
+    "lib/host-math/include",
+    "lib/host-math/lib",
+]
+
+
+class UsageError(Exception):
+    pass
+
+
+def normalize_name(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+class Wheel:
+    """A wheel assembled in memory, written deterministically."""
+
+    def __init__(self, name, version, tag, purelib):
+        self.name = name
+        self.version = version
+        self.tag = tag
+        self.purelib = purelib
+        self.files = {}
+        self.requires = []
+        self.extras = []
+        self.entry_points = {}
+        self.summary = ""
+
+    @property
+    def filename(self):
+        return f"{self.name.replace('-', '_')}-{self.version}-{self.tag}.whl"
+
+    def add(self, arcname, data, mode=0o644):
+        if isinstance(data, str):
+            data = data.encode()
+        self.files[arcname] = (data, mode)
+
+    def add_tree(self, source, prefix=""):
+        for path in sorted(source.rglob("*")):
+            if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
+                continue
+            mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            self.add(prefix + path.relative_to(source).as_posix(), path.read_bytes(), mode)
+
+    def _metadata(self):
+        lines = [
+            "Metadata-Version: 2.1",
+            f"Name: {self.name}",
+            f"Version: {self.version}",
+            f"Summary: {self.summary}",
+            "Requires-Python: >=3.9",
+        ]
+        lines += [f"Requires-Dist: {r}" for r in self.requires]
+        for extra, requires in self.extras:
+            lines.append(f"Provides-Extra: {extra}")
+            lines += [f'Requires-Dist: {r}; extra == "{extra}"' for r in requires]
+        return "\n".join(lines) + "\n"
+
+    def build(self):
+        dist_info = f"{self.name.replace('-', '_')}-{self.version}.dist-info"
+        files = dict(sorted(self.files.items()))
+        files[f"{dist_info}/METADATA"] = (self._metadata().encode(), 0o644)
+        wheel_file = (
+            f"Wheel-Version: 1.0\nGenerator: {GENERATOR}\n"
+            f"Root-Is-Purelib: {'true' if self.purelib else 'false'}\nTag: {self.tag}\n"
+        )
+        files[f"{dist_info}/WHEEL"] = (wheel_file.encode(), 0o644)
+        if self.entry_points:
+            text = "".join(
+                f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in sorted(entries.items())) + "\n"
+                for group, entries in sorted(self.entry_points.items())
+            )
+            files[f"{dist_info}/entry_points.txt"] = (text.encode(), 0o644)
+        record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, (data, _) in files.items())
+        record += f"{dist_info}/RECORD,,\n"
+        files[f"{dist_info}/RECORD"] = (record.encode(), 0o644)
+
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, (data, mode) in files.items():
+                info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+                info.create_system = 3
+                info.external_attr = (0o100000 | mode) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, data, compresslevel=6)
+        return buffer.getvalue()
+
+
+def dist_info_module(version, targets):
+    template = (PACKAGES / "rocm" / "rocm_sdk" / "_dist_info.py").read_text()
+    return template + f"__version__ = {version!r}\n" + f"DIST_AMDGPU_TARGETS = {targets!r}\n"
+
+
+def devel_manifest():
+    init = '"""The stand-in ROCm SDK development tree (created by rocm_sdk._devel)."""\n'
+    files = {"__init__.py": {"text": init, "mode": "644"}}
+    # A file in each otherwise empty directory: RECORD lists files only, so this is what lets
+    # pip and uv remove the directories again on uninstall.
+    for directory in DEVEL_DIRS:
+        files[f"{directory}/README.stand-in"] = {
+            "text": "Empty in the stand-in ROCm SDK; the real SDK ships files here.\n",
+            "mode": "644",
+        }
+    return {"files": files, "symlinks": DEVEL_SYMLINKS}
+
+
+def build_wheels(version, targets):
+    pin = f"=={version}"
+    wheels = []
+
+    meta = Wheel("rocm", version, "py3-none-any", purelib=True)
+    meta.summary = "ROCm SDK meta package (rockbuild stand-in)"
+    meta.add_tree(PACKAGES / "rocm")
+    meta.add("rocm_sdk/_dist_info.py", dist_info_module(version, targets))
+    meta.requires = [f"rocm-sdk-core{pin}"]
+    meta.extras = [("libraries", [f"rocm-sdk-libraries{pin}"]), ("devel", [f"rocm-sdk-devel{pin}"])]
+    meta.extras += [(f"device-{t}", [f"rocm-sdk-device-{t}{pin}"]) for t in targets]
+    meta.extras.append(("device-all", [f"rocm-sdk-device-{t}{pin}" for t in targets]))
+    meta.entry_points = {"console_scripts": {"rocm-sdk": "rocm_sdk.__main__:main"}}
+    wheels.append(meta)
+
+    core = Wheel("rocm-sdk-core", version, PLATFORM_TAG, purelib=False)
+    core.summary = "ROCm SDK core runtime (rockbuild stand-in wrapping Debian's ROCm 5.2 hipcc)"
+    core.add_tree(PACKAGES / "rocm-sdk-core")
+    core.add(
+        "_rocm_sdk_core/share/therock/dist_info.json",
+        json.dumps({"dist_amdgpu_targets": ";".join(targets)}, indent=2) + "\n",
+    )
+    core.entry_points = {"console_scripts": {"hipcc": "rocm_sdk_core._cli:hipcc"}}
+    wheels.append(core)
+
+    libraries = Wheel("rocm-sdk-libraries", version, PLATFORM_TAG, purelib=False)
+    libraries.summary = "ROCm SDK libraries, arch-neutral part (rockbuild stand-in)"
+    libraries.add_tree(PACKAGES / "rocm-sdk-libraries")
+    libraries.add("_rocm_sdk_libraries/__init__.py", '"""Platform files of rocm-sdk-libraries."""\n')
+    libraries.requires = [f"rocm-sdk-core{pin}"]
+    wheels.append(libraries)
+
+    for target in targets:
+        device = Wheel(f"rocm-sdk-device-{target}", version, PLATFORM_TAG, purelib=False)
+        device.summary = f"ROCm SDK device files for {target} (rockbuild stand-in)"
+        device.add(
+            f"_rocm_sdk_libraries/share/therock/device/{target}.json",
+            json.dumps({"target": target, "version": version}, indent=2) + "\n",
+        )
+        device.requires = [f"rocm-sdk-libraries{pin}"]
+        wheels.append(device)
+
+    devel = Wheel("rocm-sdk-devel", version, PLATFORM_TAG, purelib=False)
+    devel.summary = "ROCm SDK development tree (rockbuild stand-in)"
+    devel.add_tree(PACKAGES / "rocm-sdk-devel")
+    devel.add("rocm_sdk_devel/_devel_manifest.json", json.dumps(devel_manifest(), indent=2, sort_keys=True) + "\n")
+    devel.requires = [f"rocm-sdk-core{pin}"]
+    wheels.append(devel)
+    return wheels
+
+
+def page(title, links):
+    body = "".join(f'    <a href="{href}">{text}</a><br/>\n' for href, text in links)
+    return (
+        '<!DOCTYPE html>\n<html>\n  <head>\n    <meta name="pypi:repository-version" content="1.0">\n'
+        f"    <title>{title}</title>\n  </head>\n  <body>\n    <h1>{title}</h1>\n{body}  </body>\n</html>\n"
+    )
+
+
+def write_index(out, built):
+    """built: [(Wheel, bytes)]. Replaces out/wheels and out/simple (built beside, then renamed)."""
+    staging = out / ".build_sdk.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "wheels").mkdir(parents=True)
+    by_project = {}
+    for wheel, data in built:
+        (staging / "wheels" / wheel.filename).write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        by_project.setdefault(normalize_name(wheel.name), []).append((wheel.filename, digest))
+    flat = [(f"{urllib.parse.quote(f)}#sha256={d}", f) for files in by_project.values() for f, d in files]
+    (staging / "wheels" / "index.html").write_text(
+        page("Links for the stand-in ROCm SDK", sorted(flat, key=lambda l: l[1]))
+    )
+    root_links = []
+    for project in sorted(by_project):
+        (staging / "simple" / project).mkdir(parents=True)
+        links = [(f"../../wheels/{urllib.parse.quote(f)}#sha256={d}", f) for f, d in sorted(by_project[project])]
+        (staging / "simple" / project / "index.html").write_text(page(f"Links for {project}", links))
+        root_links.append((f"{project}/", project))
+    (staging / "simple" / "index.html").write_text(page("Simple index", root_links))
+    for part in ("wheels", "simple"):
+        shutil.rmtree(out / part, ignore_errors=True)
+        os.rename(staging / part, out / part)
+    staging.rmdir()
+
+
+def parse_targets(text):
+    targets = []
+    for token in re.split(r"[,;\s]+", text.strip()):
+        if not token:
+            continue
+        if not TARGET.match(token):
+            raise UsageError(f"'{token}' is not a gfx target (expected e.g. gfx906, gfx1030, gfx90a)")
+        if token not in targets:
+            targets.append(token)
+    if not targets:
+        raise UsageError("--targets is empty; give at least one target, e.g. --targets gfx906,gfx1030")
+    return targets
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", required=True, help="SDK version, canonical PEP 440 (e.g. 7.10.0a20251124)")
+    parser.add_argument("--targets", required=True, help="gfx targets the SDK supports, comma-separated")
+    parser.add_argument("--out", required=True, type=Path, help="output directory (wheels/ and simple/ are replaced)")
+    args = parser.parse_args(argv)
+    try:
+        if not CANONICAL_VERSION.match(args.version):
+            raise UsageError(
+                f"version '{args.version}' is not a canonical PEP 440 version "
+                "(e.g. 7.10.0a20251124, 7.10.0rc2, 7.10.0, 7.10.0.dev0+efed3c0123)"
+            )
+        targets = parse_targets(args.targets)
+    except UsageError as e:
+        print(f"build_sdk.py: error: {e}", file=sys.stderr)
+        return 2
+    missing = sorted({t for t in DEVEL_SYMLINKS.values() if t.startswith("/") and not os.path.exists(t)})
+    if missing:
+        print(
+            "build_sdk.py: warning: Debian's ROCm 5.2 toolchain is incomplete here (missing "
+            + ", ".join(missing)
+            + "); the SDK's hipcc will not work until `apt-get install hipcc` is done",
+            file=sys.stderr,
+        )
+    args.out.mkdir(parents=True, exist_ok=True)
+    built = [(wheel, wheel.build()) for wheel in build_wheels(args.version, targets)]
+    write_index(args.out, built)
+    for wheel, data in built:
+        print(f"{args.out / 'wheels' / wheel.filename}  {len(data)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

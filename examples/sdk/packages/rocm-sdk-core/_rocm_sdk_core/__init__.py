@@ -1,0 +1,1 @@
+"""Platform files of the stand-in rocm-sdk-core."""

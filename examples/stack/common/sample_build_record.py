@@ -1,0 +1,69 @@
+"""Test instrumentation shared by the sample projects (not part of the real build contracts).
+
+Each sample build records what it saw, so rockbuild's tests can check the environment a
+project was given and when its build ran (audio and vision must overlap):
+
+* inside the wheel, `<package>/_sample_build_record.json`;
+* next to the build tree, `<source>/build/sample-build-record.json` (also written when the
+  build fails, with "ok": false and the error).
+
+Both hold: project, start and end (Unix time, float seconds), pid, argv, cwd, python, the
+whole environment (values of names that look like secrets are replaced by "<redacted>") and
+project facts (version, targets, wheel, ...). The copy in the wheel is written before the
+wheel is closed, so its "end" is null.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+
+RECORD_NAME = "sample-build-record.json"
+WHEEL_RECORD_NAME = "_sample_build_record.json"
+_SECRET = re.compile(r"SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$", re.IGNORECASE)
+
+
+class BuildRecord:
+    def __init__(self, project, source_dir):
+        self.project = project
+        self.source_dir = os.path.abspath(source_dir)
+        self.start = time.time()
+        self.argv = list(sys.argv)
+        self.env = {k: ("<redacted>" if _SECRET.search(k) else v) for k, v in sorted(os.environ.items())}
+        self.facts = {}
+
+    def set(self, **facts):
+        self.facts.update(facts)
+
+    def as_dict(self, end=None):
+        record = {
+            "project": self.project,
+            "start": self.start,
+            "end": end,
+            "pid": os.getpid(),
+            "argv": self.argv,
+            "cwd": os.getcwd(),
+            "python": sys.executable,
+            "env": self.env,
+        }
+        record.update(self.facts)
+        return record
+
+    def wheel_json(self):
+        return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
+
+    def finish(self, **facts):
+        """Writes the record beside the build tree; returns its path."""
+        self.facts.update(facts)
+        self.facts.setdefault("ok", True)
+        path = os.path.join(self.source_dir, "build", RECORD_NAME)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = f"{path}.tmp-{os.getpid()}"
+        with open(temp, "w") as f:
+            f.write(json.dumps(self.as_dict(end=time.time()), indent=2, sort_keys=True) + "\n")
+        os.replace(temp, path)
+        return path
+
+    def fail(self, error):
+        return self.finish(ok=False, error=str(error))

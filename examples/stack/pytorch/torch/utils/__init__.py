@@ -1,0 +1,1 @@
+"""torch.utils of the sample torch: hipify and the extension-build helpers."""

@@ -1,0 +1,1 @@
+../../common/sample_build_record.py

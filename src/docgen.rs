@@ -1,0 +1,146 @@
+//! Generated documentation: docs/cli.md (every verb, flag, default and environment variable,
+//! from the clap definition) and docs/exit-codes.md (from `ExitStatus::table`). A test fails
+//! when the checked-in files drift; `ROCKBUILD_BLESS=1 cargo test docgen` rewrites them.
+
+use std::fmt::Write as _;
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::exit::ExitStatus;
+
+fn render_cli() -> String {
+    let mut out = String::from(
+        "# rockbuild command line\n\n\
+         Generated from `src/cli.rs` by `ROCKBUILD_BLESS=1 cargo test docgen`; do not edit.\n\n\
+         Every flag that takes a value can also be set through the environment variable shown.\n\
+         Precedence: default < environment < flag.\n",
+    );
+    let command = Cli::command();
+    write_args(&mut out, &command, "Global options");
+    for sub in command.get_subcommands() {
+        let _ = write!(
+            out,
+            "\n## `rockbuild {}`\n\n{}\n",
+            sub.get_name(),
+            sub.get_about().map(ToString::to_string).unwrap_or_default()
+        );
+        write_args(&mut out, sub, "");
+    }
+    out
+}
+
+fn write_args(out: &mut String, command: &clap::Command, heading: &str) {
+    let args: Vec<&clap::Arg> = command
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && a.get_id() != "help" && a.get_id() != "version")
+        .filter(|a| heading.is_empty() || a.is_global_set())
+        .filter(|a| !heading.is_empty() || !a.is_global_set())
+        .collect();
+    if args.is_empty() {
+        return;
+    }
+    if !heading.is_empty() {
+        let _ = write!(out, "\n## {heading}\n");
+    }
+    out.push_str("\n| option | description | default | environment |\n|---|---|---|---|\n");
+    for arg in args {
+        let name = match (arg.get_long(), arg.get_short()) {
+            (Some(long), Some(short)) => format!("`-{short}`, `--{long}`"),
+            (Some(long), None) => format!("`--{long}`"),
+            (None, _) => format!(
+                "`{}`",
+                arg.get_value_names()
+                    .and_then(|v| v.first())
+                    .map_or_else(|| arg.get_id().to_string(), ToString::to_string)
+            ),
+        };
+        let value = match (arg.get_long(), arg.get_value_names()) {
+            (Some(_), Some(names)) if arg.get_action().takes_values() => {
+                format!(
+                    " `{}`",
+                    names
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            }
+            _ => String::new(),
+        };
+        let help = arg
+            .get_help()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+            .replace('|', "\\|");
+        let mut possible: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| format!("`{}`", v.get_name()))
+            .collect();
+        if arg.get_action().takes_values() && !possible.is_empty() && possible.len() < 10 {
+            possible.sort();
+        } else {
+            possible.clear();
+        }
+        let help = if possible.is_empty() {
+            help
+        } else {
+            format!("{help} (one of {})", possible.join(", "))
+        };
+        let default = arg
+            .get_default_values()
+            .iter()
+            .map(|v| format!("`{}`", v.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let env = arg
+            .get_env()
+            .map(|e| format!("`{}`", e.to_string_lossy()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "| {name}{value} | {help} | {default} | {env} |");
+    }
+}
+
+fn render_exit_codes() -> String {
+    let mut out = String::from(
+        "# rockbuild exit codes\n\n\
+         Generated from `src/exit.rs` by `ROCKBUILD_BLESS=1 cargo test docgen`; do not edit.\n\n\
+         | code | meaning | when |\n|---|---|---|\n",
+    );
+    for (code, name, meaning) in ExitStatus::table() {
+        let _ = writeln!(out, "| {code} | {name} | {meaning} |");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bless switch is for developers running tests"
+    )]
+    fn docgen_generated_docs_are_current() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let bless = std::env::var_os("ROCKBUILD_BLESS").is_some();
+        for (file, text) in [
+            ("cli.md", render_cli()),
+            ("exit-codes.md", render_exit_codes()),
+        ] {
+            let path = root.join(file);
+            if bless {
+                fs_err::write(&path, &text).expect("write generated doc");
+                continue;
+            }
+            let current = fs_err::read_to_string(&path).unwrap_or_default();
+            assert!(
+                current == text,
+                "docs/{file} is out of date; run `ROCKBUILD_BLESS=1 cargo test docgen` and commit it"
+            );
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Local repository reads through git2: no process spawn, no network. Objects, gitlinks,
+//! `.gitmodules`, tags, config and status.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use git2::{ObjectType, Oid, Repository, StatusOptions};
+
+/// Opens the repository at exactly `dir` (no search upwards: a missing `.git` must not find
+/// an enclosing repository).
+pub fn open(dir: &Path) -> anyhow::Result<Repository> {
+    Repository::open(dir).with_context(|| format!("opening the git repository {}", dir.display()))
+}
+
+/// HEAD's commit, if HEAD points at one.
+pub fn head_commit(repo: &Repository) -> Option<Oid> {
+    repo.head().ok()?.peel_to_commit().ok().map(|c| c.id())
+}
+
+/// Peels a tag or commit object to its commit.
+pub fn peel_to_commit(repo: &Repository, oid: Oid) -> anyhow::Result<Oid> {
+    let object = repo
+        .find_object(oid, None)
+        .with_context(|| format!("object {oid} is not in the repository"))?;
+    Ok(object
+        .peel(ObjectType::Commit)
+        .with_context(|| format!("{oid} does not point at a commit"))?
+        .id())
+}
+
+/// The tree of a commit.
+pub fn tree_of(repo: &Repository, commit: Oid) -> anyhow::Result<Oid> {
+    Ok(repo.find_commit(commit)?.tree_id())
+}
+
+/// The first parent of a commit.
+pub fn parent_of(repo: &Repository, commit: Oid) -> Option<Oid> {
+    repo.find_commit(commit).ok()?.parent_id(0).ok()
+}
+
+/// The committer date of a commit as git accepts it in GIT_*_DATE (`<seconds> <+hhmm>`).
+pub fn commit_date(repo: &Repository, commit: Oid) -> anyhow::Result<String> {
+    let time = repo.find_commit(commit)?.committer().when();
+    let offset = time.offset_minutes();
+    let sign = if offset < 0 { '-' } else { '+' };
+    let offset = offset.unsigned_abs();
+    Ok(format!(
+        "{} {sign}{:02}{:02}",
+        time.seconds(),
+        offset / 60,
+        offset % 60
+    ))
+}
+
+/// The bytes of `path` in `commit`'s tree, if it exists and is a file.
+pub fn read_file_at(repo: &Repository, commit: Oid, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let entry = match tree.get_path(Path::new(path)) {
+        Ok(entry) => entry,
+        Err(error) if error.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    match entry.to_object(repo)?.into_blob() {
+        Ok(blob) => Ok(Some(blob.content().to_vec())),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A submodule as recorded in a commit: the gitlink's path and commit, and its `.gitmodules`
+/// entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gitlink {
+    pub name: String,
+    pub path: String,
+    pub commit: String,
+    pub url: String,
+}
+
+/// Every gitlink in `commit`'s tree (not recursive into submodules), with `.gitmodules` names
+/// and URLs. A gitlink without a `.gitmodules` entry is reported with an empty URL.
+pub fn gitlinks_at(repo: &Repository, commit: Oid) -> anyhow::Result<Vec<Gitlink>> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let modules = read_file_at(repo, commit, ".gitmodules")?
+        .map(|bytes| parse_gitmodules(&String::from_utf8_lossy(&bytes)))
+        .unwrap_or_default();
+    let mut links = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        if entry.filemode() == 0o160000
+            && let Ok(name) = entry.name()
+        {
+            let path = format!("{root}{name}");
+            let module = modules.iter().find(|m| m.path == path);
+            links.push(Gitlink {
+                name: module.map_or_else(|| path.clone(), |m| m.name.clone()),
+                url: module.map(|m| m.url.clone()).unwrap_or_default(),
+                commit: entry.id().to_string(),
+                path,
+            });
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(links)
+}
+
+/// One `[submodule "name"]` section of a `.gitmodules` file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModuleEntry {
+    pub name: String,
+    pub path: String,
+    pub url: String,
+}
+
+/// Parses the subset of git-config syntax `.gitmodules` files use. An empty or
+/// comment-only file has no entries (audio ships an empty one: W19).
+pub fn parse_gitmodules(text: &str) -> Vec<ModuleEntry> {
+    let mut entries: Vec<ModuleEntry> = Vec::new();
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("[submodule") {
+            let name = rest.trim().trim_end_matches(']').trim().trim_matches('"');
+            entries.push(ModuleEntry {
+                name: name.to_string(),
+                ..ModuleEntry::default()
+            });
+            continue;
+        }
+        if line.starts_with('[') {
+            continue;
+        }
+        let Some(entry) = entries.last_mut() else {
+            continue;
+        };
+        if let Some((key, value)) = line.split_once('=') {
+            let value = value.trim().trim_matches('"').to_string();
+            match key.trim() {
+                "path" => entry.path = value,
+                "url" => entry.url = value,
+                _ => {}
+            }
+        }
+    }
+    entries.retain(|e| !e.path.is_empty());
+    entries
+}
+
+/// Points the lightweight tag `name` at `oid`, replacing it if it exists (`git tag -f`).
+/// Lightweight tags are never signed, whatever `tag.gpgSign` says.
+pub fn force_tag(repo: &Repository, name: &str, oid: Oid) -> anyhow::Result<()> {
+    let object = repo.find_object(oid, None)?;
+    repo.tag_lightweight(name, &object, true)
+        .with_context(|| format!("tagging {oid} as {name}"))?;
+    Ok(())
+}
+
+/// The commit a tag points at, if the tag exists.
+pub fn tag_target(repo: &Repository, name: &str) -> Option<Oid> {
+    let reference = repo.find_reference(&format!("refs/tags/{name}")).ok()?;
+    reference.peel_to_commit().ok().map(|c| c.id())
+}
+
+pub fn set_config(repo: &Repository, key: &str, value: &str) -> anyhow::Result<()> {
+    repo.config()?
+        .set_str(key, value)
+        .with_context(|| format!("setting {key}"))?;
+    Ok(())
+}
+
+/// Uncommitted changes as `git status --porcelain` style lines (`M path`, `?? path`),
+/// submodules excluded (they are checked as repositories of their own).
+pub fn uncommitted_changes(repo: &Repository) -> anyhow::Result<Vec<String>> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut options))?;
+    let mut lines = Vec::new();
+    for entry in statuses.iter() {
+        let status = entry.status();
+        let code = if status.is_wt_new() && !status.is_index_new() {
+            "??"
+        } else if status.is_wt_deleted() || status.is_index_deleted() {
+            "D"
+        } else if status.is_index_new() {
+            "A"
+        } else {
+            "M"
+        };
+        let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
+        lines.push(format!("{code} {path}"));
+    }
+    lines.sort();
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_gitmodules() {
+        let text = "[submodule \"third_party/kineto\"]\n\tpath = third_party/kineto\n\turl = ../kineto.git\n\
+                    [submodule \"fmt\"]\n  path = third_party/fmt\n  url = \"https://github.com/fmtlib/fmt\"\n  branch = main\n";
+        assert_eq!(
+            parse_gitmodules(text),
+            vec![
+                ModuleEntry {
+                    name: "third_party/kineto".into(),
+                    path: "third_party/kineto".into(),
+                    url: "../kineto.git".into()
+                },
+                ModuleEntry {
+                    name: "fmt".into(),
+                    path: "third_party/fmt".into(),
+                    url: "https://github.com/fmtlib/fmt".into()
+                },
+            ]
+        );
+        assert!(parse_gitmodules("").is_empty());
+        assert!(parse_gitmodules("# nothing\n").is_empty());
+    }
+}

@@ -1,0 +1,559 @@
+//! Reading a package index: one project's page (PEP 691 JSON or PEP 503 HTML) over HTTP(S)
+//! or from a `file://` tree, as the list of files with their hashes, `Requires-Python` and
+//! metadata sidecars. Used to check what an index really serves (closure checks, smoke
+//! installs, link checks after publishing).
+
+use std::time::Duration;
+
+use reqwest::Url;
+use serde::Deserialize;
+
+use super::normalize_name;
+use crate::redact::redact_url;
+
+/// What the client asks for: JSON first, then HTML (PEP 691 content negotiation).
+const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
+/// Attempts for one page fetch that fails with a transient error.
+const ATTEMPTS: u32 = 3;
+
+/// One file an index offers for a project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteFile {
+    pub filename: String,
+    /// Absolute URL of the file, without the hash fragment.
+    pub url: String,
+    /// Lowercase hex SHA-256, when the index gives one.
+    pub sha256: Option<String>,
+    pub requires_python: Option<String>,
+    /// The PEP 658 sidecar: `None` when absent, `Some(None)` when present without a hash.
+    pub metadata: Option<Option<String>>,
+    pub size: Option<u64>,
+    pub yanked: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("'{url}' is not a usable index URL: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("could not read {url}: {message}")]
+    Transfer { url: String, message: String },
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} is not a valid index page: {message}")]
+    Parse { url: String, message: String },
+}
+
+/// A client for one index root (`https://host/simple/`, `file:///srv/index/`).
+#[derive(Debug)]
+pub struct IndexClient {
+    base: Url,
+    http: reqwest::blocking::Client,
+}
+
+impl IndexClient {
+    pub fn new(index_url: &str) -> Result<Self, ClientError> {
+        let bad = |reason: String| ClientError::BadUrl {
+            url: redact_url(index_url),
+            reason,
+        };
+        let mut base = Url::parse(index_url).map_err(|e| bad(e.to_string()))?;
+        if !matches!(base.scheme(), "http" | "https" | "file") {
+            return Err(bad(format!(
+                "unsupported scheme `{}` (use http, https or file)",
+                base.scheme()
+            )));
+        }
+        // Project pages are resolved relative to the root, which must end in `/`.
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let http = reqwest::blocking::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .timeout(Duration::from_secs(120))
+            .user_agent(concat!("rockbuild/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(IndexClient { base, http })
+    }
+
+    /// The index root, credentials masked.
+    pub fn display_url(&self) -> String {
+        redact_url(self.base.as_str())
+    }
+
+    /// The files of project `name`; `None` when the index has no such project (404).
+    pub fn project(&self, name: &str) -> Result<Option<Vec<RemoteFile>>, ClientError> {
+        let page_url = self
+            .base
+            .join(&format!("{}/", normalize_name(name)))
+            .map_err(|e| ClientError::BadUrl {
+                url: self.display_url(),
+                reason: e.to_string(),
+            })?;
+        let fetched = if page_url.scheme() == "file" {
+            read_file_page(&page_url)?
+        } else {
+            self.fetch(&page_url)?
+        };
+        let Some((body, is_json)) = fetched else {
+            return Ok(None);
+        };
+        let files = if is_json {
+            parse_json(&page_url, &body)?
+        } else {
+            parse_html(&page_url, &body)
+        };
+        Ok(Some(files))
+    }
+
+    fn fetch(&self, url: &Url) -> Result<Option<(String, bool)>, ClientError> {
+        let shown = redact_url(url.as_str());
+        let mut backoff = Duration::from_millis(500);
+        let mut attempt = 1;
+        loop {
+            let result = self.http.get(url.clone()).header("Accept", ACCEPT).send();
+            let retry = match result {
+                Ok(response) if response.status().as_u16() == 404 => return Ok(None),
+                Ok(response) if response.status().is_success() => {
+                    let is_json = response
+                        .headers()
+                        .get(reqwest::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.contains("json"));
+                    let body = response.text().map_err(|e| ClientError::Transfer {
+                        url: shown.clone(),
+                        message: e.to_string(),
+                    })?;
+                    return Ok(Some((body, is_json)));
+                }
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    if (status < 500 && status != 429) || attempt >= ATTEMPTS {
+                        return Err(ClientError::Status { url: shown, status });
+                    }
+                    format!("HTTP {status}")
+                }
+                Err(error) => {
+                    if attempt >= ATTEMPTS || !(error.is_connect() || error.is_timeout()) {
+                        return Err(ClientError::Transfer {
+                            url: shown,
+                            message: error_chain(&error),
+                        });
+                    }
+                    error_chain(&error)
+                }
+            };
+            tracing::debug!("{shown}: {retry}; retrying in {}ms", backoff.as_millis());
+            std::thread::sleep(backoff);
+            backoff *= 2;
+            attempt += 1;
+        }
+    }
+}
+
+/// A `file://` index: `<dir>/index.json` when present, else `<dir>/index.html`.
+fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, ClientError> {
+    let dir = url.to_file_path().map_err(|()| ClientError::BadUrl {
+        url: url.to_string(),
+        reason: "not a local path".into(),
+    })?;
+    for (name, is_json) in [(super::JSON_PAGE, true), (super::HTML_PAGE, false)] {
+        let path = dir.join(name);
+        match fs_err::read_to_string(&path) {
+            Ok(text) => return Ok(Some((text, is_json))),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(ClientError::Transfer {
+                    url: url.to_string(),
+                    message: error.to_string(),
+                });
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    redact_url(&text)
+}
+
+// ---- PEP 691 JSON ----
+
+#[derive(Deserialize)]
+struct JsonPage {
+    files: Vec<JsonFile>,
+}
+
+#[derive(Deserialize)]
+struct JsonFile {
+    filename: String,
+    url: String,
+    #[serde(default)]
+    hashes: std::collections::BTreeMap<String, String>,
+    #[serde(default, rename = "requires-python")]
+    requires_python: Option<String>,
+    #[serde(default, rename = "core-metadata")]
+    core_metadata: Option<serde_json::Value>,
+    #[serde(default, rename = "dist-info-metadata")]
+    dist_info_metadata: Option<serde_json::Value>,
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    yanked: Option<serde_json::Value>,
+}
+
+/// Parses a PEP 691 project page; relative URLs are resolved against `page_url`.
+pub fn parse_json(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, ClientError> {
+    let page: JsonPage = serde_json::from_str(text).map_err(|e| ClientError::Parse {
+        url: redact_url(page_url.as_str()),
+        message: e.to_string(),
+    })?;
+    let mut files = Vec::with_capacity(page.files.len());
+    for file in page.files {
+        let url = page_url.join(&file.url).map_err(|e| ClientError::Parse {
+            url: redact_url(page_url.as_str()),
+            message: format!("bad url '{}': {e}", file.url),
+        })?;
+        let metadata = match file.core_metadata.or(file.dist_info_metadata) {
+            None | Some(serde_json::Value::Bool(false)) => None,
+            Some(serde_json::Value::Object(hashes)) => Some(
+                hashes
+                    .get("sha256")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_ascii_lowercase),
+            ),
+            Some(_) => Some(None),
+        };
+        files.push(RemoteFile {
+            filename: file.filename,
+            url: without_fragment(url),
+            sha256: file.hashes.get("sha256").map(|s| s.to_ascii_lowercase()),
+            requires_python: file.requires_python,
+            metadata,
+            size: file.size,
+            yanked: matches!(
+                file.yanked,
+                Some(serde_json::Value::Bool(true)) | Some(serde_json::Value::String(_))
+            ),
+        });
+    }
+    Ok(files)
+}
+
+// ---- PEP 503 HTML ----
+
+/// Parses a PEP 503 project page: every `<a href>` is a file; the `#sha256=` fragment, PEP
+/// 503/592/658/714 data attributes are read; entities in attribute values are decoded.
+pub fn parse_html(page_url: &Url, text: &str) -> Vec<RemoteFile> {
+    let mut files = Vec::new();
+    for attributes in anchors(text) {
+        let Some(href) = attribute(&attributes, "href") else {
+            continue;
+        };
+        let Ok(url) = page_url.join(href) else {
+            continue;
+        };
+        let sha256 = url
+            .fragment()
+            .and_then(|f| f.strip_prefix("sha256="))
+            .map(str::to_ascii_lowercase);
+        let filename = url
+            .path_segments()
+            .and_then(|mut segments| segments.next_back())
+            .map(percent_decode)
+            .unwrap_or_default();
+        if filename.is_empty() {
+            continue;
+        }
+        let metadata = attribute(&attributes, "data-core-metadata")
+            .or_else(|| attribute(&attributes, "data-dist-info-metadata"))
+            .map(|value| value.strip_prefix("sha256=").map(str::to_ascii_lowercase));
+        files.push(RemoteFile {
+            filename,
+            url: without_fragment(url),
+            sha256,
+            requires_python: attribute(&attributes, "data-requires-python").map(String::from),
+            metadata,
+            size: None,
+            yanked: attribute(&attributes, "data-yanked").is_some(),
+        });
+    }
+    files
+}
+
+fn without_fragment(mut url: Url) -> String {
+    url.set_fragment(None);
+    url.to_string()
+}
+
+fn attribute<'a>(attributes: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    attributes
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// The attribute lists of every `<a ...>` start tag, names lowercased, values unescaped.
+fn anchors(text: &str) -> Vec<Vec<(String, String)>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(offset) = text[i..].find('<') {
+        let start = i + offset + 1;
+        i = start;
+        let is_anchor = bytes
+            .get(start)
+            .is_some_and(|b| b.eq_ignore_ascii_case(&b'a'))
+            && bytes
+                .get(start + 1)
+                .is_some_and(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/');
+        if !is_anchor {
+            continue;
+        }
+        let (attributes, end) = parse_attributes(text, start + 1);
+        out.push(attributes);
+        i = end;
+    }
+    out
+}
+
+/// Parses `name="value" name='value' name=value name` up to the closing `>`.
+fn parse_attributes(text: &str, mut i: usize) -> (Vec<(String, String)>, usize) {
+    let bytes = text.as_bytes();
+    let mut attributes = Vec::new();
+    loop {
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
+            i += 1;
+        }
+        if i >= bytes.len() || bytes[i] == b'>' {
+            return (attributes, (i + 1).min(bytes.len()));
+        }
+        let name_start = i;
+        while i < bytes.len()
+            && !bytes[i].is_ascii_whitespace()
+            && !matches!(bytes[i], b'=' | b'>' | b'/')
+        {
+            i += 1;
+        }
+        let name = text[name_start..i].to_ascii_lowercase();
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut value = String::new();
+        if i < bytes.len() && bytes[i] == b'=' {
+            i += 1;
+            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
+                let quote = bytes[i];
+                let value_start = i + 1;
+                let value_end = text[value_start..]
+                    .find(char::from(quote))
+                    .map_or(bytes.len(), |o| value_start + o);
+                value = unescape_html(&text[value_start..value_end]);
+                i = (value_end + 1).min(bytes.len());
+            } else {
+                let value_start = i;
+                while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'>' {
+                    i += 1;
+                }
+                value = unescape_html(&text[value_start..i]);
+            }
+        }
+        if !name.is_empty() {
+            attributes.push((name, value));
+        }
+    }
+}
+
+/// Decodes the character references an index page uses: named `&amp; &lt; &gt; &quot;
+/// &apos;` and numeric `&#NN; &#xHH;`. Anything else is kept as written.
+pub fn unescape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let decoded = rest.find(';').filter(|&end| end <= 10).and_then(|end| {
+            let entity = &rest[1..end];
+            let c = match entity {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                _ => entity
+                    .strip_prefix("#x")
+                    .or_else(|| entity.strip_prefix("#X"))
+                    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                    .or_else(|| entity.strip_prefix('#').and_then(|dec| dec.parse().ok()))
+                    .and_then(char::from_u32),
+            };
+            c.map(|c| (c, end))
+        });
+        match decoded {
+            Some((c, end)) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Decodes `%XX` escapes of a URL path segment (invalid escapes are kept as written).
+pub fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = segment.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::render::{render_project_html, render_project_json};
+    use crate::index::{DistFile, ProjectListing};
+
+    fn page() -> Url {
+        Url::parse("http://127.0.0.1:8000/simple/torch/").expect("url")
+    }
+
+    #[test]
+    fn reads_pep_503_pages_from_other_generators() {
+        let html = r#"<!DOCTYPE html><html><body>
+<h1>Links for torch</h1>
+<A HREF="../../packages/torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl#sha256=ABCDEF" data-requires-python="&gt;=3.9" >torch</A><br>
+<a href='torch-2.8.0-cp311-cp311-linux_x86_64.whl' data-dist-info-metadata=true data-yanked="">x</a>
+<abbr title="not a link">t</abbr>
+<a name="anchor-without-href">n</a>
+</body></html>"#;
+        let files = parse_html(&page(), html);
+        assert_eq!(files.len(), 2);
+        assert_eq!(
+            files[0].filename,
+            "torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl"
+        );
+        assert_eq!(
+            files[0].url,
+            "http://127.0.0.1:8000/packages/torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl"
+        );
+        assert_eq!(files[0].sha256.as_deref(), Some("abcdef"));
+        assert_eq!(files[0].requires_python.as_deref(), Some(">=3.9"));
+        assert_eq!(files[0].metadata, None);
+        assert!(!files[0].yanked);
+        assert_eq!(files[1].metadata, Some(None));
+        assert!(files[1].yanked);
+        assert_eq!(files[1].sha256, None);
+    }
+
+    #[test]
+    fn round_trips_our_own_pages() {
+        let listing = ProjectListing {
+            name: "torch".into(),
+            files: vec![DistFile {
+                filename: "torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl".into(),
+                sha256: "ab".repeat(32),
+                size: 42,
+                requires_python: Some("<4,>=3.9".into()),
+                metadata_sha256: Some("cd".repeat(32)),
+            }],
+        };
+        let from_html = parse_html(&page(), &render_project_html(&listing));
+        let from_json = parse_json(&page(), &render_project_json(&listing)).expect("json");
+        for (files, size) in [(from_html, None), (from_json, Some(42))] {
+            assert_eq!(
+                files,
+                vec![RemoteFile {
+                    filename: "torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl".into(),
+                    url: "http://127.0.0.1:8000/simple/torch/torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl".into(),
+                    sha256: Some("ab".repeat(32)),
+                    requires_python: Some("<4,>=3.9".into()),
+                    metadata: Some(Some("cd".repeat(32))),
+                    size,
+                    yanked: false,
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn entities_and_escapes_decode() {
+        assert_eq!(
+            unescape_html("&lt;4,&gt;=3.9 &amp; &#x27;x&#39; &bogus; &"),
+            "<4,>=3.9 & 'x' &bogus; &"
+        );
+        assert_eq!(percent_decode("a%2Bb%2bc%zz%"), "a+b+c%zz%");
+    }
+
+    #[test]
+    fn bad_json_names_the_page() {
+        let error = parse_json(&page(), "{\"files\": 3}").expect_err("bad");
+        assert!(
+            error
+                .to_string()
+                .starts_with("http://127.0.0.1:8000/simple/torch/ is not a valid index page"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn refuses_other_schemes() {
+        let error = IndexClient::new("ftp://x/simple").expect_err("ftp");
+        assert!(
+            error.to_string().contains("unsupported scheme `ftp`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn reads_file_trees() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listing = ProjectListing {
+            name: "rock-demo".into(),
+            files: vec![DistFile {
+                filename: "rock_demo-1.0-py3-none-any.whl".into(),
+                sha256: "ef".repeat(32),
+                size: 7,
+                requires_python: None,
+                metadata_sha256: None,
+            }],
+        };
+        crate::fsutil::write_atomic(
+            &dir.path().join("rock-demo/index.html"),
+            render_project_html(&listing).as_bytes(),
+        )
+        .expect("write");
+        let url = Url::from_directory_path(dir.path()).expect("url");
+        let client = IndexClient::new(url.as_str()).expect("client");
+        let files = client.project("Rock_Demo").expect("read").expect("exists");
+        assert_eq!(files[0].sha256.as_deref(), Some(&*"ef".repeat(32)));
+        assert!(client.project("absent").expect("read").is_none());
+    }
+}

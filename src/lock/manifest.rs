@@ -1,0 +1,168 @@
+//! Reading pins to reproduce: a rockbuild lock, or TheRock's source manifest (schema_version
+//! 1: objects `pytorch`, `pytorch_audio`, `pytorch_vision`, `triton`, `apex` (and `therock`),
+//! each with `repo`, `commit`, optional `branch` and `version`; F9).
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+
+use super::Lock;
+use crate::git::is_full_sha;
+use crate::stack::Stack;
+
+/// A pin to reproduce: origin + exact commit (+ what the lock knows about its hipify result).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReproducePin {
+    pub origin: String,
+    pub requested_ref: String,
+    pub commit: String,
+    pub hipify: Option<super::HipifyStamp>,
+}
+
+/// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
+pub fn read_pins(path: &Path, stack: &Stack) -> anyhow::Result<IndexMap<String, ReproducePin>> {
+    let text = fs_err::read_to_string(path).map_err(|e| crate::exit::usage(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+        crate::exit::usage(format!(
+            "{}:{}:{}: not JSON: {error}",
+            path.display(),
+            error.line(),
+            error.column()
+        ))
+    })?;
+    if value.get("schema_version").is_some() || value.get("pytorch").is_some() {
+        return manifest_pins(path, &value, stack);
+    }
+    let lock = Lock::read(path)?;
+    let mut pins = IndexMap::new();
+    for (name, project) in lock.projects {
+        if !stack.projects.contains_key(&name) {
+            return Err(crate::exit::usage(format!(
+                "{}: project '{name}' is not in the stack ({})",
+                path.display(),
+                stack.source_name
+            )));
+        }
+        pins.insert(
+            name,
+            ReproducePin {
+                origin: project.origin,
+                requested_ref: project.requested_ref,
+                commit: project.commit,
+                hipify: project.hipify,
+            },
+        );
+    }
+    Ok(pins)
+}
+
+fn manifest_pins(
+    path: &Path,
+    value: &serde_json::Value,
+    stack: &Stack,
+) -> anyhow::Result<IndexMap<String, ReproducePin>> {
+    let file = path.display();
+    match value.get("schema_version") {
+        None => {}
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(1) => {}
+        Some(other) => {
+            return Err(crate::exit::usage(format!(
+                "{file}: TheRock manifest schema_version {other} is not supported (expected 1)"
+            )));
+        }
+    }
+    let mut pins = IndexMap::new();
+    for project in stack.projects.values() {
+        // TheRock keys entries by checkout directory name (pytorch, pytorch_audio, ...).
+        let Some(entry) = value.get(&project.checkout_dir) else {
+            continue;
+        };
+        let field = |key: &str| entry.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+        let (repo, commit) = (field("repo"), field("commit"));
+        if repo.is_empty() || commit.is_empty() {
+            return Err(crate::exit::usage(format!(
+                "{file}: manifest entry `{}` needs non-empty string `repo` and `commit`",
+                project.checkout_dir
+            )));
+        }
+        if !is_full_sha(commit) {
+            return Err(crate::exit::usage(format!(
+                "{file}: manifest entry `{}` has commit `{commit}`, which is not a full SHA",
+                project.checkout_dir
+            )));
+        }
+        let branch = field("branch");
+        pins.insert(
+            project.name.clone(),
+            ReproducePin {
+                origin: repo.to_string(),
+                requested_ref: if branch.is_empty() {
+                    commit.to_string()
+                } else {
+                    branch.to_string()
+                },
+                commit: commit.to_ascii_lowercase(),
+                hipify: None,
+            },
+        );
+    }
+    if pins.is_empty() {
+        return Err(crate::exit::usage(format!(
+            "{file}: the manifest names none of the stack's projects ({})",
+            stack
+                .projects
+                .values()
+                .map(|p| p.checkout_dir.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(pins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_therock_manifests() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir
+            .path()
+            .join("therock-manifest_torch_linux_release-2.9.json");
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        fs_err::write(
+            &path,
+            format!(
+                r#"{{"schema_version": 1,
+                   "pytorch": {{"repo": "https://github.com/ROCm/pytorch.git", "commit": "{sha}", "branch": "release/2.9", "version": "2.9.0+rocm7.10.0"}},
+                   "triton": {{"repo": "https://github.com/ROCm/triton.git", "commit": "{sha}"}},
+                   "therock": {{"repo": "https://github.com/ROCm/TheRock.git", "commit": "{sha}"}}}}"#
+            ),
+        )
+        .expect("write");
+        let stack = Stack::load(None).expect("stack");
+        let pins = read_pins(&path, &stack).expect("reads");
+        assert_eq!(pins.keys().collect::<Vec<_>>(), ["torch", "triton"]);
+        assert_eq!(pins["torch"].requested_ref, "release/2.9");
+        assert_eq!(pins["triton"].requested_ref, sha);
+
+        fs_err::write(&path, r#"{"schema_version": 2, "pytorch": {}}"#).expect("write");
+        let error = read_pins(&path, &stack).expect_err("schema 2").to_string();
+        assert!(
+            error.contains("schema_version 2 is not supported"),
+            "{error}"
+        );
+
+        fs_err::write(
+            &path,
+            r#"{"schema_version": 1, "pytorch": {"repo": "x", "commit": "abc"}}"#,
+        )
+        .expect("write");
+        let error = read_pins(&path, &stack).expect_err("short sha").to_string();
+        assert!(
+            error.contains("commit `abc`, which is not a full SHA"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,1098 @@
+//! The S3 backend (aws-sdk-s3): AWS itself or any S3-compatible server (`--s3-endpoint`,
+//! `--s3-path-style`). Credentials come from the standard AWS chain (environment, profiles,
+//! SSO, web identity in GitHub Actions), never from rockbuild's flags.
+//!
+//! * Every object carries its SHA-256 as user metadata (`x-amz-meta-sha256`), so HEAD can
+//!   answer "same bytes?" without a download; with `--s3-checksums when-supported` (the
+//!   default) the server also verifies the SHA-256 of uploads and computes it for copies.
+//! * Copies above `--multipart-threshold` use multipart UploadPartCopy: a single CopyObject
+//!   fails above 5 GiB, and torch wheels get that big. Uploads above it use multipart upload
+//!   (PutObject has the same limit).
+//! * Keys are sent percent-encoded: `+` travels as `%2B` (TheRock#777), including in the
+//!   `x-amz-copy-source` header, which the SDK passes through as given.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::{ByteStream, Length};
+use aws_sdk_s3::types::{
+    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, MetadataDirective,
+};
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError};
+use crate::index::encode_path;
+
+/// S3 refuses multipart parts below 5 MiB (except the last) and above 5 GiB, and uploads of
+/// more than 10 000 parts.
+const MIN_PART: u64 = 5 << 20;
+const MAX_PART: u64 = 5 << 30;
+const MAX_PARTS: u64 = 10_000;
+/// Parts of one object in flight at once.
+const PART_CONCURRENCY: usize = 4;
+/// User metadata key holding the object's SHA-256 (hex).
+const SHA256_METADATA: &str = "sha256";
+
+/// When the S3 client computes and checks checksums (`--s3-checksums`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum S3ChecksumMode {
+    /// SHA-256 on uploads (verified by the server), server-computed SHA-256 on copies.
+    #[default]
+    WhenSupported,
+    /// Only where an operation requires one: for S3-compatible servers that reject the
+    /// SDK's checksum trailers (garage answers "Invalid payload signature").
+    WhenRequired,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct S3Settings {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub path_style: bool,
+    pub checksums: S3ChecksumMode,
+    /// Copies and uploads above this many bytes go multipart.
+    pub multipart_threshold: u64,
+}
+
+#[derive(Debug)]
+pub struct S3Store {
+    client: Client,
+    runtime: Arc<tokio::runtime::Runtime>,
+    bucket: String,
+    prefix: String,
+    settings: S3Settings,
+}
+
+/// The facts of a failed S3 call.
+struct Failure {
+    status: Option<u16>,
+    code: Option<String>,
+    message: String,
+    transient: bool,
+}
+
+fn failure<E>(error: &SdkError<E>) -> Failure
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let status = error.raw_response().map(|r| r.status().as_u16());
+    let code = error.code().map(String::from);
+    let transient = matches!(
+        error,
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_)
+    ) || status.is_some_and(|s| s >= 500 || s == 429)
+        || matches!(
+            code.as_deref(),
+            Some("SlowDown" | "RequestTimeout" | "InternalError")
+        );
+    Failure {
+        status,
+        code,
+        message: crate::redact::redact_url(&DisplayErrorContext(error).to_string()),
+        transient,
+    }
+}
+
+fn is_precondition_failure(failure: &Failure) -> bool {
+    // 412 when the key exists; 409 ConditionalRequestConflict when a concurrent write of the
+    // same key is in progress (the caller re-checks either way).
+    failure.status == Some(412)
+        || failure.code.as_deref() == Some("PreconditionFailed")
+        || failure.code.as_deref() == Some("ConditionalRequestConflict")
+}
+
+fn hex_to_base64(hex_digest: &str) -> Option<String> {
+    hex::decode(hex_digest)
+        .ok()
+        .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// A full-object SHA-256 checksum as hex. Multipart objects report a checksum of the part
+/// checksums (`…-N`), which is not the SHA-256 of the bytes.
+fn base64_to_hex(checksum: &str) -> Option<String> {
+    if checksum.contains('-') {
+        return None;
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(checksum)
+        .ok()
+        .filter(|bytes| bytes.len() == 32)
+        .map(hex::encode)
+}
+
+fn valid_sha256(hex_digest: &str) -> Option<String> {
+    let lower = hex_digest.to_ascii_lowercase();
+    (lower.len() == 64 && lower.bytes().all(|b| b.is_ascii_hexdigit())).then_some(lower)
+}
+
+/// Part size for a multipart transfer of `size` bytes: the threshold, clamped to what S3
+/// accepts, grown so no more than 10 000 parts are needed.
+pub fn part_size(size: u64, threshold: u64) -> u64 {
+    threshold
+        .clamp(MIN_PART, MAX_PART)
+        .max(size.div_ceil(MAX_PARTS))
+}
+
+/// Byte ranges (inclusive start, length) of the parts.
+fn parts(size: u64, part: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    while offset < size {
+        let length = part.min(size - offset);
+        out.push((offset, length));
+        offset += length;
+    }
+    out
+}
+
+impl S3Store {
+    /// Builds a client from the standard AWS configuration chain plus rockbuild's settings.
+    pub fn open(bucket: &str, prefix: &str, settings: &S3Settings) -> anyhow::Result<S3Store> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("s3")
+            .enable_all()
+            .build()
+            .context("starting the S3 client runtime")?;
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(region) = &settings.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        if let Some(endpoint) = &settings.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let sdk_config = runtime.block_on(loader.load());
+        let mut builder =
+            aws_sdk_s3::config::Builder::from(&sdk_config).force_path_style(settings.path_style);
+        if sdk_config.region().is_none() {
+            // S3-compatible servers rarely care; AWS needs one for signing.
+            builder = builder.region(Region::new("us-east-1"));
+        }
+        if settings.checksums == S3ChecksumMode::WhenRequired {
+            builder = builder
+                .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+                .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
+        }
+        Ok(S3Store {
+            client: Client::from_conf(builder.build()),
+            runtime: Arc::new(runtime),
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+            settings: settings.clone(),
+        })
+    }
+
+    fn full_key(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}/{key}", self.prefix)
+        }
+    }
+
+    /// `x-amz-copy-source` for one of our objects: `bucket/key`, percent-encoded.
+    fn copy_source(&self, key: &str) -> String {
+        format!("{}/{}", self.bucket, encode_path(&self.full_key(key)))
+    }
+
+    fn checksums(&self) -> bool {
+        self.settings.checksums == S3ChecksumMode::WhenSupported
+    }
+
+    fn error(&self, op: &'static str, key: &str, failure: Failure) -> StoreError {
+        StoreError::Backend {
+            store: self.url(),
+            op,
+            key: key.to_string(),
+            message: failure.message,
+            transient: failure.transient,
+        }
+    }
+
+    fn io_error(&self, op: &'static str, key: &str, error: impl std::fmt::Display) -> StoreError {
+        StoreError::Backend {
+            store: self.url(),
+            op,
+            key: key.to_string(),
+            message: error.to_string(),
+            transient: false,
+        }
+    }
+
+    async fn read_all(&self, key: &str) -> Result<ByteStream, StoreError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .send()
+            .await
+        {
+            Ok(output) => Ok(output.body),
+            Err(error) => {
+                let failure = failure(&error);
+                if failure.status == Some(404) {
+                    return Err(StoreError::NotFound {
+                        store: self.url(),
+                        key: key.to_string(),
+                    });
+                }
+                Err(self.error("read", key, failure))
+            }
+        }
+    }
+
+    async fn put_single(
+        &self,
+        key: &str,
+        body: Body<'_>,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        let stream = match body {
+            Body::File(path) => ByteStream::from_path(path)
+                .await
+                .map_err(|e| self.io_error("upload", key, format!("{}: {e}", path.display())))?,
+            Body::Bytes(bytes) => ByteStream::from(bytes.to_vec()),
+        };
+        let mut request = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .body(stream)
+            .set_content_type(options.content_type.map(String::from))
+            .set_cache_control(options.cache_control.map(String::from));
+        if let Some(sha) = &options.sha256 {
+            request = request.metadata(SHA256_METADATA, sha);
+            if self.checksums() {
+                request = request.set_checksum_sha256(hex_to_base64(sha));
+            }
+        }
+        if options.if_absent {
+            request = request.if_none_match("*");
+        }
+        match request.send().await {
+            Ok(_) => Ok(PutResult::Written {
+                verified_sha256: None,
+            }),
+            Err(error) => {
+                let failure = failure(&error);
+                if options.if_absent && is_precondition_failure(&failure) {
+                    return Ok(PutResult::Exists);
+                }
+                Err(self.error("upload", key, failure))
+            }
+        }
+    }
+
+    /// Starts a multipart upload carrying the object's metadata; returns its id.
+    async fn create_multipart(
+        &self,
+        key: &str,
+        options: &PutOptions,
+    ) -> Result<String, StoreError> {
+        let mut request = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .set_content_type(options.content_type.map(String::from))
+            .set_cache_control(options.cache_control.map(String::from));
+        if let Some(sha) = &options.sha256 {
+            request = request.metadata(SHA256_METADATA, sha);
+        }
+        if self.checksums() {
+            request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
+        }
+        let output = request
+            .send()
+            .await
+            .map_err(|e| self.error("start a multipart transfer of", key, failure(&e)))?;
+        output.upload_id().map(String::from).ok_or_else(|| {
+            self.io_error(
+                "start a multipart transfer of",
+                key,
+                "the server returned no upload id",
+            )
+        })
+    }
+
+    async fn complete_multipart(
+        &self,
+        key: &str,
+        upload_id: &str,
+        mut completed: Vec<CompletedPart>,
+        if_absent: bool,
+    ) -> Result<PutResult, StoreError> {
+        completed.sort_by_key(|part| part.part_number());
+        let mut request = self
+            .client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .upload_id(upload_id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(completed))
+                    .build(),
+            );
+        if if_absent {
+            request = request.if_none_match("*");
+        }
+        match request.send().await {
+            Ok(_) => Ok(PutResult::Written {
+                verified_sha256: None,
+            }),
+            Err(error) => {
+                let failure = failure(&error);
+                self.abort(key, upload_id).await;
+                if if_absent && is_precondition_failure(&failure) {
+                    return Ok(PutResult::Exists);
+                }
+                Err(self.error("complete the multipart transfer of", key, failure))
+            }
+        }
+    }
+
+    async fn abort(&self, key: &str, upload_id: &str) {
+        let result = self
+            .client
+            .abort_multipart_upload()
+            .bucket(&self.bucket)
+            .key(self.full_key(key))
+            .upload_id(upload_id)
+            .send()
+            .await;
+        if let Err(error) = result {
+            tracing::warn!(
+                "could not abort the multipart upload of {key}: {}",
+                DisplayErrorContext(&error)
+            );
+        }
+    }
+
+    /// Uploads a large file in parts, several in flight at once.
+    async fn put_multipart(
+        &self,
+        key: &str,
+        path: &Path,
+        size: u64,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        let upload_id = self.create_multipart(key, options).await?;
+        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
+        let result = self
+            .run_parts(&ranges, |number, offset, length| {
+                let client = self.client.clone();
+                let (bucket, full_key, upload_id, path) = (
+                    self.bucket.clone(),
+                    self.full_key(key),
+                    upload_id.clone(),
+                    path.to_path_buf(),
+                );
+                let checksums = self.checksums();
+                async move {
+                    let body = ByteStream::read_from()
+                        .path(&path)
+                        .offset(offset)
+                        .length(Length::Exact(length))
+                        .build()
+                        .await
+                        .map_err(|e| Failure {
+                            status: None,
+                            code: None,
+                            message: e.to_string(),
+                            transient: false,
+                        })?;
+                    let mut request = client
+                        .upload_part()
+                        .bucket(bucket)
+                        .key(full_key)
+                        .upload_id(upload_id)
+                        .part_number(number)
+                        .body(body);
+                    if checksums {
+                        request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
+                    }
+                    let output = request.send().await.map_err(|e| failure(&e))?;
+                    Ok(CompletedPart::builder()
+                        .part_number(number)
+                        .set_e_tag(output.e_tag().map(String::from))
+                        .set_checksum_sha256(output.checksum_sha256().map(String::from))
+                        .build())
+                }
+            })
+            .await;
+        match result {
+            Ok(completed) => {
+                self.complete_multipart(key, &upload_id, completed, options.if_absent)
+                    .await
+            }
+            Err(failure) => {
+                self.abort(key, &upload_id).await;
+                Err(self.error("upload", key, failure))
+            }
+        }
+    }
+
+    /// Copies a large object in parts with UploadPartCopy (server side).
+    async fn copy_multipart(
+        &self,
+        source: &S3Store,
+        from_key: &str,
+        to_key: &str,
+        size: u64,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        let upload_id = self.create_multipart(to_key, options).await?;
+        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
+        let copy_source = source.copy_source(from_key);
+        let result = self
+            .run_parts(&ranges, |number, offset, length| {
+                let request = self
+                    .client
+                    .upload_part_copy()
+                    .bucket(&self.bucket)
+                    .key(self.full_key(to_key))
+                    .upload_id(&upload_id)
+                    .part_number(number)
+                    .copy_source(&copy_source)
+                    .copy_source_range(format!("bytes={offset}-{}", offset + length - 1));
+                async move {
+                    let output = request.send().await.map_err(|e| failure(&e))?;
+                    let result = output.copy_part_result();
+                    Ok(CompletedPart::builder()
+                        .part_number(number)
+                        .set_e_tag(result.and_then(|r| r.e_tag()).map(String::from))
+                        .set_checksum_sha256(
+                            result.and_then(|r| r.checksum_sha256()).map(String::from),
+                        )
+                        .build())
+                }
+            })
+            .await;
+        match result {
+            Ok(completed) => {
+                self.complete_multipart(to_key, &upload_id, completed, options.if_absent)
+                    .await
+            }
+            Err(failure) => {
+                self.abort(to_key, &upload_id).await;
+                Err(self.error("copy", to_key, failure))
+            }
+        }
+    }
+
+    /// Runs one future per part, at most [`PART_CONCURRENCY`] at a time; the first failure
+    /// stops the rest.
+    async fn run_parts<F, Fut>(
+        &self,
+        ranges: &[(u64, u64)],
+        make: F,
+    ) -> Result<Vec<CompletedPart>, Failure>
+    where
+        F: Fn(i32, u64, u64) -> Fut,
+        Fut: std::future::Future<Output = Result<CompletedPart, Failure>> + Send + 'static,
+    {
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut completed = Vec::with_capacity(ranges.len());
+        let mut next = 0;
+        loop {
+            while next < ranges.len() && tasks.len() < PART_CONCURRENCY {
+                let (offset, length) = ranges[next];
+                let number = i32::try_from(next + 1).unwrap_or(i32::MAX);
+                tasks.spawn(make(number, offset, length));
+                next += 1;
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let part = joined.map_err(|e| Failure {
+                status: None,
+                code: None,
+                message: e.to_string(),
+                transient: false,
+            })?;
+            completed.push(part?);
+        }
+        Ok(completed)
+    }
+
+    async fn copy_single(
+        &self,
+        source: &S3Store,
+        from_key: &str,
+        to_key: &str,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        let mut request = self
+            .client
+            .copy_object()
+            .bucket(&self.bucket)
+            .key(self.full_key(to_key))
+            .copy_source(source.copy_source(from_key))
+            .metadata_directive(MetadataDirective::Replace)
+            .set_content_type(options.content_type.map(String::from))
+            .set_cache_control(options.cache_control.map(String::from));
+        if let Some(sha) = &options.sha256 {
+            request = request.metadata(SHA256_METADATA, sha);
+        }
+        if self.checksums() {
+            // The server computes the SHA-256 of the bytes it copied: the copy's verification.
+            request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
+        }
+        if options.if_absent {
+            request = request.if_none_match("*");
+        }
+        match request.send().await {
+            Ok(output) => Ok(PutResult::Written {
+                verified_sha256: output
+                    .copy_object_result()
+                    .and_then(|r| r.checksum_sha256())
+                    .and_then(base64_to_hex),
+            }),
+            Err(error) => {
+                let failure = failure(&error);
+                if options.if_absent && is_precondition_failure(&failure) {
+                    return Ok(PutResult::Exists);
+                }
+                if failure.status == Some(404) {
+                    return Err(StoreError::NotFound {
+                        store: source.url(),
+                        key: from_key.to_string(),
+                    });
+                }
+                Err(self.error("copy", to_key, failure))
+            }
+        }
+    }
+
+    /// True when both stores talk to the same server, so a copy can stay server-side.
+    fn same_service(&self, other: &S3Store) -> bool {
+        self.settings.endpoint == other.settings.endpoint
+    }
+}
+
+impl Storage for S3Store {
+    fn url(&self) -> String {
+        let location = if self.prefix.is_empty() {
+            format!("s3://{}", self.bucket)
+        } else {
+            format!("s3://{}/{}", self.bucket, self.prefix)
+        };
+        match &self.settings.endpoint {
+            Some(endpoint) => format!("{location} (at {})", crate::redact::redact_url(endpoint)),
+            None => location,
+        }
+    }
+
+    fn list(&self) -> Result<Vec<ObjectInfo>, StoreError> {
+        let list_prefix = (!self.prefix.is_empty()).then(|| format!("{}/", self.prefix));
+        self.runtime.block_on(async {
+            let mut pages = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .set_prefix(list_prefix.clone())
+                .into_paginator()
+                .send();
+            let mut out = Vec::new();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| self.error("list", "", failure(&e)))?;
+                for object in page.contents() {
+                    let Some(full) = object.key() else { continue };
+                    let key = match &list_prefix {
+                        Some(prefix) => full.strip_prefix(prefix.as_str()).unwrap_or(full),
+                        None => full,
+                    };
+                    if key.is_empty() || key.ends_with('/') {
+                        continue; // "directory" markers some tools create
+                    }
+                    let size = object
+                        .size()
+                        .and_then(|s| u64::try_from(s).ok())
+                        .unwrap_or(0);
+                    out.push(ObjectInfo {
+                        key: key.to_string(),
+                        size,
+                        sha256: None,
+                    });
+                }
+            }
+            out.sort_by(|a, b| a.key.cmp(&b.key));
+            Ok(out)
+        })
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>, StoreError> {
+        self.runtime.block_on(async {
+            let mut request = self
+                .client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key));
+            if self.checksums() {
+                request = request.checksum_mode(ChecksumMode::Enabled);
+            }
+            match request.send().await {
+                Ok(output) => {
+                    let recorded = output
+                        .metadata()
+                        .and_then(|m: &HashMap<String, String>| m.get(SHA256_METADATA))
+                        .and_then(|sha| valid_sha256(sha));
+                    let sha256 =
+                        recorded.or_else(|| output.checksum_sha256().and_then(base64_to_hex));
+                    let size = output
+                        .content_length()
+                        .and_then(|s| u64::try_from(s).ok())
+                        .unwrap_or(0);
+                    Ok(Some(ObjectInfo {
+                        key: key.to_string(),
+                        size,
+                        sha256,
+                    }))
+                }
+                Err(error) => {
+                    let failure = failure(&error);
+                    if failure.status == Some(404) {
+                        return Ok(None);
+                    }
+                    Err(self.error("read", key, failure))
+                }
+            }
+        })
+    }
+
+    fn content_sha256(&self, key: &str) -> Result<String, StoreError> {
+        self.runtime.block_on(async {
+            let mut body = self.read_all(key).await?;
+            let mut hasher = Sha256::new();
+            while let Some(chunk) = body.try_next().await.map_err(|e| StoreError::Backend {
+                store: self.url(),
+                op: "read",
+                key: key.to_string(),
+                message: e.to_string(),
+                transient: true,
+            })? {
+                hasher.update(&chunk);
+            }
+            Ok(hex::encode(hasher.finalize()))
+        })
+    }
+
+    fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
+        self.runtime.block_on(async {
+            let body = self.read_all(key).await?;
+            let bytes = body.collect().await.map_err(|e| StoreError::Backend {
+                store: self.url(),
+                op: "read",
+                key: key.to_string(),
+                message: e.to_string(),
+                transient: true,
+            })?;
+            Ok(bytes.into_bytes().to_vec())
+        })
+    }
+
+    fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
+        self.runtime.block_on(async {
+            let mut body = self.read_all(key).await?;
+            let mut file = tokio::fs::File::create(to)
+                .await
+                .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))?;
+            loop {
+                let chunk = body.try_next().await.map_err(|e| StoreError::Backend {
+                    store: self.url(),
+                    op: "download",
+                    key: key.to_string(),
+                    message: e.to_string(),
+                    transient: true,
+                })?;
+                let Some(chunk) = chunk else { break };
+                file.write_all(&chunk).await.map_err(|e| {
+                    self.io_error("download", key, format!("{}: {e}", to.display()))
+                })?;
+            }
+            file.sync_all()
+                .await
+                .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))
+        })
+    }
+
+    fn put(
+        &self,
+        key: &str,
+        body: Body<'_>,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        super::check_key(key).map_err(|reason| StoreError::BadKey {
+            store: self.url(),
+            key: key.to_string(),
+            reason,
+        })?;
+        let size = body.len().map_err(|e| self.io_error("upload", key, e))?;
+        self.runtime.block_on(async {
+            match body {
+                Body::File(path) if size > self.settings.multipart_threshold => {
+                    self.put_multipart(key, path, size, options).await
+                }
+                _ => self.put_single(key, body, options).await,
+            }
+        })
+    }
+
+    fn copy_from(
+        &self,
+        source: &dyn Storage,
+        from_key: &str,
+        to_key: &str,
+        size: u64,
+        options: &PutOptions,
+    ) -> Result<PutResult, StoreError> {
+        super::check_key(to_key).map_err(|reason| StoreError::BadKey {
+            store: self.url(),
+            key: to_key.to_string(),
+            reason,
+        })?;
+        if let Some(source) = source.as_any().downcast_ref::<S3Store>()
+            && self.same_service(source)
+        {
+            return self.runtime.block_on(async {
+                if size > self.settings.multipart_threshold {
+                    self.copy_multipart(source, from_key, to_key, size, options)
+                        .await
+                } else {
+                    self.copy_single(source, from_key, to_key, options).await
+                }
+            });
+        }
+        if let Some(path) = source.local_path(from_key) {
+            return self.put(to_key, Body::File(&path), options);
+        }
+        let temp = tempfile::NamedTempFile::new().map_err(|e| self.io_error("copy", to_key, e))?;
+        source.download(from_key, temp.path())?;
+        self.put(to_key, Body::File(temp.path()), options)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.runtime.block_on(async {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| self.error("delete", key, failure(&e)))
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods, dead_code)] // shared with the integration tests, which use std::fs and all of it
+#[path = "../../tests/common/s3.rs"]
+mod test_server;
+
+#[cfg(test)]
+mod tests {
+    use super::test_server::{S3Server, WriteRule};
+    use super::*;
+    use crate::store::{LocalDir, Outcome, copy_immutable, put_immutable};
+
+    const WHEEL: &str = "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl";
+
+    fn settings(server: &S3Server, checksums: S3ChecksumMode, threshold: u64) -> S3Settings {
+        S3Settings {
+            endpoint: Some(server.endpoint.clone()),
+            region: Some("us-east-1".into()),
+            path_style: true,
+            checksums,
+            multipart_threshold: threshold,
+        }
+    }
+
+    /// The server's credentials reach the SDK through its standard chain; tests cannot set
+    /// process variables (house rule), so they hand the client static credentials instead.
+    fn open(server: &S3Server, prefix: &str, checksums: S3ChecksumMode, threshold: u64) -> S3Store {
+        let mut store = S3Store::open(
+            test_server::BUCKET,
+            prefix,
+            &settings(server, checksums, threshold),
+        )
+        .expect("open");
+        let config = store
+            .client
+            .config()
+            .to_builder()
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                test_server::ACCESS_KEY,
+                test_server::SECRET_KEY,
+                None,
+                None,
+                "test",
+            ))
+            .build();
+        store.client = Client::from_conf(config);
+        store
+    }
+
+    /// Bytes that do not repeat with a short period (so a misplaced part would show).
+    fn payload(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plus_keys_round_trip_and_never_overwrite() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        for mode in [S3ChecksumMode::WhenSupported, S3ChecksumMode::WhenRequired] {
+            let prefix = format!("staging-{mode:?}");
+            let store = open(&server, &prefix, mode, 64 << 20);
+            let sha = crate::fsutil::sha256_hex(b"wheel bytes");
+            assert_eq!(
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("put"),
+                Outcome::Created
+            );
+            // The key keeps its `+`: the request path carried it as %2B, not as a space.
+            let on_disk = server.object_path(&format!("{prefix}/{WHEEL}"));
+            assert_eq!(fs_err::read(&on_disk).expect("object file"), b"wheel bytes");
+            let head = store.head(WHEEL).expect("head").expect("exists");
+            assert_eq!(
+                head,
+                ObjectInfo {
+                    key: WHEEL.into(),
+                    size: 11,
+                    sha256: Some(sha.clone())
+                }
+            );
+            assert_eq!(
+                store.list().expect("list"),
+                vec![ObjectInfo {
+                    key: WHEEL.into(),
+                    size: 11,
+                    sha256: None
+                }]
+            );
+            assert_eq!(store.get(WHEEL).expect("get"), b"wheel bytes");
+            assert_eq!(store.content_sha256(WHEEL).expect("hash"), sha);
+
+            assert_eq!(
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("again"),
+                Outcome::Unchanged
+            );
+            let other = crate::fsutil::sha256_hex(b"other bytes");
+            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other)
+                .expect_err("conflict");
+            assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
+            // The backend's conditional write is the backstop when a HEAD raced another writer.
+            let options = PutOptions {
+                if_absent: true,
+                ..PutOptions::default()
+            };
+            assert_eq!(
+                store
+                    .put(WHEEL, Body::Bytes(b"other bytes"), &options)
+                    .expect("put"),
+                PutResult::Exists
+            );
+            assert_eq!(fs_err::read(&on_disk).expect("object file"), b"wheel bytes");
+            assert!(store.head("torch/absent.whl").expect("head").is_none());
+            assert!(matches!(
+                store.get("torch/absent.whl"),
+                Err(StoreError::NotFound { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn foreign_objects_without_metadata_are_compared_by_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        server.plant(&format!("release/{WHEEL}"), b"uploaded by someone else");
+        let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
+        assert_eq!(
+            store.head(WHEEL).expect("head").expect("exists").sha256,
+            None
+        );
+        let same = crate::fsutil::sha256_hex(b"uploaded by someone else");
+        assert_eq!(
+            put_immutable(
+                &store,
+                WHEEL,
+                Body::Bytes(b"uploaded by someone else"),
+                &same
+            )
+            .expect("same"),
+            Outcome::Unchanged
+        );
+        let error = put_immutable(
+            &store,
+            WHEEL,
+            Body::Bytes(b"new"),
+            &crate::fsutil::sha256_hex(b"new"),
+        )
+        .expect_err("differs");
+        assert!(
+            error.to_string().contains(&format!("stored sha256 {same}")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn copies_single_and_multipart_and_across_backends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        let big = payload(12 << 20);
+        let big_sha = crate::fsutil::sha256_hex(&big);
+        let big_file = dir.path().join("big.whl");
+        fs_err::write(&big_file, &big).expect("write");
+        let big_key = "torch/torch-2.10.0+rocm7.1.0-cp311-cp311-linux_x86_64.whl";
+        for mode in [S3ChecksumMode::WhenSupported, S3ChecksumMode::WhenRequired] {
+            let (from, to) = (format!("staging-{mode:?}"), format!("release-{mode:?}"));
+            // A 1 MiB threshold sends the 12 MiB wheel through multipart upload and copy
+            // (5 MiB parts, the S3 minimum).
+            let staging = open(&server, &from, mode, 1 << 20);
+            let release = open(&server, &to, mode, 1 << 20);
+            assert_eq!(
+                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha)
+                    .expect("multipart put"),
+                Outcome::Created
+            );
+            assert_eq!(
+                staging
+                    .head(big_key)
+                    .expect("head")
+                    .expect("exists")
+                    .sha256
+                    .as_deref(),
+                Some(big_sha.as_str())
+            );
+            let small_sha = crate::fsutil::sha256_hex(b"small");
+            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha).expect("put");
+
+            for (key, sha) in [(big_key, &big_sha), (WHEEL, &small_sha)] {
+                let info = staging.head(key).expect("head").expect("exists");
+                assert_eq!(
+                    copy_immutable(&release, &staging, key, key, &info, sha).expect("copy"),
+                    Outcome::Created
+                );
+                assert_eq!(
+                    copy_immutable(&release, &staging, key, key, &info, sha).expect("again"),
+                    Outcome::Unchanged
+                );
+                assert_eq!(
+                    release
+                        .head(key)
+                        .expect("head")
+                        .expect("exists")
+                        .sha256
+                        .as_deref(),
+                    Some(sha.as_str())
+                );
+            }
+            assert_eq!(
+                fs_err::read(server.object_path(&format!("{to}/{big_key}"))).expect("copied"),
+                big
+            );
+
+            // S3 -> local directory and local directory -> S3.
+            let local = LocalDir::new(dir.path().join(format!("local-{mode:?}")));
+            let info = release.head(big_key).expect("head").expect("exists");
+            assert_eq!(
+                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha)
+                    .expect("to local"),
+                Outcome::Created
+            );
+            assert_eq!(local.content_sha256(big_key).expect("hash"), big_sha);
+            let back = open(&server, &format!("back-{mode:?}"), mode, 1 << 20);
+            let info = local.head(big_key).expect("head").expect("exists");
+            assert_eq!(
+                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha).expect("to s3"),
+                Outcome::Created
+            );
+            assert_eq!(back.content_sha256(big_key).expect("hash"), big_sha);
+        }
+    }
+
+    #[test]
+    fn refused_writes_are_reported_with_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = S3Server::start(&dir.path().join("s3"));
+        let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
+        server.set_write_rule("index.html", WriteRule::Deny);
+        let error = crate::store::put_page(
+            &store,
+            "index.html",
+            "<html/>",
+            crate::index::HTML_CONTENT_TYPE,
+        )
+        .expect_err("denied");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "s3://wheels/release (at {}): cannot upload 'index.html'",
+                server.endpoint
+            )),
+            "{text}"
+        );
+        assert!(text.contains("AccessDenied"), "{text}");
+        assert!(!error.is_transient());
+    }
+
+    #[test]
+    fn part_sizes_respect_s3_limits() {
+        assert_eq!(
+            part_size(12 << 20, 1 << 20),
+            MIN_PART,
+            "below 5 MiB is raised"
+        );
+        assert_eq!(part_size(12 << 30, 4 << 30), 4 << 30);
+        assert_eq!(
+            part_size(1 << 40, 8 << 30),
+            MAX_PART,
+            "above 5 GiB is lowered"
+        );
+        assert_eq!(
+            part_size(100_000 * MIN_PART, MIN_PART),
+            10 * MIN_PART,
+            "at most 10 000 parts"
+        );
+        assert_eq!(parts(12, 5), vec![(0, 5), (5, 5), (10, 2)]);
+        assert_eq!(parts(10, 5), vec![(0, 5), (5, 5)]);
+    }
+
+    #[test]
+    fn checksum_encodings() {
+        let hex_digest = crate::fsutil::sha256_hex(b"abc");
+        let b64 = hex_to_base64(&hex_digest).expect("b64");
+        assert_eq!(b64, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+        assert_eq!(base64_to_hex(&b64).as_deref(), Some(hex_digest.as_str()));
+        assert_eq!(
+            base64_to_hex("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=-3"),
+            None,
+            "composite"
+        );
+        assert_eq!(valid_sha256(&hex_digest.to_uppercase()), Some(hex_digest));
+        assert_eq!(valid_sha256("nothex"), None);
+    }
+}

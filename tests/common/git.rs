@@ -1,0 +1,291 @@
+//! Git origins built by the tests: real repositories with branches, annotated and lightweight
+//! tags and nested submodules, served as `file://` bare repos. Fixed identity and dates, so
+//! nothing depends on the developer's git config.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{TestEnv, run_ok};
+
+/// A working repository whose history the test writes, published to a bare origin.
+pub struct RepoBuilder {
+    pub name: String,
+    pub dir: PathBuf,
+    pub origin: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl RepoBuilder {
+    pub fn new(env: &TestEnv, name: &str) -> Self {
+        let dir = env.path(&format!("src/{name}"));
+        let origin = env.path(&format!("origins/{name}.git"));
+        std::fs::create_dir_all(&dir).expect("create repo dir");
+        let mut vars: Vec<(String, String)> = env
+            .vars()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, value) in [
+            ("GIT_AUTHOR_NAME", "Fixture"),
+            ("GIT_AUTHOR_EMAIL", "fixture@example.com"),
+            ("GIT_COMMITTER_NAME", "Fixture"),
+            ("GIT_COMMITTER_EMAIL", "fixture@example.com"),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+        ] {
+            vars.push((key.into(), value.into()));
+        }
+        let builder = RepoBuilder {
+            name: name.into(),
+            dir,
+            origin,
+            env: vars,
+        };
+        builder.git(&["init", "-q", "--initial-branch=main"]);
+        builder
+    }
+
+    /// The origin as a `file://` URL.
+    pub fn url(&self) -> String {
+        format!("file://{}", self.origin.display())
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let mut command = Command::new("git");
+        command
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&self.dir)
+            .args(["-c", "protocol.file.allow=always"])
+            .args(args);
+        run_ok(&mut command).trim().to_string()
+    }
+
+    pub fn write(&self, path: &str, content: &str) -> &Self {
+        let full = self.dir.join(path);
+        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        std::fs::write(full, content).expect("write");
+        self
+    }
+
+    /// Commits everything and returns the commit SHA.
+    pub fn commit(&self, message: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.head()
+    }
+
+    pub fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    pub fn add_submodule(&self, url: &str, path: &str) -> &Self {
+        self.git(&["submodule", "add", "-q", url, path]);
+        self
+    }
+
+    /// Pushes every branch and tag to the bare origin (created on first use).
+    pub fn publish(&self) -> String {
+        if !self.origin.exists() {
+            let mut command = Command::new("git");
+            command
+                .env_clear()
+                .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            run_ok(
+                command
+                    .args(["init", "-q", "--bare", "--initial-branch=main"])
+                    .arg(&self.origin),
+            );
+        }
+        self.git(&["push", "-q", "--force", "--all", &self.url()]);
+        self.git(&["push", "-q", "--force", "--tags", &self.url()]);
+        self.url()
+    }
+}
+
+/// The hipify script of the fixture torch: translates CUDA sources in place, edits a file in
+/// a submodule, and — like upstream build_amd.py (pytorch#160579) — is not idempotent: each
+/// run grows `hip/` in one include. It counts its runs in .git/hipify-runs, and with
+/// FIXTURE_HIPIFY_PAUSE set it stops half-way (after writing) so a test can interrupt it.
+pub const BUILD_AMD: &str = r##"import os, pathlib, time
+root = pathlib.Path(".")
+for path in sorted((root / "csrc").rglob("*")):
+    if path.suffix in (".cu", ".cuh"):
+        text = path.read_text()
+        text = text.replace("#include <cuda_runtime.h>", "#include <hip/hip_runtime.h>")
+        text = text.replace("cudaMalloc", "hipMalloc")
+        path.write_text(text)
+module = root / "csrc" / "Module.cpp"
+text = module.read_text()
+module.write_text(text.replace("driver_types.h", "hip/driver_types.h"))
+platform = root / "third_party" / "kineto" / "platform.h"
+if platform.exists():
+    platform.write_text(platform.read_text().replace("HIP_PLATFORM_HCC", "HIP_PLATFORM_AMD"))
+with open(root / ".git" / "hipify-runs", "a") as runs:
+    runs.write("run\n")
+if os.environ.get("FIXTURE_HIPIFY_PAUSE"):
+    (root / ".git" / "hipify-paused").write_text("paused\n")
+    time.sleep(120)
+"##;
+
+/// A small ROCm PyTorch stack in origins: torch (with related_commits, triton pins and a
+/// two-level nested submodule), audio (with an empty .gitmodules), vision, triton, apex.
+pub struct StackWorld {
+    pub torch: RepoBuilder,
+    pub audio: RepoBuilder,
+    pub vision: RepoBuilder,
+    pub triton: RepoBuilder,
+    pub apex: RepoBuilder,
+    pub kineto: RepoBuilder,
+    pub fmt: RepoBuilder,
+    pub config: PathBuf,
+    /// Commits the torch `main` branch pins.
+    pub audio_pin: String,
+    pub vision_pin: String,
+    pub apex_pin: String,
+    pub triton_pin: String,
+}
+
+impl StackWorld {
+    pub fn new(env: &TestEnv) -> Self {
+        let fmt = RepoBuilder::new(env, "fmt");
+        fmt.write("format.h", "// fmt\n#define HIP_PLATFORM_HCC 1\n");
+        fmt.commit("fmt");
+        fmt.publish();
+
+        let kineto = RepoBuilder::new(env, "kineto");
+        kineto.write("platform.h", "#define HIP_PLATFORM_HCC 1\n");
+        kineto.add_submodule(&fmt.url(), "third_party/fmt");
+        kineto.commit("kineto");
+        kineto.publish();
+
+        let simple = |name: &str, version: &str| {
+            let repo = RepoBuilder::new(env, name);
+            repo.write("version.txt", version);
+            repo.write("README", &format!("{name}\n"));
+            repo
+        };
+        let audio = simple("audio", "2.9.0a0\n");
+        audio.write(".gitmodules", "");
+        let audio_pin = audio.commit("audio 2.9");
+        audio.write("README", "audio, newer\n");
+        audio.commit("audio tip");
+        audio.publish();
+        let vision = simple("vision", "0.24.0a0\n");
+        let vision_pin = vision.commit("vision 0.24");
+        vision.publish();
+        let apex = simple("apex", "1.9.0\n");
+        let apex_pin = apex.commit("apex");
+        apex.publish();
+        let triton = simple("triton", "3.4.0\n");
+        let triton_pin = triton.commit("triton");
+        triton.git(&["checkout", "-q", "-b", "release/3.4.x"]);
+        triton.write("README", "triton release branch\n");
+        triton.commit("triton 3.4 release");
+        triton.git(&["checkout", "-q", "main"]);
+        triton.publish();
+
+        let torch = RepoBuilder::new(env, "torch");
+        torch
+            .write("version.txt", "2.9.0a0\n")
+            .write("tools/amd_build/build_amd.py", BUILD_AMD)
+            .write(
+                "csrc/kernel.cu",
+                "#include <cuda_runtime.h>\nvoid* f() { void* p; cudaMalloc(&p, 4); return p; }\n",
+            )
+            .write("csrc/kernel.cuh", "#include <cuda_runtime.h>\n")
+            .write("csrc/Module.cpp", "#include <driver_types.h>\n")
+            .write(
+                "related_commits",
+                &format!(
+                    "# os|source|project|branch|commit|origin\n\n\
+                     ubuntu|pytorch|torchaudio|release/2.9|{audio_pin}|{}\n\
+                     ubuntu|pytorch|torchvision|release/2.9|{vision_pin}|{}\n\
+                     ubuntu|pytorch|apex|master|{apex_pin}|{}\n",
+                    audio.url(),
+                    vision.url(),
+                    apex.url()
+                ),
+            )
+            .write(
+                ".ci/docker/ci_commit_pins/triton.txt",
+                &format!("{triton_pin}\n"),
+            )
+            .write(".ci/docker/triton_version.txt", "3.4.0\n")
+            .add_submodule(&kineto.url(), "third_party/kineto");
+        torch.commit("torch 2.9");
+        torch.git(&["tag", "-a", "v2.9.0", "-m", "release 2.9.0"]);
+        torch.git(&["branch", "release/2.9"]);
+        torch.write("README", "tip of main\n");
+        torch.commit("torch tip");
+        torch.git(&["tag", "tip-light"]);
+        torch.publish();
+
+        let config = env.path("stack.yaml");
+        std::fs::write(&config, stack_yaml(&torch, &audio, &vision, &triton, &apex))
+            .expect("write config");
+        StackWorld {
+            torch,
+            audio,
+            vision,
+            triton,
+            apex,
+            kineto,
+            fmt,
+            config,
+            audio_pin,
+            vision_pin,
+            apex_pin,
+            triton_pin,
+        }
+    }
+}
+
+fn stack_yaml(
+    torch: &RepoBuilder,
+    audio: &RepoBuilder,
+    vision: &RepoBuilder,
+    triton: &RepoBuilder,
+    apex: &RepoBuilder,
+) -> String {
+    let base = std::fs::read_to_string(super::repo_root().join("configs/stack.yaml"))
+        .expect("read configs/stack.yaml");
+    let mut text = base
+        .replace("https://github.com/pytorch/pytorch.git", &torch.url())
+        .replace("https://github.com/pytorch/audio.git", &audio.url())
+        .replace("https://github.com/pytorch/vision.git", &vision.url())
+        .replace("https://github.com/ROCm/triton.git", &triton.url())
+        .replace("https://github.com/ROCm/apex.git", &apex.url())
+        .replace("ref: nightly", "ref: main")
+        .replace("ref: master", "ref: main");
+    // The fixture torch translates csrc/ in place: all of it must be clean afterwards.
+    text = text.replacen(
+        "      script: tools/amd_build/build_amd.py\n",
+        "      script: tools/amd_build/build_amd.py\n      check-paths: [csrc]\n",
+        1,
+    );
+    text
+}
+
+/// Lists `git status --porcelain` of a checkout.
+pub fn status(dir: &Path) -> String {
+    let mut command = Command::new("git");
+    run_ok(
+        command
+            .current_dir(dir)
+            .args(["status", "--porcelain", "--untracked-files=all"]),
+    )
+}
+
+/// Runs a read-only git command in a checkout and returns its trimmed stdout.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let mut command = Command::new("git");
+    run_ok(
+        command
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(args),
+    )
+    .trim()
+    .to_string()
+}

@@ -1,0 +1,816 @@
+//! `rockbuild checkout` and `rockbuild lock` against real git origins.
+
+use std::path::Path;
+
+use predicates::prelude::*;
+use predicates::str::contains;
+use serde_json::Value;
+
+use crate::common::TestEnv;
+use crate::common::git::{StackWorld, git_in, status};
+
+fn checkout(
+    env: &TestEnv,
+    world: &StackWorld,
+    root: &str,
+    extra: &[&str],
+) -> assert_cmd::assert::Assert {
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--root-checkout-dir", root])
+        .args(extra)
+        .assert()
+}
+
+fn read_lock(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("lock exists"))
+        .expect("lock is JSON")
+}
+
+fn hipify_runs(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join(".git/hipify-runs")).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn whole_stack_checkout_tags_hipifies_and_locks() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "ws", &[])
+        .success()
+        .stderr(contains("project"))
+        .stderr(contains("hipify"));
+    let root = env.path("ws");
+    let torch = root.join("pytorch");
+
+    // torch: upstream tag on the fetched commit, hipify commit on top, hipify tag on it.
+    let upstream = git_in(&torch, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]);
+    assert_eq!(upstream, world.torch.head());
+    assert_eq!(
+        git_in(&torch, &["log", "-1", "--format=%s"]),
+        "DO NOT SUBMIT: HIPIFY"
+    );
+    assert_eq!(git_in(&torch, &["rev-parse", "HEAD^"]), upstream);
+    assert_eq!(
+        git_in(&torch, &["rev-parse", "THEROCK_HIPIFY_DIFFBASE"]),
+        git_in(&torch, &["rev-parse", "HEAD"])
+    );
+    let kernel = std::fs::read_to_string(torch.join("csrc/kernel.cu")).expect("kernel");
+    assert!(
+        kernel.contains("hipMalloc") && kernel.contains("<hip/hip_runtime.h>"),
+        "{kernel}"
+    );
+    assert_eq!(status(&torch), "", "hipify changes are committed");
+
+    // Nested submodules: checked out, tagged, hipify committed where it changed something.
+    let kineto = torch.join("third_party/kineto");
+    assert_eq!(
+        git_in(&kineto, &["log", "-1", "--format=%s"]),
+        "DO NOT SUBMIT: HIPIFY"
+    );
+    assert!(
+        std::fs::read_to_string(kineto.join("platform.h"))
+            .expect("platform")
+            .contains("HIP_PLATFORM_AMD")
+    );
+    let fmt = kineto.join("third_party/fmt");
+    assert_eq!(
+        git_in(&fmt, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]),
+        world.fmt.head()
+    );
+    assert_eq!(
+        git_in(&fmt, &["rev-parse", "THEROCK_HIPIFY_DIFFBASE"]),
+        world.fmt.head()
+    );
+    // Submodule changes are hidden from the parent: ignore=all and skip-worktree.
+    assert_eq!(
+        git_in(&torch, &["config", "submodule.third_party/kineto.ignore"]),
+        "all"
+    );
+    assert!(git_in(&torch, &["ls-files", "-v", "third_party/kineto"]).starts_with("S "));
+
+    // Projects pinned by torch: audio/vision/apex from related_commits, triton from its pin.
+    assert_eq!(
+        git_in(&root.join("pytorch_audio"), &["rev-parse", "HEAD"]),
+        world.audio_pin
+    );
+    assert_eq!(
+        git_in(&root.join("pytorch_vision"), &["rev-parse", "HEAD"]),
+        world.vision_pin
+    );
+    assert_eq!(
+        git_in(&root.join("apex"), &["rev-parse", "HEAD"]),
+        world.apex_pin
+    );
+    assert_eq!(
+        git_in(&root.join("triton"), &["rev-parse", "HEAD"]),
+        world.triton_pin
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("triton/build_env.json")).expect("build_env.json"),
+        "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\"}\n"
+    );
+    assert_eq!(
+        status(&root.join("triton")),
+        "",
+        "build_env.json is excluded locally"
+    );
+
+    // The lock: every pin, where it came from, submodules and the hipify stamp.
+    let lock = read_lock(&root.join("rockbuild.lock.json"));
+    assert_eq!(lock["schema"], 1);
+    let projects = lock["projects"].as_object().expect("projects");
+    assert_eq!(
+        projects.keys().collect::<Vec<_>>(),
+        ["torch", "audio", "vision", "triton", "apex"]
+    );
+    let torch_lock = &lock["projects"]["torch"];
+    assert_eq!(torch_lock["commit"], world.torch.head());
+    assert_eq!(torch_lock["pin"]["kind"], "default");
+    let subs: Vec<&str> = torch_lock["submodules"]
+        .as_array()
+        .expect("subs")
+        .iter()
+        .map(|s| s["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(
+        subs,
+        ["third_party/kineto", "third_party/kineto/third_party/fmt"]
+    );
+    let stamp = &torch_lock["hipify"];
+    assert_eq!(
+        stamp["upstream_tree"],
+        git_in(&torch, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE^{tree}"])
+    );
+    assert_eq!(
+        stamp["result_tree"],
+        git_in(&torch, &["rev-parse", "HEAD^{tree}"])
+    );
+    assert_eq!(stamp["changed_files"], 4);
+    assert_eq!(
+        lock["projects"]["audio"]["pin"],
+        serde_json::json!({"kind": "related_commits", "file": "pytorch/related_commits", "line": 3})
+    );
+    assert_eq!(lock["projects"]["apex"]["pin"]["line"], 5);
+    assert_eq!(
+        lock["projects"]["triton"]["pin"],
+        serde_json::json!({"kind": "commit_file", "file": "pytorch/.ci/docker/ci_commit_pins/triton.txt"})
+    );
+    assert!(lock["projects"]["apex"]["hipify"].is_null());
+}
+
+#[test]
+fn second_run_is_up_to_date_and_changes_nothing() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "ws", &[]).success();
+    let torch = env.path("ws/pytorch");
+    let head = git_in(&torch, &["rev-parse", "HEAD"]);
+    let kernel = torch.join("csrc/kernel.cu");
+    let mtime = std::fs::metadata(&kernel)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let lock_before = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
+
+    checkout(&env, &world, "ws", &[])
+        .success()
+        .stderr(contains("up to date"));
+    assert_eq!(
+        hipify_runs(&torch),
+        1,
+        "hipify never runs twice on the same tree"
+    );
+    assert_eq!(git_in(&torch, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::metadata(&kernel)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        mtime
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock"),
+        lock_before
+    );
+}
+
+#[test]
+fn uncommitted_hipify_is_up_to_date_too() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let args = ["--project", "torch", "--no-commit-hipify"];
+    checkout(&env, &world, "ws", &args).success();
+    let torch = env.path("ws/pytorch");
+    assert_eq!(git_in(&torch, &["rev-parse", "HEAD"]), world.torch.head());
+    assert!(status(&torch).contains(" M csrc/kernel.cu"));
+    checkout(&env, &world, "ws", &args)
+        .success()
+        .stderr(contains("up to date"));
+    assert_eq!(hipify_runs(&torch), 1);
+    // Switching to committed hipify redoes it from the pristine tree, once more.
+    checkout(&env, &world, "ws", &["--project", "torch"]).success();
+    assert_eq!(hipify_runs(&torch), 2);
+    assert_eq!(
+        git_in(&torch, &["log", "-1", "--format=%s"]),
+        "DO NOT SUBMIT: HIPIFY"
+    );
+    let module = std::fs::read_to_string(torch.join("csrc/Module.cpp")).expect("module");
+    assert_eq!(
+        module, "#include <hip/driver_types.h>\n",
+        "hipify ran on a pristine tree"
+    );
+}
+
+#[test]
+fn every_ref_kind_and_shallow_fetches() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let first = world.torch.git(&["rev-parse", "v2.9.0^{commit}"]);
+    for (reference, expected) in [
+        ("release/2.9", first.clone()),
+        ("v2.9.0", first.clone()),
+        ("tip-light", world.torch.head()),
+        (first.as_str(), first.clone()),
+    ] {
+        let root = format!("ref-{}", reference.replace('/', "-"));
+        checkout(
+            &env,
+            &world,
+            &root,
+            &[
+                "--project",
+                "torch",
+                "--repo-hashtag",
+                reference,
+                "--no-hipify",
+                "--depth",
+                "1",
+            ],
+        )
+        .success();
+        let torch = env.path(&format!("{root}/pytorch"));
+        assert_eq!(
+            git_in(&torch, &["rev-parse", "HEAD"]),
+            expected,
+            "{reference}"
+        );
+        assert_eq!(
+            git_in(&torch, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]),
+            expected
+        );
+        assert!(
+            torch.join(".git/shallow").exists(),
+            "--depth makes a shallow clone"
+        );
+        let lock = read_lock(&env.path(&format!("{root}/rockbuild.lock.json")));
+        assert_eq!(lock["projects"]["torch"]["requested_ref"], reference);
+        assert_eq!(lock["projects"]["torch"]["pin"]["flag"], "--repo-hashtag");
+    }
+}
+
+#[test]
+fn submodules_and_hipify_can_be_skipped() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--no-submodules", "--no-hipify"],
+    )
+    .success();
+    let torch = env.path("ws/pytorch");
+    assert!(!torch.join("third_party/kineto/platform.h").exists());
+    assert_eq!(git_in(&torch, &["rev-parse", "HEAD"]), world.torch.head());
+    assert_eq!(hipify_runs(&torch), 0);
+    let lock = read_lock(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(
+        lock["projects"]["torch"]["submodules"],
+        serde_json::json!([])
+    );
+    assert!(lock["projects"]["torch"]["hipify"].is_null());
+    // The same request again: nothing to do.
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--no-submodules", "--no-hipify"],
+    )
+    .success()
+    .stderr(contains("up to date"));
+}
+
+#[test]
+fn flags_beat_pins_and_missing_rows_can_be_required() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let audio_tip = world.audio.head();
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--hashtag", "audio=main", "--no-hipify"],
+    )
+    .success();
+    assert_eq!(
+        git_in(&env.path("ws/pytorch_audio"), &["rev-parse", "HEAD"]),
+        audio_tip
+    );
+    let lock = read_lock(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(
+        lock["projects"]["audio"]["pin"]["flag"],
+        "--hashtag audio=main"
+    );
+
+    // A torch ref without related_commits: the default applies, unless a row is required.
+    world
+        .torch
+        .git(&["checkout", "-q", "-b", "bare-pins", "v2.9.0"]);
+    world.torch.git(&["rm", "-q", "related_commits"]);
+    world.torch.commit("no pins");
+    world.torch.publish();
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args([
+            "--root-checkout-dir",
+            "strict",
+            "--repo-hashtag",
+            "bare-pins",
+            "--require-related-commit",
+            "--no-hipify",
+        ])
+        .args(["--project", "torch", "--project", "vision"])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "'torch' has no pytorch/related_commits to pin 'vision' (--require-related-commit)",
+        ));
+    assert!(!env.path("strict/rockbuild.lock.json").exists());
+}
+
+#[test]
+fn malformed_related_commits_names_the_line() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    world.torch.write(
+        "related_commits",
+        "# pins\nubuntu|pytorch|torchaudio|main\n",
+    );
+    world.torch.commit("broken pins");
+    world.torch.publish();
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--project", "audio", "--no-hipify"],
+    )
+    .code(2)
+    .stderr(contains(
+        "pytorch/related_commits:2: malformed related_commits line: 4 fields instead of 6",
+    ))
+    .stderr(contains("the lock"));
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+}
+
+#[test]
+fn unknown_refs_and_unreachable_origins_fail_without_a_lock() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--repo-hashtag", "no-such-branch"],
+    )
+    .code(2)
+    .stderr(contains("unknown ref 'no-such-branch' for 'torch'"));
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+
+    // A previous lock survives a failed run untouched.
+    checkout(&env, &world, "ws", &["--project", "vision", "--no-hipify"]).success();
+    let before = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &[
+            "--project",
+            "vision",
+            "--origin",
+            "vision=file:///nonexistent/vision.git",
+            "--hashtag",
+            "vision=main",
+            "--fetch-attempts",
+            "1",
+        ],
+    )
+    .code(1)
+    .stderr(contains(
+        "fetching 'main' of 'vision' from file:///nonexistent/vision.git failed",
+    ))
+    .stderr(contains("does not appear to be a git repository"));
+    assert_eq!(
+        std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock"),
+        before
+    );
+}
+
+#[test]
+fn a_stalled_origin_is_stopped_by_the_watchdog() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // A server that accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let origin = format!("http://127.0.0.1:{port}/torch.git");
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &[
+            "--project",
+            "torch",
+            "--gitrepo-origin",
+            &origin,
+            "--stall-timeout",
+            "2",
+            "--fetch-attempts",
+            "1",
+        ],
+    )
+    .code(1)
+    .stderr(contains(format!(
+        "fetching 'main' of 'torch' from {origin} stopped"
+    )))
+    .stderr(contains("made no progress for 2s"));
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+}
+
+#[test]
+fn dirty_trees_are_refused_unless_forced() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "ws", &["--project", "torch"]).success();
+    let torch = env.path("ws/pytorch");
+    std::fs::write(torch.join("version.txt"), "2.9.0a0+mine\n").expect("edit");
+    std::fs::write(torch.join("notes.txt"), "scratch\n").expect("new file");
+    std::fs::write(
+        torch.join("third_party/kineto/platform.h"),
+        "// local edit\n",
+    )
+    .expect("edit submodule");
+    checkout(&env, &world, "ws", &["--project", "torch"])
+        .code(2)
+        .stderr(contains("has uncommitted changes that hipify did not make"))
+        .stderr(contains("M version.txt"))
+        .stderr(contains("?? notes.txt"))
+        .stderr(
+            contains("third_party/kineto/M platform.h")
+                .or(contains("M third_party/kineto/platform.h")),
+        )
+        .stderr(contains("--force"));
+    assert_eq!(
+        std::fs::read_to_string(torch.join("version.txt")).expect("kept"),
+        "2.9.0a0+mine\n"
+    );
+
+    checkout(&env, &world, "ws", &["--project", "torch", "--force"]).success();
+    assert_eq!(
+        std::fs::read_to_string(torch.join("version.txt")).expect("reset"),
+        "2.9.0a0\n"
+    );
+    assert!(!torch.join("notes.txt").exists());
+    assert_eq!(status(&torch), "");
+    assert_eq!(
+        hipify_runs(&torch),
+        2,
+        "hipify reran on the pristine tree after --force"
+    );
+}
+
+#[test]
+fn from_lock_reproduces_the_same_trees() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "first", &["--repo-hashtag", "release/2.9"]).success();
+    // The branch moves on; the lock still names the old commits.
+    world.torch.git(&["checkout", "-q", "release/2.9"]);
+    world.torch.write("README", "moved\n");
+    world.torch.commit("release branch moves");
+    world.torch.publish();
+
+    let lock_path = env.path("first/rockbuild.lock.json");
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--root-checkout-dir", "second", "--from-lock"])
+        .arg(&lock_path)
+        .assert()
+        .success();
+    let first = read_lock(&lock_path);
+    let second = read_lock(&env.path("second/rockbuild.lock.json"));
+    for project in ["torch", "audio", "vision", "triton", "apex"] {
+        for key in ["commit", "tree", "submodules", "hipify"] {
+            assert_eq!(
+                first["projects"][project][key], second["projects"][project][key],
+                "{project}.{key}"
+            );
+        }
+    }
+    for dir in ["pytorch", "pytorch/third_party/kineto", "pytorch_vision"] {
+        assert_eq!(
+            git_in(
+                &env.path(&format!("first/{dir}")),
+                &["rev-parse", "HEAD^{tree}"]
+            ),
+            git_in(
+                &env.path(&format!("second/{dir}")),
+                &["rev-parse", "HEAD^{tree}"]
+            ),
+            "{dir}"
+        );
+    }
+    // Same upstream + same hipify result = the same hipify commit, everywhere.
+    assert_eq!(
+        git_in(&env.path("first/pytorch"), &["rev-parse", "HEAD"]),
+        git_in(&env.path("second/pytorch"), &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn therock_manifests_are_accepted() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let manifest = env.path("therock-manifest_torch_linux_release-2.9.json");
+    std::fs::write(
+        &manifest,
+        serde_json::json!({
+            "schema_version": 1,
+            "pytorch": {"repo": world.torch.url(), "commit": world.torch.head(), "branch": "main"},
+            "pytorch_vision": {"repo": world.vision.url(), "commit": world.vision_pin},
+            "therock": {"repo": "https://github.com/ROCm/TheRock.git", "commit": "0123456789abcdef0123456789abcdef01234567"}
+        })
+        .to_string(),
+    )
+    .expect("write manifest");
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--root-checkout-dir", "ws", "--no-hipify", "--from-lock"])
+        .arg(&manifest)
+        .assert()
+        .success();
+    let lock = read_lock(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(
+        lock["projects"]
+            .as_object()
+            .expect("projects")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["torch", "vision"]
+    );
+    assert_eq!(lock["projects"]["vision"]["commit"], world.vision_pin);
+    assert_eq!(lock["projects"]["torch"]["requested_ref"], "main");
+}
+
+#[test]
+fn leftover_cuda_includes_fail_the_checkout() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // A source the fixture's hipify does not translate (it only handles .cu and .cuh).
+    world
+        .torch
+        .write("csrc/missed.cpp", "#include <cublas_v2.h>\n");
+    world.torch.commit("a file hipify skips");
+    world.torch.publish();
+    checkout(&env, &world, "ws", &["--project", "torch"])
+        .code(1)
+        .stderr(contains("left 1 CUDA-only include(s)"))
+        .stderr(contains("csrc/missed.cpp:1: still includes <cublas_v2.h>"));
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+    // Allowed by the stack config, the same tree passes (and hipify reruns from pristine).
+    let config = std::fs::read_to_string(&world.config)
+        .expect("config")
+        .replacen(
+            "      check-paths: [csrc]\n",
+            "      check-paths: [csrc]\n      allow: [csrc/missed.cpp]\n",
+            1,
+        );
+    std::fs::write(&world.config, config).expect("write config");
+    checkout(&env, &world, "ws", &["--project", "torch"]).success();
+    assert_eq!(hipify_runs(&env.path("ws/pytorch")), 2);
+}
+
+#[test]
+fn moving_to_a_new_pin_rehipifies_once() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "ws", &["--project", "torch"]).success();
+    world
+        .torch
+        .write("csrc/new.cu", "#include <cuda_runtime.h>\n");
+    let new_head = world.torch.commit("new kernel");
+    world.torch.publish();
+    checkout(&env, &world, "ws", &["--project", "torch"]).success();
+    let torch = env.path("ws/pytorch");
+    assert_eq!(
+        git_in(&torch, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]),
+        new_head
+    );
+    assert_eq!(git_in(&torch, &["rev-parse", "HEAD^"]), new_head);
+    assert!(
+        std::fs::read_to_string(torch.join("csrc/new.cu"))
+            .expect("new")
+            .contains("hip/hip_runtime.h")
+    );
+    assert_eq!(
+        std::fs::read_to_string(torch.join("csrc/Module.cpp")).expect("module"),
+        "#include <hip/driver_types.h>\n"
+    );
+}
+
+#[test]
+fn lock_resolves_without_working_trees() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    env.rockbuild()
+        .args(["lock", "--config"])
+        .arg(&world.config)
+        .args(["--lock", "ci.lock.json"])
+        .assert()
+        .success();
+    let lock = read_lock(&env.path("ci.lock.json"));
+    assert_eq!(lock["projects"]["torch"]["commit"], world.torch.head());
+    assert_eq!(lock["projects"]["audio"]["commit"], world.audio_pin);
+    assert_eq!(lock["projects"]["triton"]["commit"], world.triton_pin);
+    let subs = lock["projects"]["torch"]["submodules"]
+        .as_array()
+        .expect("subs");
+    assert_eq!(subs.len(), 2);
+    assert_eq!(subs[1]["path"], "third_party/kineto/third_party/fmt");
+    assert_eq!(subs[1]["commit"], world.fmt.head());
+    assert!(!env.path("pytorch").exists(), "no working tree");
+
+    // The lock then drives a checkout to the same commits.
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--root-checkout-dir", "ws", "--from-lock", "ci.lock.json"])
+        .assert()
+        .success();
+    let checked = read_lock(&env.path("ws/rockbuild.lock.json"));
+    for project in ["torch", "audio", "vision", "triton", "apex"] {
+        assert_eq!(
+            lock["projects"][project]["commit"],
+            checked["projects"][project]["commit"]
+        );
+        assert_eq!(
+            lock["projects"][project]["tree"],
+            checked["projects"][project]["tree"]
+        );
+        assert_eq!(
+            lock["projects"][project]["submodules"],
+            checked["projects"][project]["submodules"]
+        );
+    }
+}
+
+#[test]
+fn triton_release_branch_comes_from_the_version_file() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &[
+            "--project",
+            "torch",
+            "--project",
+            "triton",
+            "--release",
+            "--no-hipify",
+        ],
+    )
+    .success();
+    let lock = read_lock(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(lock["projects"]["triton"]["requested_ref"], "release/3.4.x");
+    assert_eq!(lock["projects"]["triton"]["pin"]["kind"], "release_branch");
+    assert_eq!(
+        git_in(&env.path("ws/triton"), &["log", "-1", "--format=%s"]),
+        "triton 3.4 release"
+    );
+}
+
+#[test]
+fn bad_selections_are_usage_errors() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "ws", &["--project", "tourch"])
+        .code(2)
+        .stderr(contains("unknown project 'tourch' (did you mean 'torch'?)"));
+    checkout(&env, &world, "ws", &["--hashtag", "torch"])
+        .code(2)
+        .stderr(contains("--hashtag torch: expected NAME=REF"));
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--checkout-dir", "x"])
+        .assert()
+        .code(2)
+        .stderr(contains("pass exactly one --project"));
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--repo-hashtag", "1a2b3c4d"],
+    )
+    .code(2)
+    .stderr(contains("looks like an abbreviated commit"));
+    checkout(
+        &env,
+        &world,
+        "ws",
+        &[
+            "--project",
+            "torch",
+            "--gitrepo-origin",
+            "https://bot:hunter2secret@example.com/x.git",
+        ],
+    )
+    .code(2)
+    .stderr(contains(
+        "carries credentials (https://bot:****@example.com/x.git)",
+    ))
+    .stderr(contains("hunter2secret").not());
+}
+
+#[test]
+fn an_interrupted_checkout_leaves_no_lock_and_is_repaired() {
+    let mut env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    env.set("FIXTURE_HIPIFY_PAUSE", "1");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rockbuild"))
+        .env_clear()
+        .envs(env.vars())
+        .current_dir(env.root())
+        .args([
+            "checkout",
+            "--project",
+            "torch",
+            "--root-checkout-dir",
+            "ws",
+            "--config",
+        ])
+        .arg(&world.config)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start rockbuild");
+    let paused = env.path("ws/pytorch/.git/hipify-paused");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !paused.exists() {
+        assert!(std::time::Instant::now() < deadline, "hipify never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM");
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+    let torch = env.path("ws/pytorch");
+    assert!(
+        torch.join(".git/rockbuild/incomplete").exists(),
+        "the interrupted state is marked"
+    );
+
+    env.set("FIXTURE_HIPIFY_PAUSE", "");
+    env.rockbuild()
+        .args([
+            "checkout",
+            "--project",
+            "torch",
+            "--root-checkout-dir",
+            "ws",
+            "--config",
+        ])
+        .arg(&world.config)
+        .assert()
+        .success()
+        .stderr(contains("was interrupted; discarding its partial state"));
+    assert!(!torch.join(".git/rockbuild/incomplete").exists());
+    assert_eq!(hipify_runs(&torch), 2);
+    assert_eq!(
+        std::fs::read_to_string(torch.join("csrc/Module.cpp")).expect("module"),
+        "#include <hip/driver_types.h>\n"
+    );
+    assert!(env.path("ws/rockbuild.lock.json").exists());
+}

@@ -1,0 +1,821 @@
+//! Publishing on real parts: index pages pip and uv install from over HTTP (hash-checked),
+//! smoke tests in real venvs, promotion gated on their reports, the embedded S3 server.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::TestEnv;
+use crate::common::http;
+use crate::common::pyindex::{
+    build_wheel, copy_tree, hashed_requirements, install_with_pip_and_uv, python, sha256_file,
+    wheel_metadata,
+};
+use crate::common::s3::{S3Server, WriteRule};
+
+const TORCH: &str = "rock_torch-1.0+rocm7.0.0-py3-none-any.whl";
+const VISION: &str = "rock_vision-0.1+rocm7.0.0-py3-none-any.whl";
+
+/// A two-project stack whose wheels the tests build (names differ from the real stack's so
+/// nothing from a real index could be confused with them).
+const STACK: &str = r#"schema: 1
+projects:
+  torch:
+    checkout-dir: pytorch
+    origin: file:///nonexistent/torch
+    ref: main
+    wheel: rock-torch
+    recipe: torch
+    hipify: {mode: off}
+    smoke: "import rock_torch; print('torch', rock_torch.__version__)"
+  vision:
+    checkout-dir: vision
+    origin: file:///nonexistent/vision
+    ref: main
+    wheel: rock-vision
+    recipe: vision
+    pinned-by:
+      project: torch
+      related-commits: {file: related_commits, os: ubuntu, key: vision}
+    hipify: {mode: off}
+    smoke: "import rock_vision; print('vision', rock_vision.__version__)"
+"#;
+
+struct World {
+    env: TestEnv,
+    wheels: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let env = TestEnv::new();
+        std::fs::write(env.path("stack.yaml"), STACK).expect("stack");
+        let wheels = env.path("dist");
+        World { env, wheels }
+    }
+
+    /// The torch/vision pair at a local version, vision pinning torch exactly.
+    fn build_set(&self, local: &str, blob: usize) -> Vec<PathBuf> {
+        let dir = self.wheels.join(local);
+        vec![
+            build_wheel(
+                &self.env,
+                &dir,
+                "rock-torch",
+                &format!("1.0+{local}"),
+                json!({"requires_python": ">=3.8", "blob": blob}),
+            ),
+            build_wheel(
+                &self.env,
+                &dir,
+                "rock-vision",
+                &format!("0.1+{local}"),
+                json!({"requires": [format!("rock-torch==1.0+{local}")], "requires_python": ">=3.8"}),
+            ),
+        ]
+    }
+
+    /// Lays wheels out the way stage does (`<name>/<file>` + `.metadata`), then indexes.
+    fn stage_by_hand(&self, dir: &Path, wheels: &[PathBuf]) {
+        for wheel in wheels {
+            let file = wheel.file_name().and_then(|f| f.to_str()).expect("name");
+            let project = file.split('-').next().expect("name").replace('_', "-");
+            std::fs::create_dir_all(dir.join(&project)).expect("mkdir");
+            std::fs::copy(wheel, dir.join(&project).join(file)).expect("copy");
+            std::fs::write(
+                dir.join(&project).join(format!("{file}.metadata")),
+                wheel_metadata(wheel),
+            )
+            .expect("sidecar");
+        }
+        self.env
+            .rockbuild()
+            .arg("index")
+            .arg(dir)
+            .assert()
+            .success();
+    }
+
+    fn smoke(&self, index_url: &str, report: &str) -> assert_cmd::assert::Assert {
+        self.env
+            .rockbuild()
+            .args([
+                "smoke",
+                "--config",
+                "stack.yaml",
+                "--index-url",
+                index_url,
+                "--report",
+                report,
+            ])
+            .assert()
+    }
+
+    fn promote(&self, from: &str, to: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+        self.env
+            .rockbuild()
+            .args(["promote", "--from", from, "--to", to])
+            .args(extra)
+            .assert()
+    }
+}
+
+fn stderr(assert: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
+fn stdout(assert: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
+#[test]
+fn generated_index_installs_with_pip_and_uv_with_hashes() {
+    let world = World::new();
+    let set = world.build_set("rocm7.0.0", 0);
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &set);
+
+    let page = std::fs::read_to_string(staged.join("rock-torch/index.html")).expect("page");
+    let sha = sha256_file(&set[0]);
+    assert!(
+        page.contains(&format!(
+            "<a href=\"rock_torch-1.0%2Brocm7.0.0-py3-none-any.whl#sha256={sha}\" data-requires-python=\"&gt;=3.8\" data-dist-info-metadata=\"sha256="
+        )),
+        "{page}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(staged.join("rock-torch/index.json")).expect("json"),
+    )
+    .expect("parse");
+    assert_eq!(json["files"][0]["hashes"]["sha256"], sha);
+    assert_eq!(json["meta"]["api-version"], "1.1");
+    let root = std::fs::read_to_string(staged.join("index.html")).expect("root");
+    assert!(
+        root.contains("<a href=\"rock-torch/\">rock-torch</a>")
+            && root.contains("<a href=\"rock-vision/\">"),
+        "{root}"
+    );
+
+    let server = http::serve(&staged);
+    let requirements = hashed_requirements(&[
+        ("rock-torch", "1.0+rocm7.0.0", &set[0]),
+        ("rock-vision", "0.1+rocm7.0.0", &set[1]),
+    ]);
+    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url(), &requirements, "staged");
+    for python_bin in [pip, uv] {
+        assert_eq!(
+            python(
+                &world.env,
+                &python_bin,
+                "import rock_torch, rock_vision; print(rock_torch.__version__, rock_vision.__version__)"
+            ),
+            "1.0+rocm7.0.0 0.1+rocm7.0.0"
+        );
+    }
+}
+
+#[test]
+fn smoke_then_promote_then_install_from_the_release_index() {
+    let world = World::new();
+    let set = world.build_set("rocm7.0.0", 0);
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &set);
+    let server = http::serve(&staged);
+
+    let smoke = world.smoke(&server.url(), "smoke.json").success();
+    assert!(
+        stderr(&smoke).contains("smoke rock-torch") || stderr(&smoke).contains("smoke torch"),
+        "{}",
+        stderr(&smoke)
+    );
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(world.env.path("smoke.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(report["result"], "passed");
+    let tested: Vec<(String, String)> = report["wheels"]
+        .as_array()
+        .expect("wheels")
+        .iter()
+        .map(|w| {
+            (
+                w["filename"].as_str().expect("filename").to_string(),
+                w["sha256"].as_str().expect("sha").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tested,
+        vec![
+            (TORCH.to_string(), sha256_file(&set[0])),
+            (VISION.to_string(), sha256_file(&set[1]))
+        ],
+        "the report names the exact bytes pip installed"
+    );
+    let checks: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            "create venv",
+            "install the set (hash-checked)",
+            "install dependencies",
+            "pip check",
+            "import rock-torch",
+            "smoke torch",
+            "import rock-vision",
+            "smoke vision"
+        ]
+    );
+
+    let dry = world
+        .promote(
+            "staged",
+            "release",
+            &["--test-report", "smoke.json", "--dry-run"],
+        )
+        .success();
+    let plan = stdout(&dry);
+    assert!(plan.starts_with("would copy 4 objects"), "{plan}");
+    for line in [
+        format!("  copy rock-torch/{TORCH} ("),
+        format!("  copy rock-torch/{TORCH}.metadata ("),
+        format!("  copy rock-vision/{VISION} ("),
+        "  write rock-torch/index.html".to_string(),
+        "  write index.json".to_string(),
+    ] {
+        assert!(plan.contains(&line), "{line} missing from\n{plan}");
+    }
+    assert!(
+        !world.env.path("release").exists(),
+        "a dry run writes nothing"
+    );
+
+    let promoted = world
+        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .success();
+    assert!(
+        stderr(&promoted).contains("promoted 2 files (4 copied"),
+        "{}",
+        stderr(&promoted)
+    );
+    let release = world.env.path("release");
+    assert_eq!(
+        sha256_file(&release.join("rock-torch").join(TORCH)),
+        sha256_file(&set[0])
+    );
+    let server = http::serve(&release);
+    let requirements = hashed_requirements(&[
+        ("rock-torch", "1.0+rocm7.0.0", &set[0]),
+        ("rock-vision", "0.1+rocm7.0.0", &set[1]),
+    ]);
+    let (pip, uv) = install_with_pip_and_uv(&world.env, &server.url(), &requirements, "release");
+    for python_bin in [pip, uv] {
+        assert_eq!(
+            python(
+                &world.env,
+                &python_bin,
+                "import rock_vision; print(rock_vision.__version__)"
+            ),
+            "0.1+rocm7.0.0"
+        );
+    }
+
+    // Again: the same bytes are already there, nothing is copied, the pages are rewritten.
+    let again = world
+        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .success();
+    assert!(
+        stderr(&again).contains("(0 copied, 0 B; 4 already there)"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn promotion_is_denied_without_passing_evidence() {
+    let world = World::new();
+    let set = world.build_set("rocm7.0.0", 0);
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &set);
+
+    // No report at all, and a report file that does not exist: default deny, exit 5.
+    let denied = world.promote("staged", "release", &[]).code(5);
+    assert!(
+        stderr(&denied).contains(
+            "promotion denied: 2 of 2 wheels have no passing test evidence; nothing was copied"
+        ),
+        "{}",
+        stderr(&denied)
+    );
+    assert!(
+        stderr(&denied).contains("no test report covers it"),
+        "{}",
+        stderr(&denied)
+    );
+    let missing = world
+        .promote("staged", "release", &["--test-report", "absent.json"])
+        .code(5);
+    assert!(
+        stderr(&missing).contains("absent.json"),
+        "{}",
+        stderr(&missing)
+    );
+    assert!(!world.env.path("release").exists());
+
+    // A failing smoke run (vision's smoke command raises) writes a failed report.
+    let failing_stack = STACK.replace(
+        "print('vision', rock_vision.__version__)",
+        "raise SystemExit('vision smoke failed on purpose')",
+    );
+    std::fs::write(world.env.path("failing.yaml"), failing_stack).expect("stack");
+    let server = http::serve(&staged);
+    let smoke = world
+        .env
+        .rockbuild()
+        .args([
+            "smoke",
+            "--config",
+            "failing.yaml",
+            "--index-url",
+            &server.url(),
+            "--report",
+            "failed.json",
+        ])
+        .assert()
+        .code(1);
+    assert!(
+        stderr(&smoke).contains("vision smoke failed on purpose"),
+        "{}",
+        stderr(&smoke)
+    );
+    let denied = world
+        .promote("staged", "release", &["--test-report", "failed.json"])
+        .code(5);
+    assert!(
+        stderr(&denied).contains("failed.json failed (smoke failed: smoke vision)"),
+        "{}",
+        stderr(&denied)
+    );
+
+    // A waiver that has expired does not count, and says so. (A failed run counts against
+    // every wheel it installed: vision's failure may well be torch's fault.)
+    std::fs::write(
+        world.env.path("expired.yaml"),
+        "waivers:\n  - wheel: \"rock_*\"\n    owner: jane.doe@example.com\n    reason: flaky vision smoke\n    expires: 2020-01-31\n",
+    )
+    .expect("waiver");
+    let expired = world
+        .promote(
+            "staged",
+            "release",
+            &["--test-report", "failed.json", "--waiver", "expired.yaml"],
+        )
+        .code(5);
+    assert!(
+        stderr(&expired).contains("waiver 1 (")
+            && stderr(&expired).contains(
+                "owned by jane.doe@example.com expired on 2020-01-31; it was not counted"
+            ),
+        "{}",
+        stderr(&expired)
+    );
+    assert!(!world.env.path("release").exists());
+
+    // A valid waiver lets the set through, and is shown with its owner and reason.
+    std::fs::write(
+        world.env.path("valid.yaml"),
+        std::fs::read_to_string(world.env.path("expired.yaml"))
+            .expect("read")
+            .replace("2020-01-31", "2999-12-31"),
+    )
+    .expect("waiver");
+    let waived = world
+        .promote(
+            "staged",
+            "release",
+            &["--test-report", "failed.json", "--waiver", "valid.yaml"],
+        )
+        .success();
+    assert!(
+        stderr(&waived).contains("promoting on waiver 1"),
+        "{}",
+        stderr(&waived)
+    );
+    assert!(
+        stderr(&waived)
+            .contains("owned by jane.doe@example.com, until 2999-12-31: flaky vision smoke"),
+        "{}",
+        stderr(&waived)
+    );
+
+    // A passing run is evidence only for the bytes it installed.
+    world.smoke(&server.url(), "passed.json").success();
+    // Evidence for other bytes with the same file name does not count.
+    let rebuilt = world.env.path("rebuilt");
+    let other = build_wheel(
+        &world.env,
+        &rebuilt,
+        "rock-torch",
+        "1.0+rocm7.0.0",
+        json!({"code": "# rebuilt\n"}),
+    );
+    world.stage_by_hand(&world.env.path("staged2"), &[other]);
+    let mismatch = world
+        .promote("staged2", "release2", &["--test-report", "passed.json"])
+        .code(5);
+    assert!(
+        stderr(&mismatch).contains("passed.json tested another build of this file"),
+        "{}",
+        stderr(&mismatch)
+    );
+}
+
+#[test]
+fn published_objects_are_never_replaced_and_versions_must_sort_above_published_ones() {
+    let world = World::new();
+    let set = world.build_set("rocm7.15.0", 0);
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &set);
+    let server = http::serve(&staged);
+    world.smoke(&server.url(), "smoke.json").success();
+
+    // Different bytes under a released key: exit 6 before anything is copied.
+    let release = world.env.path("release");
+    std::fs::create_dir_all(release.join("rock-vision")).expect("mkdir");
+    std::fs::write(
+        release
+            .join("rock-vision")
+            .join("rock_vision-0.1+rocm7.15.0-py3-none-any.whl"),
+        b"someone else's bytes",
+    )
+    .expect("plant");
+    let conflict = world
+        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .code(6);
+    assert!(
+        stderr(&conflict).contains("published objects are never replaced, and nothing was copied"),
+        "{}",
+        stderr(&conflict)
+    );
+    assert!(!release.join("rock-torch").exists(), "nothing was copied");
+    std::fs::remove_dir_all(release.join("rock-vision")).expect("clean");
+    world
+        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .success();
+
+    // rocm10 after rocm7.15: PEP 440 sorts it lower, pip would keep the old one.
+    let newer = world.build_set("rocm10.1.0", 0);
+    let staged10 = world.env.path("staged10");
+    world.stage_by_hand(&staged10, &newer);
+    let server10 = http::serve(&staged10);
+    world.smoke(&server10.url(), "smoke10.json").success();
+    let refused = world
+        .promote("staged10", "release", &["--test-report", "smoke10.json"])
+        .code(6);
+    let text = stderr(&refused);
+    assert!(
+        text.contains("rock-torch 1.0+rocm10.1.0 would sort below rock-torch 1.0+rocm7.15.0, which is already published")
+            && text.contains("compares the local segments 'rocm10' and 'rocm7' as strings"),
+        "{text}"
+    );
+    assert!(
+        !release
+            .join("rock-torch")
+            .join("rock_torch-1.0+rocm10.1.0-py3-none-any.whl")
+            .exists()
+    );
+}
+
+/// Copies a staged tree's objects (not its pages) into an S3 prefix behind the server's back,
+/// as another upload tool would (no checksum metadata).
+fn plant_tree(server: &S3Server, local: &Path, prefix: &str) {
+    for entry in walkdir::WalkDir::new(local) {
+        let entry = entry.expect("walk");
+        let relative = entry
+            .path()
+            .strip_prefix(local)
+            .expect("prefix")
+            .to_str()
+            .expect("utf-8")
+            .to_string();
+        if entry.file_type().is_file()
+            && !relative.ends_with("index.html")
+            && !relative.ends_with("index.json")
+        {
+            server.plant(
+                &format!("{prefix}/{relative}"),
+                &std::fs::read(entry.path()).expect("read"),
+            );
+        }
+    }
+}
+
+fn s3_env(world: &mut World, server: &S3Server) {
+    for (key, value) in server.env() {
+        world.env.set(key, value);
+    }
+}
+
+#[test]
+fn s3_index_promotion_with_multipart_copies_and_no_overwrite() {
+    let mut world = World::new();
+    let server = S3Server::start(&world.env.path("s3"));
+    s3_env(&mut world, &server);
+    let s3 = server.store_args();
+    // A 12 MiB torch wheel: above the 1 MiB threshold, so promotion copies it with
+    // UploadPartCopy in 5 MiB parts.
+    let set = world.build_set("rocm7.0.0", 12 << 20);
+
+    // Smoke the set from a local copy: the report names the bytes, wherever they are stored.
+    let local = world.env.path("local-staged");
+    world.stage_by_hand(&local, &set);
+    let web = http::serve(&local);
+    world.smoke(&web.url(), "smoke.json").success();
+
+    // The same objects in an S3 staging prefix, uploaded by another tool (no checksum
+    // metadata): `rockbuild index` reads their bytes for the hashes.
+    plant_tree(&server, &local, "staging");
+    world
+        .env
+        .rockbuild()
+        .args(["index", &server.url("staging")])
+        .args(&s3)
+        .assert()
+        .success();
+    let staged_page =
+        std::fs::read_to_string(server.object_path("staging/rock-torch/index.html")).expect("page");
+    assert!(staged_page.contains(&sha256_file(&set[0])), "{staged_page}");
+
+    let mut extra: Vec<&str> = vec![
+        "--test-report",
+        "smoke.json",
+        "--multipart-threshold",
+        "1048576",
+    ];
+    extra.extend(s3.iter().map(String::as_str));
+    world
+        .promote(&server.url("staging"), &server.url("release"), &extra)
+        .success();
+    let torch_key = format!("release/rock-torch/{TORCH}");
+    assert_eq!(
+        sha256_file(&server.object_path(&torch_key)),
+        sha256_file(&set[0]),
+        "the multipart copy is byte-identical"
+    );
+    assert!(
+        server
+            .object_path(&format!("{torch_key}.metadata"))
+            .exists()
+    );
+
+    // pip and uv install from the release prefix: its objects, served as files.
+    let mirror = world.env.path("release-mirror");
+    copy_tree(&server.object_path("release"), &mirror);
+    let web = http::serve(&mirror);
+    let requirements = hashed_requirements(&[
+        ("rock-torch", "1.0+rocm7.0.0", &set[0]),
+        ("rock-vision", "0.1+rocm7.0.0", &set[1]),
+    ]);
+    install_with_pip_and_uv(&world.env, &web.url(), &requirements, "s3-release");
+
+    // A released object with other bytes is never replaced.
+    let vision_key = format!("release2/rock-vision/{VISION}");
+    server.plant(&vision_key, b"not the staged wheel");
+    let conflict = world
+        .promote(&server.url("staging"), &server.url("release2"), &extra)
+        .code(6);
+    assert!(
+        stderr(&conflict).contains(&format!(
+            "'rock-vision/{VISION}' is already published with sha256"
+        )),
+        "{}",
+        stderr(&conflict)
+    );
+    assert_eq!(
+        std::fs::read(server.object_path(&vision_key)).expect("object"),
+        b"not the staged wheel"
+    );
+    assert!(
+        !server
+            .object_path(&format!("release2/rock-torch/{TORCH}"))
+            .exists()
+    );
+}
+
+#[test]
+fn a_promotion_killed_between_copies_and_index_leaves_the_index_and_a_rerun_completes() {
+    let mut world = World::new();
+    let server = S3Server::start(&world.env.path("s3"));
+    s3_env(&mut world, &server);
+    let s3 = server.store_args();
+
+    // Release 1 is published normally.
+    let first = world.build_set("rocm7.0.0", 0);
+    let second = world.build_set("rocm7.1.0", 0);
+    for (name, set) in [("one", &first), ("two", &second)] {
+        let local = world.env.path(&format!("{name}-local"));
+        world.stage_by_hand(&local, set);
+        let web = http::serve(&local);
+        world.smoke(&web.url(), &format!("{name}.json")).success();
+        plant_tree(&server, &local, &format!("staging-{name}"));
+        world
+            .env
+            .rockbuild()
+            .args(["index", &server.url(&format!("staging-{name}"))])
+            .args(&s3)
+            .assert()
+            .success();
+    }
+    let release = server.url("release");
+    let with_s3 = |report: &'static str| -> Vec<&str> {
+        let mut extra = vec!["--test-report", report];
+        extra.extend(s3.iter().map(String::as_str));
+        extra
+    };
+    world
+        .promote(&server.url("staging-one"), &release, &with_s3("one.json"))
+        .success();
+    let pages = [
+        "release/index.html",
+        "release/index.json",
+        "release/rock-torch/index.html",
+        "release/rock-vision/index.json",
+    ];
+    let before: Vec<Vec<u8>> = pages
+        .iter()
+        .map(|p| std::fs::read(server.object_path(p)).expect("page"))
+        .collect();
+
+    // Release 2: the server holds the first index page write; the run is killed right there,
+    // after every wheel was copied.
+    server.set_write_rule("release/rock-torch/index.html", WriteRule::Hold);
+    let mut command = world.env.command(env!("CARGO_BIN_EXE_rockbuild"));
+    command
+        .args([
+            "promote",
+            "--from",
+            &server.url("staging-two"),
+            "--to",
+            &release,
+            "--test-report",
+            "two.json",
+        ])
+        .args(&s3)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = command.spawn().expect("start promote");
+    let held = server.wait_for_held_write(Duration::from_secs(120));
+    child.kill().expect("kill");
+    let status = child.wait().expect("wait");
+    server.clear_write_rule();
+    assert_eq!(held.as_deref(), Some("release/rock-torch/index.html"));
+    assert!(!status.success());
+    let torch2 = "release/rock-torch/rock_torch-1.0+rocm7.1.0-py3-none-any.whl";
+    assert_eq!(
+        sha256_file(&server.object_path(torch2)),
+        sha256_file(&second[0]),
+        "the copies were done"
+    );
+    let after: Vec<Vec<u8>> = pages
+        .iter()
+        .map(|p| std::fs::read(server.object_path(p)).expect("page"))
+        .collect();
+    assert_eq!(before, after, "the published index is unchanged");
+    let page = String::from_utf8(after[2].clone()).expect("utf-8");
+    assert!(!page.contains("rocm7.1.0"), "{page}");
+
+    // The re-run skips the copies and writes the index.
+    let rerun = world
+        .promote(&server.url("staging-two"), &release, &with_s3("two.json"))
+        .success();
+    assert!(
+        stderr(&rerun).contains("(0 copied, 0 B; 4 already there)"),
+        "{}",
+        stderr(&rerun)
+    );
+    let page =
+        std::fs::read_to_string(server.object_path("release/rock-torch/index.html")).expect("page");
+    assert!(
+        page.contains("rock_torch-1.0%2Brocm7.0.0") && page.contains("rock_torch-1.0%2Brocm7.1.0"),
+        "{page}"
+    );
+}
+
+#[test]
+fn bad_store_urls_and_waivers_are_usage_errors() {
+    let world = World::new();
+    let bad = world
+        .env
+        .rockbuild()
+        .args(["index", "https://example.com/simple/"])
+        .assert()
+        .code(2);
+    assert!(
+        stderr(&bad).contains("is not a store rockbuild can write to"),
+        "{}",
+        stderr(&bad)
+    );
+    std::fs::write(
+        world.env.path("w.yaml"),
+        "waivers:\n  - wheel: x\n    owner: me\n    reason: r\n    expires: soon\n",
+    )
+    .expect("waiver");
+    let bad = world.promote("a", "b", &["--waiver", "w.yaml"]).code(2);
+    assert!(
+        stderr(&bad)
+            .contains("w.yaml:2: waiver 1: `expires: soon` is not a date; write YYYY-MM-DD"),
+        "{}",
+        stderr(&bad)
+    );
+    let same = world.promote("a", "a", &[]).code(2);
+    assert!(
+        stderr(&same).contains("--from and --to are the same store"),
+        "{}",
+        stderr(&same)
+    );
+}
+
+#[test]
+fn smoke_installs_the_rocm_sdk_the_set_pins_from_an_extra_index() {
+    let world = World::new();
+    let sdk = http::serve(&crate::common::sdk::sdk_index(
+        "7.10.0a20251124",
+        &["gfx906"],
+    ));
+    let dir = world.wheels.join("pinned");
+    // Like torch: a wheel that pins the SDK it was built against.
+    let set = vec![
+        build_wheel(
+            &world.env,
+            &dir,
+            "rock-torch",
+            "1.0+rocm7.10.0a20251124",
+            json!({"requires": ["rocm[libraries]==7.10.0a20251124"], "code": "import rocm_sdk\n"}),
+        ),
+        build_wheel(
+            &world.env,
+            &dir,
+            "rock-vision",
+            "0.1+rocm7.10.0a20251124",
+            json!({"requires": ["rock-torch==1.0+rocm7.10.0a20251124"]}),
+        ),
+    ];
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &set);
+    let server = http::serve(&staged);
+
+    // The staging index alone cannot satisfy the pin (TheRock#4904): the dependency step fails
+    // and names what is missing.
+    let alone = world.smoke(&server.url(), "alone.json").code(1);
+    let text = stderr(&alone);
+    assert!(
+        text.contains("install dependencies") && text.contains("rocm"),
+        "{text}"
+    );
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(world.env.path("alone.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(report["result"], "failed");
+
+    let sdk_simple = format!("{}simple/", sdk.url());
+    let smoke = world
+        .env
+        .rockbuild()
+        .args([
+            "smoke",
+            "--config",
+            "stack.yaml",
+            "--index-url",
+            &server.url(),
+            "--extra-index-url",
+            &sdk_simple,
+        ])
+        .args(["--report", "smoke.json"])
+        .assert()
+        .success();
+    drop(smoke);
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(world.env.path("smoke.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(report["result"], "passed");
+    let names: Vec<&str> = report["wheels"]
+        .as_array()
+        .expect("wheels")
+        .iter()
+        .map(|w| w["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["rock-torch", "rock-vision"],
+        "the report names the set, not its dependencies"
+    );
+}
