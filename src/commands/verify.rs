@@ -1,7 +1,196 @@
-use crate::cli::VerifyArgs;
-use crate::context::Context;
-use crate::exit::ExitStatus;
+//! `rockbuild verify [WHEEL|DIR]... [--lock FILE] [--targets gfxA,gfxB] [--index-url URL]
+//! [--json]`: every problem of every wheel on stderr, the report as JSON on stdout, exit 5
+//! when anything is wrong.
 
-pub fn run(_args: VerifyArgs, _ctx: &Context) -> anyhow::Result<ExitStatus> {
-    anyhow::bail!("`rockbuild verify` is not implemented yet")
+use crate::cli::{ConfigArgs, VerifyArgs};
+use crate::context::Context;
+use crate::exit::{self, ExitStatus};
+use crate::lock::Lock;
+use crate::stack::{self, Stack};
+use crate::ui;
+use crate::wheel::verify::{VerifyError, VerifyOptions, VerifyReport, collect_wheels, verify_set};
+
+/// A wheel with thousands of problems (an empty RECORD) should not bury the others.
+const SHOWN_PER_WHEEL: usize = 40;
+
+pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let VerifyArgs {
+        paths,
+        lock,
+        targets,
+        index_url,
+        json,
+        config: ConfigArgs { config, families },
+    } = args;
+    let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
+    let mut options = VerifyOptions::for_stack(&stack);
+    if let Some(lock_path) = lock {
+        let lock_path = ctx.absolute(&lock_path);
+        let lock = Lock::read(&lock_path)?;
+        options
+            .expect_lock(&lock, &stack)
+            .map_err(|e| exit::usage(format!("{}: {e}", lock_path.display())))?;
+    }
+    if let Some(list) = targets {
+        let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
+        let given = table
+            .targets(&list)
+            .map_err(|e| exit::usage(format!("--targets: {e}")))?;
+        if !options.targets.is_empty() && options.targets != given {
+            ctx.ui.warn(format!(
+                "--targets {} replaces the lock's targets {}",
+                stack::families::join(&given),
+                stack::families::join(&options.targets)
+            ));
+        }
+        options.targets = given;
+    }
+    options.index_url = index_url;
+
+    let inputs: Vec<_> = paths.iter().map(|p| ctx.absolute(p)).collect();
+    let wheels = collect_wheels(&inputs).map_err(|error| match error {
+        // An empty build output is a failed verification, not a usage error (W5).
+        VerifyError::EmptyDirectory(_) => {
+            exit::classified(ExitStatus::VerificationFailed, error.to_string())
+        }
+        other => exit::usage(other.to_string()),
+    })?;
+    let bytes: u64 = wheels
+        .iter()
+        .filter_map(|w| fs_err::metadata(w).ok())
+        .map(|m| m.len())
+        .sum();
+    let targets_text = if options.targets.is_empty() {
+        "no gfx targets requested".to_string()
+    } else {
+        format!("targets {}", stack::families::join(&options.targets))
+    };
+    let task = ctx.ui.task("verify");
+    task.phase(format!(
+        "{} wheel{} ({}), {targets_text}",
+        wheels.len(),
+        plural(wheels.len()),
+        human_bytes(bytes)
+    ));
+    let report = verify_set(&wheels, &options).map_err(|e| exit::usage(e.to_string()))?;
+    task.finish(format!(
+        "{} wheel{} in {:.1}s",
+        wheels.len(),
+        plural(wheels.len()),
+        task.elapsed().as_secs_f64()
+    ));
+    print_report(ctx, &report, &targets_text);
+    if json {
+        let mut text = serde_json::to_string_pretty(&report)?;
+        text.push('\n');
+        ctx.ui.data(&text);
+    }
+    Ok(if report.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::VerificationFailed
+    })
+}
+
+fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
+    let mut rows = Vec::new();
+    for wheel in &report.wheels {
+        let gpu: Vec<&crate::wheel::verify::LibraryReport> =
+            wheel.libraries.iter().filter(|l| l.bundles > 0).collect();
+        let mut targets: Vec<&str> = gpu
+            .iter()
+            .flat_map(|l| l.targets.iter().map(String::as_str))
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        let gpu_text = if gpu.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} GPU librar{}: {}",
+                gpu.len(),
+                if gpu.len() == 1 { "y" } else { "ies" },
+                targets.join(" ")
+            )
+        };
+        if wheel.ok() {
+            ctx.ui.status(format!(
+                "  ok    {}  ({} files{gpu_text})",
+                wheel.file, wheel.entries
+            ));
+        } else {
+            ctx.ui.status(format!(
+                "  FAIL  {}  {} problem{}",
+                wheel.file,
+                wheel.problems.len(),
+                plural(wheel.problems.len())
+            ));
+            for problem in wheel.problems.iter().take(SHOWN_PER_WHEEL) {
+                ctx.ui.status(format!("        {problem}"));
+                ctx.ui.error_annotation(
+                    &format!("verify: {}", problem.kind()),
+                    &format!("{}: {problem}", wheel.file),
+                );
+            }
+            if wheel.problems.len() > SHOWN_PER_WHEEL {
+                ctx.ui.status(format!(
+                    "        … and {} more (--json lists them all)",
+                    wheel.problems.len() - SHOWN_PER_WHEEL
+                ));
+            }
+        }
+        rows.push(vec![
+            wheel.file.clone(),
+            if wheel.ok() {
+                "ok".into()
+            } else {
+                format!("{} problems", wheel.problems.len())
+            },
+            targets.join(" "),
+        ]);
+    }
+    for problem in &report.set_problems {
+        ctx.ui.status(format!("  FAIL  set: {problem}"));
+        ctx.ui
+            .error_annotation(&format!("verify: {}", problem.kind()), &problem.to_string());
+    }
+    let failed = report.wheels.iter().filter(|w| !w.ok()).count();
+    if report.ok {
+        ctx.ui.status(format!(
+            "verify: all {} wheel{} passed ({targets_text})",
+            report.wheels.len(),
+            plural(report.wheels.len())
+        ));
+    } else {
+        ctx.ui.status(format!(
+            "verify: {failed} of {} wheel{} failed, {} problem{} in all ({targets_text})",
+            report.wheels.len(),
+            plural(report.wheels.len()),
+            report.problem_count,
+            plural(report.problem_count)
+        ));
+    }
+    ctx.ui.step_summary(&format!(
+        "### rockbuild verify\n\n{}",
+        ui::markdown_table(&["wheel", "result", "gfx targets"], &rows)
+    ));
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }

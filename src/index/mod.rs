@@ -45,23 +45,8 @@ pub const JSON_PAGE: &str = "index.json";
 pub const HTML_CONTENT_TYPE: &str = "text/html; charset=utf-8";
 pub const JSON_CONTENT_TYPE: &str = "application/vnd.pypi.simple.v1+json";
 
-/// PEP 503 name normalization: lowercase, runs of `-`, `_`, `.` become one `-`.
-pub fn normalize_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut in_separator = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            in_separator = true;
-        } else {
-            if in_separator && !out.is_empty() {
-                out.push('-');
-            }
-            in_separator = false;
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
-}
+/// PEP 503 name normalization (one implementation, in the wheel module).
+pub use crate::wheel::filename::normalize_name;
 
 /// True for the files an index lists: wheels and source distributions.
 pub fn is_distribution(filename: &str) -> bool {

@@ -14,3 +14,4 @@ mod ci_files;
 mod cli;
 mod publish;
 mod sample;
+mod verify;

@@ -1,0 +1,121 @@
+//! What verification reads from an ELF file: the libraries it needs (DT_NEEDED), its search
+//! paths (DT_RPATH, DT_RUNPATH) and the GPU code in its `.hip_fatbin` section.
+
+use object::elf;
+use object::read::elf::{ElfFile, FileHeader, SectionHeader as _};
+use object::{Endianness, FileKind};
+
+use crate::wheel::offload::{SectionScan, scan_section};
+
+pub const ELF_MAGIC: &[u8] = b"\x7fELF";
+const FATBIN_SECTION: &[u8] = b".hip_fatbin";
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ElfInfo {
+    pub needed: Vec<String>,
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
+    /// The bundles of `.hip_fatbin`, when the file has GPU code.
+    pub gpu: Option<SectionScan>,
+}
+
+impl ElfInfo {
+    pub fn links_hip_runtime(&self) -> bool {
+        self.needed
+            .iter()
+            .any(|lib| lib.starts_with("libamdhip64.so"))
+    }
+}
+
+/// Parses an ELF file held in memory.
+pub fn inspect(data: &[u8]) -> Result<ElfInfo, String> {
+    match FileKind::parse(data).map_err(|e| e.to_string())? {
+        FileKind::Elf32 => inspect_as::<elf::FileHeader32<Endianness>>(data),
+        FileKind::Elf64 => inspect_as::<elf::FileHeader64<Endianness>>(data),
+        other => Err(format!("unexpected object kind {other:?}")),
+    }
+}
+
+fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, String> {
+    let file = ElfFile::<Elf>::parse(data).map_err(|e| e.to_string())?;
+    let endian = file.endian();
+    let sections = file.elf_section_table();
+    let mut info = ElfInfo::default();
+    let dynamic = sections
+        .dynamic_table(endian, data)
+        .map_err(|e| format!("dynamic section: {e}"))?;
+    for entry in &dynamic {
+        let target = if entry.tag == elf::DT_NEEDED {
+            &mut info.needed
+        } else if entry.tag == elf::DT_RPATH {
+            &mut info.rpath
+        } else if entry.tag == elf::DT_RUNPATH {
+            &mut info.runpath
+        } else {
+            continue;
+        };
+        let value = dynamic
+            .string(entry)
+            .map_err(|e| format!("dynamic string: {e}"))?;
+        let value = String::from_utf8_lossy(value);
+        if entry.tag == elf::DT_NEEDED {
+            target.push(value.into_owned());
+        } else {
+            target.extend(value.split(':').map(str::to_string));
+        }
+    }
+    if let Some((_, section)) = sections.section_by_name(endian, FATBIN_SECTION) {
+        let bytes = section
+            .data(endian, data)
+            .map_err(|e| format!("section .hip_fatbin: {e}"))?;
+        info.gpu = Some(scan_section(bytes));
+    }
+    Ok(info)
+}
+
+/// Why an RPATH/RUNPATH entry is unsafe, or `None` when it is `$ORIGIN`-relative.
+pub fn search_path_problem(entry: &str) -> Option<&'static str> {
+    if entry.starts_with("$ORIGIN") || entry.starts_with("${ORIGIN}") {
+        None
+    } else if entry.is_empty() {
+        Some("an empty entry means the current working directory of the process")
+    } else if entry.starts_with('/') {
+        Some(
+            "an absolute path from the build machine; it does not exist where the wheel is installed and could load foreign libraries where it does (TheRock#968); use an $ORIGIN-relative path",
+        )
+    } else {
+        Some("a path relative to the process's working directory; use an $ORIGIN-relative path")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judges_search_paths() {
+        assert_eq!(search_path_problem("$ORIGIN/../lib"), None);
+        assert_eq!(search_path_problem("${ORIGIN}"), None);
+        assert!(
+            search_path_problem("/home/runner/venv/lib").is_some_and(|r| r.contains("absolute"))
+        );
+        assert!(search_path_problem("lib").is_some_and(|r| r.contains("working directory")));
+        assert!(search_path_problem("").is_some_and(|r| r.contains("empty")));
+    }
+
+    #[test]
+    fn inspects_a_real_shared_object() {
+        // The test binary itself is an ELF file with DT_NEEDED entries.
+        let exe = std::env::current_exe().expect("current exe");
+        let data = fs_err::read(exe).expect("read");
+        let info = inspect(&data).expect("parses");
+        assert!(
+            info.needed.iter().any(|lib| lib.starts_with("libc.so")),
+            "{:?}",
+            info.needed
+        );
+        assert!(!info.links_hip_runtime());
+        assert_eq!(info.gpu, None);
+        assert!(inspect(b"\x7fELFnot really").is_err());
+    }
+}

@@ -1,0 +1,334 @@
+//! What `verify` finds wrong with a wheel: one typed value per finding, each with the entry,
+//! the expected and the actual value, so people read a precise sentence and scripts read the
+//! fields (`kind` plus the variant's fields in JSON).
+
+use std::fmt;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Problem {
+    /// The archive cannot be opened or read as a whole (truncated, not a zip, I/O error).
+    Archive {
+        detail: String,
+    },
+    /// The file name is not a valid wheel name.
+    FileName {
+        detail: String,
+    },
+    /// A structural defect of the zip container (header disagreements, ZIP64 fields, gaps).
+    Zip {
+        entry: Option<String>,
+        detail: String,
+    },
+    /// An entry whose path would land outside the installation root or is otherwise unsafe.
+    UnsafePath {
+        entry: String,
+        reason: String,
+    },
+    DuplicateEntry {
+        entry: String,
+        count: usize,
+    },
+    /// An entry that inflates implausibly (zip bomb guard); its data was not read.
+    CompressionRatio {
+        entry: String,
+        compressed: u64,
+        uncompressed: u64,
+    },
+    /// An entry whose data cannot be read as declared (CRC, sizes, inflate errors).
+    EntryData {
+        entry: String,
+        detail: String,
+    },
+    /// No usable `.dist-info` directory, METADATA or WHEEL file.
+    DistInfo {
+        detail: String,
+    },
+    RecordMissing {
+        record: String,
+    },
+    RecordInvalid {
+        line: usize,
+        detail: String,
+    },
+    RecordHashMismatch {
+        entry: String,
+        algorithm: String,
+        expected: String,
+        actual: String,
+    },
+    RecordSizeMismatch {
+        entry: String,
+        expected: u64,
+        actual: u64,
+    },
+    /// A file in the archive that RECORD does not list.
+    NotInRecord {
+        entry: String,
+    },
+    /// A RECORD line for a file the archive does not hold.
+    MissingFile {
+        entry: String,
+    },
+    /// File name and metadata disagree (`what` says which field: METADATA Name, WHEEL Tag, …).
+    Mismatch {
+        what: String,
+        file_name: String,
+        metadata: String,
+    },
+    /// The lock's build record expects another version of this project.
+    LockVersion {
+        project: String,
+        expected: String,
+        actual: String,
+    },
+    /// The lock's build record lists a project the set has no wheel for.
+    MissingProject {
+        project: String,
+        wheel: String,
+        version: String,
+    },
+    /// Two wheels of the set share a file name.
+    DuplicateWheel {
+        file: String,
+        paths: Vec<String>,
+    },
+    /// A GPU library lacks code for a requested target in some of its offload bundles.
+    TargetMissing {
+        entry: String,
+        target: String,
+        bundles_missing: usize,
+        bundles_total: usize,
+        found: Vec<String>,
+    },
+    /// GPU code that cannot be inspected (malformed or unsupported offload bundles).
+    GpuCode {
+        entry: String,
+        detail: String,
+    },
+    /// No library of a wheel that must run on the GPU links the HIP runtime.
+    NoHipRuntime {
+        libraries: usize,
+    },
+    /// An RPATH/RUNPATH entry that is not `$ORIGIN`-relative.
+    Rpath {
+        entry: String,
+        tag: String,
+        path: String,
+        reason: String,
+    },
+    /// An ELF file object cannot parse.
+    Elf {
+        entry: String,
+        detail: String,
+    },
+    /// A `Requires-Dist` on a stack project that neither the set nor the index satisfies.
+    Unresolved {
+        requirement: String,
+        detail: String,
+    },
+    /// A requested extra that the providing wheel does not declare (pip only warns).
+    MissingExtra {
+        requirement: String,
+        extra: String,
+        provider: String,
+    },
+}
+
+impl Problem {
+    pub fn zip(entry: Option<&str>, detail: String) -> Problem {
+        Problem::Zip {
+            entry: entry.map(str::to_string),
+            detail,
+        }
+    }
+
+    /// The stable machine name of the finding (the `kind` field in JSON).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Problem::Archive { .. } => "archive",
+            Problem::FileName { .. } => "file-name",
+            Problem::Zip { .. } => "zip",
+            Problem::UnsafePath { .. } => "unsafe-path",
+            Problem::DuplicateEntry { .. } => "duplicate-entry",
+            Problem::CompressionRatio { .. } => "compression-ratio",
+            Problem::EntryData { .. } => "entry-data",
+            Problem::DistInfo { .. } => "dist-info",
+            Problem::RecordMissing { .. } => "record-missing",
+            Problem::RecordInvalid { .. } => "record-invalid",
+            Problem::RecordHashMismatch { .. } => "record-hash-mismatch",
+            Problem::RecordSizeMismatch { .. } => "record-size-mismatch",
+            Problem::NotInRecord { .. } => "not-in-record",
+            Problem::MissingFile { .. } => "missing-file",
+            Problem::Mismatch { .. } => "mismatch",
+            Problem::LockVersion { .. } => "lock-version",
+            Problem::MissingProject { .. } => "missing-project",
+            Problem::DuplicateWheel { .. } => "duplicate-wheel",
+            Problem::TargetMissing { .. } => "target-missing",
+            Problem::GpuCode { .. } => "gpu-code",
+            Problem::NoHipRuntime { .. } => "no-hip-runtime",
+            Problem::Rpath { .. } => "rpath",
+            Problem::Elf { .. } => "elf",
+            Problem::Unresolved { .. } => "unresolved",
+            Problem::MissingExtra { .. } => "missing-extra",
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Archive { detail } => write!(f, "{detail}"),
+            Problem::FileName { detail } => write!(f, "not a valid wheel file name: {detail}"),
+            Problem::Zip {
+                entry: Some(entry),
+                detail,
+            } => write!(f, "zip entry '{entry}': {detail}"),
+            Problem::Zip {
+                entry: None,
+                detail,
+            } => write!(f, "zip structure: {detail}"),
+            Problem::UnsafePath { entry, reason } => write!(
+                f,
+                "entry '{entry}' is unsafe: {reason} (an installer could write outside the \
+                 environment)"
+            ),
+            Problem::DuplicateEntry { entry, count } => write!(
+                f,
+                "entry '{entry}' appears {count} times (installers disagree on which copy wins)"
+            ),
+            Problem::CompressionRatio {
+                entry,
+                compressed,
+                uncompressed,
+            } => write!(
+                f,
+                "entry '{entry}' claims to inflate from {compressed} to {uncompressed} bytes \
+                 ({}:1), beyond the zip-bomb guard; its data was not read",
+                uncompressed / (*compressed).max(1)
+            ),
+            Problem::EntryData { entry, detail } => write!(f, "entry '{entry}': {detail}"),
+            Problem::DistInfo { detail } => write!(f, "{detail}"),
+            Problem::RecordMissing { record } => write!(
+                f,
+                "no '{record}': every wheel must list its files with their hashes"
+            ),
+            Problem::RecordInvalid { line, detail } => write!(f, "RECORD line {line}: {detail}"),
+            Problem::RecordHashMismatch {
+                entry,
+                algorithm,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "RECORD hash mismatch for '{entry}': RECORD says {algorithm}={expected}, the \
+                 file has {algorithm}={actual}"
+            ),
+            Problem::RecordSizeMismatch {
+                entry,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "RECORD size mismatch for '{entry}': RECORD says {expected} bytes, the file has \
+                 {actual}"
+            ),
+            Problem::NotInRecord { entry } => write!(
+                f,
+                "'{entry}' is in the archive but not in RECORD (unverifiable content)"
+            ),
+            Problem::MissingFile { entry } => {
+                write!(f, "RECORD lists '{entry}' but the archive has no such file")
+            }
+            Problem::Mismatch {
+                what,
+                file_name,
+                metadata,
+            } => write!(
+                f,
+                "{what} is '{metadata}' but the file name says '{file_name}' (pip reports \
+                 inconsistent metadata)"
+            ),
+            Problem::LockVersion {
+                project,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "the lock's build record expects {project} {expected}, this wheel is {actual}"
+            ),
+            Problem::MissingProject {
+                project,
+                wheel,
+                version,
+            } => write!(
+                f,
+                "the lock's build record lists project '{project}' ({wheel} {version}) but the \
+                 set has no {wheel} wheel"
+            ),
+            Problem::DuplicateWheel { file, paths } => {
+                write!(f, "'{file}' appears more than once: {}", paths.join(", "))
+            }
+            Problem::TargetMissing {
+                entry,
+                target,
+                bundles_missing,
+                bundles_total,
+                found,
+            } => {
+                let found = if found.is_empty() {
+                    "none".to_string()
+                } else {
+                    found.join(", ")
+                };
+                if bundles_missing == bundles_total {
+                    write!(
+                        f,
+                        "GPU library '{entry}' has no code for requested target {target} (its \
+                         offload bundles carry: {found})"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "GPU library '{entry}' lacks code for requested target {target} in \
+                         {bundles_missing} of its {bundles_total} offload bundles (targets \
+                         found: {found})"
+                    )
+                }
+            }
+            Problem::GpuCode { entry, detail } => write!(f, "GPU code in '{entry}': {detail}"),
+            Problem::NoHipRuntime { libraries } => write!(
+                f,
+                "none of its {libraries} ELF files links libamdhip64 (DT_NEEDED): this is a \
+                 CPU-only build, not a ROCm one (TheRock#332, #3628)"
+            ),
+            Problem::Rpath {
+                entry,
+                tag,
+                path,
+                reason,
+            } => write!(f, "'{entry}' has {tag} entry '{path}': {reason}"),
+            Problem::Elf { entry, detail } => {
+                write!(f, "'{entry}' is not a readable ELF file: {detail}")
+            }
+            Problem::Unresolved {
+                requirement,
+                detail,
+            } => write!(
+                f,
+                "Requires-Dist '{requirement}' does not resolve: {detail}"
+            ),
+            Problem::MissingExtra {
+                requirement,
+                extra,
+                provider,
+            } => write!(
+                f,
+                "Requires-Dist '{requirement}' asks for extra '{extra}' but {provider} does not \
+                 provide it (pip would only warn and install without it)"
+            ),
+        }
+    }
+}

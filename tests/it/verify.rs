@@ -1,0 +1,611 @@
+//! `rockbuild verify` on real wheels: a good set (with a real HIP library compiled by hipcc and
+//! a pin resolved through a PEP 503 index served over HTTP) passes; each wheel of a corpus of
+//! broken ones fails with a precise message and exit 5; real PyPI wheels pass.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::wheels::{
+    HttpServer, WheelBuilder, cpu_library, hip_library, truncate, write_simple_index,
+};
+use crate::common::{TestEnv, wheelhouse};
+
+const TORCH: &str = "2.10.0a0+rocm7.13.0a20260430";
+const TRITON: &str = "3.5.0+git1a2b3c4d";
+const VISION: &str = "0.25.0a0+rocm7.13.0a20260430";
+const SDK: &str = "7.13.0a20260430";
+
+fn torch(targets: &[&str]) -> WheelBuilder {
+    WheelBuilder::new("torch", TORCH)
+        .file_from("torch/lib/libtorch_hip.so", &hip_library(targets))
+        .file(
+            "torch/version.py",
+            format!("__version__ = '{TORCH}'\nhip = '5.2'\n"),
+        )
+        .requires("filelock")
+        .requires(&format!("triton=={TRITON}"))
+        .requires(&format!("rocm[libraries]=={SDK}"))
+}
+
+fn triton() -> WheelBuilder {
+    WheelBuilder::new("triton", TRITON).file(
+        "triton/_C/libtriton.so",
+        std::fs::read(cpu_library(Some("$ORIGIN/../lib"))).expect("lib"),
+    )
+}
+
+fn vision() -> WheelBuilder {
+    WheelBuilder::new("torchvision", VISION)
+        .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+        .requires(&format!("torch=={TORCH}"))
+}
+
+/// The ROCm SDK meta package on a PEP 503 index served over HTTP.
+fn sdk_index(env: &TestEnv) -> HttpServer {
+    let staging = env.path("sdk-wheels");
+    let rocm = WheelBuilder::new("rocm", SDK)
+        .tag("py3-none-any")
+        .provides_extra("libraries")
+        .build(&staging);
+    let root = env.path("index");
+    write_simple_index(&root, "rocm", &[rocm]);
+    HttpServer::serve(&root)
+}
+
+fn good_set(dir: &Path) -> Vec<PathBuf> {
+    vec![
+        torch(&["gfx906", "gfx1030"]).build(dir),
+        triton().build(dir),
+        vision().build(dir),
+    ]
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_good_set_passes_and_its_json_report_is_complete() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    let wheels = good_set(&dist);
+    let server = sdk_index(&env);
+    let output = env
+        .rockbuild()
+        .args([
+            "verify",
+            "dist",
+            "--targets",
+            "gfx906,gfx1030",
+            "--json",
+            "--index-url",
+        ])
+        .arg(format!("{}/", server.url))
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("verify: all 3 wheels passed (targets gfx906,gfx1030)"),
+        "{text}"
+    );
+    assert!(text.contains("ok    torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl  (6 files, 1 GPU library: gfx1030 gfx906)"), "{text}");
+
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["problem_count"], 0);
+    assert_eq!(report["targets"], serde_json::json!(["gfx906", "gfx1030"]));
+    assert_eq!(report["index_url"], format!("{}/", server.url));
+    let listed = report["wheels"].as_array().expect("wheels");
+    assert_eq!(listed.len(), 3);
+    for wheel in &wheels {
+        let file = wheel
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let entry = listed
+            .iter()
+            .find(|w| w["file"] == file.as_str())
+            .unwrap_or_else(|| panic!("{file} missing"));
+        let bytes = std::fs::read(wheel).expect("read");
+        assert_eq!(
+            entry["sha256"],
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+        );
+        assert_eq!(entry["size"], bytes.len());
+        assert_eq!(entry["problems"], serde_json::json!([]));
+    }
+    let torch = listed.iter().find(|w| w["name"] == "torch").expect("torch");
+    assert_eq!(torch["version"], TORCH);
+    assert_eq!(torch["metadata"]["requires_python"], ">=3.9");
+    assert_eq!(
+        torch["metadata"]["requires_dist"][1]["raw"],
+        format!("triton=={TRITON}")
+    );
+    let library = &torch["libraries"][0];
+    assert_eq!(library["entry"], "torch/lib/libtorch_hip.so");
+    assert_eq!(library["targets"], serde_json::json!(["gfx1030", "gfx906"]));
+    assert_eq!(library["bundles"], 1);
+    assert!(
+        library["needed"]
+            .as_array()
+            .expect("needed")
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("libamdhip64.so")))
+    );
+    let triton = listed
+        .iter()
+        .find(|w| w["name"] == "triton")
+        .expect("triton");
+    assert_eq!(
+        triton["libraries"][0]["runpath"],
+        serde_json::json!(["$ORIGIN/../lib"])
+    );
+}
+
+/// One broken wheel next to the good ones: verify fails with exit 5 and names the problem.
+#[track_caller]
+fn assert_fails(env: &TestEnv, extra_args: &[&str], expected: &[&str]) -> String {
+    let output = env
+        .rockbuild()
+        .arg("verify")
+        .arg("dist")
+        .args(extra_args)
+        .output()
+        .expect("runs");
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(5), "{text}");
+    for needle in expected {
+        assert!(text.contains(needle), "stderr lacks {needle:?}:\n{text}");
+    }
+    text
+}
+
+#[test]
+fn each_broken_wheel_fails_with_a_precise_message() {
+    use crate::common::wheels::record_hash;
+    let triton_file = "triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl";
+    // (what, the project whose good wheel it replaces, how to build it, expected lines)
+    type Case = (
+        &'static str,
+        &'static str,
+        fn(&Path) -> PathBuf,
+        Vec<String>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "zip-slip entry",
+            "triton",
+            |dist| triton().unlisted("../../evil.pth", "import os").build(dist),
+            vec![
+                format!("FAIL  {triton_file}  2 problems"),
+                "entry '../../evil.pth' is unsafe: a '..' component escapes the wheel root".into(),
+                "'../../evil.pth' is in the archive but not in RECORD".into(),
+            ],
+        ),
+        (
+            "RECORD hash mismatch",
+            "triton",
+            |dist| {
+                triton()
+                    .file("triton/language.py", "x = 1\n")
+                    .edit_record(|r| r.replace(&record_hash(b"x = 1\n"), &record_hash(b"x = 2\n")))
+                    .build(dist)
+            },
+            vec![format!(
+                "RECORD hash mismatch for 'triton/language.py': RECORD says sha256={}, the file has sha256={}",
+                &record_hash(b"x = 2\n")[7..],
+                &record_hash(b"x = 1\n")[7..]
+            )],
+        ),
+        (
+            "missing RECORD line",
+            "triton",
+            |dist| {
+                triton()
+                    .file("triton/language.py", "x = 1\n")
+                    .edit_record(|r| r.lines().filter(|l| !l.starts_with("triton/language.py,")).map(|l| format!("{l}\n")).collect())
+                    .build(dist)
+            },
+            vec!["'triton/language.py' is in the archive but not in RECORD (unverifiable content)".into()],
+        ),
+        (
+            "wrong version in the file name",
+            "triton",
+            |dist| triton().file_name_version("3.6.0").build(dist),
+            vec![
+                "FAIL  triton-3.6.0-cp311-cp311-linux_x86_64.whl".into(),
+                "METADATA Version is '3.5.0+git1a2b3c4d' but the file name says '3.6.0'".into(),
+                "the .dist-info directory's version is '3.5.0+git1a2b3c4d' but the file name says '3.6.0'".into(),
+            ],
+        ),
+        (
+            "truncated archive",
+            "triton",
+            |dist| {
+                let path = triton().build(dist);
+                let len = std::fs::metadata(&path).expect("stat").len();
+                truncate(&path, len / 2);
+                path
+            },
+            vec![
+                format!("FAIL  {triton_file}  1 problem"),
+                "the archive is truncated: it starts like a zip archive but has no end-of-central-directory record".into(),
+            ],
+        ),
+        (
+            "a library missing a requested gfx target",
+            "torchvision",
+            |dist| {
+                WheelBuilder::new("torchvision", VISION)
+                    .file_from("torchvision/_C.so", &hip_library(&["gfx906"]))
+                    .requires(&format!("torch=={TORCH}"))
+                    .build(dist)
+            },
+            vec!["GPU library 'torchvision/_C.so' has no code for requested target gfx1030 (its offload bundles carry: gfx906)".into()],
+        ),
+        (
+            "a torch library without libamdhip64",
+            "torch",
+            |dist| {
+                WheelBuilder::new("torch", TORCH)
+                    .file_from("torch/lib/libtorch_cpu.so", &cpu_library(None))
+                    .requires(&format!("triton=={TRITON}"))
+                    .build(dist)
+            },
+            vec!["none of its 1 ELF files links libamdhip64 (DT_NEEDED): this is a CPU-only build, not a ROCm one".into()],
+        ),
+        (
+            "an absolute RPATH",
+            "triton",
+            |dist| {
+                WheelBuilder::new("triton", TRITON)
+                    .file_from("triton/_C/libtriton.so", &cpu_library(Some("/home/runner/work/venv/lib:$ORIGIN")))
+                    .build(dist)
+            },
+            vec!["PATH entry '/home/runner/work/venv/lib': an absolute path from the build machine".into()],
+        ),
+        (
+            "a Requires-Dist pin not in the set",
+            "torchvision",
+            |dist| {
+                WheelBuilder::new("torchvision", VISION)
+                    .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+                    .requires("torch==2.9.0+rocm7.12.0")
+                    .build(dist)
+            },
+            vec![
+                "Requires-Dist 'torch==2.9.0+rocm7.12.0' does not resolve: the set has torch 2.10.0a0+rocm7.13.0a20260430, and the index http://127.0.0.1:".into(),
+                "/torch/ has no files for it".into(),
+            ],
+        ),
+    ];
+    for (what, replaces, make, expected) in cases {
+        let env = TestEnv::new();
+        let dist = env.path("dist");
+        make(&dist);
+        // The rest of a consistent set, so the broken wheel is the only thing wrong.
+        for (project, builder) in [
+            ("torch", torch(&["gfx906", "gfx1030"])),
+            ("triton", triton()),
+            ("torchvision", vision()),
+        ] {
+            if project != replaces {
+                builder.build(&dist);
+            }
+        }
+        // torch pins rocm[libraries], which the set does not carry: the index serves it.
+        let server = sdk_index(&env);
+        let index = format!("{}/", server.url);
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let text = assert_fails(
+            &env,
+            &["--targets", "gfx906,gfx1030", "--index-url", &index],
+            &expected,
+        );
+        assert_eq!(
+            text.matches("  FAIL  ").count(),
+            1,
+            "{what}: only the broken wheel fails:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn one_run_reports_every_problem_of_every_wheel() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    triton()
+        .unlisted("/etc/evil", "x")
+        .file_name_version("3.6.0")
+        .build(&dist);
+    WheelBuilder::new("torch", TORCH)
+        .file_from(
+            "torch/lib/libtorch_cpu.so",
+            &cpu_library(Some("/opt/build/lib")),
+        )
+        .requires(&format!("triton=={TRITON}"))
+        .requires(&format!("rocm[libraries]=={SDK}"))
+        .build(&dist);
+    let output = env
+        .rockbuild()
+        .args(["verify", "dist", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let kinds = |file_prefix: &str| -> Vec<String> {
+        let wheel = report["wheels"]
+            .as_array()
+            .expect("wheels")
+            .iter()
+            .find(|w| {
+                w["file"]
+                    .as_str()
+                    .is_some_and(|f| f.starts_with(file_prefix))
+            })
+            .expect("wheel");
+        wheel["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .map(|p| p["kind"].as_str().expect("kind").to_string())
+            .collect()
+    };
+    let triton_kinds = kinds("triton-");
+    for kind in ["unsafe-path", "not-in-record", "mismatch"] {
+        assert!(triton_kinds.contains(&kind.to_string()), "{triton_kinds:?}");
+    }
+    let torch_kinds = kinds("torch-");
+    for kind in ["rpath", "no-hip-runtime", "unresolved"] {
+        assert!(torch_kinds.contains(&kind.to_string()), "{torch_kinds:?}");
+    }
+    // torch pins triton 3.5.0; the set's triton says 3.6.0 in its file name but 3.5.0 in its
+    // metadata: resolution goes by the metadata, and the mismatch is reported on triton.
+    let torch = report["wheels"]
+        .as_array()
+        .expect("wheels")
+        .iter()
+        .find(|w| w["name"] == "torch")
+        .expect("torch");
+    let messages: Vec<&str> = torch["problems"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|p| p["message"].as_str().expect("message"))
+        .collect();
+    assert!(
+        !messages.iter().any(|m| m.contains("'triton==")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m
+                .starts_with("Requires-Dist 'rocm[libraries]==7.13.0a20260430' does not resolve")),
+        "{messages:?}"
+    );
+    assert_eq!(
+        report["problem_count"].as_u64(),
+        Some(
+            report["wheels"]
+                .as_array()
+                .expect("w")
+                .iter()
+                .map(|w| w["problems"].as_array().expect("p").len() as u64)
+                .sum()
+        )
+    );
+}
+
+#[test]
+fn a_pin_missing_from_the_index_names_the_index_and_what_it_has() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    WheelBuilder::new("torch", TORCH)
+        .file_from(
+            "torch/lib/libtorch_hip.so",
+            &hip_library(&["gfx906", "gfx1030"]),
+        )
+        .requires("rocm[libraries]==7.14.0")
+        .requires("rocm-sdk-core==7.13.0a20260430")
+        .build(&dist);
+    let server = sdk_index(&env);
+    let url = format!("{}/", server.url);
+    assert_fails(
+        &env,
+        &["--index-url", &url],
+        &[
+            &format!(
+                "Requires-Dist 'rocm[libraries]==7.14.0' does not resolve: the set has no rocm wheel, and the index {}/rocm/ has only 7.13.0a20260430",
+                server.url
+            ),
+            &format!(
+                "Requires-Dist 'rocm-sdk-core==7.13.0a20260430' does not resolve: the set has no rocm-sdk-core wheel, and the index {}/rocm-sdk-core/ has no files for it",
+                server.url
+            ),
+        ],
+    );
+}
+
+#[test]
+fn a_missing_extra_is_a_problem_pip_would_only_warn_about() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    WheelBuilder::new("rocm", SDK)
+        .tag("py3-none-any")
+        .build(&dist);
+    WheelBuilder::new("torch", TORCH)
+        .file_from(
+            "torch/lib/libtorch_hip.so",
+            &hip_library(&["gfx906", "gfx1030"]),
+        )
+        .requires(&format!("rocm[libraries]=={SDK}"))
+        .build(&dist);
+    assert_fails(
+        &env,
+        &[],
+        &[
+            "Requires-Dist 'rocm[libraries]==7.13.0a20260430' asks for extra 'libraries' but rocm-7.13.0a20260430-py3-none-any.whl does not provide it",
+        ],
+    );
+}
+
+#[test]
+fn the_lock_build_record_sets_versions_and_targets() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    torch(&["gfx906"]).build(&dist);
+    triton().build(&dist);
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild test",
+        "stack": "configs/stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": SDK,
+            "targets": ["gfx906", "gfx1030"],
+            "release_type": "nightly",
+            "version_suffix": "+rocm7.13.0a20260430",
+            "versions": {"torch": TORCH, "triton": "3.5.0+git9999999", "vision": VISION}
+        }
+    });
+    std::fs::write(
+        env.path("rockbuild.lock.json"),
+        serde_json::to_string_pretty(&lock).expect("json"),
+    )
+    .expect("write lock");
+    let server = sdk_index(&env);
+    let url = format!("{}/", server.url);
+    assert_fails(
+        &env,
+        &["--lock", "rockbuild.lock.json", "--index-url", &url],
+        &[
+            "GPU library 'torch/lib/libtorch_hip.so' has no code for requested target gfx1030 (its offload bundles carry: gfx906)",
+            "the lock's build record expects triton 3.5.0+git9999999, this wheel is 3.5.0+git1a2b3c4d",
+            "set: the lock's build record lists project 'vision' (torchvision 0.25.0a0+rocm7.13.0a20260430) but the set has no torchvision wheel",
+        ],
+    );
+}
+
+#[test]
+fn nothing_to_verify_and_bad_targets_are_errors() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.path("empty")).expect("mkdir");
+    let output = env
+        .rockbuild()
+        .args(["verify", "empty"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(5));
+    assert!(
+        stderr(&output).contains("holds no wheels (*.whl): nothing to verify"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = env
+        .rockbuild()
+        .args(["verify", "missing-dir"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("missing-dir' does not exist"),
+        "{}",
+        stderr(&output)
+    );
+
+    let dist = env.path("dist");
+    triton().build(&dist);
+    let output = env
+        .rockbuild()
+        .args(["verify", "dist", "--targets", "gfx94x"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output)
+            .contains("--targets: unknown gfx target 'gfx94x': did you mean family 'gfx94X-dcgpu'"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn real_pypi_wheels_pass() {
+    let env = TestEnv::new();
+    let output = env
+        .rockbuild()
+        .arg("verify")
+        .arg(wheelhouse())
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("ok    pip-23.2.1-py3-none-any.whl"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+const ZIP64_SCRIPT: &str = r#"
+import base64, hashlib, random, sys, zipfile, struct
+# Force ZIP64 records and extra fields on a small archive: what >4 GiB wheels look like.
+zipfile.ZIP64_LIMIT = 1024
+out, mode = sys.argv[1], sys.argv[2]
+files = {"big/data.bin": random.Random(1).randbytes(20000), "big/__init__.py": b"", "big-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\n", "big-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n" for n, d in files.items()) + "big-1.0.dist-info/RECORD,,\n"
+files["big-1.0.dist-info/RECORD"] = record.encode()
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for name, data in files.items():
+        info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        if mode == "wheel692" and name == "big/__init__.py":
+            # pypa/wheel#692: a ZIP64 field holding an offset while the sizes need none.
+            info.extra = struct.pack("<HHQ", 1, 8, 0x854347cf)
+        z.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+"#;
+
+#[test]
+fn zip64_wheels_pass_and_the_wheel_692_defect_is_caught() {
+    let env = TestEnv::new();
+    let script = env.path("make.py");
+    std::fs::write(&script, ZIP64_SCRIPT).expect("script");
+    let dist = env.path("dist");
+    std::fs::create_dir_all(&dist).expect("dist");
+    crate::common::run_ok(
+        env.command("python3")
+            .arg(&script)
+            .arg(dist.join("big-1.0-py3-none-any.whl"))
+            .arg("zip64"),
+    );
+    let output = env
+        .rockbuild()
+        .args(["verify", "dist", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(report["wheels"][0]["zip64"], true);
+
+    let bad = env.path("bad");
+    std::fs::create_dir_all(&bad).expect("bad");
+    crate::common::run_ok(
+        env.command("python3")
+            .arg(&script)
+            .arg(bad.join("big-1.0-py3-none-any.whl"))
+            .arg("wheel692"),
+    );
+    let output = env
+        .rockbuild()
+        .args(["verify", "bad"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("zip entry 'big/__init__.py': the ZIP64 extra field in the local header is too long: it holds 8 bytes but the header's 0xFFFFFFFF sentinels call for 0 (uv refuses such archives; pypa/wheel#692)"),
+        "{}",
+        stderr(&output)
+    );
+}
