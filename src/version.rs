@@ -138,32 +138,6 @@ pub fn short_sha(commit: &str) -> &str {
     commit.get(..8).unwrap_or(commit)
 }
 
-/// The version field of a wheel file name (`torch-2.12.0a0+rocm7.10.0-cp311-...whl`).
-pub fn wheel_file_version(file_name: &str) -> Option<&str> {
-    let stem = file_name.strip_suffix(".whl")?;
-    let mut parts = stem.split('-');
-    let _name = parts.next()?;
-    parts.next()
-}
-
-/// The distribution name as it appears in wheel file names (PEP 427: runs of `-_.` → `_`).
-pub fn wheel_dist_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut last_sep = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !last_sep {
-                out.push('_');
-            }
-            last_sep = true;
-        } else {
-            out.push(c.to_ascii_lowercase());
-            last_sep = false;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,14 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn wheel_names() {
-        assert_eq!(
-            wheel_file_version("torch-2.12.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"),
-            Some("2.12.0a0+rocm7.10.0")
-        );
-        assert_eq!(wheel_file_version("torch.tar.gz"), None);
-        assert_eq!(wheel_dist_name("rocm-sdk-core"), "rocm_sdk_core");
-        assert_eq!(wheel_dist_name("Torch.Audio"), "torch_audio");
+    fn release_types_that_tag_commits() {
         assert!(ReleaseType::Dev.tags_commit() && ReleaseType::DevBkc.tags_commit());
         assert!(!ReleaseType::Nightly.tags_commit() && !ReleaseType::Ci.tags_commit());
     }

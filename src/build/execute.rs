@@ -20,6 +20,7 @@ use crate::exec::ProcessError;
 use crate::stack::RecipeKind;
 use crate::ui::Task;
 use crate::version;
+use crate::wheel::filename::{WheelFilename, escape_name};
 
 /// A wheel the build produced (or reused), in the output directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -427,7 +428,7 @@ pub fn collect(
     dist_dir: &Path,
     output_dir: &Path,
 ) -> anyhow::Result<WheelFile> {
-    let dist = version::wheel_dist_name(&project.dist);
+    let dist = escape_name(&project.dist);
     let mut all: Vec<String> = match fs_err::read_dir(dist_dir) {
         Ok(entries) => entries
             .filter_map(Result::ok)
@@ -441,7 +442,7 @@ pub fn collect(
             && name
                 .split('-')
                 .next()
-                .is_some_and(|n| version::wheel_dist_name(n) == dist)
+                .is_some_and(|n| escape_name(n) == dist)
     };
     let ours: Vec<String> = all.iter().filter(|n| is_ours(n)).cloned().collect();
     let name = match ours.as_slice() {
@@ -465,9 +466,10 @@ pub fn collect(
             .into());
         }
     };
-    let found = version::wheel_file_version(&name)
-        .and_then(|v| version::normalize("wheel", v).ok())
-        .unwrap_or_default();
+    let found = WheelFilename::parse(&name)
+        .map_err(|error| anyhow::anyhow!("{}: the build produced {error}", project.name))?
+        .version
+        .to_string();
     if found != project.version {
         let hint = match project.recipe {
             RecipeKind::Triton => {

@@ -288,7 +288,7 @@ pub fn assemble(inputs: PlanInputs<'_>) -> anyhow::Result<Plan> {
             version: wheel_version.clone(),
             wheel_glob: format!(
                 "{}-{}-*.whl",
-                version::wheel_dist_name(&project.wheel),
+                crate::wheel::filename::escape_name(&project.wheel),
                 wheel_version
             ),
             after,

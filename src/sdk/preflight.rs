@@ -4,8 +4,8 @@
 //! the newest match, so the installer gets an exact pin and cannot backtrack to an old build
 //! when an index loses packages (TheRock#4824).
 //!
-//! Pages are read the way pip reads them: PEP 691 JSON when the server offers it, PEP 503 HTML
-//! otherwise; `--find-links` is a directory or a flat HTML page of links.
+//! Index pages are read with the shared index client (PEP 691 JSON when the server offers it,
+//! PEP 503 HTML otherwise); `--find-links` is a directory or a flat HTML page of links.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -13,13 +13,12 @@ use std::time::Duration;
 
 use pep440_rs::{Operator, Version, VersionSpecifiers};
 
+use crate::index::client::{ClientError, IndexClient};
+use crate::index::{name_and_version, normalize_name};
 use crate::redact::redact_url;
-use crate::version::wheel_dist_name;
 
 /// Packages the `rocm` meta package pins to its own version; each must be on the index too.
 pub const PINNED_COMPANIONS: &[&str] = &["rocm-sdk-core", "rocm-sdk-devel"];
-
-const PEP691_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
 /// Where pip will look for packages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +48,8 @@ pub struct IndexFile {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
+    #[error("{0}; check the URL and the network (the preflight runs before anything is installed)")]
+    Index(#[from] ClientError),
     #[error(
         "could not read {what}: {reason}; check the URL and the network (the preflight runs before anything is installed)"
     )]
@@ -177,11 +178,15 @@ pub fn nearest(files: &[IndexFile], spec: &VersionSpecifiers, count: usize) -> V
 
 /// Keeps the files of `project` and reads their versions from the file names.
 pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> {
-    let wanted = wheel_dist_name(project);
+    let wanted = normalize_name(project);
     names
         .iter()
         .filter_map(|(filename, yanked)| {
-            let version = file_version(filename, &wanted)?;
+            let (name, version) = name_and_version(filename)?;
+            if normalize_name(name) != wanted {
+                return None;
+            }
+            let version = Version::from_str(version).ok()?;
             Some(IndexFile {
                 filename: filename.clone(),
                 version,
@@ -191,186 +196,21 @@ pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> 
         .collect()
 }
 
-/// The version in a wheel or sdist file name, if the file belongs to `dist` (normalized).
-fn file_version(filename: &str, dist: &str) -> Option<Version> {
-    let raw = if let Some(stem) = filename.strip_suffix(".whl") {
-        let mut parts = stem.splitn(3, '-');
-        let name = parts.next()?;
-        if wheel_dist_name(name) != dist {
-            return None;
-        }
-        parts.next()?.to_string()
-    } else {
-        let stem = [".tar.gz", ".zip", ".tar.bz2"]
-            .iter()
-            .find_map(|ext| filename.strip_suffix(ext))?;
-        // sdist names may contain `-`: the version is what follows the normalized name.
-        let (name, version) = stem.rsplit_once('-')?;
-        if wheel_dist_name(name) != dist {
-            return None;
-        }
-        version.to_string()
-    };
-    Version::from_str(&raw).ok()
-}
-
-/// `(file name, yanked)` of every `<a>` in a PEP 503 page or flat find-links page.
-pub fn parse_html(html: &str) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let lower = html.to_ascii_lowercase();
-    let mut at = 0;
-    while let Some(offset) = lower[at..].find("<a") {
-        let start = at + offset;
-        let Some(tag_len) = lower[start..].find('>') else {
-            break;
-        };
-        let tag = &html[start..start + tag_len];
-        let after_tag = start + tag_len + 1;
-        let Some(close) = lower[after_tag..].find("</a>") else {
-            break;
-        };
-        let text = decode_entities(html[after_tag..after_tag + close].trim());
-        at = after_tag + close + 4;
-        // `<abbr>` and friends are not links.
-        if !tag[2..].starts_with(|c: char| c.is_ascii_whitespace()) {
-            continue;
-        }
-        let yanked = tag.to_ascii_lowercase().contains("data-yanked");
-        let name = if text.is_empty() || text.contains('/') {
-            attribute(tag, "href")
-                .map(|href| href_file_name(&href))
-                .unwrap_or_default()
-        } else {
-            text
-        };
-        if !name.is_empty() {
-            out.push((name, yanked));
-        }
-    }
-    out
-}
-
-/// `(file name, yanked)` of every file in a PEP 691 JSON page.
-pub fn parse_json(text: &str) -> Result<Vec<(String, bool)>, String> {
-    #[derive(serde::Deserialize)]
-    struct Page {
-        files: Vec<File>,
-    }
-    #[derive(serde::Deserialize)]
-    struct File {
-        filename: String,
-        #[serde(default)]
-        yanked: serde_json::Value,
-    }
-    let page: Page = serde_json::from_str(text).map_err(|e| format!("not a PEP 691 page: {e}"))?;
-    Ok(page
-        .files
-        .into_iter()
-        .map(|f| {
-            let yanked = match f.yanked {
-                serde_json::Value::Bool(b) => b,
-                serde_json::Value::String(_) => true,
-                _ => false,
-            };
-            (f.filename, yanked)
-        })
-        .collect())
-}
-
-fn attribute(tag: &str, name: &str) -> Option<String> {
-    let lower = tag.to_ascii_lowercase();
-    let mut search = 0;
-    while let Some(offset) = lower[search..].find(name) {
-        let start = search + offset;
-        search = start + name.len();
-        let preceded_by_space = lower[..start].ends_with(|c: char| c.is_ascii_whitespace());
-        let rest = lower[search..].trim_start();
-        if !preceded_by_space || !rest.starts_with('=') {
-            continue;
-        }
-        let value_start = tag.len() - rest.len() + 1;
-        let value = tag[value_start..].trim_start();
-        return Some(match value.chars().next() {
-            Some(quote @ ('"' | '\'')) => value[1..]
-                .split(quote)
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-            _ => value
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        });
-    }
-    None
-}
-
-fn href_file_name(href: &str) -> String {
-    let path = href.split(['#', '?']).next().unwrap_or_default();
-    percent_decode(path.rsplit('/').next().unwrap_or_default())
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let hex = |b: u8| (b as char).to_digit(16);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn decode_entities(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#43;", "+")
-        .replace("&#x2B;", "+")
-        .replace("&amp;", "&")
-}
-
-/// Reads the file list of `project` from one source (HTTP or a local directory).
+/// Reads the file list of `project` from one source (HTTP, `file://` or a directory).
 pub fn fetch_names(
     source: &IndexSource,
     project: &str,
 ) -> Result<Vec<(String, bool)>, PreflightError> {
     match source {
-        IndexSource::Index(url) => {
-            let page = format!(
-                "{}/{}/",
-                url.trim_end_matches('/'),
-                wheel_dist_name(project).replace('_', "-")
-            );
-            match http_get(&page, PEP691_ACCEPT)? {
-                None => Err(PreflightError::NoPage {
-                    project: project.to_string(),
-                    index: source.clone(),
-                }),
-                Some((content_type, body)) => {
-                    if content_type.contains("json") {
-                        parse_json(&body).map_err(|reason| PreflightError::Unreachable {
-                            what: redact_url(&page),
-                            reason,
-                        })
-                    } else {
-                        Ok(parse_html(&body))
-                    }
-                }
-            }
-        }
-        IndexSource::FindLinks(location) => {
-            if let Some(dir) = local_dir(location) {
+        IndexSource::Index(url) => match IndexClient::new(url)?.project(project)? {
+            Some(files) => Ok(files.into_iter().map(|f| (f.filename, f.yanked)).collect()),
+            None => Err(PreflightError::NoPage {
+                project: project.to_string(),
+                index: source.clone(),
+            }),
+        },
+        IndexSource::FindLinks(location) => match local_dir(location) {
+            Some(dir) => {
                 let entries =
                     fs_err::read_dir(&dir).map_err(|error| PreflightError::Unreachable {
                         what: format!("find-links directory {}", dir.display()),
@@ -381,64 +221,39 @@ pub fn fetch_names(
                     .filter_map(|e| e.file_name().into_string().ok())
                     .map(|name| (name, false))
                     .collect())
-            } else {
-                match http_get(location, "text/html")? {
-                    Some((_, body)) => Ok(parse_html(&body)),
-                    None => Err(PreflightError::Unreachable {
-                        what: format!("find-links page {}", redact_url(location)),
-                        reason: "HTTP 404".into(),
-                    }),
-                }
             }
-        }
+            None => flat_page(location),
+        },
     }
 }
 
 fn local_dir(location: &str) -> Option<PathBuf> {
-    if let Some(path) = location.strip_prefix("file://") {
-        return Some(PathBuf::from(percent_decode(path)));
+    if location.starts_with("file:") {
+        return reqwest::Url::parse(location).ok()?.to_file_path().ok();
     }
     (!location.contains("://")).then(|| PathBuf::from(location))
 }
 
-/// GET with a few retries on connection errors and 5xx; `None` for 404.
-fn http_get(url: &str, accept: &str) -> Result<Option<(String, String)>, PreflightError> {
+/// A `--find-links` page over HTTP: one flat page of links, read with the index client's
+/// HTML parser.
+fn flat_page(location: &str) -> Result<Vec<(String, bool)>, PreflightError> {
     let unreachable = |reason: String| PreflightError::Unreachable {
-        what: redact_url(url),
+        what: format!("find-links page {}", redact_url(location)),
         reason,
     };
-    let client = reqwest::blocking::Client::builder()
+    let url = reqwest::Url::parse(location).map_err(|e| unreachable(e.to_string()))?;
+    let response = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .user_agent(concat!("rockbuild/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| unreachable(e.to_string()))?;
-    let mut last_error = String::new();
-    for attempt in 0..3u32 {
-        if attempt > 0 {
-            std::thread::sleep(Duration::from_secs(1 << (attempt - 1)));
-        }
-        match client.get(url).header("Accept", accept).send() {
-            Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => return Ok(None),
-            Ok(response) if response.status().is_server_error() => {
-                last_error = format!("HTTP {}", response.status());
-            }
-            Ok(response) if !response.status().is_success() => {
-                return Err(unreachable(format!("HTTP {}", response.status())));
-            }
-            Ok(response) => {
-                let content_type = response
-                    .headers()
-                    .get(reqwest::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string();
-                let body = response.text().map_err(|e| unreachable(e.to_string()))?;
-                return Ok(Some((content_type, body)));
-            }
-            Err(error) => last_error = crate::redact::redact_url(&error.to_string()),
-        }
-    }
-    Err(unreachable(last_error))
+        .and_then(|client| client.get(url.clone()).header("Accept", "text/html").send())
+        .and_then(reqwest::blocking::Response::error_for_status)
+        .map_err(|e| unreachable(redact_url(&e.to_string())))?;
+    let body = response.text().map_err(|e| unreachable(e.to_string()))?;
+    Ok(crate::index::client::parse_html(&url, &body)
+        .into_iter()
+        .map(|f| (f.filename, f.yanked))
+        .collect())
 }
 
 /// What the preflight decided.
@@ -572,39 +387,11 @@ mod tests {
     }
 
     #[test]
-    fn reads_pep503_html_and_pep691_json() {
-        let html = r#"<!DOCTYPE html><html><body>
-            <a href="../../files/rocm-7.9.0-py3-none-any.whl#sha256=ab">rocm-7.9.0-py3-none-any.whl</a><br/>
-            <A HREF="rocm-7.10.0a1-py3-none-any.whl" data-yanked="">rocm-7.10.0a1-py3-none-any.whl</A>
-            <a href="https://h/x/rocm-7.10.0%2Blocal-py3-none-any.whl"></a>
-            <abbr>not a link</abbr>
-            </body></html>"#;
-        assert_eq!(
-            parse_html(html),
-            vec![
-                ("rocm-7.9.0-py3-none-any.whl".to_string(), false),
-                ("rocm-7.10.0a1-py3-none-any.whl".to_string(), true),
-                ("rocm-7.10.0+local-py3-none-any.whl".to_string(), false),
-            ]
-        );
-        let json = r#"{"meta":{"api-version":"1.1"},"name":"rocm","files":[
-            {"filename":"rocm-7.9.0-py3-none-any.whl","url":"x","hashes":{}},
-            {"filename":"rocm-7.10.0-py3-none-any.whl","url":"y","hashes":{},"yanked":"broken"}]}"#;
-        assert_eq!(
-            parse_json(json).expect("json"),
-            vec![
-                ("rocm-7.9.0-py3-none-any.whl".to_string(), false),
-                ("rocm-7.10.0-py3-none-any.whl".to_string(), true)
-            ]
-        );
-    }
-
-    #[test]
     fn file_names_are_matched_to_the_project() {
         let names: Vec<(String, bool)> = [
             "rocm-7.10.0-py3-none-any.whl",
             "rocm_sdk_core-7.10.0-py3-none-linux_x86_64.whl",
-            "rocm-sdk-core-7.9.0.tar.gz",
+            "rocm_sdk_core-7.9.0.tar.gz",
             "rocm-7.8.0.tar.gz",
             "README.txt",
         ]

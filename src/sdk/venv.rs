@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::version;
+use crate::wheel::filename::escape_name;
 
 /// Name of the file where rockbuild records what the installed SDK reported (see
 /// [`super::SdkInfo`]); lets `plan` show real paths without running Python.
@@ -68,13 +68,13 @@ impl Venv {
 
 /// Scans a site-packages directory for `<name>-<version>.dist-info`.
 pub fn installed_version_in(site_packages: &Path, name: &str) -> Option<String> {
-    let wanted = version::wheel_dist_name(name);
+    let wanted = escape_name(name);
     let entries = fs_err::read_dir(site_packages).ok()?;
     entries.filter_map(Result::ok).find_map(|entry| {
         let file_name = entry.file_name();
         let stem = file_name.to_str()?.strip_suffix(".dist-info")?;
         let (dist, version) = stem.split_once('-')?;
-        (version::wheel_dist_name(dist) == wanted).then(|| version.to_string())
+        (escape_name(dist) == wanted).then(|| version.to_string())
     })
 }
 
