@@ -7,8 +7,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::sdk::install::Installer;
 use crate::store::S3ChecksumMode;
 use crate::ui::LogFormat;
+pub use crate::version::ReleaseType;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -208,14 +210,6 @@ pub struct LockArgs {
     pub lock: PathBuf,
 }
 
-/// Package installer for the ROCm SDK.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Installer {
-    Pip,
-    Uv,
-}
-
 /// Where and how to install the ROCm SDK packages.
 #[derive(Debug, Args, Clone)]
 pub struct SdkArgs {
@@ -263,20 +257,6 @@ pub struct InstallRocmArgs {
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
     pub output_dir: Option<PathBuf>,
-}
-
-/// The release channel of a build; decides version suffixes.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReleaseType {
-    Ci,
-    Dev,
-    DevBkc,
-    Nightly,
-    NightlyBkc,
-    Prerelease,
 }
 
 #[derive(Debug, Args)]

@@ -77,6 +77,39 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
         "killed: out of memory",
         "a process was killed, most likely by the OOM killer: reduce parallelism (MAX_JOBS, --jobs) or add memory",
     ),
+    // Build failures: the tail of a failed project's log (src/build).
+    (
+        "Killed signal terminated program",
+        "the compiler was killed, most likely by the OOM killer: lower MAX_JOBS (fewer parallel compiles per project) or --jobs (fewer projects at once)",
+    ),
+    (
+        "No module named 'torch'",
+        "this project builds against the installed torch, which is missing from the venv: build torch in the same run (its checkout must exist) or install a matching torch wheel first",
+    ),
+    (
+        "No module named 'rocm_sdk'",
+        "the ROCm SDK is not installed in the build's venv: run `rockbuild install-rocm` or add --install-rocm",
+    ),
+    (
+        "No matching distribution found for",
+        "pip could not find a package on the configured index: check --index-url / --find-links and that the index has the pinned version (the SDK preflight lists what it offers)",
+    ),
+    (
+        "Could not find a package configuration file provided by \"hip\"",
+        "CMake cannot find HIP: CMAKE_PREFIX_PATH must be the SDK's `rocm-sdk path --cmake`; check that rocm[devel] is installed",
+    ),
+    (
+        "cannot find ROCm device library",
+        "clang cannot find the device libraries: HIP_DEVICE_LIB_PATH must point at <sdk root>/lib/llvm/amdgcn/bitcode (rockbuild sets it when the SDK has it)",
+    ),
+    (
+        "invalid target ID",
+        "a gfx target reached the compiler in a form it does not accept: pass plain targets (gfx942), not families (gfx94X-dcgpu)",
+    ),
+    (
+        "supported by aotriton",
+        "flash-attention is ON but no target has aotriton kernels: drop --enable-pytorch-flash-attention or add a supported target (gfx90a, gfx942, gfx950, gfx11*, gfx12*)",
+    ),
 ];
 
 /// Hints for an error: known failure patterns in the tail of a failed step.
@@ -84,6 +117,10 @@ pub fn hints(error: &anyhow::Error) -> Vec<String> {
     let mut out = Vec::new();
     let mut text = String::new();
     for cause in error.chain() {
+        // A failed build already rendered each project's failure with its own hints.
+        if cause.is::<crate::build::BuildFailed>() {
+            continue;
+        }
         if let Some(process) = cause.downcast_ref::<ProcessError>() {
             text.push_str(&process.tail().join("\n"));
         }
@@ -134,6 +171,24 @@ mod tests {
             Some("cuda.h".into())
         );
         assert_eq!(missing_header("all good"), None);
+    }
+
+    #[test]
+    fn build_failures_get_hints() {
+        let error = anyhow::Error::new(ProcessError::Failed {
+            label: "audio: build wheel".into(),
+            repro: "python setup.py bdist_wheel".into(),
+            status: "exit status: 1".into(),
+            code: Some(1),
+            tail: vec!["ModuleNotFoundError: No module named 'torch'".into()],
+            log: None,
+        });
+        let hints = hints(&error);
+        assert_eq!(hints.len(), 1);
+        assert!(
+            hints[0].starts_with("this project builds against the installed torch"),
+            "{hints:?}"
+        );
     }
 
     #[test]

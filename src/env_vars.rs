@@ -25,6 +25,17 @@ pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 pub const HOME: &str = "HOME";
 pub const PATH: &str = "PATH";
 
+// Inherited by builds and extended rather than replaced (src/build/recipes): a user's own
+// flags and library paths stay in front of what rockbuild adds.
+pub const CXXFLAGS: &str = "CXXFLAGS";
+pub const CPPFLAGS: &str = "CPPFLAGS";
+pub const LDFLAGS: &str = "LDFLAGS";
+pub const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+pub const PKG_CONFIG_PATH: &str = "PKG_CONFIG_PATH";
+pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
+/// PyTorch's profiler switch: kept when set, else ON (the reference's default on Linux).
+pub const USE_KINETO: &str = "USE_KINETO";
+
 /// Variables a parent git process may leak into ours; they would redirect every git command
 /// to another repository, so the git runner removes them (uv and cargo do the same).
 pub const GIT_LEAKS: &[&str] = &[

@@ -1,7 +1,192 @@
-use crate::cli::InstallRocmArgs;
-use crate::context::Context;
-use crate::exit::ExitStatus;
+//! `rockbuild install-rocm`: the ROCm SDK into a venv (see `sdk::install`), recorded in the
+//! lock when one is given.
 
-pub fn run(_args: InstallRocmArgs, _ctx: &Context) -> anyhow::Result<ExitStatus> {
-    anyhow::bail!("`rockbuild install-rocm` is not implemented yet")
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use pep440_rs::Version;
+
+use crate::cli::{InstallRocmArgs, SdkArgs, flag};
+use crate::context::Context;
+use crate::env_vars;
+use crate::exit::{self, ExitStatus};
+use crate::lock::{BuildRecord, Lock};
+use crate::sdk::install::InstallSettings;
+use crate::sdk::{self, Venv, preflight};
+
+pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let InstallRocmArgs {
+        sdk: sdk_args,
+        lock,
+        output_dir,
+    } = args;
+    let lock_path = lock.map(|p| ctx.absolute(&p));
+    let mut lock = lock_path.as_deref().map(Lock::read).transpose()?;
+    let output_dir = output_dir.map(|p| ctx.absolute(&p));
+    let venv = resolve_venv(ctx, sdk_args.venv.as_deref(), output_dir.as_deref())?;
+    let log = match &output_dir {
+        Some(output) => output.join("logs/install-rocm.log"),
+        None => venv.dir.join("rockbuild-install-rocm.log"),
+    };
+    let locked = locked_sdk_version(lock.as_ref())?;
+    let settings = install_settings(ctx, &sdk_args, venv, log, locked)?;
+    let installed = sdk::install::install(&ctx.runner, &settings, &|line| ctx.ui.status(line))?;
+    let info = &installed.sdk;
+    ctx.ui.status(format!(
+        "installed rocm {} into {} in {:.0}s: root {}, SDK targets {}",
+        info.version,
+        settings.venv.dir.display(),
+        installed.duration.as_secs_f64(),
+        info.root.display(),
+        if info.targets.is_empty() {
+            "(none reported)".to_string()
+        } else {
+            info.targets.join(";")
+        }
+    ));
+    if let (Some(lock), Some(path)) = (lock.as_mut(), lock_path.as_deref()) {
+        record_sdk(lock, info, settings.index_url.as_deref());
+        lock.write(path)?;
+        ctx.ui.status(format!(
+            "recorded rocm {} in {}",
+            info.version,
+            path.display()
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `--venv`, else the active `$VIRTUAL_ENV`, else `<output-dir>/venv`.
+pub(crate) fn resolve_venv(
+    ctx: &Context,
+    venv: Option<&Path>,
+    output_dir: Option<&Path>,
+) -> anyhow::Result<Venv> {
+    if let Some(dir) = venv {
+        return Ok(Venv::new(ctx.absolute(dir)));
+    }
+    if let Some(active) = ctx.env().non_empty(env_vars::VIRTUAL_ENV) {
+        return Ok(Venv::new(PathBuf::from(active)));
+    }
+    match output_dir {
+        Some(output) => Ok(Venv::new(output.join("venv"))),
+        None => Err(exit::usage(
+            "no venv to install into: pass --venv DIR, activate a venv, or pass --output-dir DIR (the venv then goes to DIR/venv)",
+        )),
+    }
+}
+
+/// The SDK version a lock records, if any.
+pub(crate) fn locked_sdk_version(lock: Option<&Lock>) -> anyhow::Result<Option<Version>> {
+    let Some(record) = lock.and_then(|l| l.build.as_ref()) else {
+        return Ok(None);
+    };
+    Version::from_str(&record.sdk_version)
+        .map(Some)
+        .map_err(|e| {
+            exit::usage(format!(
+                "the lock's sdk_version `{}` is not a PEP 440 version: {e}",
+                record.sdk_version
+            ))
+        })
+}
+
+/// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
+pub(crate) fn install_settings(
+    ctx: &Context,
+    args: &SdkArgs,
+    venv: Venv,
+    log: PathBuf,
+    locked: Option<Version>,
+) -> anyhow::Result<InstallSettings> {
+    let SdkArgs {
+        venv: _,
+        index_url,
+        find_links,
+        pip_cache_dir,
+        rocm_sdk_version,
+        pre,
+        no_pre,
+        rocm_extras,
+        installer,
+    } = args;
+    let spec = preflight::parse_spec(rocm_sdk_version).map_err(exit::usage)?;
+    let pre = flag(*pre, *no_pre).unwrap_or(true);
+    if let Some(version) = &locked
+        && !spec.contains(version)
+    {
+        return Err(exit::usage(format!(
+            "the lock records rocm {version}, which --rocm-sdk-version `{rocm_sdk_version}` excludes: drop the flag to install the locked SDK, or start from a new lock"
+        )));
+    }
+    let mut extras = Vec::new();
+    for extra in rocm_extras
+        .iter()
+        .flat_map(|list| list.split(','))
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        if !extra
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(exit::usage(format!(
+                "--rocm-extras: `{extra}` is not an extra name (e.g. device-gfx942)"
+            )));
+        }
+        extras.push(extra.to_string());
+    }
+    let cache_dir = match pip_cache_dir {
+        Some(dir) => ctx.absolute(dir),
+        None => sdk::cache_root(ctx.env()).join(installer.as_str()),
+    };
+    let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
+    Ok(InstallSettings {
+        venv,
+        base_python: PathBuf::from("python3"),
+        installer: *installer,
+        index_url: non_empty(index_url),
+        find_links: non_empty(find_links).map(|links| absolute_links(ctx, &links)),
+        cache_dir,
+        spec_text: rocm_sdk_version.clone(),
+        spec,
+        pre,
+        extras,
+        locked_version: locked,
+        log,
+    })
+}
+
+/// A relative find-links directory is relative to where rockbuild was started.
+fn absolute_links(ctx: &Context, links: &str) -> String {
+    if links.contains("://") {
+        links.to_string()
+    } else {
+        ctx.absolute(Path::new(links)).display().to_string()
+    }
+}
+
+/// Writes the SDK facts into the lock's build record (creating it).
+pub(crate) fn record_sdk(lock: &mut Lock, info: &sdk::SdkInfo, index_url: Option<&str>) {
+    let index_url = index_url.map(crate::redact::redact_url);
+    match lock.build.as_mut() {
+        Some(record) => {
+            record.sdk_version = info.version.clone();
+            record.sdk_targets = info.targets.clone();
+            if index_url.is_some() {
+                record.index_url = index_url;
+            }
+        }
+        None => {
+            lock.build = Some(BuildRecord {
+                sdk_version: info.version.clone(),
+                index_url,
+                sdk_targets: info.targets.clone(),
+                targets: Vec::new(),
+                release_type: String::new(),
+                version_suffix: String::new(),
+                versions: Default::default(),
+            });
+        }
+    }
 }

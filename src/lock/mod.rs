@@ -102,6 +102,7 @@ pub struct HipifyStamp {
 }
 
 /// What a build resolved, so every later job builds, names and verifies the same thing.
+/// `install-rocm` writes the SDK part; `build` fills in the rest before it compiles anything.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct BuildRecord {
@@ -110,10 +111,18 @@ pub struct BuildRecord {
     /// The index the SDK came from, credentials masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
+    /// What `python -m rocm_sdk targets` reported (not necessarily what was built).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sdk_targets: Vec<String>,
+    /// The targets the wheels were built for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Target>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub release_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version_suffix: String,
     /// Wheel version per project (PEP 440, normalized).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub versions: IndexMap<String, String>,
 }
 

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod build;
 mod checkout;
 mod ci_files;
 mod cli;

@@ -1,0 +1,626 @@
+//! The executor: walks the plan as a DAG. A project starts once every project it builds
+//! against is built and installed; at most `--jobs` projects run at once; steps that change
+//! the venv never overlap. A failed project's dependants are skipped, independent projects
+//! finish. Every project logs to `<output>/logs/<project>.log` and shows its phase on its own
+//! progress line.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::plan::{Action, Plan, ProjectPlan, Step};
+use super::report::{BuildReport, Status};
+use crate::context::Context;
+use crate::exec::ProcessError;
+use crate::stack::RecipeKind;
+use crate::ui::Task;
+use crate::version;
+use crate::wheel::filename::{WheelFilename, escape_name};
+
+/// A wheel the build produced (or reused), in the output directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WheelFile {
+    pub name: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// How one project ended.
+#[derive(Debug)]
+pub struct ProjectOutcome {
+    pub name: String,
+    pub status: Status,
+    pub wheel: Option<WheelFile>,
+    /// Offset of the project's start from the start of the build.
+    pub started: Duration,
+    pub duration: Duration,
+    pub error: Option<anyhow::Error>,
+}
+
+/// Why a built wheel was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error("{project}: the build left no {dist}-*.whl in {} (found: {}); check the log {}", dir.display(), list(found), log.display())]
+    NoWheel {
+        project: String,
+        dist: String,
+        dir: PathBuf,
+        found: Vec<String>,
+        log: PathBuf,
+    },
+    #[error("{project}: the build left {} wheels in {}, exactly one is expected: {}", found.len(), dir.display(), found.join(", "))]
+    ManyWheels {
+        project: String,
+        dir: PathBuf,
+        found: Vec<String>,
+    },
+    #[error(
+        "{project}: the build produced version {found} ({wheel}) but the plan computed {expected}; {hint}"
+    )]
+    VersionMismatch {
+        project: String,
+        wheel: String,
+        found: String,
+        expected: String,
+        hint: &'static str,
+    },
+}
+
+fn list(found: &[String]) -> String {
+    if found.is_empty() {
+        "nothing".into()
+    } else {
+        found.join(", ")
+    }
+}
+
+/// A smoke step that printed nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("{project}: `{command}` printed nothing, so the wheel does not import; see the log {}", log.display())]
+pub struct SmokeError {
+    pub project: String,
+    pub command: String,
+    pub log: PathBuf,
+}
+
+enum Event {
+    Finished(ProjectOutcome),
+}
+
+/// Runs the plan. Returns one outcome per project, in plan order.
+pub fn execute(
+    ctx: &Context,
+    plan: &Plan,
+    previous: Option<&BuildReport>,
+) -> anyhow::Result<Vec<ProjectOutcome>> {
+    fs_err::create_dir_all(&plan.logs_dir)?;
+    let build_start = Instant::now();
+    let venv_lock = Mutex::new(());
+    let jobs = plan.jobs.max(1);
+    let names: Vec<&str> = plan.projects.iter().map(|p| p.name.as_str()).collect();
+    let mut tasks: BTreeMap<&str, Task> = BTreeMap::new();
+    for project in &plan.projects {
+        let task = ctx.ui.task(&project.name);
+        task.phase(if project.after.is_empty() {
+            "queued".to_string()
+        } else {
+            format!("waiting for {}", project.after.join(", "))
+        });
+        tasks.insert(&project.name, task);
+    }
+
+    // Ready projects start in the reference's order (triton, torch, audio, vision, apex), so
+    // `--jobs 1` runs exactly the reference's serial sequence.
+    let mut order: Vec<&ProjectPlan> = plan.projects.iter().collect();
+    order.sort_by_key(|p| start_priority(p.recipe));
+
+    let mut outcomes: BTreeMap<String, ProjectOutcome> = BTreeMap::new();
+    let (sender, receiver) = mpsc::channel::<Event>();
+    std::thread::scope(|scope| {
+        let mut running = 0usize;
+        let mut started: Vec<&str> = Vec::new();
+        loop {
+            // Skip what can no longer build; start what is ready.
+            for project in order.iter().copied() {
+                if started.contains(&project.name.as_str()) || outcomes.contains_key(&project.name)
+                {
+                    continue;
+                }
+                let blocked: Vec<&String> = project
+                    .after
+                    .iter()
+                    .filter(|d| {
+                        outcomes
+                            .get(*d)
+                            .is_some_and(|o| matches!(o.status, Status::Failed | Status::Skipped))
+                    })
+                    .collect();
+                if !blocked.is_empty() || ctx.runner.interrupted().is_some() {
+                    let reason = if blocked.is_empty() {
+                        "interrupted".to_string()
+                    } else {
+                        format!(
+                            "skipped: {} did not build",
+                            blocked
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    if let Some(task) = tasks.remove(project.name.as_str()) {
+                        task.finish(reason);
+                    }
+                    outcomes.insert(
+                        project.name.clone(),
+                        ProjectOutcome {
+                            name: project.name.clone(),
+                            status: Status::Skipped,
+                            wheel: None,
+                            started: build_start.elapsed(),
+                            duration: Duration::ZERO,
+                            error: None,
+                        },
+                    );
+                    continue;
+                }
+                let ready = project.after.iter().all(|d| {
+                    outcomes
+                        .get(d)
+                        .is_some_and(|o| matches!(o.status, Status::Built | Status::Cached))
+                        || !names.contains(&d.as_str())
+                });
+                if ready && running < jobs {
+                    let Some(task) = tasks.remove(project.name.as_str()) else {
+                        continue;
+                    };
+                    started.push(&project.name);
+                    running += 1;
+                    let sender = sender.clone();
+                    let venv_lock = &venv_lock;
+                    scope.spawn(move || {
+                        let outcome =
+                            run_project(ctx, plan, project, previous, venv_lock, task, build_start);
+                        let _ = sender.send(Event::Finished(outcome));
+                    });
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            match receiver.recv() {
+                Ok(Event::Finished(outcome)) => {
+                    running -= 1;
+                    outcomes.insert(outcome.name.clone(), outcome);
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    Ok(plan
+        .projects
+        .iter()
+        .filter_map(|p| outcomes.remove(&p.name))
+        .collect())
+}
+
+fn start_priority(kind: RecipeKind) -> u8 {
+    match kind {
+        RecipeKind::Triton => 0,
+        RecipeKind::Torch => 1,
+        RecipeKind::Audio => 2,
+        RecipeKind::Vision => 3,
+        RecipeKind::Apex => 4,
+    }
+}
+
+fn run_project(
+    ctx: &Context,
+    plan: &Plan,
+    project: &ProjectPlan,
+    previous: Option<&BuildReport>,
+    venv_lock: &Mutex<()>,
+    task: Task,
+    build_start: Instant,
+) -> ProjectOutcome {
+    let started = build_start.elapsed();
+    let clock = Instant::now();
+    let result = build_or_reuse(ctx, plan, project, previous, venv_lock, &task);
+    let duration = clock.elapsed();
+    match result {
+        Ok((status, wheel)) => {
+            task.finish(match status {
+                Status::Cached => format!("cached {} (inputs unchanged)", wheel.name),
+                _ => format!("built {} in {:.0}s", wheel.name, duration.as_secs_f64()),
+            });
+            ProjectOutcome {
+                name: project.name.clone(),
+                status,
+                wheel: Some(wheel),
+                started,
+                duration,
+                error: None,
+            }
+        }
+        Err(error) => {
+            task.finish(format!(
+                "FAILED after {:.0}s (log: {})",
+                duration.as_secs_f64(),
+                project.log.display()
+            ));
+            ProjectOutcome {
+                name: project.name.clone(),
+                status: Status::Failed,
+                wheel: None,
+                started,
+                duration,
+                error: Some(error),
+            }
+        }
+    }
+}
+
+fn build_or_reuse(
+    ctx: &Context,
+    plan: &Plan,
+    project: &ProjectPlan,
+    previous: Option<&BuildReport>,
+    venv_lock: &Mutex<()>,
+    task: &Task,
+) -> anyhow::Result<(Status, WheelFile)> {
+    if !plan.clean
+        && let (Some(previous), Some(fingerprint)) = (previous, project.fingerprint.as_deref())
+    {
+        task.phase("checking the build cache");
+        if let Some((name, sha256, size)) =
+            previous.cached_wheel(&plan.output_dir, &project.name, fingerprint)
+        {
+            let wheel = WheelFile {
+                path: plan.output_dir.join(&name),
+                name,
+                sha256,
+                size,
+            };
+            // Dependants build against the installed wheel: make sure the venv has it.
+            if let Some(step) = project
+                .steps
+                .iter()
+                .find(|s| matches!(s.action, Action::InstallWheel(_)))
+                && plan
+                    .venv
+                    .installed_version(&project.dist)
+                    .and_then(|v| version::normalize("installed", &v).ok())
+                    .as_deref()
+                    != Some(project.version.as_str())
+            {
+                run_step(
+                    ctx,
+                    plan,
+                    project,
+                    step,
+                    venv_lock,
+                    task,
+                    &mut Some(wheel.clone()),
+                )?;
+            }
+            return Ok((Status::Cached, wheel));
+        }
+    }
+    // A fresh log per run: the previous run's output would only mislead.
+    if project.log.exists() {
+        fs_err::remove_file(&project.log)?;
+    }
+    let mut wheel = None;
+    for step in &project.steps {
+        run_step(ctx, plan, project, step, venv_lock, task, &mut wheel)?;
+    }
+    wheel
+        .ok_or_else(|| anyhow::anyhow!("{}: the plan has no collect step", project.name))
+        .map(|w| (Status::Built, w))
+}
+
+fn run_step(
+    ctx: &Context,
+    plan: &Plan,
+    project: &ProjectPlan,
+    step: &Step,
+    venv_lock: &Mutex<()>,
+    task: &Task,
+    wheel: &mut Option<WheelFile>,
+) -> anyhow::Result<()> {
+    let _venv_guard = if step.mutates_venv {
+        match venv_lock.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(_) => {
+                task.phase(format!("{}: waiting for the venv", step.label));
+                Some(
+                    venv_lock
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("venv lock poisoned"))?,
+                )
+            }
+        }
+    } else {
+        None
+    };
+    task.phase(step.label.clone());
+    match &step.action {
+        Action::Run(cmd) => {
+            ctx.runner.run(cmd)?;
+        }
+        Action::Remove { path } => {
+            log_line(&project.log, &format!("==> remove {}", path.display()))?;
+            if path.exists() {
+                fs_err::remove_dir_all(path)?;
+            }
+        }
+        Action::Write { path, content } => {
+            let changed = crate::fsutil::write_if_changed(path, content.as_bytes())?;
+            log_line(
+                &project.log,
+                &format!(
+                    "==> write {} ({})",
+                    path.display(),
+                    if changed { "changed" } else { "unchanged" }
+                ),
+            )?;
+        }
+        Action::Collect { dist_dir } => {
+            let collected = collect(project, dist_dir, &plan.output_dir)?;
+            log_line(
+                &project.log,
+                &format!(
+                    "==> collected {} (sha256 {}, {} bytes)",
+                    collected.path.display(),
+                    collected.sha256,
+                    collected.size
+                ),
+            )?;
+            *wheel = Some(collected);
+        }
+        Action::InstallWheel(cmd) => {
+            let path = wheel.as_ref().map(|w| w.path.clone()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: install step before the wheel was collected",
+                    project.name
+                )
+            })?;
+            ctx.runner.run(&cmd.clone().arg(path))?;
+        }
+        Action::Smoke(cmd) => {
+            let output = ctx.runner.run(cmd)?;
+            if output.stdout.trim().is_empty() {
+                return Err(SmokeError {
+                    project: project.name.clone(),
+                    command: cmd.argv_display().join(" "),
+                    log: project.log.clone(),
+                }
+                .into());
+            }
+            log_line(
+                &project.log,
+                &format!("==> smoke test printed: {}", output.stdout.trim()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn log_line(log: &Path, line: &str) -> anyhow::Result<()> {
+    let mut file = fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    writeln!(file, "{line}").with_context(|| format!("writing {}", log.display()))?;
+    Ok(())
+}
+
+/// Finds the project's single wheel in `dist_dir`, checks its version against the plan and
+/// copies it into `output_dir` (atomically), replacing wheels of earlier versions there.
+pub fn collect(
+    project: &ProjectPlan,
+    dist_dir: &Path,
+    output_dir: &Path,
+) -> anyhow::Result<WheelFile> {
+    let dist = escape_name(&project.dist);
+    let mut all: Vec<String> = match fs_err::read_dir(dist_dir) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    all.sort();
+    let is_ours = |name: &str| {
+        name.ends_with(".whl")
+            && name
+                .split('-')
+                .next()
+                .is_some_and(|n| escape_name(n) == dist)
+    };
+    let ours: Vec<String> = all.iter().filter(|n| is_ours(n)).cloned().collect();
+    let name = match ours.as_slice() {
+        [] => {
+            return Err(CollectError::NoWheel {
+                project: project.name.clone(),
+                dist,
+                dir: dist_dir.to_path_buf(),
+                found: all,
+                log: project.log.clone(),
+            }
+            .into());
+        }
+        [one] => one.clone(),
+        _ => {
+            return Err(CollectError::ManyWheels {
+                project: project.name.clone(),
+                dir: dist_dir.to_path_buf(),
+                found: ours,
+            }
+            .into());
+        }
+    };
+    let found = WheelFilename::parse(&name)
+        .map_err(|error| anyhow::anyhow!("{}: the build produced {error}", project.name))?
+        .version
+        .to_string();
+    if found != project.version {
+        let hint = match project.recipe {
+            RecipeKind::Triton => {
+                "triton's setup.py computed its version differently (its TRITON_VERSION line, the branch it is on, or TRITON_WHEEL_VERSION_SUFFIX handling); torch pins the planned version, so this wheel would not satisfy it"
+            }
+            RecipeKind::Torch => "the build ignored PYTORCH_BUILD_VERSION / PYTORCH_BUILD_NUMBER",
+            _ => "the build ignored BUILD_VERSION",
+        };
+        return Err(CollectError::VersionMismatch {
+            project: project.name.clone(),
+            wheel: name,
+            found,
+            expected: project.version.clone(),
+            hint,
+        }
+        .into());
+    }
+    fs_err::create_dir_all(output_dir)?;
+    let target = output_dir.join(&name);
+    let mut temp = tempfile::Builder::new()
+        .prefix(".rockbuild-")
+        .suffix(".whl.tmp")
+        .tempfile_in(output_dir)
+        .with_context(|| format!("creating a temporary file in {}", output_dir.display()))?;
+    let mut source = fs_err::File::open(dist_dir.join(&name))?;
+    std::io::copy(&mut source, temp.as_file_mut())
+        .with_context(|| format!("copying {name} to {}", output_dir.display()))?;
+    temp.as_file().sync_all()?;
+    temp.persist(&target)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", target.display()))?;
+    // One wheel per project in the output: drop this project's wheels of other versions.
+    for stale in fs_err::read_dir(output_dir)?.filter_map(Result::ok) {
+        let stale_name = stale.file_name().to_string_lossy().into_owned();
+        if stale_name != name && is_ours(&stale_name) {
+            fs_err::remove_file(stale.path())?;
+        }
+    }
+    let (sha256, size) = crate::fsutil::sha256_file(&target)?;
+    Ok(WheelFile {
+        name,
+        path: target,
+        sha256,
+        size,
+    })
+}
+
+/// True when an error (or its chain) is an interruption by a signal.
+pub fn interrupted(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<ProcessError>(),
+            Some(ProcessError::Interrupted { .. })
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::source::SourceState;
+    use crate::stack::RecipeKind;
+
+    fn plan(dir: &Path) -> ProjectPlan {
+        ProjectPlan {
+            name: "vision".into(),
+            dist: "torchvision".into(),
+            recipe: RecipeKind::Vision,
+            dir: dir.to_path_buf(),
+            version: "0.25.0a0+rocm7.10.0".into(),
+            wheel_glob: String::new(),
+            after: vec![],
+            env: Default::default(),
+            steps: vec![],
+            log: dir.join("logs/vision.log"),
+            source: SourceState {
+                head: None,
+                branch: None,
+                upstream: None,
+                digest: None,
+            },
+            fingerprint: None,
+        }
+    }
+
+    #[test]
+    fn collect_takes_exactly_one_wheel_of_the_planned_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dist = dir.path().join("dist");
+        let out = dir.path().join("out");
+        fs_err::create_dir_all(&dist).expect("mkdir");
+        let project = plan(dir.path());
+
+        let error = collect(&project, &dist, &out).expect_err("empty");
+        assert!(
+            error
+                .to_string()
+                .starts_with("vision: the build left no torchvision-*.whl in"),
+            "{error}"
+        );
+
+        fs_err::write(
+            dist.join("torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl"),
+            "w",
+        )
+        .expect("write");
+        let error = collect(&project, &dist, &out).expect_err("wrong version");
+        assert!(error.to_string().contains("produced version 0.25.0a0 (torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl) but the plan computed 0.25.0a0+rocm7.10.0; the build ignored BUILD_VERSION"), "{error}");
+
+        fs_err::write(
+            dist.join("torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"),
+            "w",
+        )
+        .expect("write");
+        let error = collect(&project, &dist, &out).expect_err("two");
+        assert!(error.to_string().contains("left 2 wheels"), "{error}");
+
+        fs_err::remove_file(dist.join("torchvision-0.25.0a0-cp311-cp311-linux_x86_64.whl"))
+            .expect("rm");
+        fs_err::write(dist.join("other-1.0-py3-none-any.whl"), "o").expect("write");
+        fs_err::create_dir_all(&out).expect("mkdir");
+        fs_err::write(
+            out.join("torchvision-0.24.0-cp311-cp311-linux_x86_64.whl"),
+            "old",
+        )
+        .expect("stale");
+        fs_err::write(
+            out.join("torch-2.10.0-cp311-cp311-linux_x86_64.whl"),
+            "keep",
+        )
+        .expect("other project");
+        let wheel = collect(&project, &dist, &out).expect("one wheel");
+        assert_eq!(
+            wheel.name,
+            "torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"
+        );
+        assert_eq!(
+            (wheel.size, wheel.sha256.as_str()),
+            (1, crate::fsutil::sha256_hex(b"w").as_str())
+        );
+        let mut names: Vec<String> = fs_err::read_dir(&out)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "torch-2.10.0-cp311-cp311-linux_x86_64.whl",
+                "torchvision-0.25.0a0+rocm7.10.0-cp311-cp311-linux_x86_64.whl"
+            ]
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! What a build leaves behind for people and later jobs: `<output>/build-report.json` (per
+//! project: status, version, wheel, sha256, size, timing, targets, cache hit, fingerprint)
+//! and a Markdown summary (also appended to the GitHub step summary). The previous report is
+//! also the build cache's index: a project whose fingerprint matches a wheel it lists, with
+//! the same bytes, is not rebuilt.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// The report format version.
+pub const SCHEMA: u32 = 1;
+pub const REPORT_FILE: &str = "build-report.json";
+pub const SUMMARY_FILE: &str = "build-summary.md";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Built in this run.
+    Built,
+    /// Unchanged inputs: the wheel of an earlier run was reused.
+    Cached,
+    Failed,
+    /// Not attempted because a project it builds against failed or was skipped.
+    Skipped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Built => "built",
+            Status::Cached => "cached",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct BuildReport {
+    pub schema: u32,
+    pub generated_by: String,
+    pub started_at: String,
+    pub wall_seconds: f64,
+    /// The longest chain of dependent project durations: the best wall time any schedule
+    /// could reach with unlimited --jobs.
+    pub critical_path_seconds: f64,
+    /// Sum of all project durations: the wall time of a serial build.
+    pub serial_seconds: f64,
+    pub sdk_version: String,
+    pub targets: Vec<String>,
+    pub target_source: String,
+    pub release_type: String,
+    pub version_suffix: String,
+    pub jobs: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler_cache: Option<CompilerCacheReport>,
+    pub projects: IndexMap<String, ProjectReport>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct CompilerCacheReport {
+    pub tool: String,
+    /// `--show-stats` output after the build.
+    pub stats: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct ProjectReport {
+    pub status: Status,
+    pub dist: String,
+    pub version: String,
+    /// Wheel file name in the output directory.
+    #[serde(default)]
+    pub wheel: Option<String>,
+    #[serde(default)]
+    pub sha256: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// When the project started, in seconds after the build started.
+    pub start_seconds: f64,
+    pub duration_seconds: f64,
+    pub targets: Vec<String>,
+    pub cache_hit: bool,
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    pub after: Vec<String>,
+    pub log: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl BuildReport {
+    /// The previous report in `output_dir`, if there is a readable one of this schema.
+    pub fn read(output_dir: &Path) -> Option<BuildReport> {
+        let text = fs_err::read_to_string(output_dir.join(REPORT_FILE)).ok()?;
+        let report: BuildReport = serde_json::from_str(&text).ok()?;
+        (report.schema == SCHEMA).then_some(report)
+    }
+
+    pub fn write(&self, output_dir: &Path) -> anyhow::Result<PathBuf> {
+        let path = output_dir.join(REPORT_FILE);
+        let mut text =
+            serde_json::to_string_pretty(self).context("serializing the build report")?;
+        text.push('\n');
+        crate::fsutil::write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+
+    /// The wheel an earlier build produced with exactly this fingerprint, if it is still in
+    /// `output_dir` with the bytes the report recorded.
+    pub fn cached_wheel(
+        &self,
+        output_dir: &Path,
+        project: &str,
+        fingerprint: &str,
+    ) -> Option<(String, String, u64)> {
+        let entry = self.projects.get(project)?;
+        if !matches!(entry.status, Status::Built | Status::Cached)
+            || entry.fingerprint.as_deref() != Some(fingerprint)
+        {
+            return None;
+        }
+        let wheel = entry.wheel.clone()?;
+        let (sha256, size) = crate::fsutil::sha256_file(&output_dir.join(&wheel)).ok()?;
+        (Some(&sha256) == entry.sha256.as_ref()).then_some((wheel, sha256, size))
+    }
+
+    /// The Markdown summary: one row per project, then the totals.
+    pub fn markdown(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .projects
+            .iter()
+            .map(|(name, p)| {
+                vec![
+                    name.clone(),
+                    p.status.as_str().to_string(),
+                    format!("`{}`", p.version),
+                    p.wheel
+                        .clone()
+                        .map(|w| format!("`{w}`"))
+                        .unwrap_or_else(|| "—".into()),
+                    p.size.map(human_size).unwrap_or_else(|| "—".into()),
+                    format!("{:.1}s", p.duration_seconds),
+                ]
+            })
+            .collect();
+        let mut out = format!(
+            "### rockbuild build\n\nROCm SDK `{}`, targets `{}` ({} from {}), release type `{}`\n\n",
+            self.sdk_version,
+            self.targets.join(","),
+            self.targets.len(),
+            self.target_source,
+            self.release_type
+        );
+        out.push_str(&crate::ui::markdown_table(
+            &["project", "status", "version", "wheel", "size", "time"],
+            &rows,
+        ));
+        out.push_str(&format!(
+            "\nwall time {:.1}s (critical path {:.1}s, serial {:.1}s, {} job(s))\n",
+            self.wall_seconds, self.critical_path_seconds, self.serial_seconds, self.jobs
+        ));
+        if let Some(cache) = &self.compiler_cache {
+            out.push_str(&format!(
+                "\n<details><summary>{} statistics</summary>\n\n```\n{}\n```\n</details>\n",
+                cache.tool,
+                cache.stats.trim_end()
+            ));
+        }
+        out
+    }
+}
+
+/// The longest dependency chain of durations (`after` lists dependencies that come earlier).
+pub fn critical_path(projects: &IndexMap<String, ProjectReport>) -> f64 {
+    let mut finish: IndexMap<&str, f64> = IndexMap::new();
+    for (name, project) in projects {
+        let start = project
+            .after
+            .iter()
+            .filter_map(|d| finish.get(d.as_str()))
+            .fold(0.0_f64, |a, b| a.max(*b));
+        finish.insert(name, start + project.duration_seconds);
+    }
+    finish.values().fold(0.0_f64, |a, b| a.max(*b))
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(after: &[&str], seconds: f64) -> ProjectReport {
+        ProjectReport {
+            status: Status::Built,
+            dist: "d".into(),
+            version: "1".into(),
+            wheel: Some("d-1-py3-none-any.whl".into()),
+            sha256: None,
+            size: Some(2048),
+            start_seconds: 0.0,
+            duration_seconds: seconds,
+            targets: vec![],
+            cache_hit: false,
+            fingerprint: None,
+            after: after.iter().map(|s| s.to_string()).collect(),
+            log: "l".into(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn critical_path_follows_dependencies() {
+        let mut projects = IndexMap::new();
+        projects.insert("torch".to_string(), project(&[], 10.0));
+        projects.insert("audio".to_string(), project(&["torch"], 3.0));
+        projects.insert("vision".to_string(), project(&["torch"], 5.0));
+        projects.insert("triton".to_string(), project(&[], 12.0));
+        assert_eq!(critical_path(&projects), 15.0);
+        assert_eq!(human_size(2048), "2.0 KiB");
+        assert_eq!(human_size(10), "10 B");
+    }
+}

@@ -1,0 +1,380 @@
+//! Installing `rocm[libraries,devel,<extras>]` into a venv (F12), without the reference's weak
+//! spots: the index is checked first ([`super::preflight`]), the installer gets the exact
+//! version the preflight chose (so it cannot drift), the cache directory is rockbuild's own
+//! (no `pip cache remove`, which fails in read-only containers and never touched downloaded
+//! wheels anyway: TheRock#3378, #3294), and the result is verified against what was asked.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use pep440_rs::{Version, VersionSpecifiers};
+
+use super::preflight::{self, IndexSource};
+use super::{SdkInfo, Venv};
+use crate::exec::{Cmd, Retry, Runner};
+
+/// pip's default index, used when neither --index-url nor --find-links is given. Passed
+/// explicitly so the preflight reads the same index the installer uses.
+pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
+
+/// Installer settings that would add or disable package sources. The SDK install reads exactly
+/// the sources the preflight checked, so these are removed from its environment (W21).
+pub const SOURCE_ENV_VARS: &[&str] = &[
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_NO_INDEX",
+];
+
+/// The extras every build needs: runtime libraries and the development tree (headers,
+/// CMake files, hipcc).
+pub const BASE_EXTRAS: &[&str] = &["libraries", "devel"];
+
+/// Package installer driving a venv.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    Pip,
+    Uv,
+}
+
+impl Installer {
+    /// `pip install ...` / `uv pip install ...` into `venv`, with rockbuild's cache directory.
+    pub fn install(self, venv: &Venv, cache_dir: &Path) -> Cmd {
+        match self {
+            Installer::Pip => Cmd::new(venv.python())
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--cache-dir",
+                ])
+                .arg(cache_dir),
+            Installer::Uv => Cmd::new("uv")
+                .args(["pip", "install", "--python"])
+                .arg(venv.python())
+                .arg("--cache-dir")
+                .arg(cache_dir),
+        }
+    }
+
+    /// `pip uninstall -y NAME...` / `uv pip uninstall NAME...` (absent packages are fine).
+    pub fn uninstall(self, venv: &Venv, names: &[&str]) -> Cmd {
+        let cmd = match self {
+            Installer::Pip => Cmd::new(venv.python()).args([
+                "-m",
+                "pip",
+                "uninstall",
+                "--disable-pip-version-check",
+                "-y",
+            ]),
+            Installer::Uv => Cmd::new("uv")
+                .args(["pip", "uninstall", "--python"])
+                .arg(venv.python()),
+        };
+        cmd.args(names.iter().copied())
+    }
+
+    /// The flag that reinstalls what is already there.
+    pub fn reinstall_flag(self) -> &'static str {
+        match self {
+            Installer::Pip => "--force-reinstall",
+            Installer::Uv => "--reinstall",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Installer::Pip => "pip",
+            Installer::Uv => "uv",
+        }
+    }
+}
+
+/// Everything install-rocm needs, resolved from flags, environment and lock.
+#[derive(Clone, Debug)]
+pub struct InstallSettings {
+    pub venv: Venv,
+    /// Interpreter that creates the venv when it does not exist.
+    pub base_python: PathBuf,
+    pub installer: Installer,
+    pub index_url: Option<String>,
+    pub find_links: Option<String>,
+    pub cache_dir: PathBuf,
+    pub spec_text: String,
+    pub spec: VersionSpecifiers,
+    pub pre: bool,
+    pub extras: Vec<String>,
+    /// The SDK version a lock already records: the install must produce exactly this.
+    pub locked_version: Option<Version>,
+    /// Log file of the install steps.
+    pub log: PathBuf,
+}
+
+impl InstallSettings {
+    /// The index sources the installer will read.
+    pub fn sources(&self) -> Vec<IndexSource> {
+        preflight::sources(
+            self.index_url.as_deref(),
+            self.find_links.as_deref(),
+            DEFAULT_INDEX,
+        )
+    }
+
+    /// `rocm[libraries,devel,<extras>]==<version>`.
+    pub fn requirement(&self, version: &str) -> String {
+        let mut extras: Vec<&str> = BASE_EXTRAS.to_vec();
+        for extra in &self.extras {
+            if !extras.contains(&extra.as_str()) {
+                extras.push(extra);
+            }
+        }
+        format!("{}[{}]=={version}", super::ROCM_DIST, extras.join(","))
+    }
+
+    /// Creates the venv (`python3 -m venv DIR`): pip comes with it, and the build steps use it.
+    pub fn create_venv_cmd(&self) -> Cmd {
+        Cmd::new(&self.base_python)
+            .args(["-m", "venv"])
+            .arg(&self.venv.dir)
+            .label("create venv")
+            .timeout(Duration::from_secs(600))
+            .log_to(&self.log)
+    }
+
+    /// The install step for an exact version.
+    pub fn install_cmd(&self, version: &str) -> Cmd {
+        let mut cmd = self
+            .installer
+            .install(&self.venv, &self.cache_dir)
+            .arg(self.installer.reinstall_flag());
+        if self.pre {
+            cmd = match self.installer {
+                Installer::Pip => cmd.arg("--pre"),
+                Installer::Uv => cmd.args(["--prerelease", "allow"]),
+            };
+        }
+        for source in self.sources() {
+            cmd = match source {
+                IndexSource::Index(url) => cmd.args(["--index-url", &url]),
+                IndexSource::FindLinks(links) => cmd.args(["--find-links", &links]),
+            };
+        }
+        for var in SOURCE_ENV_VARS {
+            cmd = cmd.env_remove(*var);
+        }
+        cmd.arg(self.requirement(version))
+            .label(format!("install-rocm: {} install", self.installer.as_str()))
+            .env("PIP_NO_INPUT", "1")
+            .timeout(Duration::from_secs(3 * 3600))
+            .idle_timeout(Duration::from_secs(900))
+            .retry(Retry {
+                attempts: 3,
+                backoff: Duration::from_secs(5),
+                is_transient: is_transient_download_error,
+            })
+            .log_to(&self.log)
+    }
+}
+
+/// Failures worth another attempt: the connection, not the request.
+pub fn is_transient_download_error(tail: &str) -> bool {
+    [
+        "Connection reset",
+        "ConnectionResetError",
+        "Read timed out",
+        "ReadTimeoutError",
+        "IncompleteRead",
+        "Connection aborted",
+        "HTTP error 502",
+        "HTTP error 503",
+        "HTTP error 504",
+        "status code 502",
+        "status code 503",
+        "status code 504",
+        "operation timed out",
+    ]
+    .iter()
+    .any(|pattern| tail.contains(pattern))
+}
+
+/// Why an installed SDK is not the one asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("after installing rocm {wanted}, the venv {} has {} installed: the installer resolved something else (TheRock#4824); check the index and the installer log {}", venv.display(), found.as_deref().map_or("no rocm".to_string(), |v| format!("rocm {v}")), log.display())]
+    DistMismatch {
+        wanted: String,
+        found: Option<String>,
+        venv: PathBuf,
+        log: PathBuf,
+    },
+    #[error("`python -m rocm_sdk version` reports {reported} but rocm {wanted} was installed into {}: the SDK packages are inconsistent; reinstall with `rockbuild install-rocm`", venv.display())]
+    ReportedMismatch {
+        wanted: String,
+        reported: String,
+        venv: PathBuf,
+    },
+}
+
+/// What an install did, for the caller's status lines and the lock.
+#[derive(Clone, Debug)]
+pub struct Installed {
+    pub sdk: SdkInfo,
+    pub duration: Duration,
+}
+
+/// Runs the whole install: preflight, venv, install, verification, SDK record.
+/// `status` receives one line per phase.
+pub fn install(
+    runner: &Runner,
+    settings: &InstallSettings,
+    status: &dyn Fn(&str),
+) -> anyhow::Result<Installed> {
+    let started = std::time::Instant::now();
+    if let Some(links) = settings
+        .find_links
+        .as_deref()
+        .filter(|l| !l.trim().is_empty())
+        && let Some(dir) = preflight::missing_local_find_links(links)
+    {
+        return Err(crate::exit::usage(format!(
+            "--find-links {}: no such directory",
+            dir.display()
+        )));
+    }
+    let sources = settings.sources();
+    status(&format!(
+        "preflight: looking for rocm{} on {}",
+        if settings.spec_text.trim().is_empty() {
+            String::new()
+        } else {
+            settings.spec_text.trim().to_string()
+        },
+        sources
+            .iter()
+            .map(IndexSource::display)
+            .collect::<Vec<_>>()
+            .join(" + ")
+    ));
+    let chosen = preflight::check(
+        &sources,
+        &settings.spec,
+        settings.pre,
+        settings.locked_version.as_ref(),
+    )?;
+    let version = chosen.version.to_string();
+    status(&format!(
+        "preflight: installing rocm {version} ({}){}",
+        if settings.locked_version.is_some() {
+            "pinned by the lock"
+        } else {
+            "newest match"
+        },
+        format_args!(", {} files offered", chosen.offered)
+    ));
+
+    if !settings.venv.exists() {
+        status(&format!("creating venv {}", settings.venv.dir.display()));
+        runner.run(&settings.create_venv_cmd())?;
+    }
+    fs_err::create_dir_all(&settings.cache_dir).with_context(|| {
+        format!(
+            "creating the installer cache {}",
+            settings.cache_dir.display()
+        )
+    })?;
+    status(&format!(
+        "{} install {}",
+        settings.installer.as_str(),
+        settings.requirement(&version)
+    ));
+    runner.run(&settings.install_cmd(&version))?;
+
+    let found = settings
+        .venv
+        .installed_version(super::ROCM_DIST)
+        .and_then(|v| crate::version::normalize("installed rocm", &v).ok());
+    if found.as_deref() != Some(version.as_str()) {
+        return Err(VerifyError::DistMismatch {
+            wanted: version,
+            found,
+            venv: settings.venv.dir.clone(),
+            log: settings.log.clone(),
+        }
+        .into());
+    }
+    let sdk = super::query(runner, &settings.venv)?;
+    if sdk.version != version {
+        return Err(VerifyError::ReportedMismatch {
+            wanted: version,
+            reported: sdk.version,
+            venv: settings.venv.dir.clone(),
+        }
+        .into());
+    }
+    sdk.write_record(&settings.venv)?;
+    Ok(Installed {
+        sdk,
+        duration: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(installer: Installer) -> InstallSettings {
+        InstallSettings {
+            venv: Venv::new("/w/venv"),
+            base_python: PathBuf::from("python3"),
+            installer,
+            index_url: Some("http://127.0.0.1:9/simple".into()),
+            find_links: Some(String::new()),
+            cache_dir: PathBuf::from("/c/pip"),
+            spec_text: ">1.0".into(),
+            spec: preflight::parse_spec(">1.0").expect("spec"),
+            pre: true,
+            extras: vec!["device-gfx942".into(), "devel".into()],
+            locked_version: None,
+            log: PathBuf::from("/o/logs/install-rocm.log"),
+        }
+    }
+
+    #[test]
+    fn install_commands_pin_the_exact_version_and_own_the_cache() {
+        let pip = settings(Installer::Pip).install_cmd("7.10.0a1");
+        assert_eq!(
+            pip.argv_display().join(" "),
+            "/w/venv/bin/python -m pip install --disable-pip-version-check --cache-dir /c/pip --force-reinstall --pre --index-url http://127.0.0.1:9/simple rocm[libraries,devel,device-gfx942]==7.10.0a1"
+        );
+        let uv = settings(Installer::Uv).install_cmd("7.10.0a1");
+        assert_eq!(
+            uv.argv_display().join(" "),
+            "uv pip install --python /w/venv/bin/python --cache-dir /c/pip --reinstall --prerelease allow --index-url http://127.0.0.1:9/simple rocm[libraries,devel,device-gfx942]==7.10.0a1"
+        );
+        let mut no_pre = settings(Installer::Pip);
+        no_pre.pre = false;
+        no_pre.index_url = None;
+        no_pre.find_links = Some("/wheels".into());
+        let argv = no_pre.install_cmd("7.9.0").argv_display().join(" ");
+        assert!(argv.ends_with("--force-reinstall --index-url https://pypi.org/simple --find-links /wheels rocm[libraries,devel,device-gfx942]==7.9.0"), "{argv}");
+    }
+
+    #[test]
+    fn transient_errors_are_recognised() {
+        assert!(is_transient_download_error(
+            "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool"
+        ));
+        assert!(!is_transient_download_error(
+            "ERROR: No matching distribution found for rocm==9"
+        ));
+    }
+}

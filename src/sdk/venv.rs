@@ -1,0 +1,109 @@
+//! A Python virtual environment as rockbuild uses it: its interpreter, its site-packages and
+//! what is installed there, read from files (dist-info directories, pyvenv.cfg) so that
+//! `plan` can describe a venv without starting Python.
+
+use std::path::{Path, PathBuf};
+
+use crate::wheel::filename::escape_name;
+
+/// Name of the file where rockbuild records what the installed SDK reported (see
+/// [`super::SdkInfo`]); lets `plan` show real paths without running Python.
+pub const SDK_RECORD: &str = "rockbuild-sdk.json";
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Venv {
+    pub dir: PathBuf,
+}
+
+impl Venv {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Venv { dir: dir.into() }
+    }
+
+    pub fn python(&self) -> PathBuf {
+        self.dir.join("bin/python")
+    }
+
+    pub fn bin(&self) -> PathBuf {
+        self.dir.join("bin")
+    }
+
+    /// True when the directory holds a venv (its interpreter exists).
+    pub fn exists(&self) -> bool {
+        self.python().exists() && self.dir.join("pyvenv.cfg").is_file()
+    }
+
+    pub fn sdk_record(&self) -> PathBuf {
+        self.dir.join(SDK_RECORD)
+    }
+
+    /// The Python version the venv was created with, from pyvenv.cfg (`version = 3.11.7`, or
+    /// `version_info = 3.11.7` as uv writes it).
+    pub fn python_version(&self) -> Option<String> {
+        let text = fs_err::read_to_string(self.dir.join("pyvenv.cfg")).ok()?;
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            matches!(key.trim(), "version" | "version_info").then(|| value.trim().to_string())
+        })
+    }
+
+    /// `lib/python3.X/site-packages`.
+    pub fn site_packages(&self) -> Option<PathBuf> {
+        let lib = self.dir.join("lib");
+        let entries = fs_err::read_dir(&lib).ok()?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("site-packages"))
+            .filter(|p| p.is_dir())
+            .collect();
+        found.sort();
+        found.pop()
+    }
+
+    /// The installed version of distribution `name`, from its `.dist-info` directory name.
+    pub fn installed_version(&self, name: &str) -> Option<String> {
+        installed_version_in(&self.site_packages()?, name)
+    }
+}
+
+/// Scans a site-packages directory for `<name>-<version>.dist-info`.
+pub fn installed_version_in(site_packages: &Path, name: &str) -> Option<String> {
+    let wanted = escape_name(name);
+    let entries = fs_err::read_dir(site_packages).ok()?;
+    entries.filter_map(Result::ok).find_map(|entry| {
+        let file_name = entry.file_name();
+        let stem = file_name.to_str()?.strip_suffix(".dist-info")?;
+        let (dist, version) = stem.split_once('-')?;
+        (escape_name(dist) == wanted).then(|| version.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_python_version_and_installed_packages_from_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let venv = Venv::new(dir.path());
+        assert!(!venv.exists());
+        fs_err::create_dir_all(dir.path().join("bin")).expect("bin");
+        fs_err::write(dir.path().join("bin/python"), "").expect("python");
+        fs_err::write(
+            dir.path().join("pyvenv.cfg"),
+            "home = /usr/bin\nversion = 3.11.7\n",
+        )
+        .expect("cfg");
+        let site = dir.path().join("lib/python3.11/site-packages");
+        fs_err::create_dir_all(site.join("rocm_sdk_core-7.10.0a1.dist-info")).expect("dist-info");
+        fs_err::create_dir_all(site.join("rocm-7.10.0a1.dist-info")).expect("dist-info");
+        assert!(venv.exists());
+        assert_eq!(venv.python_version().as_deref(), Some("3.11.7"));
+        assert_eq!(venv.installed_version("rocm").as_deref(), Some("7.10.0a1"));
+        assert_eq!(
+            venv.installed_version("rocm-sdk-core").as_deref(),
+            Some("7.10.0a1")
+        );
+        assert_eq!(venv.installed_version("torch"), None);
+    }
+}
