@@ -21,6 +21,9 @@ pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 pub const NO_COLOR: &str = "NO_COLOR";
 /// Log filter for tracing (e.g. `rockbuild=debug`).
 pub const ROCKBUILD_LOG: &str = "ROCKBUILD_LOG";
+/// Directory for rockbuild's own caches (the pip cache install-rocm owns); default
+/// `$XDG_CACHE_HOME/rockbuild` or `~/.cache/rockbuild`.
+pub const ROCKBUILD_CACHE_DIR: &str = "ROCKBUILD_CACHE_DIR";
 pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 pub const HOME: &str = "HOME";
 pub const PATH: &str = "PATH";

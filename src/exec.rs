@@ -161,16 +161,9 @@ impl Cmd {
         self
     }
 
+    #[cfg(test)]
     pub fn get_label(&self) -> &str {
         &self.label
-    }
-
-    pub fn get_program(&self) -> &OsStr {
-        &self.program
-    }
-
-    pub fn get_args(&self) -> &[OsString] {
-        &self.args
     }
 
     pub fn get_cwd(&self) -> Option<&Path> {
@@ -178,6 +171,7 @@ impl Cmd {
     }
 
     /// The environment differences of this step: `Some` = set, `None` = removed.
+    #[cfg(test)]
     pub fn env_diff(&self) -> &BTreeMap<String, Option<OsString>> {
         &self.env
     }
@@ -276,7 +270,6 @@ pub struct Output {
     pub stdout: String,
     /// The last output lines (stderr only when stdout is captured as data).
     pub tail: Vec<String>,
-    pub duration: Duration,
     pub attempts: u32,
 }
 
@@ -339,27 +332,6 @@ impl ProcessError {
             | ProcessError::TimedOut { tail, .. }
             | ProcessError::Stalled { tail, .. } => tail,
             _ => &[],
-        }
-    }
-
-    /// The log file of the failed step, if it had one.
-    pub fn log(&self) -> Option<&Path> {
-        match self {
-            ProcessError::Failed { log, .. }
-            | ProcessError::TimedOut { log, .. }
-            | ProcessError::Stalled { log, .. } => log.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// The repro line, if the step got far enough to have one.
-    pub fn repro(&self) -> Option<&str> {
-        match self {
-            ProcessError::Spawn { repro, .. }
-            | ProcessError::Failed { repro, .. }
-            | ProcessError::TimedOut { repro, .. }
-            | ProcessError::Stalled { repro, .. } => Some(repro),
-            _ => None,
         }
     }
 }
@@ -797,7 +769,6 @@ impl Runner {
             AttemptOutcome::Exited(status) if status.success() => Ok(Output {
                 stdout: String::from_utf8_lossy(&attempt.stdout).into_owned(),
                 tail,
-                duration,
                 attempts: attempt_number,
             }),
             AttemptOutcome::Exited(status) => Err(ProcessError::Failed {

@@ -3,7 +3,6 @@
 //! expected, or a misspelling such as `gfx94x` is an error that names the right value
 //! (TheRock#1992, uccl#1027).
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use indexmap::IndexMap;
@@ -21,11 +20,6 @@ pub struct Target(String);
 impl Target {
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    /// The LLVM offload-bundle entry naming this target's code object.
-    pub fn bundle_triple(&self) -> String {
-        format!("amdgcn-amd-amdhsa--{}", self.0)
     }
 }
 
@@ -185,10 +179,6 @@ impl FamilyTable {
         self.families.values()
     }
 
-    pub fn family(&self, name: &str) -> Option<&Family> {
-        self.families.get(name)
-    }
-
     /// The family a target belongs to.
     pub fn family_of(&self, target: &Target) -> Option<&Family> {
         self.families().find(|f| f.targets.contains(target))
@@ -316,14 +306,6 @@ impl FamilyTable {
             .any(|t| self.family_of(t).is_some_and(|f| f.flash_attention))
     }
 
-    /// The distinct families covering `targets`, in table order.
-    pub fn families_of(&self, targets: &[Target]) -> Vec<&Family> {
-        let wanted: BTreeSet<&Target> = targets.iter().collect();
-        self.families()
-            .filter(|f| f.targets.iter().any(|t| wanted.contains(t)))
-            .collect()
-    }
-
     fn family_ignoring_case(&self, given: &str) -> Option<&Family> {
         self.families().find(|f| f.name.eq_ignore_ascii_case(given))
     }
@@ -381,7 +363,8 @@ mod tests {
         );
         assert_eq!(
             table
-                .family("gfx90c")
+                .families()
+                .find(|f| f.name == "gfx90c")
                 .expect("gfx90c")
                 .linux
                 .as_ref()

@@ -10,7 +10,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-pub use families::{Family, FamilyTable, NameError, Target};
+pub use families::{FamilyTable, NameError, Target};
 pub use source::{ConfigError, ConfigSource};
 
 /// The shipped stack and family table, compiled in so the binary works from any directory.
