@@ -593,6 +593,46 @@ mod tests {
         check(&Cli::command());
     }
 
+    /// The rockbuild command lines of a shell text: every line naming the binary, with its
+    /// `\` continuations joined, split as the shell would (variables stay literal words);
+    /// comments skipped.
+    fn invocations(text: &str) -> Vec<Vec<String>> {
+        let joined = text.replace("\\\n", " ");
+        joined
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+            .filter_map(|line| {
+                let words = shlex::split(line.trim().trim_start_matches("run:"))?;
+                let at = words
+                    .iter()
+                    .position(|w| w.ends_with("/rockbuild") || w == "$rockbuild")?;
+                // A bare path (an artifact list, `chmod +x`) is not an invocation.
+                (words.len() > at + 1).then(|| words[at..].to_vec())
+            })
+            .collect()
+    }
+
+    /// The workflow and the quickstart run the CLI this binary defines: a renamed or removed
+    /// flag fails here rather than in CI or on a user's machine.
+    #[test]
+    fn shipped_scripts_use_the_real_cli() {
+        for (file, text) in [
+            (
+                "workflows/rockbuild-pytorch-wheels.yml",
+                include_str!("../workflows/rockbuild-pytorch-wheels.yml"),
+            ),
+            ("scripts/quickstart", include_str!("../scripts/quickstart")),
+        ] {
+            let found = invocations(text);
+            assert!(!found.is_empty(), "{file}: no rockbuild command found");
+            for argv in found {
+                if let Err(error) = Cli::try_parse_from(&argv) {
+                    panic!("{file}: `{}` does not parse: {error}", argv.join(" "));
+                }
+            }
+        }
+    }
+
     #[test]
     fn flag_pairs() {
         assert_eq!(flag(true, false), Some(true));
