@@ -775,28 +775,10 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::source::tests::git;
     use crate::build::targets::{self, TargetInputs};
     use crate::sdk::SdkInfo;
     use crate::stack::Stack;
-
-    fn git(dir: &Path, args: &[&str]) {
-        #[expect(clippy::disallowed_methods, reason = "test fixture set-up")]
-        let status = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env_remove("GIT_DIR")
-            .status()
-            .expect("git");
-        assert!(status.success(), "git {args:?}");
-    }
 
     /// A checkout root with the five projects' version files, each a git repository.
     fn checkouts(root: &Path) {

@@ -158,10 +158,11 @@ fn worktree_digest(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// Runs git in a test fixture repository (no signing, a fixed identity).
+    pub(crate) fn git(dir: &Path, args: &[&str]) {
         #[expect(clippy::disallowed_methods, reason = "test fixture set-up")]
         let status = std::process::Command::new("git")
             .args([
