@@ -362,6 +362,28 @@ impl S3Store {
         }
     }
 
+    /// Completes an upload whose parts all succeeded, or aborts it so no orphaned parts are
+    /// left (and billed) behind.
+    async fn finish_multipart(
+        &self,
+        op: &'static str,
+        key: &str,
+        upload_id: &str,
+        parts: Result<Vec<CompletedPart>, Failure>,
+        if_absent: bool,
+    ) -> Result<PutResult, StoreError> {
+        match parts {
+            Ok(completed) => {
+                self.complete_multipart(key, upload_id, completed, if_absent)
+                    .await
+            }
+            Err(failure) => {
+                self.abort(key, upload_id).await;
+                Err(self.error(op, key, failure))
+            }
+        }
+    }
+
     async fn abort(&self, key: &str, upload_id: &str) {
         let result = self
             .client
@@ -431,16 +453,8 @@ impl S3Store {
                 }
             })
             .await;
-        match result {
-            Ok(completed) => {
-                self.complete_multipart(key, &upload_id, completed, options.if_absent)
-                    .await
-            }
-            Err(failure) => {
-                self.abort(key, &upload_id).await;
-                Err(self.error("upload", key, failure))
-            }
-        }
+        self.finish_multipart("upload", key, &upload_id, result, options.if_absent)
+            .await
     }
 
     /// Copies a large object in parts with UploadPartCopy (server side).
@@ -479,16 +493,8 @@ impl S3Store {
                 }
             })
             .await;
-        match result {
-            Ok(completed) => {
-                self.complete_multipart(to_key, &upload_id, completed, options.if_absent)
-                    .await
-            }
-            Err(failure) => {
-                self.abort(to_key, &upload_id).await;
-                Err(self.error("copy", to_key, failure))
-            }
-        }
+        self.finish_multipart("copy", to_key, &upload_id, result, options.if_absent)
+            .await
     }
 
     /// Runs one future per part, at most [`PART_CONCURRENCY`] at a time; the first failure
