@@ -489,7 +489,7 @@ pub struct StageArgs {
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// gfx targets every GPU library must contain (default: the lock's build record, else
-    /// <input>/build-report.json)
+    /// the --family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
     /// Index that must provide every pinned dependency not in the set, e.g. the ROCm SDK
