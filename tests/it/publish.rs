@@ -1245,7 +1245,7 @@ fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
 }
 
 #[test]
-fn s3_stage_fails_on_a_refused_put_leaves_the_index_and_a_rerun_completes() {
+fn s3_stage_survives_a_refused_put_then_promotes_as_rc_from_s3_to_s3() {
     let mut world = gpu_world();
     let server = S3Server::start(&world.env.path("s3"));
     s3_env(&mut world, &server);
@@ -1313,5 +1313,37 @@ fn s3_stage_fails_on_a_refused_put_leaves_the_index_and_a_rerun_completes() {
     assert_eq!(
         install_and_import(&world.env, &web.url(), &second, "s3-two"),
         vec!["2.10.0a0+rocm7.13.0a20260501 0.25.0a0+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
+    );
+
+    // A candidate prefix holding one build, smoke-tested, promoted S3 to S3 as rc1: the
+    // tested wheels are downloaded (and checked against the report), rewritten, uploaded.
+    let candidates = server.url("candidates");
+    stage(&world, "two", &candidates, &s3_args).success();
+    let mirror = world.env.path("mirror-candidates");
+    copy_tree(&server.object_path("candidates"), &mirror);
+    let web = http::serve(&mirror);
+    world.smoke(&web.url(), "candidates.json").success();
+    let mut extra = vec![
+        "--test-report",
+        "candidates.json",
+        "--rewrite-version",
+        "rc",
+    ];
+    extra.extend(&s3_args);
+    let promoted = world
+        .promote(&candidates, &server.url("rc"), &extra)
+        .success();
+    assert!(
+        stderr(&promoted).contains("promoted 3 wheels as rc1 (2 rewritten, 1 as they were;"),
+        "{}",
+        stderr(&promoted)
+    );
+    let mirror = world.env.path("mirror-rc");
+    copy_tree(&server.object_path("rc"), &mirror);
+    let rc = wheels_under(&mirror);
+    let web = http::serve(&mirror);
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &rc, "s3-rc"),
+        vec!["2.10.0rc1+rocm7.13.0a20260501 0.25.0rc1+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
     );
 }
