@@ -468,9 +468,17 @@ pub struct StageArgs {
     /// Lock whose versions the wheels must match
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
-    /// gfx targets every GPU library must contain (default: from the build report)
+    /// gfx targets every GPU library must contain (default: the lock's build record, else
+    /// the --family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
+    /// Index that must provide every pinned dependency not in the set, e.g. the ROCm SDK
+    /// (default: the index the lock's build record installed the SDK from)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Verify, then print exactly what would be uploaded and written
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -537,10 +545,11 @@ pub struct PromoteArgs {
     /// Waivers (owner, reason, expiry) for missing or failing evidence
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_WAIVER")]
     pub waiver: Option<PathBuf>,
-    /// Rewrite versions a→rc or →final while promoting
+    /// Promote pre-release builds as release candidates (rc1) or final releases: the tested
+    /// wheels are rewritten with the new version, verified, then uploaded
     #[arg(long, value_enum, value_name = "KIND")]
     pub rewrite_version: Option<RewriteTo>,
-    /// Print exactly what would be copied and written
+    /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]

@@ -17,6 +17,11 @@ const SECRET_QUERY_KEYS: &[&str] = &[
     "token",
 ];
 
+/// Whether a URL went through [`redact_url`] and lost a secret (so it cannot be used).
+pub fn is_masked(url: &str) -> bool {
+    url.contains(MASK)
+}
+
 /// Masks the password of a URL's userinfo and secret query parameters.
 /// `https://bot:ghp_x@github.com/a/b` → `https://bot:****@github.com/a/b`.
 pub fn redact_url(url: &str) -> String {
@@ -146,6 +151,8 @@ mod tests {
         );
         assert!(url_has_password("https://u:p@h/x"));
         assert!(!url_has_password("https://github.com/x@y"));
+        assert!(is_masked(&redact_url("https://u:p@h/simple/")));
+        assert!(!is_masked("https://h/simple/"));
     }
 
     #[test]

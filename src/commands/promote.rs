@@ -1,27 +1,35 @@
-//! `rockbuild promote --from URL --to URL --test-report FILE... [--waiver FILE] [--dry-run]`:
-//! gate the staged set on evidence (default deny), refuse versions that would sort below
-//! published builds, then copy every object (verified) and rewrite the destination index once.
+//! `rockbuild promote --from URL --to URL --test-report FILE... [--waiver FILE]
+//! [--rewrite-version rc|final] [--dry-run]`: gate the staged set on evidence (default deny),
+//! optionally rewrite its pre-release versions (the rewritten wheels are verified), refuse
+//! versions that would sort below published builds, then copy or upload every object
+//! (verified) and rewrite the destination index once.
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
 use super::index::store_settings;
-use crate::cli::PromoteArgs;
+use super::publishing::{Publication, Published, publish};
+use super::verify::verify_wheels;
+use crate::cli::{PromoteArgs, RewriteTo};
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
-use crate::index::name_and_version;
-use crate::index::scan::{self, layout};
+use crate::index::scan;
 use crate::promote::evidence::{self, Evidence};
-use crate::promote::ordering::{self, Release};
+use crate::promote::ordering::Release;
 use crate::promote::policy::{self, Candidate, Decision, Verdict};
+use crate::promote::rewrite::{self as split_set, RewritePlan};
 use crate::promote::waiver::{self, Waiver};
-use crate::promote::{copy_items, staged_set};
-use crate::store::publish::{self, PublishError};
-use crate::store::transfer::human_bytes;
-use crate::store::{self, StoreUrl};
+use crate::promote::{StagedFile, copy_items, staged_set};
+use crate::store::publish::upload_items;
+use crate::store::transfer::{self, human_bytes};
+use crate::store::{self, Storage, StoreError, StoreSettings, StoreUrl};
 use crate::ui::{markdown_table, text_table};
+use crate::wheel::filename::normalize_name;
+use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
+use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let PromoteArgs {
@@ -33,11 +41,6 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         dry_run,
         store: store_args,
     } = args;
-    if let Some(kind) = rewrite_version {
-        return Err(exit::usage(format!(
-            "--rewrite-version {kind:?} needs the wheel rewriter, which this build does not include yet"
-        )));
-    }
     let settings = store_settings(&store_args);
     let from_url = StoreUrl::parse(&from, &ctx.cwd)?;
     let to_url = StoreUrl::parse(&to, &ctx.cwd)?;
@@ -68,6 +71,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         );
     }
 
+    // The gate judges the tested bytes: the staged files, before any rewrite.
     let candidates: Vec<Candidate> = set
         .iter()
         .map(|s| Candidate {
@@ -97,83 +101,55 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ));
     }
 
-    // What the destination already publishes: for the ordering lint and the page list.
-    let (published, _) = layout(
-        &dest
-            .list()
-            .with_context(|| format!("listing {}", dest.url()))?,
-    );
-    let problems = ordering::check(
-        &set.iter()
-            .map(|s| Release {
-                project: s.project.clone(),
-                version: s.version.clone(),
-            })
-            .collect::<Vec<_>>(),
-        &published
-            .iter()
-            .filter_map(|p| {
-                let filename = p.object.key.rsplit('/').next()?;
-                name_and_version(filename).map(|(_, v)| Release {
-                    project: p.project.clone(),
-                    version: v.to_string(),
-                })
-            })
-            .collect::<Vec<_>>(),
-    );
-    if !problems.is_empty() {
-        let lines: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
-        return Err(exit::classified(
-            ExitStatus::PublishConflict,
-            format!(
-                "refusing to promote to {}: the new builds would not be the ones pip installs\n{}",
-                dest.url(),
-                lines.join("\n")
-            ),
-        ));
+    match rewrite_version {
+        None => promote_as_is(
+            ctx,
+            source.as_ref(),
+            dest.as_ref(),
+            &set,
+            &settings,
+            dry_run,
+        ),
+        Some(kind) => {
+            let promotion = match kind {
+                RewriteTo::Rc => Promotion::ReleaseCandidate(1),
+                RewriteTo::Final => Promotion::Final,
+            };
+            promote_rewritten(
+                ctx,
+                source.as_ref(),
+                dest.as_ref(),
+                &set,
+                promotion,
+                &settings,
+                dry_run,
+            )
+        }
     }
+}
 
-    let items = copy_items(&set);
-    let objects: Vec<&publish::SetObject> = items.iter().map(|i| &i.object).collect();
-    let state = publish::destination_state(
-        ctx,
-        dest.as_ref(),
-        &objects,
-        settings.jobs,
-        settings.attempts,
-    )
-    .map_err(|e| anyhow::anyhow!("checking {}: {e}", dest.url()))?;
-    let projects: BTreeSet<&str> = published
-        .iter()
-        .map(|p| p.project.as_str())
-        .chain(set.iter().map(|s| s.project.as_str()))
-        .collect();
-    let plan = publish::plan(items, &state, &projects.into_iter().collect::<Vec<_>>()).map_err(|conflicts| {
-        let lines: Vec<String> = conflicts.iter().map(|c| format!("  - {c}")).collect();
-        exit::classified(
-            ExitStatus::PublishConflict,
-            format!(
-                "refusing to promote to {}: published objects are never replaced, and nothing was copied\n{}",
-                dest.url(),
-                lines.join("\n")
-            ),
-        )
-    })?;
-    if dry_run {
-        ctx.ui.data(&plan.describe("copy", &dest.url()));
+/// The staged objects, copied unchanged to the same keys.
+fn promote_as_is(
+    ctx: &Context,
+    source: &dyn Storage,
+    dest: &dyn Storage,
+    set: &[StagedFile],
+    settings: &StoreSettings,
+    dry_run: bool,
+) -> anyhow::Result<ExitStatus> {
+    let publication = Publication {
+        verb: "promote",
+        transfer: "copy",
+        nothing: "copied",
+        source: Some(source),
+        dest,
+        items: copy_items(set),
+        releases: set.iter().map(release_of).collect(),
+    };
+    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
+    else {
         return Ok(ExitStatus::Success);
-    }
-
-    let (index, pages) = publish::execute(
-        ctx,
-        Some(source.as_ref()),
-        dest.as_ref(),
-        &plan,
-        settings.jobs,
-        settings.attempts,
-        "promote",
-    )
-    .map_err(publish_error)?;
+    };
     ctx.ui.status(format!(
         "promoted {} files ({} copied, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
         set.len(),
@@ -186,6 +162,240 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         index.file_count()
     ));
     Ok(ExitStatus::Success)
+}
+
+/// The tested wheels with new versions: fetched (and checked against the tested SHA-256s),
+/// rewritten, verified, then uploaded; wheels already final are copied as they are.
+fn promote_rewritten(
+    ctx: &Context,
+    source: &dyn Storage,
+    dest: &dyn Storage,
+    set: &[StagedFile],
+    promotion: Promotion,
+    settings: &StoreSettings,
+    dry_run: bool,
+) -> anyhow::Result<ExitStatus> {
+    let RewritePlan { rewrite, keep } =
+        split_set::split(set).map_err(|e| exit::usage(e.to_string()))?;
+    // The rewritten set is built outside both stores and removed when the run ends.
+    let work = tempfile::Builder::new()
+        .prefix("rockbuild-promote-")
+        .tempdir()
+        .context("creating a work directory for the rewritten wheels")?;
+    let tested = fetch_tested(ctx, source, set, &work.path().join("tested"), settings)?;
+    let rewrite_paths: Vec<PathBuf> = rewrite
+        .iter()
+        .map(|s| tested[&s.file.key].clone())
+        .collect();
+    let task = ctx.ui.task("rewrite");
+    task.phase(format!(
+        "{} wheel{} to {promotion}",
+        rewrite.len(),
+        super::verify::plural(rewrite.len())
+    ));
+    let rewritten = rewrite_set(
+        &rewrite_paths,
+        promotion,
+        None,
+        &work.path().join("rewritten"),
+    )
+    .map_err(|error| {
+        task.finish("refused");
+        let status = match error {
+            RewriteError::Wheel { .. } => ExitStatus::Failure,
+            _ => ExitStatus::Usage,
+        };
+        exit::classified(status, format!("{error}\nnothing was written"))
+    })?;
+    task.finish(format!(
+        "{} wheel{} in {:.1}s",
+        rewritten.len(),
+        super::verify::plural(rewritten.len()),
+        task.elapsed().as_secs_f64()
+    ));
+    let description = describe_rewrites(&rewritten, &keep, promotion);
+    if dry_run {
+        ctx.ui.data(&description);
+    } else {
+        ctx.ui.status(description.trim_end());
+    }
+
+    // The rewritten wheels with the ones kept, as one set: the container, RECORD, metadata
+    // and every pin between members are checked again. Pins outside the set, GPU code and
+    // RPATHs are the tested wheels' own, unchanged by the rewrite.
+    let kept_paths: Vec<PathBuf> = keep.iter().map(|s| tested[&s.file.key].clone()).collect();
+    let mut check: Vec<PathBuf> = rewritten.iter().map(|r| r.path.clone()).collect();
+    check.extend(kept_paths);
+    let options = VerifyOptions {
+        targets: Vec::new(),
+        stack_wheels: set.iter().map(|s| normalize_name(&s.project)).collect(),
+        hip_wheels: Default::default(),
+        expected: Default::default(),
+        index_url: None,
+        memory_budget: DEFAULT_MEMORY_BUDGET,
+        check_pins_outside_set: false,
+    };
+    let report = verify_wheels(ctx, &check, &options)?;
+    if !report.ok {
+        return Err(exit::classified(
+            ExitStatus::VerificationFailed,
+            format!(
+                "the rewritten set failed verification; nothing was written to {}",
+                dest.url()
+            ),
+        ));
+    }
+    let uploads: Vec<_> = report
+        .wheels
+        .iter()
+        .filter(|w| rewritten.iter().any(|r| r.path == w.path))
+        .cloned()
+        .collect();
+    let mut items = upload_items(&uploads).map_err(anyhow::Error::msg)?;
+    items.extend(copy_items(&keep));
+    let mut releases: Vec<Release> = rewritten
+        .iter()
+        .zip(&rewrite)
+        .map(|(r, staged)| Release {
+            project: staged.project.clone(),
+            version: r.new_version.to_string(),
+        })
+        .collect();
+    releases.extend(keep.iter().map(release_of));
+
+    let publication = Publication {
+        verb: "promote",
+        transfer: "write",
+        nothing: "written",
+        source: Some(source),
+        dest,
+        items,
+        releases,
+    };
+    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
+    else {
+        return Ok(ExitStatus::Success);
+    };
+    ctx.ui.status(format!(
+        "promoted {} wheels as {promotion} ({} rewritten, {} as they were; {} objects written, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
+        set.len(),
+        rewritten.len(),
+        keep.len(),
+        plan.transfers.len(),
+        human_bytes(plan.bytes()),
+        plan.present.len(),
+        source.url(),
+        dest.url(),
+        pages.len(),
+        index.file_count()
+    ));
+    ctx.ui.step_summary(&format!(
+        "### Promotion as {promotion}\n\n```\n{}```",
+        description
+    ));
+    Ok(ExitStatus::Success)
+}
+
+fn release_of(staged: &StagedFile) -> Release {
+    Release {
+        project: staged.project.clone(),
+        version: staged.version.clone(),
+    }
+}
+
+/// Local paths of the set's wheels, by key: a directory store's own files, otherwise
+/// downloads into `dir` (in parallel, with retries), each checked against the SHA-256 the
+/// gate judged, so the rewrite starts from exactly the tested bytes.
+fn fetch_tested(
+    ctx: &Context,
+    source: &dyn Storage,
+    set: &[StagedFile],
+    dir: &Path,
+    settings: &StoreSettings,
+) -> anyhow::Result<HashMap<String, PathBuf>> {
+    let mut paths = HashMap::new();
+    let mut downloads = Vec::new();
+    for staged in set {
+        match source.local_path(&staged.file.key) {
+            Some(path) => {
+                paths.insert(staged.file.key.clone(), path);
+            }
+            None => downloads.push(staged),
+        }
+    }
+    if downloads.is_empty() {
+        return Ok(paths);
+    }
+    fs_err::create_dir_all(dir)?;
+    let fetched = transfer::run_all(
+        ctx,
+        "download",
+        &downloads,
+        settings.jobs,
+        settings.attempts,
+        |s| s.file.size,
+        |staged| {
+            let path = dir.join(&staged.filename);
+            source.download(&staged.file.key, &path)?;
+            let (actual, _) =
+                crate::fsutil::sha256_file(&path).map_err(|e| StoreError::Backend {
+                    store: source.url(),
+                    op: "read",
+                    key: staged.file.key.clone(),
+                    message: format!("{e:#}"),
+                    transient: false,
+                })?;
+            if actual != staged.file.sha256 {
+                return Err(StoreError::CopyMismatch {
+                    store: source.url(),
+                    key: staged.file.key.clone(),
+                    expected: staged.file.sha256.clone(),
+                    actual,
+                });
+            }
+            Ok((staged.file.key.clone(), path))
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("downloading the tested set from {}: {e}", source.url()))?;
+    paths.extend(fetched);
+    Ok(paths)
+}
+
+/// What the rewrite does, wheel by wheel: old name → new name, the pins and version files it
+/// changed; and the wheels that go as they are.
+fn describe_rewrites(rewritten: &[Rewritten], keep: &[StagedFile], promotion: Promotion) -> String {
+    let file_name = |path: &Path| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut out = format!(
+        "would rewrite {} wheel{} to {promotion}:\n",
+        rewritten.len(),
+        super::verify::plural(rewritten.len())
+    );
+    for wheel in rewritten {
+        let _ = writeln!(
+            out,
+            "  rewrite {} -> {}",
+            file_name(&wheel.source),
+            file_name(&wheel.path)
+        );
+        for (before, after) in &wheel.requirements {
+            let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
+        }
+        for file in &wheel.version_files {
+            let _ = writeln!(out, "    version in {file}");
+        }
+    }
+    for staged in keep {
+        let _ = writeln!(
+            out,
+            "  keep {} (version {} is already final)",
+            staged.filename, staged.version
+        );
+    }
+    out
 }
 
 /// Reads every report. One that cannot be read or parsed is no evidence at all: its wheels
@@ -247,47 +457,4 @@ fn show_decision(ctx: &Context, decision: &Decision, waivers: &[Waiver]) {
     }
     ctx.ui
         .step_summary(&format!("### Promotion gate\n\n{summary}"));
-}
-
-/// Exit status of a failed publish: a conflict is 6, an interrupt 128+n, the rest 1.
-pub fn publish_error(error: PublishError) -> anyhow::Error {
-    let status = match error.interrupted() {
-        Some(signal) => ExitStatus::Signal(signal),
-        None if error.is_conflict() => ExitStatus::PublishConflict,
-        None => ExitStatus::Failure,
-    };
-    exit::classified(status, error.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::promote::StagedFile;
-
-    #[test]
-    fn staged_sets_list_sidecars_after_their_wheels() {
-        let set = vec![StagedFile {
-            project: "torch".into(),
-            version: "2.9.0".into(),
-            filename: "torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
-            file: publish::SetObject {
-                key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
-                size: 1,
-                sha256: "a".repeat(64),
-            },
-            sidecar: Some(publish::SetObject {
-                key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl.metadata".into(),
-                size: 1,
-                sha256: "b".repeat(64),
-            }),
-        }];
-        let keys: Vec<String> = copy_items(&set).into_iter().map(|i| i.object.key).collect();
-        assert_eq!(
-            keys,
-            [
-                "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl",
-                "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl.metadata"
-            ]
-        );
-    }
 }

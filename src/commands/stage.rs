@@ -1,7 +1,136 @@
-use crate::cli::StageArgs;
-use crate::context::Context;
-use crate::exit::ExitStatus;
+//! `rockbuild stage --to URL [--input DIR] [--family F] [--lock FILE] [--targets LIST]
+//! [--index-url URL] [--dry-run]`: verify every wheel of the build output (nothing is
+//! uploaded unless all pass), then upload the wheels and their PEP 658 sidecars in parallel
+//! (retried, never replacing published bytes), and write the index pages last, so a run
+//! stopped half way leaves the index as it was.
 
-pub fn run(_args: StageArgs, _ctx: &Context) -> anyhow::Result<ExitStatus> {
-    anyhow::bail!("`rockbuild stage` is not implemented yet")
+use crate::cli::{ConfigArgs, StageArgs};
+use crate::context::Context;
+use crate::exit::{self, ExitStatus};
+use crate::promote::ordering::Release;
+use crate::stack::{self, Stack};
+use crate::store::publish::upload_items;
+use crate::store::transfer::human_bytes;
+use crate::store::{self, StoreUrl};
+
+use super::index::store_settings;
+use super::publishing::{Publication, Published, publish};
+use super::verify::{collect, expectations, plural, verify_wheels};
+
+pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let StageArgs {
+        to,
+        input,
+        family,
+        lock,
+        targets,
+        index_url,
+        dry_run,
+        store: store_args,
+        config: ConfigArgs { config, families },
+    } = args;
+    let settings = store_settings(&store_args);
+    let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
+    let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
+    // Every usage error comes before the (possibly long) verification.
+    let mut dest_url = StoreUrl::parse(&to, &ctx.cwd)?;
+    let family = match &family {
+        Some(name) => {
+            let family = table
+                .family_named(name)
+                .map_err(|e| exit::usage(format!("--family: {e}")))?;
+            dest_url = dest_url.join(&family.name).map_err(|e| {
+                exit::usage(format!(
+                    "--family '{}' cannot be a store path segment: {e}",
+                    family.name
+                ))
+            })?;
+            Some(family)
+        }
+        None => None,
+    };
+    let (mut options, mut targets_from) = expectations(
+        ctx,
+        &stack,
+        &table,
+        lock.as_deref(),
+        targets.as_deref(),
+        index_url,
+    )?;
+    // Without a lock record or --targets, the family names the targets the set was built for.
+    if options.targets.is_empty()
+        && let Some(family) = family
+    {
+        options.targets = family.targets.clone();
+        targets_from = Some(format!("family {}", family.name));
+    }
+    match &targets_from {
+        Some(from) => ctx.ui.status(format!(
+            "GPU targets every library must carry: {} (from {from})",
+            options
+                .targets
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
+        None => ctx.ui.warn(
+            "no GPU targets to check (give --targets, --family or a lock with a build record): \
+             libraries are checked for HIP code, not for which targets it covers",
+        ),
+    }
+
+    let input = ctx.absolute(&input);
+    let wheels = collect(std::slice::from_ref(&input))?;
+    let report = verify_wheels(ctx, &wheels, &options)?;
+    if !report.ok {
+        let failed = report.wheels.iter().filter(|w| !w.ok()).count();
+        return Err(exit::classified(
+            ExitStatus::VerificationFailed,
+            format!(
+                "{failed} of {} wheel{} in {} failed verification (above); nothing was uploaded to {dest_url}",
+                report.wheels.len(),
+                plural(report.wheels.len()),
+                input.display()
+            ),
+        ));
+    }
+
+    let items = upload_items(&report.wheels).map_err(anyhow::Error::msg)?;
+    let releases: Vec<Release> = report
+        .wheels
+        .iter()
+        .filter_map(|w| {
+            Some(Release {
+                project: w.name.clone()?,
+                version: w.version.clone()?,
+            })
+        })
+        .collect();
+    let dest = store::open(&dest_url, &settings)?;
+    let publication = Publication {
+        verb: "stage",
+        transfer: "upload",
+        nothing: "uploaded",
+        source: None,
+        dest: dest.as_ref(),
+        items,
+        releases,
+    };
+    let Published::Done { plan, index, pages } = publish(ctx, publication, &settings, dry_run)?
+    else {
+        return Ok(ExitStatus::Success);
+    };
+    ctx.ui.status(format!(
+        "staged {} wheel{} ({} objects uploaded, {}; {} already there) to {}; wrote {} index pages listing {} files",
+        report.wheels.len(),
+        plural(report.wheels.len()),
+        plan.transfers.len(),
+        human_bytes(plan.bytes()),
+        plan.present.len(),
+        dest.url(),
+        pages.len(),
+        index.file_count()
+    ));
+    Ok(ExitStatus::Success)
 }

@@ -2,11 +2,14 @@
 //! [--json]`: every problem of every wheel on stderr, the report as JSON on stdout, exit 5
 //! when anything is wrong.
 
+use std::path::{Path, PathBuf};
+
 use crate::cli::{ConfigArgs, VerifyArgs};
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::lock::Lock;
-use crate::stack::{self, Stack};
+use crate::stack::{self, FamilyTable, Stack};
+use crate::store::transfer::human_bytes;
 use crate::ui;
 use crate::wheel::verify::{VerifyError, VerifyOptions, VerifyReport, collect_wheels, verify_set};
 
@@ -23,18 +26,63 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         config: ConfigArgs { config, families },
     } = args;
     let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
-    let mut options = VerifyOptions::for_stack(&stack);
+    let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
+    let (options, _) = expectations(
+        ctx,
+        &stack,
+        &table,
+        lock.as_deref(),
+        targets.as_deref(),
+        index_url,
+    )?;
+
+    let inputs: Vec<_> = paths.iter().map(|p| ctx.absolute(p)).collect();
+    let wheels = collect(&inputs)?;
+    let report = verify_wheels(ctx, &wheels, &options)?;
+    if json {
+        let mut text = serde_json::to_string_pretty(&report)?;
+        text.push('\n');
+        ctx.ui.data(&text);
+    }
+    Ok(if report.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::VerificationFailed
+    })
+}
+
+/// What a set is verified against: the lock's build record (targets, versions, the SDK's
+/// index), `--targets` over the lock's targets (with a warning), `--index-url` over the
+/// lock's index. Also says where the targets came from, when there are any.
+pub(super) fn expectations(
+    ctx: &Context,
+    stack: &Stack,
+    table: &FamilyTable,
+    lock: Option<&Path>,
+    targets: Option<&str>,
+    index_url: Option<String>,
+) -> anyhow::Result<(VerifyOptions, Option<String>)> {
+    let mut options = VerifyOptions::for_stack(stack);
+    let mut targets_from = None;
+    let mut lock_index = None;
     if let Some(lock_path) = lock {
-        let lock_path = ctx.absolute(&lock_path);
+        let lock_path = ctx.absolute(lock_path);
         let lock = Lock::read(&lock_path)?;
         options
-            .expect_lock(&lock, &stack)
+            .expect_lock(&lock, stack)
             .map_err(|e| exit::usage(format!("{}: {e}", lock_path.display())))?;
+        if let Some(build) = &lock.build {
+            targets_from = Some(format!("the build record of {}", lock_path.display()));
+            // The lock keeps the URL with its password masked; such a URL cannot be read.
+            lock_index = build
+                .index_url
+                .clone()
+                .filter(|url| !crate::redact::is_masked(url));
+        }
     }
     if let Some(list) = targets {
-        let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
         let given = table
-            .targets(&list)
+            .targets(list)
             .map_err(|e| exit::usage(format!("--targets: {e}")))?;
         if !options.targets.is_empty() && options.targets != given {
             ctx.ui.warn(format!(
@@ -44,17 +92,31 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             ));
         }
         options.targets = given;
+        targets_from = Some("--targets".into());
     }
-    options.index_url = index_url;
+    options.index_url = index_url.or(lock_index);
+    Ok((options, targets_from))
+}
 
-    let inputs: Vec<_> = paths.iter().map(|p| ctx.absolute(p)).collect();
-    let wheels = collect_wheels(&inputs).map_err(|error| match error {
-        // An empty build output is a failed verification, not a usage error (W5).
+/// The wheels of the command line's files and directories. A directory without wheels is a
+/// failed verification (exit 5: an empty build output is not a pass, W5); a path that does
+/// not exist is a usage error.
+pub(super) fn collect(inputs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    collect_wheels(inputs).map_err(|error| match error {
         VerifyError::EmptyDirectory(_) => {
             exit::classified(ExitStatus::VerificationFailed, error.to_string())
         }
         other => exit::usage(other.to_string()),
-    })?;
+    })
+}
+
+/// Verifies a set with a progress line, then shows every problem (stderr, GitHub
+/// annotations, step summary). What a failed verification means is the caller's to say.
+pub(super) fn verify_wheels(
+    ctx: &Context,
+    wheels: &[PathBuf],
+    options: &VerifyOptions,
+) -> anyhow::Result<VerifyReport> {
     let bytes: u64 = wheels
         .iter()
         .filter_map(|w| fs_err::metadata(w).ok())
@@ -72,7 +134,7 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         plural(wheels.len()),
         human_bytes(bytes)
     ));
-    let report = verify_set(&wheels, &options).map_err(|e| exit::usage(e.to_string()))?;
+    let report = verify_set(wheels, options).map_err(|e| exit::usage(e.to_string()))?;
     task.finish(format!(
         "{} wheel{} in {:.1}s",
         wheels.len(),
@@ -80,16 +142,7 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         task.elapsed().as_secs_f64()
     ));
     print_report(ctx, &report, &targets_text);
-    if json {
-        let mut text = serde_json::to_string_pretty(&report)?;
-        text.push('\n');
-        ctx.ui.data(&text);
-    }
-    Ok(if report.ok {
-        ExitStatus::Success
-    } else {
-        ExitStatus::VerificationFailed
-    })
+    Ok(report)
 }
 
 fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
@@ -176,21 +229,6 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
     ));
 }
 
-fn plural(n: usize) -> &'static str {
+pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }

@@ -45,27 +45,25 @@ pub const JSON_PAGE: &str = "index.json";
 pub const HTML_CONTENT_TYPE: &str = "text/html; charset=utf-8";
 pub const JSON_CONTENT_TYPE: &str = "application/vnd.pypi.simple.v1+json";
 
-/// PEP 503 name normalization (one implementation, in the wheel module).
-pub use crate::wheel::filename::normalize_name;
+/// PEP 503 name normalization and distribution file names (one implementation each, in
+/// the wheel module).
+pub use crate::wheel::filename::{dist_name_and_version, normalize_name};
+
+/// Where the layout puts a distribution: `<normalized-name>/<file>`.
+pub fn dist_key(project: &str, filename: &str) -> String {
+    format!("{}/{filename}", normalize_name(project))
+}
+
+/// The key of a distribution's PEP 658 sidecar: `<key>.metadata`.
+pub fn metadata_key(dist_key: &str) -> String {
+    format!("{dist_key}{METADATA_SUFFIX}")
+}
 
 /// True for the files an index lists: wheels and source distributions.
 pub fn is_distribution(filename: &str) -> bool {
     [".whl", ".tar.gz", ".zip"]
         .iter()
         .any(|suffix| filename.ends_with(suffix) && filename.len() > suffix.len())
-}
-
-/// The project name and version encoded in a distribution file name. Wheels (PEP 427) and
-/// sdists (PEP 625) both escape `-` inside the name, so the first two `-`-separated fields are
-/// the name and the version. Only the index needs this much; `crate::wheel` parses the rest.
-pub fn name_and_version(filename: &str) -> Option<(&str, &str)> {
-    let stem = [".whl", ".tar.gz", ".zip"]
-        .iter()
-        .find_map(|suffix| filename.strip_suffix(suffix))?;
-    let mut fields = stem.split('-');
-    let name = fields.next().filter(|n| !n.is_empty())?;
-    let version = fields.next().filter(|v| !v.is_empty())?;
-    Some((name, version))
 }
 
 /// Percent-encodes one path segment (a file name) for an href or a request path: everything
@@ -91,24 +89,6 @@ pub fn encode_path(path: &str) -> String {
         .join("/")
 }
 
-/// `Requires-Python` from the header block of a METADATA file (RFC 822 style: the headers end
-/// at the first empty line, the body is the description). Used on stored `.metadata`
-/// sidecars, which are the wheel's METADATA verbatim.
-pub fn requires_python_of(metadata: &str) -> Option<String> {
-    for line in metadata.lines() {
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((key, value)) = line.split_once(':')
-            && key.trim().eq_ignore_ascii_case("requires-python")
-        {
-            let value = value.trim();
-            return (!value.is_empty()).then(|| value.to_string());
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,20 +110,16 @@ mod tests {
     }
 
     #[test]
-    fn file_names_give_name_and_version() {
-        assert_eq!(
-            name_and_version("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl"),
-            Some(("torch", "2.9.0+rocm7.0.0"))
-        );
-        assert_eq!(
-            name_and_version("rock_demo-1.0.tar.gz"),
-            Some(("rock_demo", "1.0"))
-        );
-        assert_eq!(name_and_version("torch.whl"), None);
-        assert_eq!(name_and_version("README.md"), None);
+    fn distributions_and_their_keys() {
         assert!(is_distribution("a-1-py3-none-any.whl"));
         assert!(!is_distribution("a-1-py3-none-any.whl.metadata"));
         assert!(!is_distribution(".whl"));
+        let key = dist_key("Rock_Torch", "rock_torch-1.0-py3-none-any.whl");
+        assert_eq!(key, "rock-torch/rock_torch-1.0-py3-none-any.whl");
+        assert_eq!(
+            metadata_key(&key),
+            "rock-torch/rock_torch-1.0-py3-none-any.whl.metadata"
+        );
     }
 
     #[test]
@@ -154,17 +130,5 @@ mod tests {
         );
         assert_eq!(encode_segment("a b#c?d%"), "a%20b%23c%3Fd%25");
         assert_eq!(encode_path("torch/a+b.whl"), "torch/a%2Bb.whl");
-    }
-
-    #[test]
-    fn requires_python_comes_from_the_headers_only() {
-        let metadata =
-            "Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\n\nRequires-Python: no\n";
-        assert_eq!(requires_python_of(metadata).as_deref(), Some(">=3.10"));
-        assert_eq!(
-            requires_python_of("Name: x\n\nRequires-Python: >=3\n"),
-            None
-        );
-        assert_eq!(requires_python_of("Name: x\nrequires-python:\n"), None);
     }
 }

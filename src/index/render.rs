@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     DistFile, HTML_CONTENT_TYPE, HTML_PAGE, JSON_CONTENT_TYPE, JSON_PAGE, ProjectListing,
-    encode_segment, name_and_version,
+    dist_name_and_version, encode_segment,
 };
 
 /// The PEP 691 api-version (and PEP 629 repository-version) the pages declare.
@@ -155,40 +155,39 @@ pub fn render_project_json(project: &ProjectListing) -> String {
     }))
 }
 
-/// Files by version (PEP 440 order), then by name: the order people scan a page in.
+/// Files by version (PEP 440 order), then by name: the order people scan a page in. Files
+/// without a parsable version (which the scan does not list) would sort last.
 fn sorted_files(project: &ProjectListing) -> Vec<&DistFile> {
-    let mut files: Vec<&DistFile> = project.files.iter().collect();
-    files.sort_by(|a, b| {
-        let version = |f: &DistFile| name_and_version(&f.filename).map(|(_, v)| v.to_string());
-        compare_versions(version(a).as_deref(), version(b).as_deref())
-            .then_with(|| a.filename.cmp(&b.filename))
-    });
-    files
-}
-
-/// The distinct versions of a project's files, in PEP 440 order.
-fn versions(project: &ProjectListing) -> Vec<String> {
-    let mut versions: Vec<String> = project
+    let mut files: Vec<(Option<pep440_rs::Version>, &DistFile)> = project
         .files
         .iter()
-        .filter_map(|f| name_and_version(&f.filename).map(|(_, v)| v.to_string()))
+        .map(|f| (dist_name_and_version(&f.filename).map(|(_, v)| v), f))
         .collect();
-    versions.sort_by(|a, b| compare_versions(Some(a), Some(b)).then_with(|| a.cmp(b)));
+    files.sort_by(|(va, a), (vb, b)| {
+        compare_versions(va.as_ref(), vb.as_ref()).then_with(|| a.filename.cmp(&b.filename))
+    });
+    files.into_iter().map(|(_, f)| f).collect()
+}
+
+/// The distinct versions of a project's files, in PEP 440 order (PEP 440 equal versions
+/// are one version, written normalized).
+fn versions(project: &ProjectListing) -> Vec<String> {
+    let mut versions: Vec<pep440_rs::Version> = project
+        .files
+        .iter()
+        .filter_map(|f| dist_name_and_version(&f.filename).map(|(_, v)| v))
+        .collect();
+    versions.sort();
     versions.dedup();
-    versions
+    versions.iter().map(ToString::to_string).collect()
 }
 
-fn parse(version: &str) -> Option<pep440_rs::Version> {
-    version.parse().ok()
-}
-
-/// PEP 440 order; unparsable versions sort after every valid one, by text.
-fn compare_versions(a: Option<&str>, b: Option<&str>) -> Ordering {
-    match (a.and_then(parse), b.and_then(parse)) {
-        (Some(a), Some(b)) => a.cmp(&b),
+fn compare_versions(a: Option<&pep440_rs::Version>, b: Option<&pep440_rs::Version>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => a.cmp(b),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(&b),
+        (None, None) => Ordering::Equal,
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::render::{Page, render_pages};
 use super::{
-    DistFile, METADATA_SUFFIX, ProjectListing, is_distribution, name_and_version, normalize_name,
+    DistFile, ProjectListing, dist_name_and_version, is_distribution, metadata_key, normalize_name,
 };
 use crate::context::Context;
 use crate::store::transfer::{self, TransferError};
@@ -52,11 +52,11 @@ pub fn layout(objects: &[ObjectInfo]) -> (Vec<Placed>, Vec<String>) {
         if file.contains('/') || !is_distribution(file) {
             continue;
         }
-        let Some((name, _version)) = name_and_version(file) else {
+        let Some((name, _version)) = dist_name_and_version(file) else {
             skipped.push(format!("{}: not a wheel or sdist file name", object.key));
             continue;
         };
-        let project = normalize_name(name);
+        let project = normalize_name(&name);
         if dir != project {
             skipped.push(format!(
                 "{}: belongs in '{project}/', not '{dir}/'",
@@ -65,7 +65,7 @@ pub fn layout(objects: &[ObjectInfo]) -> (Vec<Placed>, Vec<String>) {
             continue;
         }
         let sidecar = by_key
-            .get(format!("{}{METADATA_SUFFIX}", object.key).as_str())
+            .get(metadata_key(&object.key).as_str())
             .map(|o| (*o).clone());
         placed.push(Placed {
             project,
@@ -133,7 +133,7 @@ fn describe(
             let bytes = store.get(&sidecar.key)?;
             let text = String::from_utf8_lossy(&bytes);
             (
-                super::requires_python_of(&text),
+                crate::wheel::metadata::requires_python(&text),
                 Some(crate::fsutil::sha256_hex(&bytes)),
             )
         }

@@ -5,6 +5,7 @@
 //! * [`policy`] decides, as a pure function, whether the set may go (default deny);
 //! * [`ordering`] refuses versions that would sort below published builds of the same
 //!   version (PEP 440 local segments);
+//! * [`rewrite`] decides which wheels `--rewrite-version` rewrites and which go as they are;
 //! * [`run`] plans and performs the copy: every object first (verified), the destination
 //!   index last, so a run stopped half way leaves the published index as it was and a re-run
 //!   completes it.
@@ -12,10 +13,11 @@
 pub mod evidence;
 pub mod ordering;
 pub mod policy;
+pub mod rewrite;
 pub mod waiver;
 
-use crate::index::name_and_version;
 use crate::index::scan::Scan;
+use crate::index::{dist_key, dist_name_and_version};
 use crate::store::publish::{Item, SetObject, Source};
 
 /// One wheel (or sdist) of a staged set, with its PEP 658 sidecar when there is one.
@@ -33,7 +35,7 @@ pub fn staged_set(scan: &Scan) -> Vec<StagedFile> {
     let mut set = Vec::new();
     for project in &scan.projects {
         for file in &project.files {
-            let key = format!("{}/{}", project.name, file.filename);
+            let key = dist_key(&project.name, &file.filename);
             let sidecar = match (scan.sidecars.get(&key), &file.metadata_sha256) {
                 (Some(info), Some(sha)) => Some(SetObject {
                     key: info.key.clone(),
@@ -44,7 +46,7 @@ pub fn staged_set(scan: &Scan) -> Vec<StagedFile> {
             };
             set.push(StagedFile {
                 project: project.name.clone(),
-                version: name_and_version(&file.filename)
+                version: dist_name_and_version(&file.filename)
                     .map(|(_, v)| v.to_string())
                     .unwrap_or_default(),
                 filename: file.filename.clone(),
@@ -71,4 +73,36 @@ pub fn copy_items(set: &[StagedFile]) -> Vec<Item> {
             },
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staged_sets_list_sidecars_after_their_wheels() {
+        let set = vec![StagedFile {
+            project: "torch".into(),
+            version: "2.9.0".into(),
+            filename: "torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
+            file: SetObject {
+                key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
+                size: 1,
+                sha256: "a".repeat(64),
+            },
+            sidecar: Some(SetObject {
+                key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl.metadata".into(),
+                size: 1,
+                sha256: "b".repeat(64),
+            }),
+        }];
+        let keys: Vec<String> = copy_items(&set).into_iter().map(|i| i.object.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl",
+                "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl.metadata"
+            ]
+        );
+    }
 }

@@ -12,6 +12,9 @@ use std::cmp::Ordering;
 
 use pep440_rs::{LocalSegment, Version};
 
+use crate::index::dist_name_and_version;
+use crate::index::scan::Placed;
+
 /// A project version, as found in file names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Release {
@@ -40,6 +43,20 @@ impl std::fmt::Display for OrderingProblem {
             explanation = self.explanation
         )
     }
+}
+
+/// The releases of the distributions a store listing holds in the index layout.
+pub fn published(placed: &[Placed]) -> Vec<Release> {
+    placed
+        .iter()
+        .filter_map(|p| {
+            let filename = p.object.key.rsplit('/').next()?;
+            dist_name_and_version(filename).map(|(_, version)| Release {
+                project: p.project.clone(),
+                version: version.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Checks `new` against `published`: one problem per (new, published) pair that sorts wrong.

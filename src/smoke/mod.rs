@@ -22,7 +22,7 @@ use serde::Deserialize;
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError, Retry};
 use crate::index::client::{IndexClient, RemoteFile};
-use crate::index::{name_and_version, normalize_name};
+use crate::index::{dist_name_and_version, normalize_name};
 use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
 use crate::stack::{Project, Stack};
 
@@ -90,8 +90,8 @@ pub fn select(
             .collect();
         let mut available: Vec<(pep440_rs::Version, String)> = files
             .iter()
-            .filter_map(|f| name_and_version(&f.filename))
-            .filter_map(|(_, v)| v.parse().ok().map(|parsed| (parsed, v.to_string())))
+            .filter_map(|f| dist_name_and_version(&f.filename))
+            .map(|(_, v)| (v.clone(), v.to_string()))
             .collect();
         available.sort();
         available.dedup_by(|a, b| a.0 == b.0);
@@ -132,10 +132,7 @@ pub fn select(
         let files: Vec<RemoteFile> = files
             .into_iter()
             .filter(|f| {
-                name_and_version(&f.filename)
-                    .and_then(|(_, v)| v.parse::<pep440_rs::Version>().ok())
-                    .as_ref()
-                    == Some(&version)
+                dist_name_and_version(&f.filename).map(|(_, v)| v).as_ref() == Some(&version)
             })
             .collect();
         if let Some(unhashed) = files.iter().find(|f| f.sha256.is_none()) {

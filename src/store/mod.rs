@@ -224,6 +224,28 @@ impl StoreUrl {
     }
 }
 
+impl StoreUrl {
+    /// The store one directory (or key prefix) further down: `<url>/<segment>`, where a
+    /// family's own index lives. `segment` is one valid key segment.
+    pub fn join(&self, segment: &str) -> Result<StoreUrl, &'static str> {
+        check_key(segment)?;
+        if segment.is_empty() || segment.contains('/') {
+            return Err("a single, non-empty path segment is needed");
+        }
+        Ok(match self {
+            StoreUrl::Local(path) => StoreUrl::Local(path.join(segment)),
+            StoreUrl::S3 { bucket, prefix } => StoreUrl::S3 {
+                bucket: bucket.clone(),
+                prefix: if prefix.is_empty() {
+                    segment.to_string()
+                } else {
+                    format!("{prefix}/{segment}")
+                },
+            },
+        })
+    }
+}
+
 impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -287,13 +309,6 @@ pub fn content_type_of(key: &str) -> &'static str {
 
 /// Writes an object that must never change once published: a skip when the same bytes are
 /// there, [`StoreError::Conflict`] when different bytes are.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "`rockbuild stage` uploads with it once the wheel verifier lands on main"
-    )
-)]
 pub fn put_immutable(
     store: &dyn Storage,
     key: &str,
@@ -444,6 +459,28 @@ mod tests {
         ] {
             let error = StoreUrl::parse(bad, cwd).expect_err(bad);
             assert!(error.to_string().contains(message), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn joining_a_family_segment() {
+        let s3 = StoreUrl::parse("s3://bucket/v2-staging", Path::new("/")).expect("s3");
+        assert_eq!(
+            s3.join("gfx94X-dcgpu").expect("join").to_string(),
+            "s3://bucket/v2-staging/gfx94X-dcgpu"
+        );
+        let root = StoreUrl::parse("s3://bucket", Path::new("/")).expect("s3");
+        assert_eq!(
+            root.join("gfx110X-all").expect("join").to_string(),
+            "s3://bucket/gfx110X-all"
+        );
+        let local = StoreUrl::parse("out/staging", Path::new("/work")).expect("local");
+        assert_eq!(
+            local.join("gfx1030").expect("join"),
+            StoreUrl::Local("/work/out/staging/gfx1030".into())
+        );
+        for bad in ["", "..", "a/b"] {
+            assert!(local.join(bad).is_err(), "{bad}");
         }
     }
 

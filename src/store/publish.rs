@@ -7,12 +7,15 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use super::transfer::{self, TransferError, human_bytes};
-use super::{ObjectInfo, Outcome, Storage, StoreError, copy_immutable};
+use super::{Body, ObjectInfo, Outcome, Storage, StoreError, copy_immutable, put_immutable};
 use crate::context::Context;
 use crate::index::render::{Page, page_keys};
 use crate::index::scan::{self, Scan, ScanError};
+use crate::index::{dist_key, metadata_key};
+use crate::wheel::verify::WheelReport;
 
 /// One object of a set: where it goes and what its bytes are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,8 +29,21 @@ pub struct SetObject {
 /// Where an object's bytes come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// This key of the source store.
+    /// This key of the source store (promotion: a server-side copy where the backend can).
     Copy { from_key: String },
+    /// A local file (a verified wheel).
+    File { path: PathBuf },
+    /// Bytes in memory (a PEP 658 sidecar: the wheel's METADATA, byte for byte).
+    Bytes { bytes: Vec<u8> },
+}
+
+impl Source {
+    fn verb(&self) -> &'static str {
+        match self {
+            Source::Copy { .. } => "copy",
+            Source::File { .. } | Source::Bytes { .. } => "upload",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +145,8 @@ impl Plan {
         self.transfers.iter().map(|t| t.object.size).sum()
     }
 
-    /// What `--dry-run` prints: every object and every page, nothing left out.
+    /// What `--dry-run` prints: every object and every page, nothing left out. `verb` sums
+    /// the transfers up (`copy`, `upload`); each line says what happens to its object.
     pub fn describe(&self, verb: &str, dest: &str) -> String {
         let mut out = format!(
             "would {verb} {} objects ({}) to {dest}\n",
@@ -140,10 +157,13 @@ impl Plan {
             let from = match &item.source {
                 Source::Copy { from_key } if *from_key == item.object.key => String::new(),
                 Source::Copy { from_key } => format!(" from {from_key}"),
+                Source::File { path } => format!(" from {}", path.display()),
+                Source::Bytes { .. } => String::new(),
             };
             let _ = writeln!(
                 out,
-                "  {verb} {}{from} ({}, sha256 {})",
+                "  {} {}{from} ({}, sha256 {})",
+                item.source.verb(),
                 item.object.key,
                 human_bytes(item.object.size),
                 item.object.sha256
@@ -200,6 +220,12 @@ pub fn execute(
                     };
                     copy_immutable(dest, source, from_key, &object.key, &info, &object.sha256)
                 }
+                Source::File { path } => {
+                    put_immutable(dest, &object.key, Body::File(path), &object.sha256)
+                }
+                Source::Bytes { bytes } => {
+                    put_immutable(dest, &object.key, Body::Bytes(bytes), &object.sha256)
+                }
             }
         },
     )
@@ -221,6 +247,51 @@ pub fn execute(
         .map(|o| (o.key.clone(), o.sha256.clone()))
         .collect();
     scan::reindex(ctx, dest, &known, jobs).map_err(PublishError::Index)
+}
+
+/// The uploads that publish verified wheels: each wheel from its file, then its PEP 658
+/// sidecar from the METADATA bytes verification read, at the layout's keys. Every report
+/// must be a passing one (it then has a name, a SHA-256 and metadata).
+pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, String> {
+    let mut items = Vec::with_capacity(2 * wheels.len());
+    for wheel in wheels {
+        let missing = |what: &str| {
+            format!(
+                "{}: the verification report has no {what}; only verified wheels are published",
+                wheel.path.display()
+            )
+        };
+        let name = wheel.name.as_deref().ok_or_else(|| missing("name"))?;
+        let sha256 = wheel.sha256.clone().ok_or_else(|| missing("sha256"))?;
+        let metadata = wheel.metadata.as_ref().ok_or_else(|| missing("METADATA"))?;
+        let metadata_sha256 = wheel
+            .metadata_sha256
+            .clone()
+            .ok_or_else(|| missing("METADATA hash"))?;
+        let key = dist_key(name, &wheel.file);
+        let sidecar = metadata_key(&key);
+        items.push(Item {
+            object: SetObject {
+                key,
+                size: wheel.size,
+                sha256,
+            },
+            source: Source::File {
+                path: wheel.path.clone(),
+            },
+        });
+        items.push(Item {
+            object: SetObject {
+                key: sidecar,
+                size: metadata.raw.len() as u64,
+                sha256: metadata_sha256,
+            },
+            source: Source::Bytes {
+                bytes: metadata.raw.clone(),
+            },
+        });
+    }
+    Ok(items)
 }
 
 #[derive(Debug, thiserror::Error)]

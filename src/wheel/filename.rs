@@ -151,6 +151,26 @@ impl fmt::Display for WheelFilename {
     }
 }
 
+/// The project name (as the file name writes it) and version of a distribution file: a
+/// wheel, parsed in full by [`WheelFilename::parse`], or a source distribution
+/// (`{name}-{version}.tar.gz` or `.zip`; PEP 625 escapes `-` in the name, and older sdists
+/// that did not are split at their last `-`). `None` for anything else, or a version that is
+/// not PEP 440: installers ignore such files, so indexes and version checks do too.
+pub fn dist_name_and_version(file_name: &str) -> Option<(String, Version)> {
+    if file_name.ends_with(".whl") {
+        let wheel = WheelFilename::parse(file_name).ok()?;
+        return Some((wheel.name, wheel.version));
+    }
+    let stem = [".tar.gz", ".zip"]
+        .iter()
+        .find_map(|suffix| file_name.strip_suffix(suffix))?;
+    let (name, version) = stem.rsplit_once('-')?;
+    if name.is_empty() {
+        return None;
+    }
+    Some((name.to_string(), Version::from_str(version).ok()?))
+}
+
 /// PEP 503 normalization: lowercase, every run of `-`, `_` and `.` becomes one `-`.
 pub fn normalize_name(name: &str) -> String {
     collapse_separators(name, '-')
@@ -237,6 +257,32 @@ mod tests {
             let error = WheelFilename::parse(name).expect_err(name).to_string();
             assert!(error.contains(expected), "{name}: {error}");
             assert!(error.contains(name), "{error} does not name the file");
+        }
+    }
+
+    #[test]
+    fn names_and_versions_of_wheels_and_sdists() {
+        let parsed = |name: &str| dist_name_and_version(name).map(|(n, v)| (n, v.to_string()));
+        assert_eq!(
+            parsed("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl"),
+            Some(("torch".into(), "2.9.0+rocm7.0.0".into()))
+        );
+        assert_eq!(
+            parsed("rock_demo-1.0.tar.gz"),
+            Some(("rock_demo".into(), "1.0".into()))
+        );
+        assert_eq!(
+            parsed("old-style-name-2.0.zip"),
+            Some(("old-style-name".into(), "2.0".into()))
+        );
+        for bad in [
+            "torch.whl",
+            "README.md",
+            "torch-2.x-py3-none-any.whl",
+            "torch-2.0.tar.gz.metadata",
+            "-1.0.tar.gz",
+        ] {
+            assert_eq!(parsed(bad), None, "{bad}");
         }
     }
 

@@ -53,6 +53,15 @@ fn fields<'a>(headers: &'a [(String, String)], key: &'a str) -> impl Iterator<It
         .map(|(_, v)| v.as_str())
 }
 
+/// `Requires-Python` of a METADATA file, from its headers only (the body is the
+/// description), without parsing the rest: a stored PEP 658 sidecar may come from another
+/// tool, and an index still wants this one field from it.
+pub fn requires_python(text: &str) -> Option<String> {
+    field(&headers(text), "Requires-Python")
+        .filter(|value| !value.is_empty())
+        .map(str::to_string)
+}
+
 /// Core metadata of a wheel, parsed from its METADATA file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoreMetadata {
@@ -109,7 +118,9 @@ impl CoreMetadata {
             name,
             version,
             requires_dist,
-            requires_python: field(&headers, "Requires-Python").map(str::to_string),
+            requires_python: field(&headers, "Requires-Python")
+                .filter(|value| !value.is_empty())
+                .map(str::to_string),
             provides_extra: fields(&headers, "Provides-Extra")
                 .map(normalize_name)
                 .collect(),
@@ -327,6 +338,15 @@ mod tests {
             assert!(error.starts_with("x-1.0.dist-info/METADATA: "), "{error}");
             assert!(error.contains(expected), "{error}");
         }
+    }
+
+    #[test]
+    fn requires_python_comes_from_the_headers_only() {
+        let metadata =
+            "Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\n\nRequires-Python: no\n";
+        assert_eq!(requires_python(metadata).as_deref(), Some(">=3.10"));
+        assert_eq!(requires_python("Name: x\n\nRequires-Python: >=3\n"), None);
+        assert_eq!(requires_python("Name: x\nrequires-python:\n"), None);
     }
 
     #[test]

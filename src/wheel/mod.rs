@@ -14,10 +14,6 @@ pub mod metadata;
 pub mod offload;
 pub mod problem;
 pub mod record;
-// Called by `rockbuild promote --rewrite-version` (the stage/promote work of issue 4); until
-// that lands only the tests use it.
-#[allow(dead_code)]
 pub mod rewrite;
 pub mod verify;
-#[allow(dead_code)] // used by `rewrite` only (see above)
 pub mod zipwrite;

@@ -27,7 +27,7 @@ use crate::lock::Lock;
 use crate::stack::{RecipeKind, Stack, Target};
 use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE, METHOD_STORED};
 use crate::wheel::elf::{self, ELF_MAGIC, ElfInfo};
-use crate::wheel::filename::{WheelFilename, normalize_name};
+use crate::wheel::filename::{WheelFilename, dist_name_and_version, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, WheelInfo};
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{self, HashAlgorithm, Hasher, RecordLine};
@@ -56,6 +56,10 @@ pub struct VerifyOptions {
     pub index_url: Option<String>,
     /// Bound on ELF bytes held in memory at once (bigger files still pass, one at a time).
     pub memory_budget: u64,
+    /// Whether a pin on a stack project the set holds no wheel of must resolve (on
+    /// `index_url`). Off to re-check a set whose versions promotion rewrote: its pins
+    /// outside the set are the verified original's, unchanged.
+    pub check_pins_outside_set: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +88,7 @@ impl VerifyOptions {
             expected: BTreeMap::new(),
             index_url: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,
+            check_pins_outside_set: true,
         }
     }
 
@@ -378,6 +383,9 @@ fn check_set(
                 }
                 continue;
             }
+            if candidates.is_empty() && !options.check_pins_outside_set {
+                continue;
+            }
             let in_set = if candidates.is_empty() {
                 format!("the set has no {name} wheel")
             } else {
@@ -447,18 +455,7 @@ fn index_versions(index: &IndexClient, name: &str) -> Result<Vec<(Version, bool)
     let mut versions: Vec<(Version, bool)> = files
         .iter()
         .filter_map(|file| {
-            let version = match WheelFilename::parse(&file.filename) {
-                Ok(wheel) => wheel.version,
-                Err(_) => {
-                    let stem = file
-                        .filename
-                        .strip_suffix(".tar.gz")
-                        .or_else(|| file.filename.strip_suffix(".zip"))?;
-                    let (_, version) = stem.rsplit_once('-')?;
-                    Version::from_str(version).ok()?
-                }
-            };
-            Some((version, file.yanked))
+            dist_name_and_version(&file.filename).map(|(_, version)| (version, file.yanked))
         })
         .collect();
     versions.sort();
@@ -1353,13 +1350,14 @@ mod tests {
 
     /// A minimal valid wheel (with a directory entry) written by the zip crate.
     fn wheel_bytes() -> Vec<u8> {
+        wheel_bytes_with("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+    }
+
+    fn wheel_bytes_with(metadata: &str) -> Vec<u8> {
         use std::io::Write;
         let files: [(&str, &[u8]); 3] = [
             ("demo/__init__.py", b"x = 1\n"),
-            (
-                "demo-1.0.dist-info/METADATA",
-                b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
-            ),
+            ("demo-1.0.dist-info/METADATA", metadata.as_bytes()),
             (
                 "demo-1.0.dist-info/WHEEL",
                 b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
@@ -1422,6 +1420,26 @@ mod tests {
                 "zip structure: 7 bytes at offset {cd_offset}, before the central directory, belong to no entry (hidden data)"
             )]
         );
+    }
+
+    #[test]
+    fn pins_outside_the_set_can_be_left_unchecked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("demo-1.0-py3-none-any.whl");
+        fs_err::write(
+            &path,
+            wheel_bytes_with(
+                "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: rocm==7.0\n",
+            ),
+        )
+        .expect("write");
+        let stack = crate::stack::Stack::load(None).expect("stack");
+        let mut options = VerifyOptions::for_stack(&stack);
+        let report = verify_set(std::slice::from_ref(&path), &options).expect("verifies");
+        assert_eq!(report.problem_count, 1, "{:?}", report.wheels[0].problems);
+        options.check_pins_outside_set = false;
+        let report = verify_set(&[path], &options).expect("verifies");
+        assert!(report.ok, "{:?}", report.wheels[0].problems);
     }
 
     #[test]

@@ -819,3 +819,531 @@ fn smoke_installs_the_rocm_sdk_the_set_pins_from_an_extra_index() {
         "the report names the set, not its dependencies"
     );
 }
+
+// ---- `rockbuild stage` and `promote --rewrite-version`, on wheels verify accepts ----
+
+/// The real project names, with smoke commands the test wheels can pass.
+const GPU_STACK: &str = r#"schema: 1
+projects:
+  torch:
+    checkout-dir: pytorch
+    origin: file:///nonexistent/torch
+    ref: main
+    wheel: torch
+    recipe: torch
+    hipify: {mode: off}
+    smoke: "import torch; print('torch', torch.__version__)"
+  triton:
+    checkout-dir: triton
+    origin: file:///nonexistent/triton
+    ref: main
+    wheel: triton
+    recipe: triton
+    pinned-by:
+      project: torch
+      related-commits: {file: related_commits, os: ubuntu, key: triton}
+    hipify: {mode: off}
+    smoke: "import triton; print('triton', triton.__version__)"
+  vision:
+    checkout-dir: vision
+    origin: file:///nonexistent/vision
+    ref: main
+    wheel: torchvision
+    recipe: vision
+    pinned-by:
+      project: torch
+      related-commits: {file: related_commits, os: ubuntu, key: torchvision}
+    hipify: {mode: off}
+    smoke: "import torchvision; print('vision', torchvision.__version__)"
+"#;
+
+const TRITON_V: &str = "3.5.0+git1a2b3c4d";
+
+/// A nightly set that passes verification: torch with a real HIP library (gfx906 and
+/// gfx1030, linking libamdhip64) pinning triton, torchvision with GPU code pinning torch.
+/// `sdk` is the SDK build in the local label; a later build sorts higher.
+fn gpu_set(dir: &Path, sdk: &str) -> Vec<PathBuf> {
+    use crate::common::wheels::{WheelBuilder, cpu_library, hip_library};
+    let torch = format!("2.10.0a0+rocm{sdk}");
+    let vision = format!("0.25.0a0+rocm{sdk}");
+    vec![
+        WheelBuilder::new("torch", &torch)
+            .file_from(
+                "torch/lib/libtorch_hip.so",
+                &hip_library(&["gfx906", "gfx1030"]),
+            )
+            .file("torch/version.py", format!("__version__ = '{torch}'\n"))
+            .requires(&format!("triton=={TRITON_V}"))
+            .build(dir),
+        WheelBuilder::new("triton", TRITON_V)
+            .file_from(
+                "triton/_C/libtriton.so",
+                &cpu_library(Some("$ORIGIN/../lib")),
+            )
+            .build(dir),
+        WheelBuilder::new("torchvision", &vision)
+            .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+            .file(
+                "torchvision/version.py",
+                format!("__version__ = '{vision}'\n"),
+            )
+            .requires(&format!("torch=={torch}"))
+            .build(dir),
+    ]
+}
+
+/// Hash-pinned requirements for every wheel in `wheels` (name and version from the file name).
+fn pins_for(wheels: &[PathBuf]) -> String {
+    wheels
+        .iter()
+        .map(|wheel| {
+            let file = wheel.file_name().and_then(|f| f.to_str()).expect("name");
+            let mut fields = file.split('-');
+            let name = fields.next().expect("name");
+            let version = fields.next().expect("version");
+            format!("{name}=={version} --hash=sha256:{}\n", sha256_file(wheel))
+        })
+        .collect()
+}
+
+/// The wheels under an index prefix (`<project>/<file>.whl`), sorted by file name.
+fn wheels_under(root: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .min_depth(2)
+        .max_depth(2)
+        .into_iter()
+        .map(|e| e.expect("walk").into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "whl"))
+        .collect();
+    found.sort_by_key(|p| p.file_name().map(|n| n.to_owned()));
+    found
+}
+
+/// Every file under `root` with its bytes: what "nothing changed" compares.
+fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(root).expect("prefix").to_path_buf(),
+                std::fs::read(e.path()).expect("read"),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Installs `wheels` hash-checked from `index` with pip and uv, and imports them; returns
+/// the versions each install reports (from the version files a rewrite regenerates).
+fn install_and_import(env: &TestEnv, index: &str, wheels: &[PathBuf], tag: &str) -> Vec<String> {
+    let (pip, uv) = install_with_pip_and_uv(env, index, &pins_for(wheels), tag);
+    [pip, uv]
+        .iter()
+        .map(|bin| {
+            python(
+                env,
+                bin,
+                "import torch.version, torchvision.version, triton; print(torch.version.__version__, torchvision.version.__version__, triton.__version__)",
+            )
+        })
+        .collect()
+}
+
+fn gpu_world() -> World {
+    let world = World::new();
+    std::fs::write(world.env.path("stack.yaml"), GPU_STACK).expect("stack");
+    world
+}
+
+fn stage(world: &World, input: &str, to: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+    world
+        .env
+        .rockbuild()
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            input,
+            "--to",
+            to,
+            "--targets",
+            "gfx906,gfx1030",
+        ])
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
+    let world = gpu_world();
+    let set = gpu_set(&world.env.path("dist"), "7.13.0a20260430");
+
+    // --dry-run verifies and lists every upload and page; it writes nothing.
+    let dry = stage(&world, "dist", "staged", &["--dry-run"]).success();
+    let plan = stdout(&dry);
+    assert!(plan.starts_with("would upload 6 objects"), "{plan}");
+    for line in [
+        "  upload torch/torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl from ",
+        "  upload torch/torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl.metadata (",
+        "  upload triton/triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl from ",
+        "  write torchvision/index.html",
+        "  write index.json",
+    ] {
+        assert!(plan.contains(line), "{line} missing from\n{plan}");
+    }
+    assert!(
+        !world.env.path("staged").exists(),
+        "a dry run writes nothing"
+    );
+
+    let staged_run = stage(&world, "dist", "staged", &[]).success();
+    let text = stderr(&staged_run);
+    assert!(
+        text.contains("staged 3 wheels (6 objects uploaded,") && text.contains("0 already there"),
+        "{text}"
+    );
+    let staged = world.env.path("staged");
+    for wheel in &set {
+        let file = wheel.file_name().and_then(|f| f.to_str()).expect("name");
+        let project = file.split('-').next().expect("name");
+        let stored = staged.join(project).join(file);
+        assert_eq!(sha256_file(&stored), sha256_file(wheel), "{file}");
+        assert_eq!(
+            std::fs::read(staged.join(project).join(format!("{file}.metadata"))).expect("sidecar"),
+            wheel_metadata(wheel),
+            "the PEP 658 sidecar is the wheel's METADATA, byte for byte"
+        );
+    }
+    let page = std::fs::read_to_string(staged.join("torch/index.html")).expect("page");
+    assert!(
+        page.contains(&format!(
+            "torch-2.10.0a0%2Brocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl#sha256={}",
+            sha256_file(&set[0])
+        )) && page.contains("data-dist-info-metadata=\"sha256="),
+        "{page}"
+    );
+
+    // The same bytes again: nothing uploaded, the pages rewritten.
+    let again = stage(&world, "dist", "staged", &[]).success();
+    assert!(
+        stderr(&again).contains("(0 objects uploaded, 0 B; 6 already there)"),
+        "{}",
+        stderr(&again)
+    );
+
+    let web = http::serve(&staged);
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &set, "staged"),
+        vec!["2.10.0a0+rocm7.13.0a20260430 0.25.0a0+rocm7.13.0a20260430 3.5.0+git1a2b3c4d"; 2]
+    );
+    world.smoke(&web.url(), "nightly.json").success();
+
+    // Nightly → rc1: torch and torchvision are rewritten (torchvision's pin follows torch),
+    // triton is final already and goes as it is.
+    let dry = world
+        .promote(
+            "staged",
+            "rc",
+            &[
+                "--test-report",
+                "nightly.json",
+                "--rewrite-version",
+                "rc",
+                "--dry-run",
+            ],
+        )
+        .success();
+    let plan = stdout(&dry);
+    for line in [
+        "  rewrite torch-2.10.0a0+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl -> torch-2.10.0rc1+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl",
+        "    Requires-Dist: torch==2.10.0a0+rocm7.13.0a20260430 -> torch==2.10.0rc1+rocm7.13.0a20260430",
+        "    version in torch/version.py",
+        "  keep triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl (version 3.5.0+git1a2b3c4d is already final)",
+        "  upload torch/torch-2.10.0rc1+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl from ",
+        "  copy triton/triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl (",
+    ] {
+        assert!(plan.contains(line), "{line} missing from\n{plan}");
+    }
+    assert!(!world.env.path("rc").exists(), "a dry run writes nothing");
+    world
+        .promote(
+            "staged",
+            "rc",
+            &["--test-report", "nightly.json", "--rewrite-version", "rc"],
+        )
+        .success();
+    let rc = wheels_under(&world.env.path("rc"));
+    let names: Vec<String> = rc
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "torch-2.10.0rc1+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl",
+            "torchvision-0.25.0rc1+rocm7.13.0a20260430-cp311-cp311-linux_x86_64.whl",
+            "triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl",
+        ]
+    );
+    assert_eq!(
+        sha256_file(&rc[2]),
+        sha256_file(&set[1]),
+        "triton is copied as it is"
+    );
+    // The rewritten wheels pass `rockbuild verify` on their own.
+    world
+        .env
+        .rockbuild()
+        .args([
+            "verify",
+            "--config",
+            "stack.yaml",
+            "--targets",
+            "gfx906,gfx1030",
+        ])
+        .args(&rc)
+        .assert()
+        .success();
+    let web = http::serve(&world.env.path("rc"));
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &rc, "rc"),
+        vec!["2.10.0rc1+rocm7.13.0a20260430 0.25.0rc1+rocm7.13.0a20260430 3.5.0+git1a2b3c4d"; 2]
+    );
+    // The rc set is tested in its turn, then goes final.
+    world.smoke(&web.url(), "rc.json").success();
+    world
+        .promote(
+            "rc",
+            "release",
+            &["--test-report", "rc.json", "--rewrite-version", "final"],
+        )
+        .success();
+    let release = wheels_under(&world.env.path("release"));
+    let web = http::serve(&world.env.path("release"));
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &release, "final"),
+        vec!["2.10.0+rocm7.13.0a20260430 0.25.0+rocm7.13.0a20260430 3.5.0+git1a2b3c4d"; 2]
+    );
+
+    // Final already: nothing to rewrite, a usage error that writes nothing.
+    world.smoke(&web.url(), "final.json").success();
+    let none = world
+        .promote(
+            "release",
+            "again",
+            &["--test-report", "final.json", "--rewrite-version", "rc"],
+        )
+        .code(2);
+    assert!(
+        stderr(&none)
+            .contains("nothing to rewrite: every wheel of the set already has a final version"),
+        "{}",
+        stderr(&none)
+    );
+    assert!(!world.env.path("again").exists());
+}
+
+#[test]
+fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
+    use crate::common::wheels::{WheelBuilder, hip_library};
+    let world = gpu_world();
+    // A family's wheels go to <to>/<family>/, checked against the family's targets.
+    let set = gpu_set(&world.env.path("dist"), "7.13.0a20260430");
+    world
+        .env
+        .rockbuild()
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            "dist",
+            "--to",
+            "staged",
+            "--family",
+            "gfx906",
+        ])
+        .assert()
+        .success();
+    let staged = world.env.path("staged");
+    assert!(staged.join("gfx906/torch/index.html").exists());
+    assert!(staged.join("gfx906/index.json").exists());
+    let before = tree(&staged);
+
+    let unknown = world
+        .env
+        .rockbuild()
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            "dist",
+            "--to",
+            "staged",
+            "--family",
+            "gfx1030",
+        ])
+        .assert()
+        .code(2);
+    assert!(
+        stderr(&unknown).contains("--family:") && stderr(&unknown).contains("gfx103X-all"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    // A later build with one bad wheel among good ones: verification fails (exit 5), and
+    // nothing at all is uploaded, the good wheels included.
+    let next = world.env.path("next");
+    let good = gpu_set(&next, "7.13.0a20260501");
+    std::fs::remove_file(&good[2]).expect("replace torchvision");
+    WheelBuilder::new("torchvision", "0.25.0a0+rocm7.13.0a20260501")
+        .file_from("torchvision/_C.so", &hip_library(&["gfx906"]))
+        .requires("torch==2.10.0a0+rocm7.13.0a20260501")
+        .build(&next);
+    let refused = world
+        .env
+        .rockbuild()
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            "next",
+            "--to",
+            "staged",
+            "--family",
+            "gfx103X-all",
+        ])
+        .assert()
+        .code(5);
+    let text = stderr(&refused);
+    assert!(
+        text.contains("has no code for requested target gfx1031")
+            && text.contains("failed verification (above); nothing was uploaded to ")
+            && text.contains("staged/gfx103X-all"),
+        "{text}"
+    );
+    let refused = stage(&world, "next", "staged/gfx906", &[]).code(5);
+    let text = stderr(&refused);
+    assert!(
+        text.contains(
+            "GPU library 'torchvision/_C.so' has no code for requested target gfx1030 (its offload bundles carry: gfx906)"
+        ) && text.contains("1 of 3 wheels in "),
+        "{text}"
+    );
+    assert_eq!(
+        tree(&staged),
+        before,
+        "nothing was uploaded, the index is unchanged"
+    );
+    drop(set);
+}
+
+#[test]
+fn s3_stage_survives_a_refused_put_then_promotes_as_rc_from_s3_to_s3() {
+    let mut world = gpu_world();
+    let server = S3Server::start(&world.env.path("s3"));
+    s3_env(&mut world, &server);
+    let s3 = server.store_args();
+    let s3_args: Vec<&str> = s3.iter().map(String::as_str).collect();
+    let first = gpu_set(&world.env.path("one"), "7.13.0a20260430");
+    let second = gpu_set(&world.env.path("two"), "7.13.0a20260501");
+    let staging = server.url("staging");
+
+    stage(&world, "one", &staging, &s3_args).success();
+    let mirror = world.env.path("mirror-one");
+    copy_tree(&server.object_path("staging"), &mirror);
+    let web = http::serve(&mirror);
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &first, "s3-one"),
+        vec!["2.10.0a0+rocm7.13.0a20260430 0.25.0a0+rocm7.13.0a20260430 3.5.0+git1a2b3c4d"; 2]
+    );
+    let pages = [
+        "staging/index.html",
+        "staging/index.json",
+        "staging/torch/index.html",
+        "staging/torchvision/index.json",
+    ];
+    let read_pages = || -> Vec<Vec<u8>> {
+        pages
+            .iter()
+            .map(|p| std::fs::read(server.object_path(p)).expect("page"))
+            .collect()
+    };
+    let before = read_pages();
+
+    // The server refuses the upload of one wheel: the stage fails (exit 1) after the other
+    // uploads, and the published pages are the old ones.
+    let vision = "torchvision-0.25.0a0+rocm7.13.0a20260501-cp311-cp311-linux_x86_64.whl";
+    server.set_write_rule(&format!("staging/torchvision/{vision}"), WriteRule::Deny);
+    let failed = stage(&world, "two", &staging, &s3_args).code(1);
+    server.clear_write_rule();
+    let text = stderr(&failed);
+    assert!(
+        text.contains(vision) && text.contains("the index pages were not changed"),
+        "{text}"
+    );
+    assert_eq!(read_pages(), before, "the published index is unchanged");
+    assert!(
+        !String::from_utf8_lossy(&read_pages()[2]).contains("rocm7.13.0a20260501"),
+        "the new torch is not listed"
+    );
+
+    // The re-run uploads what is missing and writes the index.
+    let rerun = stage(&world, "two", &staging, &s3_args).success();
+    assert!(
+        stderr(&rerun).contains("already there)"),
+        "{}",
+        stderr(&rerun)
+    );
+    let page =
+        std::fs::read_to_string(server.object_path("staging/torch/index.html")).expect("page");
+    assert!(
+        page.contains("rocm7.13.0a20260430") && page.contains("rocm7.13.0a20260501"),
+        "{page}"
+    );
+    let mirror = world.env.path("mirror-two");
+    copy_tree(&server.object_path("staging"), &mirror);
+    let web = http::serve(&mirror);
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &second, "s3-two"),
+        vec!["2.10.0a0+rocm7.13.0a20260501 0.25.0a0+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
+    );
+
+    // A candidate prefix holding one build, smoke-tested, promoted S3 to S3 as rc1: the
+    // tested wheels are downloaded (and checked against the report), rewritten, uploaded.
+    let candidates = server.url("candidates");
+    stage(&world, "two", &candidates, &s3_args).success();
+    let mirror = world.env.path("mirror-candidates");
+    copy_tree(&server.object_path("candidates"), &mirror);
+    let web = http::serve(&mirror);
+    world.smoke(&web.url(), "candidates.json").success();
+    let mut extra = vec![
+        "--test-report",
+        "candidates.json",
+        "--rewrite-version",
+        "rc",
+    ];
+    extra.extend(&s3_args);
+    let promoted = world
+        .promote(&candidates, &server.url("rc"), &extra)
+        .success();
+    assert!(
+        stderr(&promoted).contains("promoted 3 wheels as rc1 (2 rewritten, 1 as they were;"),
+        "{}",
+        stderr(&promoted)
+    );
+    let mirror = world.env.path("mirror-rc");
+    copy_tree(&server.object_path("rc"), &mirror);
+    let rc = wheels_under(&mirror);
+    let web = http::serve(&mirror);
+    assert_eq!(
+        install_and_import(&world.env, &web.url(), &rc, "s3-rc"),
+        vec!["2.10.0rc1+rocm7.13.0a20260501 0.25.0rc1+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
+    );
+}

@@ -308,7 +308,52 @@ fn each_broken_wheel_fails_with_a_precise_message() {
             1,
             "{what}: only the broken wheel fails:\n{text}"
         );
+
+        // Nor can the set be staged: nothing is uploaded and the index stays as it was.
+        let staged = env.path("staged");
+        std::fs::create_dir_all(&staged).expect("staged");
+        env.rockbuild().arg("index").arg(&staged).assert().success();
+        let before = files_with_bytes(&staged);
+        let output = env
+            .rockbuild()
+            .args(["stage", "--input", "dist", "--to", "staged"])
+            .args(["--targets", "gfx906,gfx1030", "--index-url", &index])
+            .output()
+            .expect("runs");
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(5), "{what}: {text}");
+        assert!(
+            text.contains("1 of 3 wheels in ")
+                && text.contains("failed verification (above); nothing was uploaded to "),
+            "{what}: {text}"
+        );
+        for needle in &expected {
+            assert!(
+                text.contains(needle),
+                "{what}: stage stderr lacks {needle:?}:\n{text}"
+            );
+        }
+        assert_eq!(
+            files_with_bytes(&staged),
+            before,
+            "{what}: the store is unchanged"
+        );
     }
+}
+
+/// Every file under `root` with its bytes.
+fn files_with_bytes(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let bytes = std::fs::read(e.path()).expect("read");
+            (e.into_path(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 #[test]

@@ -1,0 +1,129 @@
+//! Which wheels of a tested set `promote --rewrite-version` rewrites, and which it promotes as
+//! they are. A pure decision: the rewriting itself is `wheel::rewrite`.
+//!
+//! A set mixes release lines: torch and its domain libraries are nightlies or candidates
+//! (`2.10.0a0+rocm…`), while triton carries a final public version with a git label
+//! (`3.5.0+git1a2b3c4d`). Promotion moves the pre-releases along; a wheel whose public
+//! version is already final has nothing to move and goes as it is (its bytes are the tested
+//! ones). Pins on it stay valid, since its version does not change.
+
+use pep440_rs::Version;
+
+use super::StagedFile;
+use crate::wheel::filename::WheelFilename;
+
+/// The set split for a version rewrite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RewritePlan {
+    /// Pre-release and dev builds: rewritten, then uploaded under their new names.
+    pub rewrite: Vec<StagedFile>,
+    /// Already final: copied as they are.
+    pub keep: Vec<StagedFile>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SplitError {
+    #[error(
+        "'{0}' is not a wheel; --rewrite-version rewrites wheels only (promote source distributions without it)"
+    )]
+    NotAWheel(String),
+    #[error(
+        "nothing to rewrite: every wheel of the set already has a final version ({0}); promote without --rewrite-version"
+    )]
+    NothingToRewrite(String),
+}
+
+/// Splits the set: wheels with a pre-release or dev public version are rewritten, the
+/// others kept.
+pub fn split(set: &[StagedFile]) -> Result<RewritePlan, SplitError> {
+    let mut plan = RewritePlan {
+        rewrite: Vec::new(),
+        keep: Vec::new(),
+    };
+    for staged in set {
+        let wheel = WheelFilename::parse(&staged.filename)
+            .map_err(|_| SplitError::NotAWheel(staged.filename.clone()))?;
+        if is_final(&wheel.version) {
+            plan.keep.push(staged.clone());
+        } else {
+            plan.rewrite.push(staged.clone());
+        }
+    }
+    if plan.rewrite.is_empty() {
+        let versions: Vec<String> = plan
+            .keep
+            .iter()
+            .map(|s| format!("{} {}", s.project, s.version))
+            .collect();
+        return Err(SplitError::NothingToRewrite(versions.join(", ")));
+    }
+    Ok(plan)
+}
+
+/// A final public version: no alpha, beta, candidate or dev part (post-releases are final).
+pub fn is_final(version: &Version) -> bool {
+    version.is_stable()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::publish::SetObject;
+
+    fn staged(project: &str, filename: &str) -> StagedFile {
+        StagedFile {
+            project: project.into(),
+            version: WheelFilename::parse(filename)
+                .map(|w| w.version.to_string())
+                .unwrap_or_default(),
+            filename: filename.into(),
+            file: SetObject {
+                key: format!("{project}/{filename}"),
+                size: 1,
+                sha256: "a".repeat(64),
+            },
+            sidecar: None,
+        }
+    }
+
+    #[test]
+    fn pre_releases_are_rewritten_and_final_versions_kept() {
+        let torch = staged(
+            "torch",
+            "torch-2.10.0a0+rocm7.13.0-cp311-cp311-linux_x86_64.whl",
+        );
+        let vision = staged(
+            "torchvision",
+            "torchvision-0.25.0.dev20260430-cp311-cp311-linux_x86_64.whl",
+        );
+        let candidate = staged("apex", "apex-1.9.0rc2-cp311-cp311-linux_x86_64.whl");
+        let triton = staged(
+            "triton",
+            "triton-3.5.0+git1a2b3c4d-cp311-cp311-linux_x86_64.whl",
+        );
+        let post = staged(
+            "audio",
+            "torchaudio-2.9.0.post1-cp311-cp311-linux_x86_64.whl",
+        );
+        let plan = split(&[
+            torch.clone(),
+            triton.clone(),
+            vision.clone(),
+            candidate.clone(),
+            post.clone(),
+        ])
+        .expect("split");
+        assert_eq!(plan.rewrite, vec![torch, vision, candidate]);
+        assert_eq!(plan.keep, vec![triton.clone(), post]);
+
+        assert_eq!(
+            split(&[triton]).expect_err("nothing").to_string(),
+            "nothing to rewrite: every wheel of the set already has a final version (triton 3.5.0+git1a2b3c4d); promote without --rewrite-version"
+        );
+        let sdist = staged("demo", "demo-1.0a1.tar.gz");
+        assert_eq!(
+            split(&[sdist]).expect_err("sdist"),
+            SplitError::NotAWheel("demo-1.0a1.tar.gz".into())
+        );
+    }
+}
