@@ -14,8 +14,9 @@ use std::time::Duration;
 use pep440_rs::{Operator, Version, VersionSpecifiers};
 
 use crate::index::client::{ClientError, IndexClient};
-use crate::index::{name_and_version, normalize_name};
+use crate::index::normalize_name;
 use crate::redact::redact_url;
+use crate::wheel::filename::dist_name_and_version;
 
 /// Packages the `rocm` meta package pins to its own version; each must be on the index too.
 pub const PINNED_COMPANIONS: &[&str] = &["rocm-sdk-core", "rocm-sdk-devel"];
@@ -182,11 +183,10 @@ pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> 
     names
         .iter()
         .filter_map(|(filename, yanked)| {
-            let (name, version) = name_and_version(filename)?;
-            if normalize_name(name) != wanted {
+            let (name, version) = dist_name_and_version(filename)?;
+            if normalize_name(&name) != wanted {
                 return None;
             }
-            let version = Version::from_str(version).ok()?;
             Some(IndexFile {
                 filename: filename.clone(),
                 version,
