@@ -639,6 +639,19 @@ fn builds_the_sample_stack_for_two_targets() {
         Some(triton_version.as_str())
     );
 
+    // What the build produced passes the checks staging applies: GPU targets from the lock,
+    // no build-machine RPATH (setuptools extensions included), pins closed over the set.
+    let output = world
+        .rockbuild()
+        .arg("verify")
+        .arg(&out)
+        .arg("--lock")
+        .arg(&lock)
+        .output()
+        .expect("verify");
+    let stderr = ok(&output);
+    assert!(stderr.contains("targets gfx906,gfx1030"), "{stderr}");
+
     // Unchanged inputs: every project is a cache hit, the wheels are untouched. The targets
     // now come from the lock.
     let modified = std::fs::metadata(&torch)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent.resolve()
@@ -78,6 +79,23 @@ def main():
                 record.set(targets=targets, rocm_home=cpp_extension.ROCM_HOME)
             (package / WHEEL_RECORD_NAME).write_text(record.wheel_json())
 
+    class BuildExt(build_ext):
+        """Links without the interpreter's own `-Wl,-rpath,<abs dir>`.
+
+        A Python built with a shared libpython (pyenv, many distro builds) puts its library
+        directory into LDSHARED as an rpath, and setuptools links every extension with it: the
+        wheel would carry a build-machine path, which `rockbuild verify` rightly refuses. The
+        manylinux interpreters the release builds use have no such rpath; this keeps the sample
+        equally clean on any machine.
+        """
+
+        def build_extensions(self):
+            linker = self.compiler.linker_so
+            self.compiler.linker_so = [
+                arg for arg in linker if not (arg.startswith("-Wl,-rpath,/") or arg.startswith("-Wl,-rpath=/"))
+            ]
+            super().build_extensions()
+
     ext_modules = [Extension("apex_C", ["csrc/flatten_unflatten.cpp"])] if cpp_ext else []
     dist = setup(
         name="apex",
@@ -86,7 +104,7 @@ def main():
         packages=["apex"],
         ext_modules=ext_modules,
         python_requires=">=3.9",
-        cmdclass={"build_py": BuildPy},
+        cmdclass={"build_py": BuildPy, "build_ext": BuildExt},
         zip_safe=False,
     )
     wheels = [os.path.basename(f[2]) for f in dist.dist_files if f[0] == "bdist_wheel"]
