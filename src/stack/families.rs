@@ -200,17 +200,7 @@ impl FamilyTable {
                 targets: join(&family.targets),
             });
         }
-        // `gfx94x`, `gfx94X`, `gfx110x`: the prefix of a family name, with or without case.
-        let lowered = given.to_ascii_lowercase();
-        if let Some(family) = self.families().find(|f| {
-            let stem = f
-                .name
-                .split('-')
-                .next()
-                .unwrap_or(&f.name)
-                .to_ascii_lowercase();
-            stem.ends_with('x') && stem == lowered
-        }) {
+        if let Some(family) = self.family_by_stem(given) {
             return Err(NameError::TargetLooksLikeFamily {
                 given: given.to_string(),
                 family: family.name.clone(),
@@ -261,15 +251,7 @@ impl FamilyTable {
                 family: family.name.clone(),
             });
         }
-        let lowered = given.to_ascii_lowercase();
-        let by_stem = self.families().find(|f| {
-            f.name
-                .split('-')
-                .next()
-                .unwrap_or(&f.name)
-                .to_ascii_lowercase()
-                == lowered
-        });
+        let by_stem = self.family_by_stem(given);
         let names: Vec<&str> = self.families.keys().map(String::as_str).collect();
         Err(NameError::UnknownFamily {
             given: given.to_string(),
@@ -304,6 +286,24 @@ impl FamilyTable {
         targets
             .iter()
             .any(|t| self.family_of(t).is_some_and(|f| f.flash_attention))
+    }
+
+    /// The family whose name starts with `given`, in any case, with or without its `X`:
+    /// `gfx94x`, `gfx94X` and `gfx94` all mean `gfx94X-dcgpu`.
+    fn family_by_stem(&self, given: &str) -> Option<&Family> {
+        let lowered = given.trim().to_ascii_lowercase();
+        if lowered.is_empty() {
+            return None;
+        }
+        self.families().find(|f| {
+            let stem = f
+                .name
+                .split('-')
+                .next()
+                .unwrap_or(&f.name)
+                .to_ascii_lowercase();
+            stem == lowered || stem.strip_suffix('x') == Some(lowered.as_str())
+        })
     }
 
     fn family_ignoring_case(&self, given: &str) -> Option<&Family> {
@@ -391,6 +391,24 @@ mod tests {
             (
                 table.target("gfx94x").expect_err("family stem").to_string(),
                 "unknown gfx target 'gfx94x': did you mean family 'gfx94X-dcgpu' (targets gfx942)?",
+            ),
+            (
+                table
+                    .target("gfx94")
+                    .expect_err("stem without X")
+                    .to_string(),
+                "unknown gfx target 'gfx94': did you mean family 'gfx94X-dcgpu' (targets gfx942)?",
+            ),
+            (
+                table
+                    .family_named("gfx94")
+                    .expect_err("stem without X")
+                    .to_string()
+                    .split(';')
+                    .next()
+                    .expect("first part")
+                    .to_string(),
+                "unknown GPU family 'gfx94' (did you mean 'gfx94X-dcgpu'?)",
             ),
             (
                 table.target("gfx110X-all").expect_err("family").to_string(),
