@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::context::Context;
 pub use crate::sdk::install::Installer;
+use crate::stack::{FamilyTable, Stack};
 use crate::store::S3ChecksumMode;
 use crate::ui::LogFormat;
 pub use crate::version::ReleaseType;
@@ -80,6 +82,29 @@ pub struct ConfigArgs {
     /// Family table to use instead of the built-in configs/families.yaml
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
     pub families: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// The stack definition: `--config` (relative to the working directory) or the built-in one.
+    pub fn stack(&self, ctx: &Context) -> anyhow::Result<Stack> {
+        Stack::load(self.config.as_deref().map(|p| ctx.absolute(p)).as_deref())
+    }
+
+    /// The family table: `--families` or the built-in one.
+    pub fn family_table(&self, ctx: &Context) -> anyhow::Result<FamilyTable> {
+        crate::stack::load_families(self.families.as_deref().map(|p| ctx.absolute(p)).as_deref())
+    }
+}
+
+impl SdkArgs {
+    /// The installer's cache: `--pip-cache-dir`, else rockbuild's own cache directory per
+    /// installer (so a reinstall never depends on `pip cache remove`).
+    pub fn cache_dir(&self, ctx: &Context) -> PathBuf {
+        match &self.pip_cache_dir {
+            Some(dir) => ctx.absolute(dir),
+            None => crate::sdk::cache_root(ctx.env()).join(self.installer.as_str()),
+        }
+    }
 }
 
 /// Supervision of network transfers (git fetches).

@@ -7,6 +7,7 @@ pub mod execute;
 pub mod plan;
 pub mod recipes;
 pub mod report;
+pub mod sdk_facts;
 pub mod source;
 pub mod targets;
 

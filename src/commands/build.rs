@@ -1,7 +1,7 @@
 //! `rockbuild build` and `rockbuild plan`: resolve the settings, (install and) ask the SDK,
 //! compute the plan, print it or run it, then report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::build::plan::{self, PlanInputs, Selected};
 use crate::build::recipes::SdkFacts;
@@ -13,10 +13,10 @@ use crate::context::Context;
 use crate::env_vars;
 use crate::exit::{self, ExitStatus};
 use crate::lock::{self, Lock};
-use crate::sdk::{self, SdkInfo, Venv, preflight};
-use crate::stack::{self, RecipeKind, Stack};
+use crate::sdk;
+use crate::stack::{self, RecipeKind};
 
-use super::install_rocm::{install_settings, locked_sdk_version, resolve_venv};
+use super::install_rocm::{install_settings, resolve_venv};
 
 pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<ExitStatus> {
     let BuildArgs {
@@ -62,8 +62,8 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
         return Err(exit::usage("--jobs must be at least 1"));
     }
     let output_dir = ctx.absolute(&output_dir);
-    let stack = Stack::load(config.config.as_deref())?;
-    let families = stack::load_families(config.families.as_deref())?;
+    let stack = config.stack(ctx)?;
+    let families = config.family_table(ctx)?;
 
     // The lock: explicit, or <root>/rockbuild.lock.json when it exists.
     let explicit_root = root_checkout_dir.map(|d| ctx.absolute(&d));
@@ -88,33 +88,49 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
     // their checkout exists (the reference's defaults).
     let mut selected: Vec<Selected<'_>> = Vec::new();
     for project in stack.projects.values() {
-        let (dir_flag, wanted, flag_name) = match project.recipe {
-            RecipeKind::Torch => (&pytorch_dir, None, "--pytorch-dir"),
+        let (dir_flag, dir_flag_name, wanted, flag_name) = match project.recipe {
+            RecipeKind::Torch => (&pytorch_dir, "--pytorch-dir", None, "--pytorch-dir"),
             RecipeKind::Audio => (
                 &pytorch_audio_dir,
+                "--pytorch-audio-dir",
                 flag(build_pytorch_audio, no_build_pytorch_audio),
                 "--build-pytorch-audio",
             ),
             RecipeKind::Vision => (
                 &pytorch_vision_dir,
+                "--pytorch-vision-dir",
                 flag(build_pytorch_vision, no_build_pytorch_vision),
                 "--build-pytorch-vision",
             ),
             RecipeKind::Triton => (
                 &triton_dir,
+                "--triton-dir",
                 flag(build_triton, no_build_triton),
                 "--build-triton",
             ),
-            RecipeKind::Apex => (&apex_dir, flag(build_apex, no_build_apex), "--build-apex"),
+            RecipeKind::Apex => (
+                &apex_dir,
+                "--apex-dir",
+                flag(build_apex, no_build_apex),
+                "--build-apex",
+            ),
         };
         let dir = dir_flag
             .as_ref()
             .map_or_else(|| root.join(&project.checkout_dir), |d| ctx.absolute(d));
         let exists = dir.is_dir();
+        // A directory named explicitly must exist: a typo must not quietly drop a project.
+        if dir_flag.is_some() && !exists && wanted != Some(false) {
+            return Err(exit::usage(format!(
+                "{dir_flag_name}: {} is not a directory: check the path, or drop the flag to use {}",
+                dir.display(),
+                root.join(&project.checkout_dir).display()
+            )));
+        }
         match wanted {
             Some(true) if !exists => {
                 return Err(exit::usage(format!(
-                    "{flag_name}: no {} checkout at {}: run `rockbuild checkout`, or point at it with --root-checkout-dir",
+                    "{flag_name}: no {} checkout at {}: run `rockbuild checkout`, or point at it with --root-checkout-dir or {dir_flag_name}",
                     project.name,
                     dir.display()
                 )));
@@ -158,7 +174,7 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
     // The SDK: installed (and asked) for a build; for a plan, what can be known without
     // running anything.
     let venv = resolve_venv(ctx, sdk_args.venv.as_deref(), Some(&output_dir))?;
-    let locked_sdk = locked_sdk_version(lock.as_ref())?;
+    let locked_sdk = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
     let install = if install_rocm {
         Some(install_settings(
             ctx,
@@ -176,7 +192,7 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
         .and_then(|l| l.build.as_ref())
         .and_then(|b| b.index_url.clone());
     let sdk = if dry_run {
-        planned_sdk(
+        build::sdk_facts::planned(
             &venv,
             locked_sdk.as_ref().map(ToString::to_string),
             &sdk_args.rocm_sdk_version,
@@ -184,22 +200,25 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
             &mut notes,
         )?
     } else {
-        if let Some(settings) = &install {
-            let installed =
-                sdk::install::install(&ctx.runner, settings, &|line| ctx.ui.status(line))?;
-            ctx.ui.status(format!(
-                "installed rocm {} in {:.0}s",
-                installed.sdk.version,
-                installed.duration.as_secs_f64()
-            ));
-            index_url = settings
-                .index_url
-                .as_deref()
-                .map(crate::redact::redact_url)
-                .or(index_url);
-        }
-        let info = sdk::query(&ctx.runner, &venv)?;
-        check_sdk(
+        let info = match &install {
+            Some(settings) => {
+                let installed =
+                    sdk::install::install(&ctx.runner, settings, &|line| ctx.ui.status(line))?;
+                ctx.ui.status(format!(
+                    "installed rocm {} in {:.0}s",
+                    installed.sdk.version,
+                    installed.duration.as_secs_f64()
+                ));
+                index_url = settings
+                    .index_url
+                    .as_deref()
+                    .map(crate::redact::redact_url)
+                    .or(index_url);
+                installed.sdk
+            }
+            None => sdk::query(&ctx.runner, &venv)?,
+        };
+        build::sdk_facts::check_installed(
             &info,
             locked_sdk.as_ref().map(ToString::to_string),
             &sdk_args.rocm_sdk_version,
@@ -252,10 +271,7 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
         .status(format!("targets: {}", target_choice.describe()));
 
     let installer = sdk_args.installer;
-    let cache_dir = match &sdk_args.pip_cache_dir {
-        Some(dir) => ctx.absolute(dir),
-        None => sdk::cache_root(ctx.env()).join(installer.as_str()),
-    };
+    let cache_dir = sdk_args.cache_dir(ctx);
     let sdk_version = sdk.info.version.clone();
     let compiler_cache =
         CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
@@ -410,92 +426,4 @@ fn run_plan(ctx: &Context, plan: &plan::Plan) -> anyhow::Result<ExitStatus> {
         .into());
     }
     Ok(ExitStatus::Success)
-}
-
-/// What a plan can know about the SDK without running anything: the record install-rocm left
-/// in the venv, else the version from the lock, an exact `--rocm-sdk-version`, or the venv's
-/// installed `rocm`, with placeholder paths.
-fn planned_sdk(
-    venv: &Venv,
-    locked: Option<String>,
-    spec_text: &str,
-    installing: bool,
-    notes: &mut Vec<String>,
-) -> anyhow::Result<SdkFacts> {
-    if !installing && let Some(info) = SdkInfo::read_record(venv) {
-        return Ok(SdkFacts { info, known: true });
-    }
-    let spec = preflight::parse_spec(spec_text).map_err(exit::usage)?;
-    let (version, from) = if let Some(version) = locked {
-        (version, "the lock")
-    } else if let Some(pin) = preflight::exact_pin(&spec) {
-        (pin.to_string(), "--rocm-sdk-version")
-    } else if let Some(installed) = venv
-        .installed_version(sdk::ROCM_DIST)
-        .filter(|_| !installing)
-    {
-        (installed, "the venv's installed rocm")
-    } else {
-        return Err(exit::usage(format!(
-            "cannot plan versions: the ROCm SDK version is unknown ({} and --rocm-sdk-version `{spec_text}` is not an exact pin); install the SDK first (`rockbuild install-rocm`), or pass --rocm-sdk-version ==VERSION",
-            if installing {
-                "--install-rocm decides it at run time".to_string()
-            } else {
-                format!("no rocm installed in {}", venv.dir.display())
-            }
-        )));
-    };
-    let version = crate::version::normalize("the ROCm SDK version", &version)?;
-    let root = PathBuf::from("<rocm-sdk root>");
-    notes.push(format!(
-        "the ROCm SDK is {} in {}: SDK paths are placeholders; rocm {version} from {from}",
-        if installing {
-            "installed by this build"
-        } else {
-            "not installed"
-        },
-        venv.dir.display()
-    ));
-    Ok(SdkFacts {
-        info: SdkInfo {
-            version,
-            bin: root.join("bin"),
-            cmake: root.join("lib/cmake"),
-            root,
-            targets: Vec::new(),
-            python: venv
-                .python_version()
-                .unwrap_or_else(|| "<venv python>".into()),
-        },
-        known: false,
-    })
-}
-
-/// The installed SDK must be the locked one (TheRock#4824) and match the spec.
-fn check_sdk(
-    info: &SdkInfo,
-    locked: Option<String>,
-    spec_text: &str,
-    installed_now: bool,
-    venv: &Venv,
-) -> anyhow::Result<()> {
-    if let Some(locked) = locked
-        && crate::version::normalize("the lock's sdk_version", &locked)? != info.version
-    {
-        return Err(exit::usage(format!(
-            "the venv {} has rocm {}, but the lock records rocm {locked}: run `rockbuild install-rocm --lock <lock>` (or build with --install-rocm) to install the locked SDK",
-            venv.dir.display(),
-            info.version
-        )));
-    }
-    let spec = preflight::parse_spec(spec_text).map_err(exit::usage)?;
-    let version: pep440_rs::Version = crate::version::parse("rocm", &info.version)?;
-    if !installed_now && !spec.contains(&version) {
-        return Err(exit::usage(format!(
-            "the venv {} has rocm {}, which --rocm-sdk-version `{spec_text}` excludes: add --install-rocm to install a matching SDK",
-            venv.dir.display(),
-            info.version
-        )));
-    }
-    Ok(())
 }

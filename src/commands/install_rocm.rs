@@ -2,7 +2,6 @@
 //! lock when one is given.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use pep440_rs::Version;
 
@@ -10,7 +9,7 @@ use crate::cli::{InstallRocmArgs, SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
 use crate::exit::{self, ExitStatus};
-use crate::lock::{BuildRecord, Lock};
+use crate::lock::Lock;
 use crate::sdk::install::InstallSettings;
 use crate::sdk::{self, Venv, preflight};
 
@@ -28,7 +27,7 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Some(output) => output.join("logs/install-rocm.log"),
         None => venv.dir.join("rockbuild-install-rocm.log"),
     };
-    let locked = locked_sdk_version(lock.as_ref())?;
+    let locked = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
     let settings = install_settings(ctx, &sdk_args, venv, log, locked)?;
     let installed = sdk::install::install(&ctx.runner, &settings, &|line| ctx.ui.status(line))?;
     let info = &installed.sdk;
@@ -45,7 +44,7 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         }
     ));
     if let (Some(lock), Some(path)) = (lock.as_mut(), lock_path.as_deref()) {
-        record_sdk(lock, info, settings.index_url.as_deref());
+        lock.record_sdk(info, settings.index_url.as_deref());
         lock.write(path)?;
         ctx.ui.status(format!(
             "recorded rocm {} in {}",
@@ -76,21 +75,6 @@ pub(crate) fn resolve_venv(
     }
 }
 
-/// The SDK version a lock records, if any.
-pub(crate) fn locked_sdk_version(lock: Option<&Lock>) -> anyhow::Result<Option<Version>> {
-    let Some(record) = lock.and_then(|l| l.build.as_ref()) else {
-        return Ok(None);
-    };
-    Version::from_str(&record.sdk_version)
-        .map(Some)
-        .map_err(|e| {
-            exit::usage(format!(
-                "the lock's sdk_version `{}` is not a PEP 440 version: {e}",
-                record.sdk_version
-            ))
-        })
-}
-
 /// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
 pub(crate) fn install_settings(
     ctx: &Context,
@@ -103,7 +87,7 @@ pub(crate) fn install_settings(
         venv: _,
         index_url,
         find_links,
-        pip_cache_dir,
+        pip_cache_dir: _,
         rocm_sdk_version,
         pre,
         no_pre,
@@ -119,27 +103,8 @@ pub(crate) fn install_settings(
             "the lock records rocm {version}, which --rocm-sdk-version `{rocm_sdk_version}` excludes: drop the flag to install the locked SDK, or start from a new lock"
         )));
     }
-    let mut extras = Vec::new();
-    for extra in rocm_extras
-        .iter()
-        .flat_map(|list| list.split(','))
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-    {
-        if !extra
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            return Err(exit::usage(format!(
-                "--rocm-extras: `{extra}` is not an extra name (e.g. device-gfx942)"
-            )));
-        }
-        extras.push(extra.to_string());
-    }
-    let cache_dir = match pip_cache_dir {
-        Some(dir) => ctx.absolute(dir),
-        None => sdk::cache_root(ctx.env()).join(installer.as_str()),
-    };
+    let extras = sdk::install::parse_extras(rocm_extras.as_deref()).map_err(exit::usage)?;
+    let cache_dir = args.cache_dir(ctx);
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
     Ok(InstallSettings {
         venv,
@@ -163,30 +128,5 @@ fn absolute_links(ctx: &Context, links: &str) -> String {
         links.to_string()
     } else {
         ctx.absolute(Path::new(links)).display().to_string()
-    }
-}
-
-/// Writes the SDK facts into the lock's build record (creating it).
-pub(crate) fn record_sdk(lock: &mut Lock, info: &sdk::SdkInfo, index_url: Option<&str>) {
-    let index_url = index_url.map(crate::redact::redact_url);
-    match lock.build.as_mut() {
-        Some(record) => {
-            record.sdk_version = info.version.clone();
-            record.sdk_targets = info.targets.clone();
-            if index_url.is_some() {
-                record.index_url = index_url;
-            }
-        }
-        None => {
-            lock.build = Some(BuildRecord {
-                sdk_version: info.version.clone(),
-                index_url,
-                sdk_targets: info.targets.clone(),
-                targets: Vec::new(),
-                release_type: String::new(),
-                version_suffix: String::new(),
-                versions: Default::default(),
-            });
-        }
     }
 }

@@ -13,7 +13,6 @@ use crate::env_vars;
 use crate::exit::ExitStatus;
 use crate::git::TransferLimits;
 use crate::lock::resolve::Overrides;
-use crate::stack::Stack;
 
 pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let LockArgs {
@@ -52,7 +51,7 @@ pub fn resolve_selection(
         cache_dir: _,
         network,
     } = args;
-    let stack = Stack::load(config.config.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
+    let stack = config.stack(ctx)?;
     for name in &projects {
         stack.project(name)?;
     }

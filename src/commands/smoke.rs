@@ -4,14 +4,13 @@
 
 use anyhow::Context as _;
 
-use crate::cli::{ConfigArgs, SmokeArgs};
+use crate::cli::SmokeArgs;
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::index::client::IndexClient;
 use crate::lock::Lock;
 use crate::promote::evidence::{Outcome, outcome_word};
 use crate::smoke::{self, Settings};
-use crate::stack::Stack;
 use crate::ui::{markdown_table, text_table};
 
 pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -24,11 +23,7 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         python,
         config,
     } = args;
-    let ConfigArgs {
-        config,
-        families: _,
-    } = config;
-    let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
+    let stack = config.stack(ctx)?;
     let versions = match &lock {
         Some(path) => {
             let path = ctx.absolute(path);

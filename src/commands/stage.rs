@@ -4,11 +4,10 @@
 //! (retried, never replacing published bytes), and write the index pages last, so a run
 //! stopped half way leaves the index as it was.
 
-use crate::cli::{ConfigArgs, StageArgs};
+use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::promote::ordering::Release;
-use crate::stack::{self, Stack};
 use crate::store::publish::upload_items;
 use crate::store::transfer::human_bytes;
 use crate::store::{self, StoreUrl};
@@ -27,11 +26,11 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         index_url,
         dry_run,
         store: store_args,
-        config: ConfigArgs { config, families },
+        config,
     } = args;
     let settings = store_settings(&store_args);
-    let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
-    let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
+    let stack = config.stack(ctx)?;
+    let table = config.family_table(ctx)?;
     // Every usage error comes before the (possibly long) verification.
     let mut dest_url = StoreUrl::parse(&to, &ctx.cwd)?;
     let family = match &family {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::{ConfigArgs, VerifyArgs};
+use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::lock::Lock;
@@ -23,10 +23,10 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         targets,
         index_url,
         json,
-        config: ConfigArgs { config, families },
+        config,
     } = args;
-    let stack = Stack::load(config.map(|p| ctx.absolute(&p)).as_deref())?;
-    let table = stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
+    let stack = config.stack(ctx)?;
+    let table = config.family_table(ctx)?;
     let (options, _) = expectations(
         ctx,
         &stack,

@@ -127,6 +127,45 @@ pub struct BuildRecord {
 }
 
 impl Lock {
+    /// The SDK version the build record holds, if any.
+    pub fn sdk_version(&self) -> anyhow::Result<Option<pep440_rs::Version>> {
+        let Some(record) = &self.build else {
+            return Ok(None);
+        };
+        record.sdk_version.parse().map(Some).map_err(|e| {
+            crate::exit::usage(format!(
+                "the lock's sdk_version `{}` is not a PEP 440 version: {e}",
+                record.sdk_version
+            ))
+        })
+    }
+
+    /// Writes what the installed SDK reported into the build record (creating it); the index
+    /// URL is stored with credentials masked.
+    pub fn record_sdk(&mut self, info: &crate::sdk::SdkInfo, index_url: Option<&str>) {
+        let index_url = index_url.map(crate::redact::redact_url);
+        match self.build.as_mut() {
+            Some(record) => {
+                record.sdk_version = info.version.clone();
+                record.sdk_targets = info.targets.clone();
+                if index_url.is_some() {
+                    record.index_url = index_url;
+                }
+            }
+            None => {
+                self.build = Some(BuildRecord {
+                    sdk_version: info.version.clone(),
+                    index_url,
+                    sdk_targets: info.targets.clone(),
+                    targets: Vec::new(),
+                    release_type: String::new(),
+                    version_suffix: String::new(),
+                    versions: Default::default(),
+                });
+            }
+        }
+    }
+
     pub fn new(stack: &str) -> Self {
         Lock {
             schema: SCHEMA,

@@ -231,6 +231,27 @@ pub struct Installed {
     pub duration: Duration,
 }
 
+/// The extras of `--rocm-extras` (comma-separated), each a valid extra name.
+pub fn parse_extras(list: Option<&str>) -> Result<Vec<String>, String> {
+    list.into_iter()
+        .flat_map(|list| list.split(','))
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|extra| {
+            if extra
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                Ok(extra.to_string())
+            } else {
+                Err(format!(
+                    "--rocm-extras: `{extra}` is not an extra name (e.g. device-gfx942)"
+                ))
+            }
+        })
+        .collect()
+}
+
 /// Runs the whole install: preflight, venv, install, verification, SDK record.
 /// `status` receives one line per phase.
 pub fn install(

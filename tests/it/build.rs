@@ -361,7 +361,18 @@ fn wrong_target_and_family_names_are_refused() {
         }
         cmd.output().expect("run")
     };
-    let cases: [(&[&str], Option<&str>, &str); 4] = [
+    let cases: [(&[&str], Option<&str>, &str); 5] = [
+        // A mistyped checkout directory is an error, not a project quietly left out.
+        (
+            &[
+                "--pytorch-rocm-arch",
+                "gfx906",
+                "--pytorch-dir",
+                "no-such-dir",
+            ],
+            None,
+            "no-such-dir is not a directory: check the path, or drop the flag",
+        ),
         (
             &["--pytorch-rocm-arch", "gfx906,gfx94x"],
             None,
