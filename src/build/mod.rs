@@ -1,6 +1,7 @@
-//! Building the stack's wheels: target selection ([`targets`]), recipes as data
-//! ([`recipes`]), the plan ([`plan`]), the DAG executor ([`execute`]), compiler caches
-//! ([`compilers`]) and the build report, which is also the build cache's index ([`report`]).
+//! Building the stack's wheels: which projects ([`select`]), target selection ([`targets`]),
+//! what is known of the SDK ([`sdk_facts`]), recipes as data ([`recipes`]), the plan
+//! ([`plan`]), the DAG executor ([`execute`]), compiler caches ([`compilers`]) and the build
+//! report, which is also the build cache's index ([`report`]).
 
 pub mod compilers;
 pub mod execute;
@@ -8,6 +9,7 @@ pub mod plan;
 pub mod recipes;
 pub mod report;
 pub mod sdk_facts;
+pub mod select;
 pub mod source;
 pub mod targets;
 

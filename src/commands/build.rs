@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use crate::build::plan::{self, PlanInputs, Selected};
+use crate::build::plan::{self, PlanInputs};
 use crate::build::recipes::SdkFacts;
 use crate::build::report::{BuildReport, SUMMARY_FILE, Status};
+use crate::build::select::Choice;
 use crate::build::targets::{self, TargetInputs};
 use crate::build::{self, BuildFailed, compilers::CompilerCache, execute};
 use crate::cli::{BuildArgs, flag};
@@ -84,11 +85,8 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
         })
         .unwrap_or_else(|| ctx.cwd.clone());
 
-    // Which projects build: torch whenever its checkout exists, the others by flag or when
-    // their checkout exists (the reference's defaults).
-    let mut selected: Vec<Selected<'_>> = Vec::new();
-    for project in stack.projects.values() {
-        let (dir_flag, dir_flag_name, wanted, flag_name) = match project.recipe {
+    let selected = build::select::select(&stack, &root, lock.as_ref(), |recipe| {
+        let (dir, dir_flag, build, build_flag) = match recipe {
             RecipeKind::Torch => (&pytorch_dir, "--pytorch-dir", None, "--pytorch-dir"),
             RecipeKind::Audio => (
                 &pytorch_audio_dir,
@@ -115,49 +113,13 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
                 "--build-apex",
             ),
         };
-        let dir = dir_flag
-            .as_ref()
-            .map_or_else(|| root.join(&project.checkout_dir), |d| ctx.absolute(d));
-        let exists = dir.is_dir();
-        // A directory named explicitly must exist: a typo must not quietly drop a project.
-        if dir_flag.is_some() && !exists && wanted != Some(false) {
-            return Err(exit::usage(format!(
-                "{dir_flag_name}: {} is not a directory: check the path, or drop the flag to use {}",
-                dir.display(),
-                root.join(&project.checkout_dir).display()
-            )));
+        Choice {
+            dir: dir.as_deref().map(|d| ctx.absolute(d)),
+            dir_flag,
+            build,
+            build_flag,
         }
-        match wanted {
-            Some(true) if !exists => {
-                return Err(exit::usage(format!(
-                    "{flag_name}: no {} checkout at {}: run `rockbuild checkout`, or point at it with --root-checkout-dir or {dir_flag_name}",
-                    project.name,
-                    dir.display()
-                )));
-            }
-            Some(false) => continue,
-            _ if !exists => continue,
-            _ => {}
-        }
-        selected.push(Selected {
-            project,
-            dir,
-            locked: lock.as_ref().and_then(|l| l.projects.get(&project.name)),
-        });
-    }
-    if selected.is_empty() {
-        let dirs: Vec<&str> = stack
-            .projects
-            .values()
-            .map(|p| p.checkout_dir.as_str())
-            .collect();
-        return Err(exit::usage(format!(
-            "nothing to build: no checkouts in {} (looked for {}); run `rockbuild checkout --root-checkout-dir {}` first",
-            root.display(),
-            dirs.join(", "),
-            root.display()
-        )));
-    }
+    })?;
     let builds_triton = selected
         .iter()
         .any(|s| s.project.recipe == RecipeKind::Triton);
