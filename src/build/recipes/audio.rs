@@ -15,7 +15,17 @@ pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
     ] {
         env.insert(key.into(), value.into());
     }
-    pin_torch(&mut env, shared.torch_version.as_deref());
+    on_installed_torch(input, env)
+}
+
+/// The part torchaudio and torchvision share: pinned to the torch just built, then
+/// `setup.py bdist_wheel` in the checkout.
+pub fn on_installed_torch(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
+    // PYTORCH_VERSION makes the wheel require exactly the torch it was built against
+    // (`torch==<v>`): a mismatched pair fails at import (pain point D20).
+    if let Some(version) = input.shared.torch_version.as_deref() {
+        env.insert("PYTORCH_VERSION".into(), version.to_string());
+    }
     let dir = input.dir;
     let mut steps = Steps::new(input, &env);
     steps.clean(dir);
@@ -23,12 +33,4 @@ pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
     steps.collect(&dir.join("dist"));
     let steps = steps.steps;
     Recipe { env, steps }
-}
-
-/// torchaudio and torchvision read PYTORCH_VERSION to require exactly the torch they were
-/// built against (`torch==<v>`): a mismatched pair fails at import (pain point D20).
-pub fn pin_torch(env: &mut EnvDiff, torch_version: Option<&str>) {
-    if let Some(version) = torch_version {
-        env.insert("PYTORCH_VERSION".into(), version.to_string());
-    }
 }

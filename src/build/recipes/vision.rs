@@ -1,6 +1,6 @@
 //! torchvision (F23): `setup.py bdist_wheel` against the torch installed in the venv.
 
-use super::{EnvDiff, Recipe, RecipeInput, Steps};
+use super::{EnvDiff, Recipe, RecipeInput};
 
 pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
     let shared = input.shared;
@@ -14,12 +14,5 @@ pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
     ] {
         env.insert(key.into(), value.into());
     }
-    super::audio::pin_torch(&mut env, shared.torch_version.as_deref());
-    let dir = input.dir;
-    let mut steps = Steps::new(input, &env);
-    steps.clean(dir);
-    steps.build("build wheel", &["setup.py", "bdist_wheel"], dir);
-    steps.collect(&dir.join("dist"));
-    let steps = steps.steps;
-    Recipe { env, steps }
+    super::audio::on_installed_torch(input, env)
 }
