@@ -24,9 +24,9 @@ use crate::promote::rewrite::{self as split_set, RewritePlan};
 use crate::promote::waiver::{self, Waiver};
 use crate::promote::{StagedFile, copy_items, staged_set};
 use crate::store::publish::upload_items;
-use crate::store::transfer::{self, human_bytes};
+use crate::store::transfer;
 use crate::store::{self, Storage, StoreError, StoreSettings, StoreUrl};
-use crate::ui::{markdown_table, text_table};
+use crate::ui::{human_bytes, markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
@@ -191,7 +191,7 @@ fn promote_rewritten(
     task.phase(format!(
         "{} wheel{} to {promotion}",
         rewrite.len(),
-        super::verify::plural(rewrite.len())
+        plural(rewrite.len())
     ));
     let rewritten = rewrite_set(
         &rewrite_paths,
@@ -210,7 +210,7 @@ fn promote_rewritten(
     task.finish(format!(
         "{} wheel{} in {:.1}s",
         rewritten.len(),
-        super::verify::plural(rewritten.len()),
+        plural(rewritten.len()),
         task.elapsed().as_secs_f64()
     ));
     let description = describe_rewrites(&rewritten, &keep, promotion);
@@ -372,7 +372,7 @@ fn describe_rewrites(rewritten: &[Rewritten], keep: &[StagedFile], promotion: Pr
     let mut out = format!(
         "would rewrite {} wheel{} to {promotion}:\n",
         rewritten.len(),
-        super::verify::plural(rewritten.len())
+        plural(rewritten.len())
     );
     for wheel in rewritten {
         let _ = writeln!(

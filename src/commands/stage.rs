@@ -10,12 +10,12 @@ use crate::exit::{self, ExitStatus};
 use crate::promote::ordering::Release;
 use crate::stack::{self, Stack};
 use crate::store::publish::upload_items;
-use crate::store::transfer::human_bytes;
 use crate::store::{self, StoreUrl};
+use crate::ui::{human_bytes, plural};
 
 use super::index::store_settings;
 use super::publishing::{Publication, Published, publish};
-use super::verify::{collect, expectations, plural, verify_wheels};
+use super::verify::{collect, expectations, verify_wheels};
 
 pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let StageArgs {

@@ -9,8 +9,7 @@ use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::lock::Lock;
 use crate::stack::{self, FamilyTable, Stack};
-use crate::store::transfer::human_bytes;
-use crate::ui;
+use crate::ui::{self, human_bytes, plural};
 use crate::wheel::verify::{VerifyError, VerifyOptions, VerifyReport, collect_wheels, verify_set};
 
 /// A wheel with thousands of problems (an empty RECORD) should not bury the others.
@@ -227,8 +226,4 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
         "### rockbuild verify\n\n{}",
         ui::markdown_table(&["wheel", "result", "gfx targets"], &rows)
     ));
-}
-
-pub(super) fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

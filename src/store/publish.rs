@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use super::transfer::{self, TransferError, human_bytes};
+use super::transfer::{self, TransferError};
 use super::{Body, ObjectInfo, Outcome, Storage, StoreError, copy_immutable, put_immutable};
 use crate::context::Context;
 use crate::index::render::{Page, page_keys};
 use crate::index::scan::{self, Scan, ScanError};
 use crate::index::{dist_key, metadata_key};
+use crate::ui::human_bytes;
 use crate::wheel::verify::WheelReport;
 
 /// One object of a set: where it goes and what its bytes are.
