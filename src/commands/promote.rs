@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::index::store_settings;
-use super::publishing::{Publication, Published, publish};
+use super::stage::publish_failure;
 use super::verify::verify_wheels;
 use crate::cli::{PromoteArgs, RewriteTo};
 use crate::context::Context;
@@ -23,10 +23,10 @@ use crate::promote::policy::{self, Candidate, Decision, Verdict};
 use crate::promote::rewrite::{self as split_set, RewritePlan};
 use crate::promote::waiver::{self, Waiver};
 use crate::promote::{StagedFile, copy_items, staged_set};
-use crate::store::publish::upload_items;
+use crate::store::publish::{Publication, Published, Transfer, publish_set, upload_items};
 use crate::store::transfer;
 use crate::store::{self, Storage, StoreError, StoreSettings, StoreUrl};
-use crate::ui::{human_bytes, markdown_table, plural, text_table};
+use crate::ui::{markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
@@ -139,28 +139,22 @@ fn promote_as_is(
 ) -> anyhow::Result<ExitStatus> {
     let publication = Publication {
         verb: "promote",
-        transfer: "copy",
-        nothing: "copied",
+        transfer: Transfer::Copy,
         source: Some(source),
         dest,
         items: copy_items(set),
         releases: set.iter().map(release_of).collect(),
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
-    };
-    ctx.ui.status(format!(
-        "promoted {} files ({} copied, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
-        set.len(),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        source.url(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
-    ));
+    match publish_set(ctx, publication, settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => ctx
+            .ui
+            .data(&plan.describe(Transfer::Copy.verb(), &dest.url())),
+        Published::Done(done) => ctx.ui.status(done.summary(
+            &format!("promoted {} files", set.len()),
+            None,
+            &format!("from {} to {}", source.url(), dest.url()),
+        )),
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -251,7 +245,7 @@ fn promote_rewritten(
         .filter(|w| rewritten.iter().any(|r| r.path == w.path))
         .cloned()
         .collect();
-    let mut items = upload_items(&uploads).map_err(anyhow::Error::msg)?;
+    let mut items = upload_items(&uploads)?;
     items.extend(copy_items(&keep));
     let mut releases: Vec<Release> = rewritten
         .iter()
@@ -265,29 +259,28 @@ fn promote_rewritten(
 
     let publication = Publication {
         verb: "promote",
-        transfer: "write",
-        nothing: "written",
+        transfer: Transfer::Write,
         source: Some(source),
         dest,
         items,
         releases,
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
+    let done = match publish_set(ctx, publication, settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => {
+            ctx.ui
+                .data(&plan.describe(Transfer::Write.verb(), &dest.url()));
+            return Ok(ExitStatus::Success);
+        }
+        Published::Done(done) => done,
     };
-    ctx.ui.status(format!(
-        "promoted {} wheels as {promotion} ({} rewritten, {} as they were; {} objects written, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
-        set.len(),
-        rewritten.len(),
-        keep.len(),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        source.url(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
+    ctx.ui.status(done.summary(
+        &format!("promoted {} wheels as {promotion}", set.len()),
+        Some(&format!(
+            "{} rewritten, {} as they were",
+            rewritten.len(),
+            keep.len()
+        )),
+        &format!("from {} to {}", source.url(), dest.url()),
     ));
     ctx.ui.step_summary(&format!(
         "### Promotion as {promotion}\n\n```\n{}```",

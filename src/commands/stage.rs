@@ -9,12 +9,13 @@ use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::promote::ordering::Release;
 use crate::stack::{self, Stack};
-use crate::store::publish::upload_items;
+use crate::store::publish::{
+    Publication, PublishError, Published, Transfer, publish_set, upload_items,
+};
 use crate::store::{self, StoreUrl};
-use crate::ui::{human_bytes, plural};
+use crate::ui::plural;
 
 use super::index::store_settings;
-use super::publishing::{Publication, Published, publish};
 use super::verify::{collect, expectations, verify_wheels};
 
 pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -96,7 +97,7 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ));
     }
 
-    let items = upload_items(&report.wheels).map_err(anyhow::Error::msg)?;
+    let items = upload_items(&report.wheels)?;
     let releases: Vec<Release> = report
         .wheels
         .iter()
@@ -110,27 +111,36 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let dest = store::open(&dest_url, &settings)?;
     let publication = Publication {
         verb: "stage",
-        transfer: "upload",
-        nothing: "uploaded",
+        transfer: Transfer::Upload,
         source: None,
         dest: dest.as_ref(),
         items,
         releases,
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, &settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
-    };
-    ctx.ui.status(format!(
-        "staged {} wheel{} ({} objects uploaded, {}; {} already there) to {}; wrote {} index pages listing {} files",
-        report.wheels.len(),
-        plural(report.wheels.len()),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
-    ));
+    match publish_set(ctx, publication, &settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => ctx
+            .ui
+            .data(&plan.describe(Transfer::Upload.verb(), &dest.url())),
+        Published::Done(done) => ctx.ui.status(done.summary(
+            &format!(
+                "staged {} wheel{}",
+                report.wheels.len(),
+                plural(report.wheels.len())
+            ),
+            None,
+            &format!("to {}", dest.url()),
+        )),
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Exit status of a refused or failed publish (`stage`, `promote`): a conflict is 6, an
+/// interrupt 128+n, the rest 1.
+pub(super) fn publish_failure(error: PublishError) -> anyhow::Error {
+    let status = match error.interrupted() {
+        Some(signal) => ExitStatus::Signal(signal),
+        None if error.is_conflict() => ExitStatus::PublishConflict,
+        None => ExitStatus::Failure,
+    };
+    exit::classified(status, error.to_string())
 }

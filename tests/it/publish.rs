@@ -261,7 +261,7 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         .promote("staged", "release", &["--test-report", "smoke.json"])
         .success();
     assert!(
-        stderr(&promoted).contains("promoted 2 files (4 copied"),
+        stderr(&promoted).contains("promoted 2 files (4 objects copied"),
         "{}",
         stderr(&promoted)
     );
@@ -292,7 +292,7 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         .promote("staged", "release", &["--test-report", "smoke.json"])
         .success();
     assert!(
-        stderr(&again).contains("(0 copied, 0 B; 4 already there)"),
+        stderr(&again).contains("(0 objects copied, 0 B; 4 already there)"),
         "{}",
         stderr(&again)
     );
@@ -696,7 +696,7 @@ fn a_promotion_killed_between_copies_and_index_leaves_the_index_and_a_rerun_comp
         .promote(&server.url("staging-two"), &release, &with_s3("two.json"))
         .success();
     assert!(
-        stderr(&rerun).contains("(0 copied, 0 B; 4 already there)"),
+        stderr(&rerun).contains("(0 objects copied, 0 B; 4 already there)"),
         "{}",
         stderr(&rerun)
     );
