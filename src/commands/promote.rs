@@ -25,7 +25,7 @@ use crate::promote::waiver::{self, Waiver};
 use crate::promote::{StagedFile, copy_items, staged_set};
 use crate::store::publish::{Publication, Published, Transfer, publish_set, upload_items};
 use crate::store::transfer;
-use crate::store::{self, Storage, StoreError, StoreSettings, StoreUrl};
+use crate::store::{self, Storage, StoreSettings, StoreUrl};
 use crate::ui::{markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
@@ -296,9 +296,10 @@ fn release_of(staged: &StagedFile) -> Release {
     }
 }
 
-/// Local paths of the set's wheels, by key: a directory store's own files, otherwise
-/// downloads into `dir` (in parallel, with retries), each checked against the SHA-256 the
-/// gate judged, so the rewrite starts from exactly the tested bytes.
+/// Local copies of the set's wheels, by key, downloaded into `dir` (in parallel, with
+/// retries; a directory store's files are copied) and each checked against the SHA-256 the
+/// gate judged, so the rewrite starts from exactly the tested bytes even when the source
+/// changed after the gate read it.
 fn fetch_tested(
     ctx: &Context,
     source: &dyn Storage,
@@ -306,52 +307,22 @@ fn fetch_tested(
     dir: &Path,
     settings: &StoreSettings,
 ) -> anyhow::Result<HashMap<String, PathBuf>> {
-    let mut paths = HashMap::new();
-    let mut downloads = Vec::new();
-    for staged in set {
-        match source.local_path(&staged.file.key) {
-            Some(path) => {
-                paths.insert(staged.file.key.clone(), path);
-            }
-            None => downloads.push(staged),
-        }
-    }
-    if downloads.is_empty() {
-        return Ok(paths);
-    }
     fs_err::create_dir_all(dir)?;
     let fetched = transfer::run_all(
         ctx,
         "download",
-        &downloads,
+        set,
         settings.jobs,
         settings.attempts,
         |s| s.file.size,
         |staged| {
             let path = dir.join(&staged.filename);
-            source.download(&staged.file.key, &path)?;
-            let (actual, _) =
-                crate::fsutil::sha256_file(&path).map_err(|e| StoreError::Backend {
-                    store: source.url(),
-                    op: "read",
-                    key: staged.file.key.clone(),
-                    message: format!("{e:#}"),
-                    transient: false,
-                })?;
-            if actual != staged.file.sha256 {
-                return Err(StoreError::CopyMismatch {
-                    store: source.url(),
-                    key: staged.file.key.clone(),
-                    expected: staged.file.sha256.clone(),
-                    actual,
-                });
-            }
+            store::download_verified(source, &staged.file.key, &path, &staged.file.sha256)?;
             Ok((staged.file.key.clone(), path))
         },
     )
     .map_err(|e| anyhow::anyhow!("downloading the tested set from {}: {e}", source.url()))?;
-    paths.extend(fetched);
-    Ok(paths)
+    Ok(fetched.into_iter().collect())
 }
 
 /// What the rewrite does, wheel by wheel: old name → new name, the pins and version files it
