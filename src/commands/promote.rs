@@ -5,7 +5,6 @@
 //! (verified) and rewrite the destination index once.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -28,7 +27,7 @@ use crate::store::transfer;
 use crate::store::{self, Storage, StoreSettings, StoreUrl};
 use crate::ui::{markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
-use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
+use crate::wheel::rewrite::{Promotion, RewriteError, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -207,7 +206,7 @@ fn promote_rewritten(
         plural(rewritten.len()),
         task.elapsed().as_secs_f64()
     ));
-    let description = describe_rewrites(&rewritten, &keep, promotion);
+    let description = split_set::describe(&rewritten, &keep, promotion, dry_run);
     if dry_run {
         ctx.ui.data(&description);
     } else {
@@ -323,43 +322,6 @@ fn fetch_tested(
     )
     .map_err(|e| anyhow::anyhow!("downloading the tested set from {}: {e}", source.url()))?;
     Ok(fetched.into_iter().collect())
-}
-
-/// What the rewrite does, wheel by wheel: old name → new name, the pins and version files it
-/// changed; and the wheels that go as they are.
-fn describe_rewrites(rewritten: &[Rewritten], keep: &[StagedFile], promotion: Promotion) -> String {
-    let file_name = |path: &Path| {
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let mut out = format!(
-        "would rewrite {} wheel{} to {promotion}:\n",
-        rewritten.len(),
-        plural(rewritten.len())
-    );
-    for wheel in rewritten {
-        let _ = writeln!(
-            out,
-            "  rewrite {} -> {}",
-            file_name(&wheel.source),
-            file_name(&wheel.path)
-        );
-        for (before, after) in &wheel.requirements {
-            let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
-        }
-        for file in &wheel.version_files {
-            let _ = writeln!(out, "    version in {file}");
-        }
-    }
-    for staged in keep {
-        let _ = writeln!(
-            out,
-            "  keep {} (version {} is already final)",
-            staged.filename, staged.version
-        );
-    }
-    out
 }
 
 /// Reads every report. One that cannot be read or parsed is no evidence at all: its wheels

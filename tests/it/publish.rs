@@ -1069,13 +1069,19 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
         assert!(plan.contains(line), "{line} missing from\n{plan}");
     }
     assert!(!world.env.path("rc").exists(), "a dry run writes nothing");
-    world
+    assert!(plan.starts_with("would rewrite 2 wheels to "), "{plan}");
+    let promoted = world
         .promote(
             "staged",
             "rc",
             &["--test-report", "nightly.json", "--rewrite-version", "rc"],
         )
         .success();
+    let text = stderr(&promoted);
+    assert!(
+        text.contains("rewrote 2 wheels to ") && !text.contains("would rewrite"),
+        "{text}"
+    );
     let rc = wheels_under(&world.env.path("rc"));
     let names: Vec<String> = rc
         .iter()
