@@ -89,10 +89,13 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Err(exit::classified(
             ExitStatus::VerificationFailed,
             format!(
-                "{failed} of {} wheel{} in {} failed verification (above); nothing was uploaded to {dest_url}",
-                report.wheels.len(),
-                plural(report.wheels.len()),
-                input.display()
+                "{} (above); nothing was uploaded to {dest_url}",
+                what_failed(
+                    failed,
+                    report.wheels.len(),
+                    report.set_problems.len(),
+                    &input.display().to_string()
+                )
             ),
         ));
     }
@@ -134,6 +137,26 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// What failed verification: wheels on their own, the set as a whole (a pin between two
+/// wheels, a missing project), or both.
+fn what_failed(failed: usize, wheels: usize, set_problems: usize, input: &str) -> String {
+    let set = format!("{set_problems} problem{}", plural(set_problems));
+    match (failed, set_problems) {
+        (_, 0) => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification",
+            plural(wheels)
+        ),
+        (0, _) => format!(
+            "the {wheels} wheel{} in {input} passed one by one, but the set has {set}",
+            plural(wheels)
+        ),
+        _ => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification, and the set has {set}",
+            plural(wheels)
+        ),
+    }
+}
+
 /// Exit status of a refused or failed publish (`stage`, `promote`): a conflict is 6, an
 /// interrupt 128+n, the rest 1.
 pub(super) fn publish_failure(error: PublishError) -> anyhow::Error {
@@ -143,4 +166,25 @@ pub(super) fn publish_failure(error: PublishError) -> anyhow::Error {
         None => ExitStatus::Failure,
     };
     exit::classified(status, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::what_failed;
+
+    #[test]
+    fn the_refusal_counts_wheel_and_set_problems() {
+        assert_eq!(
+            what_failed(1, 3, 0, "dist"),
+            "1 of 3 wheels in dist failed verification"
+        );
+        assert_eq!(
+            what_failed(0, 3, 1, "dist"),
+            "the 3 wheels in dist passed one by one, but the set has 1 problem"
+        );
+        assert_eq!(
+            what_failed(2, 3, 2, "dist"),
+            "2 of 3 wheels in dist failed verification, and the set has 2 problems"
+        );
+    }
 }

@@ -213,6 +213,15 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
             report.wheels.len(),
             plural(report.wheels.len())
         ));
+    } else if failed == 0 {
+        // Only the set as a whole failed (a missing project, a duplicate file).
+        ctx.ui.status(format!(
+            "verify: all {} wheel{} passed one by one, but the set has {} problem{} ({targets_text})",
+            report.wheels.len(),
+            plural(report.wheels.len()),
+            report.set_problems.len(),
+            plural(report.set_problems.len())
+        ));
     } else {
         ctx.ui.status(format!(
             "verify: {failed} of {} wheel{} failed, {} problem{} in all ({targets_text})",

@@ -1242,6 +1242,51 @@ fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
         ) && text.contains("1 of 3 wheels in "),
         "{text}"
     );
+
+    // Every wheel fine on its own, but the lock's build record lists torchvision and the set
+    // has none: a problem of the set alone, counted as such.
+    let partial = world.env.path("partial");
+    let good = gpu_set(&partial, "7.13.0a20260502");
+    std::fs::remove_file(&good[2]).expect("drop torchvision");
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild test",
+        "stack": "stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": "7.13.0a20260502",
+            "targets": ["gfx906", "gfx1030"],
+            "release_type": "nightly",
+            "version_suffix": "+rocm7.13.0a20260502",
+            "versions": {
+                "torch": "2.10.0a0+rocm7.13.0a20260502",
+                "triton": TRITON_V,
+                "vision": "0.25.0a0+rocm7.13.0a20260502"
+            }
+        }
+    });
+    std::fs::write(
+        world.env.path("partial.lock.json"),
+        serde_json::to_string_pretty(&lock).expect("json"),
+    )
+    .expect("write lock");
+    let refused = stage(
+        &world,
+        "partial",
+        "staged/gfx906",
+        &["--lock", "partial.lock.json"],
+    )
+    .code(5);
+    let text = stderr(&refused);
+    assert!(
+        text.contains("the set has no torchvision wheel")
+            && text.contains("the 2 wheels in ")
+            && text.contains(
+                "passed one by one, but the set has 1 problem (above); nothing was uploaded to "
+            )
+            && !text.contains("0 of 2"),
+        "{text}"
+    );
     assert_eq!(
         tree(&staged),
         before,
