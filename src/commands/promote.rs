@@ -52,7 +52,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Some(path) => waiver::load(&ctx.absolute(path))?,
         None => Vec::new(),
     };
-    let evidence = read_evidence(ctx, &test_reports);
+    let evidence = read_evidence(ctx, &test_reports)?;
 
     let source = store::open(&from_url, &settings)?;
     let dest = store::open(&to_url, &settings)?;
@@ -324,19 +324,21 @@ fn fetch_tested(
     Ok(fetched.into_iter().collect())
 }
 
-/// Reads every report. One that cannot be read or parsed is no evidence at all: its wheels
-/// count as untested (default deny), and the user is told why.
-fn read_evidence(ctx: &Context, paths: &[PathBuf]) -> Vec<Evidence> {
-    let mut out = Vec::new();
-    for path in paths {
-        match evidence::read(&ctx.absolute(path)) {
-            Ok(evidence) => out.push(evidence),
-            Err(error) => ctx
-                .ui
-                .warn(format!("test report {error}; it counts as no evidence")),
-        }
-    }
-    out
+/// Reads every report, before anything else is looked at. A report the user named that
+/// cannot be read or parsed is a usage error: going on would deny the promotion and then
+/// suggest the very flag that was given.
+fn read_evidence(ctx: &Context, paths: &[PathBuf]) -> anyhow::Result<Vec<Evidence>> {
+    paths
+        .iter()
+        .map(|path| {
+            evidence::read(&ctx.absolute(path)).map_err(|error| {
+                exit::usage(format!(
+                    "--test-report {error}\nhint: pass the report `rockbuild smoke --report FILE` \
+                     or a JUnit XML run wrote for exactly this staged set; nothing was copied"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The gate's decision, wheel by wheel, with the waivers used and the expired ones.

@@ -319,13 +319,31 @@ fn promotion_is_denied_without_passing_evidence() {
         "{}",
         stderr(&denied)
     );
+    // A report that was named but cannot be read or parsed is a usage error up front, not
+    // a denial that suggests --test-report again.
     let missing = world
         .promote("staged", "release", &["--test-report", "absent.json"])
-        .code(5);
+        .code(2);
     assert!(
         stderr(&missing).contains("absent.json"),
         "{}",
         stderr(&missing)
+    );
+    assert!(
+        stderr(&missing).contains("--test-report ")
+            && stderr(&missing).contains("hint: pass the report `rockbuild smoke --report FILE`")
+            && !stderr(&missing).contains("promotion denied"),
+        "{}",
+        stderr(&missing)
+    );
+    std::fs::write(world.env.path("garbled.json"), "{\"schema\": ").expect("report");
+    let garbled = world
+        .promote("staged", "release", &["--test-report", "garbled.json"])
+        .code(2);
+    assert!(
+        stderr(&garbled).contains("garbled.json: ") && !stderr(&garbled).contains("DENIED"),
+        "{}",
+        stderr(&garbled)
     );
     assert!(!world.env.path("release").exists());
 
