@@ -27,7 +27,7 @@ use crate::store::transfer;
 use crate::store::{self, Storage, StoreSettings, StoreUrl};
 use crate::ui::{markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
-use crate::wheel::rewrite::{Promotion, RewriteError, rewrite_set};
+use crate::wheel::rewrite::{Promotion, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -65,7 +65,8 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let set = staged_set(&scan);
     if set.is_empty() {
         anyhow::bail!(
-            "nothing to promote: {} holds no wheels in the <project>/<file> layout",
+            "nothing to promote: {} holds no wheels in the <project>/<file> layout\n\
+             hint: a set staged with --family lives under <from>/<family>: pass that as --from",
             source.url()
         );
     }
@@ -176,10 +177,19 @@ fn promote_rewritten(
         .tempdir()
         .context("creating a work directory for the rewritten wheels")?;
     let tested = fetch_tested(ctx, source, set, &work.path().join("tested"), settings)?;
-    let rewrite_paths: Vec<PathBuf> = rewrite
+    let local = |staged: &StagedFile| {
+        tested.get(&staged.file.key).cloned().with_context(|| {
+            format!(
+                "'{}' of {} was not among the downloaded wheels",
+                staged.file.key,
+                source.url()
+            )
+        })
+    };
+    let rewrite_paths = rewrite
         .iter()
-        .map(|s| tested[&s.file.key].clone())
-        .collect();
+        .map(local)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let task = ctx.ui.task("rewrite");
     task.phase(format!(
         "{} wheel{} to {promotion}",
@@ -194,10 +204,17 @@ fn promote_rewritten(
     )
     .map_err(|error| {
         task.finish("refused");
-        let status = match error {
-            RewriteError::Wheel { .. } => ExitStatus::Failure,
-            _ => ExitStatus::Usage,
+        let status = if error.is_wheel_failure() {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
         };
+        // The rewrite read temporary copies, gone when this run ends: name the staged objects.
+        let staged: HashMap<&Path, String> = tested
+            .iter()
+            .map(|(key, path)| (path.as_path(), format!("{}/{key}", source.url())))
+            .collect();
+        let error = error.rename_wheels(&|path: &Path| staged.get(path).map(PathBuf::from));
         exit::classified(status, format!("{error}\nnothing was written"))
     })?;
     task.finish(format!(
@@ -216,7 +233,7 @@ fn promote_rewritten(
     // The rewritten wheels with the ones kept, as one set: the container, RECORD, metadata
     // and every pin between members are checked again. Pins outside the set, GPU code and
     // RPATHs are the tested wheels' own, unchanged by the rewrite.
-    let kept_paths: Vec<PathBuf> = keep.iter().map(|s| tested[&s.file.key].clone()).collect();
+    let kept_paths = keep.iter().map(local).collect::<anyhow::Result<Vec<_>>>()?;
     let mut check: Vec<PathBuf> = rewritten.iter().map(|r| r.path.clone()).collect();
     check.extend(kept_paths);
     let options = VerifyOptions {

@@ -1196,6 +1196,16 @@ fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
     let staged = world.env.path("staged");
     assert!(staged.join("gfx906/torch/index.html").exists());
     assert!(staged.join("gfx906/index.json").exists());
+    // Promoting from the root instead of the family's prefix: told where the set is.
+    let empty = world.promote("staged", "release", &[]).code(1);
+    assert!(
+        stderr(&empty).contains("nothing to promote: ")
+            && stderr(&empty).contains(
+                "hint: a set staged with --family lives under <from>/<family>: pass that as --from"
+            ),
+        "{}",
+        stderr(&empty)
+    );
     let before = tree(&staged);
 
     let unknown = world
