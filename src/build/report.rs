@@ -145,7 +145,9 @@ impl BuildReport {
                         .clone()
                         .map(|w| format!("`{w}`"))
                         .unwrap_or_else(|| "—".into()),
-                    p.size.map(human_size).unwrap_or_else(|| "—".into()),
+                    p.size
+                        .map(crate::ui::human_bytes)
+                        .unwrap_or_else(|| "—".into()),
                     format!("{:.1}s", p.duration_seconds),
                 ]
             })
@@ -191,21 +193,6 @@ pub fn critical_path(projects: &IndexMap<String, ProjectReport>) -> f64 {
     finish.values().fold(0.0_f64, |a, b| a.max(*b))
 }
 
-fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,7 +224,5 @@ mod tests {
         projects.insert("vision".to_string(), project(&["torch"], 5.0));
         projects.insert("triton".to_string(), project(&[], 12.0));
         assert_eq!(critical_path(&projects), 15.0);
-        assert_eq!(human_size(2048), "2.0 KiB");
-        assert_eq!(human_size(10), "10 B");
     }
 }

@@ -7,7 +7,6 @@ mod index;
 mod install_rocm;
 mod lock;
 mod promote;
-mod publishing;
 mod smoke;
 mod stage;
 mod verify;

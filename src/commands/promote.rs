@@ -5,13 +5,12 @@
 //! (verified) and rewrite the destination index once.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
 use super::index::store_settings;
-use super::publishing::{Publication, Published, publish};
+use super::stage::publish_failure;
 use super::verify::verify_wheels;
 use crate::cli::{PromoteArgs, RewriteTo};
 use crate::context::Context;
@@ -23,12 +22,12 @@ use crate::promote::policy::{self, Candidate, Decision, Verdict};
 use crate::promote::rewrite::{self as split_set, RewritePlan};
 use crate::promote::waiver::{self, Waiver};
 use crate::promote::{StagedFile, copy_items, staged_set};
-use crate::store::publish::upload_items;
-use crate::store::transfer::{self, human_bytes};
-use crate::store::{self, Storage, StoreError, StoreSettings, StoreUrl};
-use crate::ui::{markdown_table, text_table};
+use crate::store::publish::{Publication, Published, Transfer, publish_set, upload_items};
+use crate::store::transfer;
+use crate::store::{self, Storage, StoreSettings, StoreUrl};
+use crate::ui::{markdown_table, plural, text_table};
 use crate::wheel::filename::normalize_name;
-use crate::wheel::rewrite::{Promotion, RewriteError, Rewritten, rewrite_set};
+use crate::wheel::rewrite::{Promotion, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, VerifyOptions};
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -53,7 +52,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Some(path) => waiver::load(&ctx.absolute(path))?,
         None => Vec::new(),
     };
-    let evidence = read_evidence(ctx, &test_reports);
+    let evidence = read_evidence(ctx, &test_reports)?;
 
     let source = store::open(&from_url, &settings)?;
     let dest = store::open(&to_url, &settings)?;
@@ -66,7 +65,8 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let set = staged_set(&scan);
     if set.is_empty() {
         anyhow::bail!(
-            "nothing to promote: {} holds no wheels in the <project>/<file> layout",
+            "nothing to promote: {} holds no wheels in the <project>/<file> layout\n\
+             hint: a set staged with --family lives under <from>/<family>: pass that as --from",
             source.url()
         );
     }
@@ -139,28 +139,22 @@ fn promote_as_is(
 ) -> anyhow::Result<ExitStatus> {
     let publication = Publication {
         verb: "promote",
-        transfer: "copy",
-        nothing: "copied",
+        transfer: Transfer::Copy,
         source: Some(source),
         dest,
         items: copy_items(set),
         releases: set.iter().map(release_of).collect(),
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
-    };
-    ctx.ui.status(format!(
-        "promoted {} files ({} copied, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
-        set.len(),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        source.url(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
-    ));
+    match publish_set(ctx, publication, settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => ctx
+            .ui
+            .data(&plan.describe(Transfer::Copy.verb(), &dest.url())),
+        Published::Done(done) => ctx.ui.status(done.summary(
+            &format!("promoted {} files", set.len()),
+            None,
+            &format!("from {} to {}", source.url(), dest.url()),
+        )),
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -183,15 +177,24 @@ fn promote_rewritten(
         .tempdir()
         .context("creating a work directory for the rewritten wheels")?;
     let tested = fetch_tested(ctx, source, set, &work.path().join("tested"), settings)?;
-    let rewrite_paths: Vec<PathBuf> = rewrite
+    let local = |staged: &StagedFile| {
+        tested.get(&staged.file.key).cloned().with_context(|| {
+            format!(
+                "'{}' of {} was not among the downloaded wheels",
+                staged.file.key,
+                source.url()
+            )
+        })
+    };
+    let rewrite_paths = rewrite
         .iter()
-        .map(|s| tested[&s.file.key].clone())
-        .collect();
+        .map(local)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let task = ctx.ui.task("rewrite");
     task.phase(format!(
         "{} wheel{} to {promotion}",
         rewrite.len(),
-        super::verify::plural(rewrite.len())
+        plural(rewrite.len())
     ));
     let rewritten = rewrite_set(
         &rewrite_paths,
@@ -201,19 +204,26 @@ fn promote_rewritten(
     )
     .map_err(|error| {
         task.finish("refused");
-        let status = match error {
-            RewriteError::Wheel { .. } => ExitStatus::Failure,
-            _ => ExitStatus::Usage,
+        let status = if error.is_wheel_failure() {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
         };
+        // The rewrite read temporary copies, gone when this run ends: name the staged objects.
+        let staged: HashMap<&Path, String> = tested
+            .iter()
+            .map(|(key, path)| (path.as_path(), format!("{}/{key}", source.url())))
+            .collect();
+        let error = error.rename_wheels(&|path: &Path| staged.get(path).map(PathBuf::from));
         exit::classified(status, format!("{error}\nnothing was written"))
     })?;
     task.finish(format!(
         "{} wheel{} in {:.1}s",
         rewritten.len(),
-        super::verify::plural(rewritten.len()),
+        plural(rewritten.len()),
         task.elapsed().as_secs_f64()
     ));
-    let description = describe_rewrites(&rewritten, &keep, promotion);
+    let description = split_set::describe(&rewritten, &keep, promotion, dry_run);
     if dry_run {
         ctx.ui.data(&description);
     } else {
@@ -223,7 +233,7 @@ fn promote_rewritten(
     // The rewritten wheels with the ones kept, as one set: the container, RECORD, metadata
     // and every pin between members are checked again. Pins outside the set, GPU code and
     // RPATHs are the tested wheels' own, unchanged by the rewrite.
-    let kept_paths: Vec<PathBuf> = keep.iter().map(|s| tested[&s.file.key].clone()).collect();
+    let kept_paths = keep.iter().map(local).collect::<anyhow::Result<Vec<_>>>()?;
     let mut check: Vec<PathBuf> = rewritten.iter().map(|r| r.path.clone()).collect();
     check.extend(kept_paths);
     let options = VerifyOptions {
@@ -251,7 +261,7 @@ fn promote_rewritten(
         .filter(|w| rewritten.iter().any(|r| r.path == w.path))
         .cloned()
         .collect();
-    let mut items = upload_items(&uploads).map_err(anyhow::Error::msg)?;
+    let mut items = upload_items(&uploads)?;
     items.extend(copy_items(&keep));
     let mut releases: Vec<Release> = rewritten
         .iter()
@@ -265,29 +275,28 @@ fn promote_rewritten(
 
     let publication = Publication {
         verb: "promote",
-        transfer: "write",
-        nothing: "written",
+        transfer: Transfer::Write,
         source: Some(source),
         dest,
         items,
         releases,
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
+    let done = match publish_set(ctx, publication, settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => {
+            ctx.ui
+                .data(&plan.describe(Transfer::Write.verb(), &dest.url()));
+            return Ok(ExitStatus::Success);
+        }
+        Published::Done(done) => done,
     };
-    ctx.ui.status(format!(
-        "promoted {} wheels as {promotion} ({} rewritten, {} as they were; {} objects written, {}; {} already there) from {} to {}; wrote {} index pages listing {} files",
-        set.len(),
-        rewritten.len(),
-        keep.len(),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        source.url(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
+    ctx.ui.status(done.summary(
+        &format!("promoted {} wheels as {promotion}", set.len()),
+        Some(&format!(
+            "{} rewritten, {} as they were",
+            rewritten.len(),
+            keep.len()
+        )),
+        &format!("from {} to {}", source.url(), dest.url()),
     ));
     ctx.ui.step_summary(&format!(
         "### Promotion as {promotion}\n\n```\n{}```",
@@ -303,9 +312,10 @@ fn release_of(staged: &StagedFile) -> Release {
     }
 }
 
-/// Local paths of the set's wheels, by key: a directory store's own files, otherwise
-/// downloads into `dir` (in parallel, with retries), each checked against the SHA-256 the
-/// gate judged, so the rewrite starts from exactly the tested bytes.
+/// Local copies of the set's wheels, by key, downloaded into `dir` (in parallel, with
+/// retries; a directory store's files are copied) and each checked against the SHA-256 the
+/// gate judged, so the rewrite starts from exactly the tested bytes even when the source
+/// changed after the gate read it.
 fn fetch_tested(
     ctx: &Context,
     source: &dyn Storage,
@@ -313,104 +323,39 @@ fn fetch_tested(
     dir: &Path,
     settings: &StoreSettings,
 ) -> anyhow::Result<HashMap<String, PathBuf>> {
-    let mut paths = HashMap::new();
-    let mut downloads = Vec::new();
-    for staged in set {
-        match source.local_path(&staged.file.key) {
-            Some(path) => {
-                paths.insert(staged.file.key.clone(), path);
-            }
-            None => downloads.push(staged),
-        }
-    }
-    if downloads.is_empty() {
-        return Ok(paths);
-    }
     fs_err::create_dir_all(dir)?;
     let fetched = transfer::run_all(
         ctx,
         "download",
-        &downloads,
+        set,
         settings.jobs,
         settings.attempts,
         |s| s.file.size,
         |staged| {
             let path = dir.join(&staged.filename);
-            source.download(&staged.file.key, &path)?;
-            let (actual, _) =
-                crate::fsutil::sha256_file(&path).map_err(|e| StoreError::Backend {
-                    store: source.url(),
-                    op: "read",
-                    key: staged.file.key.clone(),
-                    message: format!("{e:#}"),
-                    transient: false,
-                })?;
-            if actual != staged.file.sha256 {
-                return Err(StoreError::CopyMismatch {
-                    store: source.url(),
-                    key: staged.file.key.clone(),
-                    expected: staged.file.sha256.clone(),
-                    actual,
-                });
-            }
+            store::download_verified(source, &staged.file.key, &path, &staged.file.sha256)?;
             Ok((staged.file.key.clone(), path))
         },
     )
     .map_err(|e| anyhow::anyhow!("downloading the tested set from {}: {e}", source.url()))?;
-    paths.extend(fetched);
-    Ok(paths)
+    Ok(fetched.into_iter().collect())
 }
 
-/// What the rewrite does, wheel by wheel: old name → new name, the pins and version files it
-/// changed; and the wheels that go as they are.
-fn describe_rewrites(rewritten: &[Rewritten], keep: &[StagedFile], promotion: Promotion) -> String {
-    let file_name = |path: &Path| {
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let mut out = format!(
-        "would rewrite {} wheel{} to {promotion}:\n",
-        rewritten.len(),
-        super::verify::plural(rewritten.len())
-    );
-    for wheel in rewritten {
-        let _ = writeln!(
-            out,
-            "  rewrite {} -> {}",
-            file_name(&wheel.source),
-            file_name(&wheel.path)
-        );
-        for (before, after) in &wheel.requirements {
-            let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
-        }
-        for file in &wheel.version_files {
-            let _ = writeln!(out, "    version in {file}");
-        }
-    }
-    for staged in keep {
-        let _ = writeln!(
-            out,
-            "  keep {} (version {} is already final)",
-            staged.filename, staged.version
-        );
-    }
-    out
-}
-
-/// Reads every report. One that cannot be read or parsed is no evidence at all: its wheels
-/// count as untested (default deny), and the user is told why.
-fn read_evidence(ctx: &Context, paths: &[PathBuf]) -> Vec<Evidence> {
-    let mut out = Vec::new();
-    for path in paths {
-        match evidence::read(&ctx.absolute(path)) {
-            Ok(evidence) => out.push(evidence),
-            Err(error) => ctx
-                .ui
-                .warn(format!("test report {error}; it counts as no evidence")),
-        }
-    }
-    out
+/// Reads every report, before anything else is looked at. A report the user named that
+/// cannot be read or parsed is a usage error: going on would deny the promotion and then
+/// suggest the very flag that was given.
+fn read_evidence(ctx: &Context, paths: &[PathBuf]) -> anyhow::Result<Vec<Evidence>> {
+    paths
+        .iter()
+        .map(|path| {
+            evidence::read(&ctx.absolute(path)).map_err(|error| {
+                exit::usage(format!(
+                    "--test-report {error}\nhint: pass the report `rockbuild smoke --report FILE` \
+                     or a JUnit XML run wrote for exactly this staged set; nothing was copied"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The gate's decision, wheel by wheel, with the waivers used and the expired ones.

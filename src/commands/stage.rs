@@ -8,13 +8,14 @@ use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::promote::ordering::Release;
-use crate::store::publish::upload_items;
-use crate::store::transfer::human_bytes;
+use crate::store::publish::{
+    Publication, PublishError, Published, Transfer, publish_set, upload_items,
+};
 use crate::store::{self, StoreUrl};
+use crate::ui::plural;
 
 use super::index::store_settings;
-use super::publishing::{Publication, Published, publish};
-use super::verify::{collect, expectations, plural, verify_wheels};
+use super::verify::{collect, expectations, verify_wheels};
 
 pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let StageArgs {
@@ -87,15 +88,18 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Err(exit::classified(
             ExitStatus::VerificationFailed,
             format!(
-                "{failed} of {} wheel{} in {} failed verification (above); nothing was uploaded to {dest_url}",
-                report.wheels.len(),
-                plural(report.wheels.len()),
-                input.display()
+                "{} (above); nothing was uploaded to {dest_url}",
+                what_failed(
+                    failed,
+                    report.wheels.len(),
+                    report.set_problems.len(),
+                    &input.display().to_string()
+                )
             ),
         ));
     }
 
-    let items = upload_items(&report.wheels).map_err(anyhow::Error::msg)?;
+    let items = upload_items(&report.wheels)?;
     let releases: Vec<Release> = report
         .wheels
         .iter()
@@ -109,27 +113,77 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let dest = store::open(&dest_url, &settings)?;
     let publication = Publication {
         verb: "stage",
-        transfer: "upload",
-        nothing: "uploaded",
+        transfer: Transfer::Upload,
         source: None,
         dest: dest.as_ref(),
         items,
         releases,
     };
-    let Published::Done { plan, index, pages } = publish(ctx, publication, &settings, dry_run)?
-    else {
-        return Ok(ExitStatus::Success);
-    };
-    ctx.ui.status(format!(
-        "staged {} wheel{} ({} objects uploaded, {}; {} already there) to {}; wrote {} index pages listing {} files",
-        report.wheels.len(),
-        plural(report.wheels.len()),
-        plan.transfers.len(),
-        human_bytes(plan.bytes()),
-        plan.present.len(),
-        dest.url(),
-        pages.len(),
-        index.file_count()
-    ));
+    match publish_set(ctx, publication, &settings, dry_run).map_err(publish_failure)? {
+        Published::DryRun(plan) => ctx
+            .ui
+            .data(&plan.describe(Transfer::Upload.verb(), &dest.url())),
+        Published::Done(done) => ctx.ui.status(done.summary(
+            &format!(
+                "staged {} wheel{}",
+                report.wheels.len(),
+                plural(report.wheels.len())
+            ),
+            None,
+            &format!("to {}", dest.url()),
+        )),
+    }
     Ok(ExitStatus::Success)
+}
+
+/// What failed verification: wheels on their own, the set as a whole (a pin between two
+/// wheels, a missing project), or both.
+fn what_failed(failed: usize, wheels: usize, set_problems: usize, input: &str) -> String {
+    let set = format!("{set_problems} problem{}", plural(set_problems));
+    match (failed, set_problems) {
+        (_, 0) => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification",
+            plural(wheels)
+        ),
+        (0, _) => format!(
+            "the {wheels} wheel{} in {input} passed one by one, but the set has {set}",
+            plural(wheels)
+        ),
+        _ => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification, and the set has {set}",
+            plural(wheels)
+        ),
+    }
+}
+
+/// Exit status of a refused or failed publish (`stage`, `promote`): a conflict is 6, an
+/// interrupt 128+n, the rest 1.
+pub(super) fn publish_failure(error: PublishError) -> anyhow::Error {
+    let status = match error.interrupted() {
+        Some(signal) => ExitStatus::Signal(signal),
+        None if error.is_conflict() => ExitStatus::PublishConflict,
+        None => ExitStatus::Failure,
+    };
+    exit::classified(status, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::what_failed;
+
+    #[test]
+    fn the_refusal_counts_wheel_and_set_problems() {
+        assert_eq!(
+            what_failed(1, 3, 0, "dist"),
+            "1 of 3 wheels in dist failed verification"
+        );
+        assert_eq!(
+            what_failed(0, 3, 1, "dist"),
+            "the 3 wheels in dist passed one by one, but the set has 1 problem"
+        );
+        assert_eq!(
+            what_failed(2, 3, 2, "dist"),
+            "2 of 3 wheels in dist failed verification, and the set has 2 problems"
+        );
+    }
 }

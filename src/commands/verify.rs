@@ -9,8 +9,7 @@ use crate::context::Context;
 use crate::exit::{self, ExitStatus};
 use crate::lock::Lock;
 use crate::stack::{self, FamilyTable, Stack};
-use crate::store::transfer::human_bytes;
-use crate::ui;
+use crate::ui::{self, human_bytes, plural};
 use crate::wheel::verify::{VerifyError, VerifyOptions, VerifyReport, collect_wheels, verify_set};
 
 /// A wheel with thousands of problems (an empty RECORD) should not bury the others.
@@ -214,6 +213,15 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
             report.wheels.len(),
             plural(report.wheels.len())
         ));
+    } else if failed == 0 {
+        // Only the set as a whole failed (a missing project, a duplicate file).
+        ctx.ui.status(format!(
+            "verify: all {} wheel{} passed one by one, but the set has {} problem{} ({targets_text})",
+            report.wheels.len(),
+            plural(report.wheels.len()),
+            report.set_problems.len(),
+            plural(report.set_problems.len())
+        ));
     } else {
         ctx.ui.status(format!(
             "verify: {failed} of {} wheel{} failed, {} problem{} in all ({targets_text})",
@@ -227,8 +235,4 @@ fn print_report(ctx: &Context, report: &VerifyReport, targets_text: &str) {
         "### rockbuild verify\n\n{}",
         ui::markdown_table(&["wheel", "result", "gfx targets"], &rows)
     ));
-}
-
-pub(super) fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

@@ -47,7 +47,7 @@ pub const JSON_CONTENT_TYPE: &str = "application/vnd.pypi.simple.v1+json";
 
 /// PEP 503 name normalization and distribution file names (one implementation each, in
 /// the wheel module).
-pub use crate::wheel::filename::{dist_name_and_version, normalize_name};
+pub use crate::wheel::filename::{dist_name_and_version, is_distribution, normalize_name};
 
 /// Where the layout puts a distribution: `<normalized-name>/<file>`.
 pub fn dist_key(project: &str, filename: &str) -> String {
@@ -57,13 +57,6 @@ pub fn dist_key(project: &str, filename: &str) -> String {
 /// The key of a distribution's PEP 658 sidecar: `<key>.metadata`.
 pub fn metadata_key(dist_key: &str) -> String {
     format!("{dist_key}{METADATA_SUFFIX}")
-}
-
-/// True for the files an index lists: wheels and source distributions.
-pub fn is_distribution(filename: &str) -> bool {
-    [".whl", ".tar.gz", ".zip"]
-        .iter()
-        .any(|suffix| filename.ends_with(suffix) && filename.len() > suffix.len())
 }
 
 /// Percent-encodes one path segment (a file name) for an href or a request path: everything

@@ -7,10 +7,15 @@
 //! version is already final has nothing to move and goes as it is (its bytes are the tested
 //! ones). Pins on it stay valid, since its version does not change.
 
+use std::fmt::Write as _;
+use std::path::Path;
+
 use pep440_rs::Version;
 
 use super::StagedFile;
+use crate::ui::plural;
 use crate::wheel::filename::WheelFilename;
+use crate::wheel::rewrite::{Promotion, Rewritten};
 
 /// The set split for a version rewrite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +70,49 @@ pub fn is_final(version: &Version) -> bool {
     version.is_stable()
 }
 
+/// What the rewrite did (or, on `--dry-run`, would do), wheel by wheel: old name → new
+/// name, the pins and version files it changed; and the wheels that go as they are.
+pub fn describe(
+    rewritten: &[Rewritten],
+    keep: &[StagedFile],
+    promotion: Promotion,
+    dry_run: bool,
+) -> String {
+    let file_name = |path: &Path| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut out = format!(
+        "{} {} wheel{} to {promotion}:\n",
+        if dry_run { "would rewrite" } else { "rewrote" },
+        rewritten.len(),
+        plural(rewritten.len())
+    );
+    for wheel in rewritten {
+        let _ = writeln!(
+            out,
+            "  rewrite {} -> {}",
+            file_name(&wheel.source),
+            file_name(&wheel.path)
+        );
+        for (before, after) in &wheel.requirements {
+            let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
+        }
+        for file in &wheel.version_files {
+            let _ = writeln!(out, "    version in {file}");
+        }
+    }
+    for staged in keep {
+        let _ = writeln!(
+            out,
+            "  keep {} (version {} is already final)",
+            staged.filename, staged.version
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +132,35 @@ mod tests {
             },
             sidecar: None,
         }
+    }
+
+    #[test]
+    fn the_description_says_whether_the_rewrite_happened() {
+        let version = |v: &str| v.parse::<Version>().expect("version");
+        let rewritten = Rewritten {
+            source: "/tmp/tested/torch-2.10.0a0-cp311-cp311-linux_x86_64.whl".into(),
+            path: "/tmp/rewritten/torch-2.10.0rc1-cp311-cp311-linux_x86_64.whl".into(),
+            old_version: version("2.10.0a0"),
+            new_version: version("2.10.0rc1"),
+            requirements: vec![("rocm==7.13.0a1".into(), "rocm==7.13.0rc1".into())],
+            version_files: vec!["torch/version.py".into()],
+            raw_copied: 0,
+        };
+        let triton = staged("triton", "triton-3.5.0-cp311-cp311-linux_x86_64.whl");
+        let rewritten = std::slice::from_ref(&rewritten);
+        let keep = std::slice::from_ref(&triton);
+        let body = "  rewrite torch-2.10.0a0-cp311-cp311-linux_x86_64.whl -> torch-2.10.0rc1-cp311-cp311-linux_x86_64.whl\n    \
+                    Requires-Dist: rocm==7.13.0a1 -> rocm==7.13.0rc1\n    version in torch/version.py\n  \
+                    keep triton-3.5.0-cp311-cp311-linux_x86_64.whl (version 3.5.0 is already final)\n";
+        let rc = Promotion::ReleaseCandidate(1);
+        assert_eq!(
+            describe(rewritten, keep, rc, true),
+            format!("would rewrite 1 wheel to {rc}:\n{body}")
+        );
+        assert_eq!(
+            describe(rewritten, keep, rc, false),
+            format!("rewrote 1 wheel to {rc}:\n{body}")
+        );
     }
 
     #[test]

@@ -371,6 +371,41 @@ pub fn copy_immutable(
     Ok(Outcome::Created)
 }
 
+/// Downloads an object into a local file and checks its bytes against `sha256` (the
+/// SHA-256 a decision was made on). A download that does not match is removed again.
+pub fn download_verified(
+    source: &dyn Storage,
+    key: &str,
+    to: &Path,
+    sha256: &str,
+) -> Result<(), StoreError> {
+    source.download(key, to)?;
+    let actual = match crate::fsutil::sha256_file(to) {
+        Ok((actual, _)) => actual,
+        Err(error) => {
+            return Err(StoreError::Backend {
+                store: source.url(),
+                op: "read",
+                key: key.to_string(),
+                message: format!("checking the download {}: {error:#}", to.display()),
+                transient: false,
+            });
+        }
+    };
+    if actual != sha256 {
+        // Nothing may go on from bytes other than the judged ones; a failed removal only
+        // leaves a file the caller's work directory holds anyway.
+        let _ = fs_err::remove_file(to);
+        return Err(StoreError::CopyMismatch {
+            store: source.url(),
+            key: key.to_string(),
+            expected: sha256.to_string(),
+            actual,
+        });
+    }
+    Ok(())
+}
+
 /// The conditional write found the key taken: someone wrote it between our HEAD and PUT.
 fn lost_race(store: &dyn Storage, key: &str, sha256: &str) -> Result<Outcome, StoreError> {
     let existing = store.head(key)?.ok_or_else(|| StoreError::Backend {
@@ -425,6 +460,30 @@ pub fn put_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn downloads_are_checked_against_the_judged_sha256() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalDir::new(dir.path().join("stage"));
+        let key = "torch/torch-1.0-py3-none-any.whl";
+        let sha = crate::fsutil::sha256_hex(b"tested");
+        put_immutable(&store, key, Body::Bytes(b"tested"), &sha).expect("put");
+        let to = dir.path().join("copy.whl");
+        download_verified(&store, key, &to, &sha).expect("same bytes");
+        assert_eq!(fs_err::read(&to).expect("copy"), b"tested");
+
+        let other = crate::fsutil::sha256_hex(b"judged");
+        let to = dir.path().join("other.whl");
+        let error = download_verified(&store, key, &to, &other).expect_err("other bytes");
+        assert!(
+            matches!(&error, StoreError::CopyMismatch { key: k, expected, actual, .. }
+                if k == key && *expected == other && *actual == sha),
+            "{error}"
+        );
+        assert!(!to.exists(), "a download that does not match is removed");
+        let missing = download_verified(&store, "torch/absent.whl", &to, &sha);
+        assert!(missing.is_err());
+    }
 
     #[test]
     fn store_urls() {

@@ -5,16 +5,19 @@
 //! and the pages leaves the published pages as they were; a re-run skips what is already
 //! there and completes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use super::transfer::{self, TransferError, human_bytes};
+use super::transfer::{self, TransferError};
 use super::{Body, ObjectInfo, Outcome, Storage, StoreError, copy_immutable, put_immutable};
 use crate::context::Context;
 use crate::index::render::{Page, page_keys};
-use crate::index::scan::{self, Scan, ScanError};
+use crate::index::scan::{self, Scan, ScanError, layout};
 use crate::index::{dist_key, metadata_key};
+use crate::promote::ordering::{self, OrderingProblem, Release};
+use crate::store::StoreSettings;
+use crate::ui::human_bytes;
 use crate::wheel::verify::WheelReport;
 
 /// One object of a set: where it goes and what its bytes are.
@@ -252,14 +255,12 @@ pub fn execute(
 /// The uploads that publish verified wheels: each wheel from its file, then its PEP 658
 /// sidecar from the METADATA bytes verification read, at the layout's keys. Every report
 /// must be a passing one (it then has a name, a SHA-256 and metadata).
-pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, String> {
+pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, UnverifiedWheel> {
     let mut items = Vec::with_capacity(2 * wheels.len());
     for wheel in wheels {
-        let missing = |what: &str| {
-            format!(
-                "{}: the verification report has no {what}; only verified wheels are published",
-                wheel.path.display()
-            )
+        let missing = |missing: &'static str| UnverifiedWheel {
+            wheel: wheel.path.clone(),
+            missing,
         };
         let name = wheel.name.as_deref().ok_or_else(|| missing("name"))?;
         let sha256 = wheel.sha256.clone().ok_or_else(|| missing("sha256"))?;
@@ -294,8 +295,203 @@ pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, String> {
     Ok(items)
 }
 
+/// A wheel report without what publishing needs: only a passing verification has it.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "{}: the verification report has no {missing}, and only verified wheels are published; \
+     run `rockbuild verify` on it, fix what it reports, then publish again",
+    wheel.display()
+)]
+pub struct UnverifiedWheel {
+    pub wheel: PathBuf,
+    pub missing: &'static str,
+}
+
+/// How a set's objects get to the destination, for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transfer {
+    /// Local files and sidecars (`stage`).
+    Upload,
+    /// Objects of the source store, copied unchanged (`promote`).
+    Copy,
+    /// Rewritten wheels uploaded, the others copied (`promote --rewrite-version`).
+    Write,
+}
+
+impl Transfer {
+    /// The verb for the plan: `would upload 6 objects`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Transfer::Upload => "upload",
+            Transfer::Copy => "copy",
+            Transfer::Write => "write",
+        }
+    }
+
+    /// The participle for results: `nothing was uploaded`.
+    pub fn done(self) -> &'static str {
+        match self {
+            Transfer::Upload => "uploaded",
+            Transfer::Copy => "copied",
+            Transfer::Write => "written",
+        }
+    }
+}
+
+/// What to publish where.
+pub struct Publication<'a> {
+    /// The verb for messages and the progress line (`stage`, `promote`).
+    pub verb: &'static str,
+    pub transfer: Transfer,
+    /// Where `Source::Copy` items come from.
+    pub source: Option<&'a dyn Storage>,
+    pub dest: &'a dyn Storage,
+    pub items: Vec<Item>,
+    /// The versions the set brings, for the ordering lint.
+    pub releases: Vec<Release>,
+}
+
+/// What a publish did.
+pub enum Published {
+    /// `--dry-run`: the plan, with nothing written.
+    DryRun(Plan),
+    Done(Done),
+}
+
+/// A finished publish: the plan it executed and the index it wrote.
+pub struct Done {
+    pub plan: Plan,
+    pub transfer: Transfer,
+    pub index: Scan,
+    pub pages: Vec<Page>,
+}
+
+impl Done {
+    /// The line a finished publish ends with: `{what} ({detail; }N objects uploaded, size;
+    /// M already there) {route}; wrote P index pages listing F files`.
+    pub fn summary(&self, what: &str, detail: Option<&str>, route: &str) -> String {
+        let Done {
+            plan,
+            transfer,
+            index,
+            pages,
+        } = self;
+        let detail = detail.map(|d| format!("{d}; ")).unwrap_or_default();
+        format!(
+            "{what} ({detail}{} objects {}, {}; {} already there) {route}; wrote {} index pages listing {} files",
+            plan.transfers.len(),
+            transfer.done(),
+            human_bytes(plan.bytes()),
+            plan.present.len(),
+            pages.len(),
+            index.file_count()
+        )
+    }
+}
+
+/// Publishes a set: refuses (before anything is written) versions that would sort below
+/// published builds and objects that would replace published ones; then returns the plan
+/// (`dry_run`) or executes it, the index pages last.
+pub fn publish_set(
+    ctx: &Context,
+    publication: Publication<'_>,
+    settings: &StoreSettings,
+    dry_run: bool,
+) -> Result<Published, PublishError> {
+    let Publication {
+        verb,
+        transfer,
+        source,
+        dest,
+        items,
+        releases,
+    } = publication;
+    // What the destination already publishes: for the ordering lint and the page list.
+    let (published, _) = layout(&dest.list().map_err(PublishError::List)?);
+    let problems = ordering::check(&releases, &ordering::published(&published));
+    if !problems.is_empty() {
+        return Err(PublishError::Ordering {
+            verb,
+            dest: dest.url(),
+            nothing: transfer.done(),
+            problems,
+        });
+    }
+
+    let objects: Vec<&SetObject> = items.iter().map(|i| &i.object).collect();
+    let state = destination_state(ctx, dest, &objects, settings.jobs, settings.attempts).map_err(
+        |error| PublishError::Check {
+            dest: dest.url(),
+            error,
+        },
+    )?;
+    let projects: BTreeSet<&str> = published
+        .iter()
+        .map(|p| p.project.as_str())
+        .chain(releases.iter().map(|r| r.project.as_str()))
+        .collect();
+    let plan =
+        plan(items, &state, &projects.into_iter().collect::<Vec<_>>()).map_err(|conflicts| {
+            PublishError::Conflicts {
+                verb,
+                dest: dest.url(),
+                nothing: transfer.done(),
+                conflicts,
+            }
+        })?;
+    if dry_run {
+        return Ok(Published::DryRun(plan));
+    }
+    let (index, pages) = execute(
+        ctx,
+        source,
+        dest,
+        &plan,
+        settings.jobs,
+        settings.attempts,
+        verb,
+    )?;
+    Ok(Published::Done(Done {
+        plan,
+        transfer,
+        index,
+        pages,
+    }))
+}
+
+fn bullets<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| format!("\n  - {i}"))
+        .collect::<String>()
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
+    #[error("listing the destination: {0}")]
+    List(StoreError),
+    #[error(
+        "refusing to {verb} to {dest}: the new builds would not be the ones pip installs; nothing was {nothing}{}",
+        bullets(problems)
+    )]
+    Ordering {
+        verb: &'static str,
+        dest: String,
+        nothing: &'static str,
+        problems: Vec<OrderingProblem>,
+    },
+    #[error("checking {dest}: {error}")]
+    Check { dest: String, error: TransferError },
+    #[error(
+        "refusing to {verb} to {dest}: published objects are never replaced, and nothing was {nothing}{}",
+        bullets(conflicts)
+    )]
+    Conflicts {
+        verb: &'static str,
+        dest: String,
+        nothing: &'static str,
+        conflicts: Vec<Conflict>,
+    },
     #[error("{0}\nthe index pages were not changed; fix the cause and run the same command again")]
     Transfer(TransferError),
     #[error(
@@ -305,17 +501,20 @@ pub enum PublishError {
 }
 
 impl PublishError {
+    /// True when publishing would replace a published object or shadow a published
+    /// version: refused before (or, for a race, while) writing.
     pub fn is_conflict(&self) -> bool {
         match self {
+            PublishError::Ordering { .. } | PublishError::Conflicts { .. } => true,
             PublishError::Transfer(error) => error.is_conflict(),
-            PublishError::Index(_) => false,
+            PublishError::List(_) | PublishError::Check { .. } | PublishError::Index(_) => false,
         }
     }
 
     pub fn interrupted(&self) -> Option<i32> {
         match self {
-            PublishError::Transfer(error) => error.interrupted,
-            PublishError::Index(_) => None,
+            PublishError::Transfer(error) | PublishError::Check { error, .. } => error.interrupted,
+            _ => None,
         }
     }
 }
@@ -339,6 +538,37 @@ mod tests {
                 from_key: key.into(),
             },
         }
+    }
+
+    #[test]
+    fn only_verified_wheels_become_uploads() {
+        let report = WheelReport {
+            path: PathBuf::from("/dist/rock_torch-1.0-py3-none-any.whl"),
+            file: "rock_torch-1.0-py3-none-any.whl".into(),
+            size: 10,
+            sha256: None,
+            name: Some("rock-torch".into()),
+            version: Some("1.0".into()),
+            entries: 0,
+            zip64: false,
+            metadata: None,
+            metadata_sha256: None,
+            libraries: Vec::new(),
+            problems: Vec::new(),
+        };
+        let error = upload_items(&[report]).expect_err("no sha256");
+        assert_eq!(
+            error,
+            UnverifiedWheel {
+                wheel: PathBuf::from("/dist/rock_torch-1.0-py3-none-any.whl"),
+                missing: "sha256"
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "/dist/rock_torch-1.0-py3-none-any.whl: the verification report has no sha256, and only \
+             verified wheels are published; run `rockbuild verify` on it, fix what it reports, then publish again"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::StoreError;
 use crate::context::Context;
+use crate::ui::human_bytes;
 
 /// First wait before retrying a transient failure; doubled for each further attempt.
 const BACKOFF: Duration = Duration::from_secs(1);
@@ -178,21 +179,6 @@ impl std::fmt::Display for TransferError {
 
 impl std::error::Error for TransferError {}
 
-/// `1.5 GiB`, `12.0 MiB`, `512 B`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,12 +218,5 @@ mod tests {
         });
         assert!(result.is_err());
         assert_eq!(calls.get(), 1, "a permanent failure is not retried");
-    }
-
-    #[test]
-    fn bytes_read_like_people_write_them() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(12 << 20), "12.0 MiB");
-        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
     }
 }

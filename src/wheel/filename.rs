@@ -161,14 +161,31 @@ pub fn dist_name_and_version(file_name: &str) -> Option<(String, Version)> {
         let wheel = WheelFilename::parse(file_name).ok()?;
         return Some((wheel.name, wheel.version));
     }
-    let stem = [".tar.gz", ".zip"]
-        .iter()
-        .find_map(|suffix| file_name.strip_suffix(suffix))?;
+    let stem = sdist_stem(file_name)?;
     let (name, version) = stem.rsplit_once('-')?;
     if name.is_empty() {
         return None;
     }
     Some((name.to_string(), Version::from_str(version).ok()?))
+}
+
+/// The suffixes of source distributions installers accept.
+const SDIST_SUFFIXES: [&str; 2] = [".tar.gz", ".zip"];
+
+/// A source distribution's file name without its suffix.
+fn sdist_stem(file_name: &str) -> Option<&str> {
+    SDIST_SUFFIXES
+        .iter()
+        .find_map(|suffix| file_name.strip_suffix(suffix))
+}
+
+/// True for the files an index lists: wheels and source distributions (a bare suffix is
+/// not a file name).
+pub fn is_distribution(file_name: &str) -> bool {
+    match file_name.strip_suffix(".whl") {
+        Some(stem) => !stem.is_empty(),
+        None => sdist_stem(file_name).is_some_and(|stem| !stem.is_empty()),
+    }
 }
 
 /// PEP 503 normalization: lowercase, every run of `-`, `_` and `.` becomes one `-`.

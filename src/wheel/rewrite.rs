@@ -102,6 +102,33 @@ pub enum RewriteError {
     Several(Vec<RewriteError>),
 }
 
+impl RewriteError {
+    /// True when a wheel could not be read or rewritten (a failure), rather than the
+    /// promotion being refused for the versions it would make (a usage error).
+    pub fn is_wheel_failure(&self) -> bool {
+        match self {
+            RewriteError::Wheel { .. } => true,
+            RewriteError::Several(errors) => errors.iter().any(RewriteError::is_wheel_failure),
+            RewriteError::NotPromotable { .. } | RewriteError::Refused(_) => false,
+        }
+    }
+
+    /// The same error with every wheel named by `name` where it gives one: a caller that
+    /// rewrote temporary copies reports the wheels the user knows (their store keys).
+    pub fn rename_wheels(self, name: &impl Fn(&Path) -> Option<PathBuf>) -> RewriteError {
+        match self {
+            RewriteError::Wheel { wheel, detail } => RewriteError::Wheel {
+                wheel: name(&wheel).unwrap_or(wheel),
+                detail,
+            },
+            RewriteError::Several(errors) => {
+                RewriteError::Several(errors.into_iter().map(|e| e.rename_wheels(name)).collect())
+            }
+            other => other,
+        }
+    }
+}
+
 /// Old → new version per normalized project name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionMap(BTreeMap<String, (Version, Version)>);
@@ -609,6 +636,30 @@ pub fn rewrite_set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wheel_failures_anywhere_are_failures_and_are_renamed() {
+        let wheel = |path: &str| RewriteError::Wheel {
+            wheel: PathBuf::from(path),
+            detail: "truncated zip".into(),
+        };
+        let refused = RewriteError::Refused("no".into());
+        assert!(wheel("/tmp/a.whl").is_wheel_failure());
+        assert!(!refused.is_wheel_failure());
+        let several =
+            RewriteError::Several(vec![refused, wheel("/tmp/a.whl"), wheel("/tmp/b.whl")]);
+        assert!(several.is_wheel_failure());
+        assert!(
+            !RewriteError::Several(vec![RewriteError::Refused("no".into())]).is_wheel_failure()
+        );
+        let renamed = several.rename_wheels(&|path: &Path| {
+            (path == Path::new("/tmp/a.whl")).then(|| PathBuf::from("s3://wheels/staged/a/a.whl"))
+        });
+        assert_eq!(
+            renamed.to_string(),
+            "the set cannot be promoted:\n  no\n  s3://wheels/staged/a/a.whl: truncated zip\n  /tmp/b.whl: truncated zip"
+        );
+    }
 
     fn v(text: &str) -> Version {
         Version::from_str(text).expect("version")

@@ -261,7 +261,7 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         .promote("staged", "release", &["--test-report", "smoke.json"])
         .success();
     assert!(
-        stderr(&promoted).contains("promoted 2 files (4 copied"),
+        stderr(&promoted).contains("promoted 2 files (4 objects copied"),
         "{}",
         stderr(&promoted)
     );
@@ -292,7 +292,7 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         .promote("staged", "release", &["--test-report", "smoke.json"])
         .success();
     assert!(
-        stderr(&again).contains("(0 copied, 0 B; 4 already there)"),
+        stderr(&again).contains("(0 objects copied, 0 B; 4 already there)"),
         "{}",
         stderr(&again)
     );
@@ -319,13 +319,31 @@ fn promotion_is_denied_without_passing_evidence() {
         "{}",
         stderr(&denied)
     );
+    // A report that was named but cannot be read or parsed is a usage error up front, not
+    // a denial that suggests --test-report again.
     let missing = world
         .promote("staged", "release", &["--test-report", "absent.json"])
-        .code(5);
+        .code(2);
     assert!(
         stderr(&missing).contains("absent.json"),
         "{}",
         stderr(&missing)
+    );
+    assert!(
+        stderr(&missing).contains("--test-report ")
+            && stderr(&missing).contains("hint: pass the report `rockbuild smoke --report FILE`")
+            && !stderr(&missing).contains("promotion denied"),
+        "{}",
+        stderr(&missing)
+    );
+    std::fs::write(world.env.path("garbled.json"), "{\"schema\": ").expect("report");
+    let garbled = world
+        .promote("staged", "release", &["--test-report", "garbled.json"])
+        .code(2);
+    assert!(
+        stderr(&garbled).contains("garbled.json: ") && !stderr(&garbled).contains("DENIED"),
+        "{}",
+        stderr(&garbled)
     );
     assert!(!world.env.path("release").exists());
 
@@ -696,7 +714,7 @@ fn a_promotion_killed_between_copies_and_index_leaves_the_index_and_a_rerun_comp
         .promote(&server.url("staging-two"), &release, &with_s3("two.json"))
         .success();
     assert!(
-        stderr(&rerun).contains("(0 copied, 0 B; 4 already there)"),
+        stderr(&rerun).contains("(0 objects copied, 0 B; 4 already there)"),
         "{}",
         stderr(&rerun)
     );
@@ -1069,13 +1087,19 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
         assert!(plan.contains(line), "{line} missing from\n{plan}");
     }
     assert!(!world.env.path("rc").exists(), "a dry run writes nothing");
-    world
+    assert!(plan.starts_with("would rewrite 2 wheels to "), "{plan}");
+    let promoted = world
         .promote(
             "staged",
             "rc",
             &["--test-report", "nightly.json", "--rewrite-version", "rc"],
         )
         .success();
+    let text = stderr(&promoted);
+    assert!(
+        text.contains("rewrote 2 wheels to ") && !text.contains("would rewrite"),
+        "{text}"
+    );
     let rc = wheels_under(&world.env.path("rc"));
     let names: Vec<String> = rc
         .iter()
@@ -1172,6 +1196,16 @@ fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
     let staged = world.env.path("staged");
     assert!(staged.join("gfx906/torch/index.html").exists());
     assert!(staged.join("gfx906/index.json").exists());
+    // Promoting from the root instead of the family's prefix: told where the set is.
+    let empty = world.promote("staged", "release", &[]).code(1);
+    assert!(
+        stderr(&empty).contains("nothing to promote: ")
+            && stderr(&empty).contains(
+                "hint: a set staged with --family lives under <from>/<family>: pass that as --from"
+            ),
+        "{}",
+        stderr(&empty)
+    );
     let before = tree(&staged);
 
     let unknown = world
@@ -1234,6 +1268,51 @@ fn stage_refuses_bad_wheels_and_unknown_families_and_uploads_nothing() {
         text.contains(
             "GPU library 'torchvision/_C.so' has no code for requested target gfx1030 (its offload bundles carry: gfx906)"
         ) && text.contains("1 of 3 wheels in "),
+        "{text}"
+    );
+
+    // Every wheel fine on its own, but the lock's build record lists torchvision and the set
+    // has none: a problem of the set alone, counted as such.
+    let partial = world.env.path("partial");
+    let good = gpu_set(&partial, "7.13.0a20260502");
+    std::fs::remove_file(&good[2]).expect("drop torchvision");
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild test",
+        "stack": "stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": "7.13.0a20260502",
+            "targets": ["gfx906", "gfx1030"],
+            "release_type": "nightly",
+            "version_suffix": "+rocm7.13.0a20260502",
+            "versions": {
+                "torch": "2.10.0a0+rocm7.13.0a20260502",
+                "triton": TRITON_V,
+                "vision": "0.25.0a0+rocm7.13.0a20260502"
+            }
+        }
+    });
+    std::fs::write(
+        world.env.path("partial.lock.json"),
+        serde_json::to_string_pretty(&lock).expect("json"),
+    )
+    .expect("write lock");
+    let refused = stage(
+        &world,
+        "partial",
+        "staged/gfx906",
+        &["--lock", "partial.lock.json"],
+    )
+    .code(5);
+    let text = stderr(&refused);
+    assert!(
+        text.contains("the set has no torchvision wheel")
+            && text.contains("the 2 wheels in ")
+            && text.contains(
+                "passed one by one, but the set has 1 problem (above); nothing was uploaded to "
+            )
+            && !text.contains("0 of 2"),
         "{text}"
     );
     assert_eq!(
