@@ -1,7 +1,7 @@
 //! Building the stack's wheels: which projects ([`select`]), target selection ([`targets`]),
 //! what is known of the SDK ([`sdk_facts`]), recipes as data ([`recipes`]), the plan
 //! ([`plan`]), the DAG executor ([`execute`]), compiler caches ([`compilers`]) and the build
-//! report, which is also the build cache's index ([`report`]).
+//! report, which is also the build cache's index ([`report`](mod@report)).
 
 pub mod compilers;
 pub mod execute;

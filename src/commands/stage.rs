@@ -7,7 +7,7 @@
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::{self, ExitStatus};
-use crate::promote::ordering::Release;
+use crate::index::ordering::Release;
 use crate::store::publish::{
     Publication, PublishError, Published, Transfer, publish_set, upload_items,
 };

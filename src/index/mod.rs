@@ -12,6 +12,7 @@
 //! store and writes the pages; [`client`] reads a project page back over HTTP.
 
 pub mod client;
+pub mod ordering;
 pub mod render;
 pub mod scan;
 

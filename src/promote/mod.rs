@@ -3,15 +3,14 @@
 //! * [`evidence`] reads test reports (rockbuild JSON, JUnit XML) into evidence per wheel;
 //! * [`waiver`] reads owned, expiring waivers;
 //! * [`policy`] decides, as a pure function, whether the set may go (default deny);
-//! * [`ordering`] refuses versions that would sort below published builds of the same
-//!   version (PEP 440 local segments);
+//! * the version-ordering lint that stage and promote share is [`crate::index::ordering`];
 //! * [`rewrite`] decides which wheels `--rewrite-version` rewrites and which go as they are;
-//! * [`run`] plans and performs the copy: every object first (verified), the destination
-//!   index last, so a run stopped half way leaves the published index as it was and a re-run
-//!   completes it.
+//!
+//! The copy itself is [`crate::store::publish::publish_set`], shared with `stage`: every
+//! object first (verified), the destination index last, so a run stopped half way leaves the
+//! published index as it was and a re-run completes it.
 
 pub mod evidence;
-pub mod ordering;
 pub mod policy;
 pub mod rewrite;
 pub mod waiver;
