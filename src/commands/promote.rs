@@ -150,7 +150,7 @@ fn promote_as_is(
             .ui
             .data(&plan.describe(Transfer::Copy.verb(), &dest.url())),
         Published::Done(done) => ctx.ui.status(done.summary(
-            &format!("promoted {} files", set.len()),
+            &format!("promoted {} wheel{}", set.len(), plural(set.len())),
             None,
             &format!("from {} to {}", source.url(), dest.url()),
         )),

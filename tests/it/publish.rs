@@ -261,7 +261,7 @@ fn smoke_then_promote_then_install_from_the_release_index() {
         .promote("staged", "release", &["--test-report", "smoke.json"])
         .success();
     assert!(
-        stderr(&promoted).contains("promoted 2 files (4 objects copied"),
+        stderr(&promoted).contains("promoted 2 wheels (4 objects copied"),
         "{}",
         stderr(&promoted)
     );
