@@ -67,3 +67,18 @@ class BuildRecord:
 
     def fail(self, error):
         return self.finish(ok=False, error=str(error))
+
+    def run(self, main, what):
+        """Runs a setup script's main(): a RuntimeError (a broken build contract) is recorded
+        and reported as `error: <what> build failed: …` with exit 1; a failing setup() exit
+        is recorded and passed on."""
+        try:
+            main()
+        except RuntimeError as e:
+            self.fail(e)
+            print(f"error: {what} build failed: {e}", file=sys.stderr)
+            sys.exit(1)
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                self.fail(f"setup exited with {e.code}")
+            raise

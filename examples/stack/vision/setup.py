@@ -130,13 +130,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except RuntimeError as e:
-        record.fail(e)
-        print(f"error: torchvision build failed: {e}", file=sys.stderr)
-        sys.exit(1)
-    except SystemExit as e:
-        if e.code not in (None, 0):
-            record.fail(f"setup exited with {e.code}")
-        raise
+    record.run(main, "torchvision")
