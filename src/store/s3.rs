@@ -279,17 +279,25 @@ impl S3Store {
         if options.if_absent {
             request = request.if_none_match("*");
         }
-        match request.send().await {
-            Ok(_) => Ok(PutResult::Written {
+        let sent = request.send().await.map(drop).map_err(|e| failure(&e));
+        self.conditional_outcome(sent, options.if_absent, "upload", key)
+    }
+
+    /// The outcome of a write that may carry `If-None-Match: *`: a refused precondition means
+    /// the object is already there (another writer won the race), not a failure.
+    fn conditional_outcome(
+        &self,
+        sent: Result<(), Failure>,
+        if_absent: bool,
+        op: &'static str,
+        key: &str,
+    ) -> Result<PutResult, StoreError> {
+        match sent {
+            Ok(()) => Ok(PutResult::Written {
                 verified_sha256: None,
             }),
-            Err(error) => {
-                let failure = failure(&error);
-                if options.if_absent && is_precondition_failure(&failure) {
-                    return Ok(PutResult::Exists);
-                }
-                Err(self.error("upload", key, failure))
-            }
+            Err(failure) if if_absent && is_precondition_failure(&failure) => Ok(PutResult::Exists),
+            Err(failure) => Err(self.error(op, key, failure)),
         }
     }
 
@@ -347,19 +355,11 @@ impl S3Store {
         if if_absent {
             request = request.if_none_match("*");
         }
-        match request.send().await {
-            Ok(_) => Ok(PutResult::Written {
-                verified_sha256: None,
-            }),
-            Err(error) => {
-                let failure = failure(&error);
-                self.abort(key, upload_id).await;
-                if if_absent && is_precondition_failure(&failure) {
-                    return Ok(PutResult::Exists);
-                }
-                Err(self.error("complete the multipart transfer of", key, failure))
-            }
+        let sent = request.send().await.map(drop).map_err(|e| failure(&e));
+        if sent.is_err() {
+            self.abort(key, upload_id).await;
         }
+        self.conditional_outcome(sent, if_absent, "complete the multipart transfer of", key)
     }
 
     /// Completes an upload whose parts all succeeded, or aborts it so no orphaned parts are
