@@ -10,31 +10,10 @@
 //! generated once (Python's zipfile; every library starts with a real hipcc-compiled ELF
 //! file) and cached in the target directory.
 
-// This bench compiles the rewrite modules directly (the crate has no library target) and
-// uses only part of them (their test modules compile empty here); it starts the baselines
-// as processes and prints its table on stdout.
-#![allow(
-    dead_code,
-    unused_imports,
-    clippy::disallowed_methods,
-    clippy::print_stdout
-)]
+// The bench starts its baselines as processes and prints its table on stdout.
+#![allow(clippy::disallowed_methods, clippy::print_stdout)]
 
-#[path = "../src/fsutil.rs"]
-mod fsutil;
-
-// Nested modules of an inline module with a path resolve inside that directory.
-#[path = "../src/wheel"]
-mod wheel {
-    pub mod archive;
-    pub mod filename;
-    pub mod metadata;
-    pub mod problem;
-    pub mod record;
-    pub mod rewrite;
-    pub mod zipwrite;
-}
-
+use rockbuild::wheel;
 use std::path::PathBuf;
 use std::process::Command;
 use std::str::FromStr;

@@ -3,7 +3,7 @@
 
 use crate::context::Context;
 use crate::exec::ProcessError;
-use crate::exit::{Classified, ExitStatus};
+use crate::exit::{Classified, ExitStatus, HasExitStatus};
 
 /// Prints the error (and hints) and returns the exit status it maps to.
 pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
@@ -17,18 +17,31 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
 /// The exit status an error maps to: the first classified error in the chain decides.
 pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     for cause in error.chain() {
-        if let Some(classified) = cause.downcast_ref::<Classified>() {
-            return classified.status;
-        }
-        if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>()
-        {
-            return ExitStatus::Signal(*signal);
+        if let Some(status) = classify(cause) {
+            return status;
         }
     }
     match ctx.runner.interrupted() {
         Some(signal) => ExitStatus::Signal(signal),
         None => ExitStatus::Failure,
     }
+}
+
+/// The exit status of one error in a chain, if its type decides one. Every stage error type
+/// that implements [`HasExitStatus`] is listed here, and only here.
+fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
+    macro_rules! stage_errors {
+        ($($error:ty),* $(,)?) => {
+            $(if let Some(error) = cause.downcast_ref::<$error>() {
+                return Some(error.exit_status());
+            })*
+        };
+    }
+    if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
+        return Some(ExitStatus::Signal(*signal));
+    }
+    stage_errors!(Classified);
+    None
 }
 
 /// `error: ...`, then each cause on its own line, then hints.

@@ -81,6 +81,19 @@ impl fmt::Display for ExitStatus {
     }
 }
 
+/// A library error that knows which exit status it produces. Each stage's error enum implements
+/// it and is listed once, in `diagnostics::exit_status_of`, the one place where errors become
+/// exit codes; code deep in a library never picks an exit code itself.
+pub trait HasExitStatus: std::error::Error + 'static {
+    fn exit_status(&self) -> ExitStatus;
+}
+
+impl HasExitStatus for Classified {
+    fn exit_status(&self) -> ExitStatus {
+        self.status
+    }
+}
+
 /// An error that carries the exit status it should produce. Library modules attach this
 /// to errors a caller should not see as a generic step failure (e.g. configuration errors).
 #[derive(Debug, thiserror::Error)]

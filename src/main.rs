@@ -1,33 +1,8 @@
 //! rockbuild: parse the command line, set up output, run the verb, map the result to an exit
-//! code. Everything else lives in the stage modules.
-
-mod build;
-mod checkout;
-mod cli;
-mod commands;
-mod context;
-mod diagnostics;
-#[cfg(test)]
-mod docgen;
-mod env_vars;
-mod exec;
-mod exit;
-mod fsutil;
-mod git;
-mod hipify;
-mod index;
-mod lock;
-mod promote;
-mod redact;
-mod sdk;
-mod smoke;
-mod stack;
-mod store;
-mod ui;
-mod version;
-mod wheel;
+//! code. Everything else lives in the library's stage modules.
 
 use clap::Parser;
+use rockbuild::{cli, commands, context, diagnostics};
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();

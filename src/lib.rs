@@ -1,0 +1,34 @@
+//! rockbuild as a library: the stage modules behind the `rockbuild` binary. The binary
+//! (`main.rs`) and the benchmarks use it; only what they need is public, so the compiler still
+//! finds code nothing calls.
+//!
+//! Modules import downward only: `commands` (one file per verb, glue) → stages (`checkout`,
+//! `build`, `smoke`, `promote`, …) → core services (`exec`, `git`, `wheel`, `index`, `store`,
+//! `version`, `stack`, …).
+
+pub mod cli;
+pub mod commands;
+pub mod context;
+pub mod diagnostics;
+pub mod exit;
+pub mod fsutil;
+pub mod wheel;
+
+mod build;
+mod checkout;
+#[cfg(test)]
+mod docgen;
+mod env_vars;
+mod exec;
+mod git;
+mod hipify;
+mod index;
+mod lock;
+mod promote;
+mod redact;
+mod sdk;
+mod smoke;
+mod stack;
+mod store;
+mod ui;
+mod version;
