@@ -14,33 +14,30 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     status
 }
 
-/// The exit status an error maps to: the first classified error in the chain decides.
+/// The exit status an error maps to: the first classified error in the chain decides. A
+/// plain failure of a run that was interrupted is the interruption (128+n).
 pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
-    for cause in error.chain() {
-        if let Some(status) = classify(cause) {
-            return status;
-        }
-    }
-    match ctx.runner.interrupted() {
-        Some(signal) => ExitStatus::Signal(signal),
-        None => ExitStatus::Failure,
+    let status = error
+        .chain()
+        .find_map(classify)
+        .map_or(ExitStatus::Failure, |stage| stage.exit_status());
+    match (status, ctx.runner.interrupted()) {
+        (ExitStatus::Failure, Some(signal)) => ExitStatus::Signal(signal),
+        (status, _) => status,
     }
 }
 
-/// The exit status of one error in a chain, if its type decides one. Every stage error type
-/// that implements [`HasExitStatus`] is listed here, and only here.
-fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
+/// One error of a chain as a stage error, if its type is one. Every stage error type that
+/// implements [`HasExitStatus`] is listed here, and only here.
+fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn HasExitStatus> {
     macro_rules! stage_errors {
         ($($error:ty),* $(,)?) => {
             $(if let Some(error) = cause.downcast_ref::<$error>() {
-                return Some(error.exit_status());
+                return Some(error);
             })*
         };
     }
-    if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
-        return Some(ExitStatus::Signal(*signal));
-    }
-    stage_errors!(Classified);
+    stage_errors!(Classified, ProcessError, crate::sdk::Error);
     None
 }
 
@@ -134,8 +131,8 @@ pub fn hints(error: &anyhow::Error) -> Vec<String> {
         if cause.is::<crate::build::BuildFailed>() {
             continue;
         }
-        if let Some(process) = cause.downcast_ref::<ProcessError>() {
-            text.push_str(&process.tail().join("\n"));
+        if let Some(step) = classify(cause).and_then(HasExitStatus::failed_step) {
+            text.push_str(&step.tail().join("\n"));
         }
         text.push_str(&cause.to_string());
     }

@@ -82,10 +82,18 @@ impl fmt::Display for ExitStatus {
 }
 
 /// A library error that knows which exit status it produces. Each stage's error enum implements
-/// it and is listed once, in `diagnostics::exit_status_of`, the one place where errors become
-/// exit codes; code deep in a library never picks an exit code itself.
+/// it and is listed once, in `diagnostics::classify`, the one place where errors become exit
+/// codes; code deep in a library never picks an exit code itself.
 pub trait HasExitStatus: std::error::Error + 'static {
     fn exit_status(&self) -> ExitStatus;
+
+    /// The failed subprocess this error reports, if it is one: diagnostics scans the tail of
+    /// its output for known failures. Needed where a stage error wraps a
+    /// [`ProcessError`](crate::exec::ProcessError) transparently (the wrapper, not the process
+    /// error, is then the link in the error chain).
+    fn failed_step(&self) -> Option<&crate::exec::ProcessError> {
+        None
+    }
 }
 
 impl HasExitStatus for Classified {

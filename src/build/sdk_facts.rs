@@ -20,7 +20,7 @@ pub fn planned(
     if !installing && let Some(info) = SdkInfo::read_record(venv) {
         return Ok(SdkFacts { info, known: true });
     }
-    let spec = preflight::parse_spec(spec_text).map_err(exit::usage)?;
+    let spec = preflight::parse_spec(spec_text)?;
     let (version, from) = if let Some(version) = locked {
         (version, "the lock")
     } else if let Some(pin) = preflight::exact_pin(&spec) {
@@ -83,7 +83,7 @@ pub fn check_installed(
             info.version
         )));
     }
-    let spec = preflight::parse_spec(spec_text).map_err(exit::usage)?;
+    let spec = preflight::parse_spec(spec_text)?;
     let version: pep440_rs::Version = crate::version::parse("rocm", &info.version)?;
     if !installed_now && !spec.contains(&version) {
         return Err(exit::usage(format!(

@@ -17,7 +17,7 @@ use crate::lock::{self, Lock};
 use crate::sdk;
 use crate::stack::{self, RecipeKind};
 
-use super::install_rocm::{install_settings, resolve_venv};
+use crate::settings::sdk::{install_settings, resolve_venv};
 
 pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<ExitStatus> {
     let BuildArgs {

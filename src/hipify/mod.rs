@@ -28,7 +28,10 @@ pub fn read_stamp(repo_dir: &Path) -> Option<HipifyStamp> {
 
 pub fn write_stamp(repo_dir: &Path, stamp: &HipifyStamp) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(stamp)?;
-    crate::fsutil::write_atomic(&stamp_path(repo_dir), text.as_bytes())
+    Ok(crate::fsutil::write_atomic(
+        &stamp_path(repo_dir),
+        text.as_bytes(),
+    )?)
 }
 
 pub fn remove_stamp(repo_dir: &Path) -> anyhow::Result<()> {
