@@ -504,6 +504,9 @@ pub struct StageArgs {
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -515,6 +518,12 @@ pub struct IndexArgs {
     /// Store prefix: a directory, file://, or s3://bucket/prefix
     #[arg(value_name = "URL")]
     pub url: String,
+    /// Read the store, then print the pages that would be written
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -577,6 +586,9 @@ pub struct PromoteArgs {
     /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -37,7 +37,16 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
             })*
         };
     }
-    stage_errors!(Classified, ProcessError, crate::sdk::Error);
+    stage_errors!(
+        Classified,
+        ProcessError,
+        crate::sdk::Error,
+        crate::store::StoreError,
+        crate::index::Error,
+        crate::verify::Error,
+        crate::publish::Error,
+        crate::promote::Error,
+    );
     None
 }
 

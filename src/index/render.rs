@@ -9,8 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::{
     DistFile, HTML_CONTENT_TYPE, HTML_PAGE, JSON_CONTENT_TYPE, JSON_PAGE, ProjectListing,
-    dist_name_and_version, encode_segment,
+    dist_name_and_version,
 };
+use crate::store::encode_segment;
 
 /// The PEP 691 api-version (and PEP 629 repository-version) the pages declare.
 pub const API_VERSION: &str = "1.1";

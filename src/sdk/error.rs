@@ -8,7 +8,7 @@ use pep440_rs::Version;
 use super::preflight::IndexSource;
 use crate::exec::ProcessError;
 use crate::exit::{ExitStatus, HasExitStatus};
-use crate::index::client::ClientError;
+use crate::index::Error as ClientError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

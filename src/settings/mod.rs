@@ -2,8 +2,13 @@
 //! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
 //! never read flags or the environment themselves.
 
+pub mod index;
 pub mod install_rocm;
+pub mod promote;
 pub mod sdk;
+pub mod stage;
+pub mod store;
+pub mod verify;
 
 use std::fmt;
 
@@ -11,24 +16,16 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Source {
-    Default,
     Flag(String),
-    Env(String),
-    Config(String),
     Lock(String),
-    Preset(String),
     Inferred(String),
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Default => write!(f, "default"),
             Source::Flag(flag) => write!(f, "{flag}"),
-            Source::Env(name) => write!(f, "${name}"),
-            Source::Config(place) => write!(f, "{place}"),
             Source::Lock(place) => write!(f, "lock {place}"),
-            Source::Preset(name) => write!(f, "preset {name}"),
             Source::Inferred(why) => write!(f, "{why}"),
         }
     }

@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -28,8 +27,8 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use super::encode_path;
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError};
-use crate::index::encode_path;
 
 /// S3 refuses multipart parts below 5 MiB (except the last) and above 5 GiB, and uploads of
 /// more than 10 000 parts.
@@ -155,13 +154,13 @@ fn parts(size: u64, part: u64) -> Vec<(u64, u64)> {
 
 impl S3Store {
     /// Builds a client from the standard AWS configuration chain plus rockbuild's settings.
-    pub fn open(bucket: &str, prefix: &str, settings: &S3Settings) -> anyhow::Result<S3Store> {
+    pub fn open(bucket: &str, prefix: &str, settings: &S3Settings) -> Result<S3Store, StoreError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("s3")
             .enable_all()
             .build()
-            .context("starting the S3 client runtime")?;
+            .map_err(StoreError::Runtime)?;
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Some(region) = &settings.region {
             loader = loader.region(Region::new(region.clone()));
@@ -815,6 +814,8 @@ mod test_server;
 mod tests {
     use super::test_server::{S3Server, WriteRule};
     use super::*;
+
+    const OCTET: &str = "application/octet-stream";
     use crate::store::{LocalDir, Outcome, copy_immutable, put_immutable};
 
     const WHEEL: &str = "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl";
@@ -876,7 +877,8 @@ mod tests {
             let store = open(&server, &prefix, mode, 64 << 20);
             let sha = crate::fsutil::sha256_hex(b"wheel bytes");
             assert_eq!(
-                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("put"),
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha, OCTET)
+                    .expect("put"),
                 Outcome::Created
             );
             // The key keeps its `+`: the request path carried it as %2B, not as a space.
@@ -903,11 +905,12 @@ mod tests {
             assert_eq!(store.content_sha256(WHEEL).expect("hash"), sha);
 
             assert_eq!(
-                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("again"),
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha, OCTET)
+                    .expect("again"),
                 Outcome::Unchanged
             );
             let other = crate::fsutil::sha256_hex(b"other bytes");
-            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other)
+            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other, OCTET)
                 .expect_err("conflict");
             assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
             // The backend's conditional write is the backstop when a HEAD raced another writer.
@@ -946,7 +949,8 @@ mod tests {
                 &store,
                 WHEEL,
                 Body::Bytes(b"uploaded by someone else"),
-                &same
+                &same,
+                OCTET
             )
             .expect("same"),
             Outcome::Unchanged
@@ -956,6 +960,7 @@ mod tests {
             WHEEL,
             Body::Bytes(b"new"),
             &crate::fsutil::sha256_hex(b"new"),
+            OCTET,
         )
         .expect_err("differs");
         assert!(
@@ -980,7 +985,7 @@ mod tests {
             let staging = open(&server, &from, mode, 1 << 20);
             let release = open(&server, &to, mode, 1 << 20);
             assert_eq!(
-                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha)
+                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha, OCTET)
                     .expect("multipart put"),
                 Outcome::Created
             );
@@ -994,16 +999,16 @@ mod tests {
                 Some(big_sha.as_str())
             );
             let small_sha = crate::fsutil::sha256_hex(b"small");
-            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha).expect("put");
+            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha, OCTET).expect("put");
 
             for (key, sha) in [(big_key, &big_sha), (WHEEL, &small_sha)] {
                 let info = staging.head(key).expect("head").expect("exists");
                 assert_eq!(
-                    copy_immutable(&release, &staging, key, key, &info, sha).expect("copy"),
+                    copy_immutable(&release, &staging, key, key, &info, sha, OCTET).expect("copy"),
                     Outcome::Created
                 );
                 assert_eq!(
-                    copy_immutable(&release, &staging, key, key, &info, sha).expect("again"),
+                    copy_immutable(&release, &staging, key, key, &info, sha, OCTET).expect("again"),
                     Outcome::Unchanged
                 );
                 assert_eq!(
@@ -1025,7 +1030,7 @@ mod tests {
             let local = LocalDir::new(dir.path().join(format!("local-{mode:?}")));
             let info = release.head(big_key).expect("head").expect("exists");
             assert_eq!(
-                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha)
+                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha, OCTET)
                     .expect("to local"),
                 Outcome::Created
             );
@@ -1033,7 +1038,8 @@ mod tests {
             let back = open(&server, &format!("back-{mode:?}"), mode, 1 << 20);
             let info = local.head(big_key).expect("head").expect("exists");
             assert_eq!(
-                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha).expect("to s3"),
+                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha, OCTET)
+                    .expect("to s3"),
                 Outcome::Created
             );
             assert_eq!(back.content_sha256(big_key).expect("hash"), big_sha);
@@ -1046,13 +1052,9 @@ mod tests {
         let server = S3Server::start(&dir.path().join("s3"));
         let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
         server.set_write_rule("index.html", WriteRule::Deny);
-        let error = crate::store::put_page(
-            &store,
-            "index.html",
-            "<html/>",
-            crate::index::HTML_CONTENT_TYPE,
-        )
-        .expect_err("denied");
+        let error =
+            crate::store::put_page(&store, "index.html", "<html/>", "text/html; charset=utf-8")
+                .expect_err("denied");
         let text = error.to_string();
         assert!(
             text.starts_with(&format!(
