@@ -553,6 +553,12 @@ pub struct SmokeArgs {
     /// Python used to create the venv
     #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
+    /// Read the set from the index, then print every check and its command
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

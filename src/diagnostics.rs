@@ -46,6 +46,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::verify::Error,
         crate::publish::Error,
         crate::promote::Error,
+        crate::smoke::Error,
     );
     None
 }

@@ -6,6 +6,7 @@ pub mod index;
 pub mod install_rocm;
 pub mod promote;
 pub mod sdk;
+pub mod smoke;
 pub mod stage;
 pub mod store;
 pub mod verify;

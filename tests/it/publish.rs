@@ -994,8 +994,7 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
 
     // --dry-run verifies and lists every upload and page; it writes nothing.
     let dry = stage(&world, "dist", "staged", &["--dry-run"]).success();
-    snapshot::settings(&world.env)
-        .bind(|| insta::assert_snapshot!("stage_dry_run", stdout(&dry)));
+    snapshot::settings(&world.env).bind(|| insta::assert_snapshot!("stage_dry_run", stdout(&dry)));
     let json = stage(&world, "dist", "staged", &["--dry-run", "--json"]).success();
     snapshot::settings(&world.env)
         .bind(|| insta::assert_snapshot!("stage_dry_run_json", stdout(&json)));
