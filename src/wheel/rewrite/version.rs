@@ -203,11 +203,8 @@ mod tests {
         }
     }
 
-    /// The promoted version, or the refusal's message.
-    fn promote(text: &str, to: &str) -> Result<String, String> {
+    fn promote(text: &str, to: &str) -> Result<Version, RewriteError> {
         promoted_version("torch", &v(text), promotion(to), None)
-            .map(|v| v.to_string())
-            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -236,7 +233,8 @@ mod tests {
             ("1!3.5.0a1", "final", "1!3.5.0"),
         ];
         for (from, to, expected) in table {
-            assert_eq!(promote(from, to).as_deref(), Ok(expected), "{from} → {to}");
+            let promoted = promote(from, to).unwrap_or_else(|e| panic!("{from} → {to}: {e}"));
+            assert_eq!(promoted.to_string(), expected, "{from} → {to}");
         }
     }
 
@@ -256,7 +254,7 @@ mod tests {
             ),
         ];
         for (from, to, expected) in table {
-            let error = promote(from, to).expect_err(from);
+            let error = promote(from, to).expect_err(from).to_string();
             assert!(error.contains(expected), "{from} → {to}: {error}");
             assert!(
                 error.starts_with(&format!("torch {} cannot be promoted to", v(from))),

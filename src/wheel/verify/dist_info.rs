@@ -124,7 +124,7 @@ impl DistInfo {
             Err(detail) => {
                 problems.push(Problem::EntryData {
                     entry: name.to_string(),
-                    detail,
+                    detail: detail.to_string(),
                 });
                 None
             }

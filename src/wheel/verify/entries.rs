@@ -183,7 +183,7 @@ pub(super) struct EntryOutcome {
     /// Digest in the RECORD algorithm, when RECORD has a hash for the entry.
     pub digest: Option<String>,
     pub size: u64,
-    pub elf: Option<Result<ElfInfo, String>>,
+    pub elf: Option<Result<ElfInfo, elf::ElfError>>,
     pub problems: Vec<Problem>,
 }
 
@@ -213,7 +213,7 @@ fn read_entry(
     let span = match archive.local_header(entry, &mut outcome.problems) {
         Ok(span) => span,
         Err(detail) => {
-            fail(&mut outcome, detail);
+            fail(&mut outcome, detail.to_string());
             return outcome;
         }
     };
@@ -221,7 +221,7 @@ fn read_entry(
     let mut reader = match archive.reader(entry, span) {
         Ok(reader) => reader,
         Err(detail) => {
-            fail(&mut outcome, detail);
+            fail(&mut outcome, detail.to_string());
             return outcome;
         }
     };
@@ -275,7 +275,7 @@ fn header_only(archive: &Archive, index: usize) -> EntryOutcome {
         Err(detail) => {
             problems.push(Problem::EntryData {
                 entry: entry.name.clone(),
-                detail,
+                detail: detail.to_string(),
             });
             None
         }

@@ -306,9 +306,9 @@ fn gather(
         let name = &archive.entries[outcome.index].name;
         match outcome.elf {
             Some(Ok(info)) => elves.push((outcome.index, info)),
-            Some(Err(detail)) => problems.push(Problem::Elf {
+            Some(Err(error)) => problems.push(Problem::Elf {
                 entry: name.clone(),
-                detail,
+                detail: error.to_string(),
             }),
             None => {}
         }

@@ -9,33 +9,44 @@
 //!
 //! Entry data is read with positioned reads (`pread`) on one shared file handle, so any number
 //! of entries can be read in parallel without seeking or reopening the file.
+//!
+//! The parts: [`central`] parses the end records and the central directory, [`local`] checks
+//! each local header and opens an entry's data, [`data`] streams it (inflating, counting,
+//! checking the CRC).
+
+mod central;
+mod data;
+mod local;
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 
-use crate::wheel::problem::Problem;
+pub use data::{EntryReader, RangeReader};
 
-const EOCD_SIG: u32 = 0x0605_4b50;
-const EOCD64_SIG: u32 = 0x0606_4b50;
-const EOCD64_LOCATOR_SIG: u32 = 0x0706_4b50;
-const CENTRAL_SIG: u32 = 0x0201_4b50;
-const LOCAL_SIG: u32 = 0x0403_4b50;
-const DESCRIPTOR_SIG: u32 = 0x0807_4b50;
-const EOCD_LEN: u64 = 22;
-const EOCD64_LOCATOR_LEN: u64 = 20;
-const CENTRAL_LEN: usize = 46;
-const LOCAL_LEN: usize = 30;
-const MAX_COMMENT: u64 = 0xFFFF;
-const ZIP64_EXTRA: u16 = 0x0001;
-const UNICODE_PATH_EXTRA: u16 = 0x7075;
-const U32_SENTINEL: u32 = 0xFFFF_FFFF;
-const U16_SENTINEL: u16 = 0xFFFF;
+use crate::wheel::problem::Problem;
+use central::{find_eocd, parse_central_directory};
+
+pub(super) const EOCD_SIG: u32 = 0x0605_4b50;
+pub(super) const EOCD64_SIG: u32 = 0x0606_4b50;
+pub(super) const EOCD64_LOCATOR_SIG: u32 = 0x0706_4b50;
+pub(super) const CENTRAL_SIG: u32 = 0x0201_4b50;
+pub(super) const LOCAL_SIG: u32 = 0x0403_4b50;
+pub(super) const DESCRIPTOR_SIG: u32 = 0x0807_4b50;
+pub(super) const EOCD_LEN: u64 = 22;
+pub(super) const EOCD64_LOCATOR_LEN: u64 = 20;
+pub(super) const CENTRAL_LEN: usize = 46;
+pub(super) const LOCAL_LEN: usize = 30;
+pub(super) const MAX_COMMENT: u64 = 0xFFFF;
+pub(super) const ZIP64_EXTRA: u16 = 0x0001;
+pub(super) const UNICODE_PATH_EXTRA: u16 = 0x7075;
+pub(super) const U32_SENTINEL: u32 = 0xFFFF_FFFF;
+pub(super) const U16_SENTINEL: u16 = 0xFFFF;
 
 /// General purpose flag bits.
-const FLAG_ENCRYPTED: u16 = 1;
-const FLAG_DESCRIPTOR: u16 = 1 << 3;
-const FLAG_UTF8: u16 = 1 << 11;
+pub(super) const FLAG_ENCRYPTED: u16 = 1;
+pub(super) const FLAG_DESCRIPTOR: u16 = 1 << 3;
+pub(super) const FLAG_UTF8: u16 = 1 << 11;
 
 pub const METHOD_STORED: u16 = 0;
 pub const METHOD_DEFLATE: u16 = 8;
@@ -54,6 +65,26 @@ pub enum ArchiveError {
     NotZip { detail: String },
     #[error("corrupt zip archive: {detail}")]
     Corrupt { detail: String },
+}
+
+/// An entry whose data cannot be read (the rest of the archive may still be).
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("no local header at offset {0}")]
+    NoLocalHeader(u64),
+    #[error(
+        "its data ({size} bytes at offset {start}) runs past the start of the central \
+         directory at {central}"
+    )]
+    PastCentralDirectory { size: u64, start: u64, central: u64 },
+    #[error("compression method {0} is not supported")]
+    Method(u16),
+    #[error("it is {size} bytes; more than the {limit} bytes allowed for it")]
+    TooBig { size: u64, limit: u64 },
+    #[error(transparent)]
+    Data(io::Error),
 }
 
 /// One central directory entry.
@@ -109,22 +140,22 @@ pub struct DataSpan {
     pub end: u64,
 }
 
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
+pub(super) fn u16_at(bytes: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([bytes[at], bytes[at + 1]])
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     let mut buf = [0u8; 8];
     buf.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(buf)
 }
 
 /// Reads exactly `len` bytes at `offset`, or says the archive ends too early.
-fn read_exact_at(
+pub(super) fn read_exact_at(
     file: &File,
     file_len: u64,
     offset: u64,
@@ -145,90 +176,6 @@ fn read_exact_at(
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, offset)?;
     Ok(buf)
-}
-
-/// The extra fields of a header: (id, data) pairs. A field running past the end is an error.
-fn extra_fields(extra: &[u8]) -> Result<Vec<(u16, &[u8])>, String> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < extra.len() {
-        if at + 4 > extra.len() {
-            return Err(format!(
-                "{} stray bytes at the end of the extra field",
-                extra.len() - at
-            ));
-        }
-        let id = u16_at(extra, at);
-        let len = usize::from(u16_at(extra, at + 2));
-        let start = at + 4;
-        if start + len > extra.len() {
-            return Err(format!(
-                "extra field 0x{id:04x} claims {len} bytes but only {} remain",
-                extra.len() - start
-            ));
-        }
-        out.push((id, &extra[start..start + len]));
-        at = start + len;
-    }
-    Ok(out)
-}
-
-/// Values of a ZIP64 extended information field: present exactly for the header fields that
-/// hold the sentinel, in the order the spec gives (APPNOTE 4.5.3).
-struct Zip64Values {
-    size: Option<u64>,
-    compressed_size: Option<u64>,
-    header_offset: Option<u64>,
-}
-
-/// Parses a ZIP64 field strictly. `want` lists which values the header asked for (size,
-/// compressed size, offset, disk); `where_` is "local header" or "central directory".
-fn parse_zip64(data: &[u8], want: [bool; 4], where_: &str) -> Result<Zip64Values, String> {
-    let expected = want[..3].iter().filter(|w| **w).count() * 8 + if want[3] { 4 } else { 0 };
-    if data.len() != expected {
-        let too = if data.len() > expected {
-            "too long"
-        } else {
-            "too short"
-        };
-        return Err(format!(
-            "the ZIP64 extra field in the {where_} is {too}: it holds {} bytes but the header's \
-             0xFFFFFFFF sentinels call for {expected} (uv refuses such archives; pypa/wheel#692)",
-            data.len()
-        ));
-    }
-    let mut at = 0;
-    let mut take = |wanted: bool| {
-        wanted.then(|| {
-            let value = u64_at(data, at);
-            at += 8;
-            value
-        })
-    };
-    let size = take(want[0]);
-    let compressed_size = take(want[1]);
-    let header_offset = take(want[2]);
-    Ok(Zip64Values {
-        size,
-        compressed_size,
-        header_offset,
-    })
-}
-
-fn decode_name(raw: &[u8], flags: u16) -> Result<String, String> {
-    match std::str::from_utf8(raw) {
-        Ok(name) if name.is_ascii() || flags & FLAG_UTF8 != 0 => Ok(name.to_string()),
-        // Without the UTF-8 flag a non-ASCII name is CP437 to Python's zipfile and UTF-8 to
-        // others: installers would create different files.
-        Ok(name) => Err(format!(
-            "entry name '{name}' is not ASCII but the UTF-8 flag is not set (installers would \
-             decode it differently)"
-        )),
-        Err(_) => Err(format!(
-            "entry name {} is not valid UTF-8",
-            String::from_utf8_lossy(raw)
-        )),
-    }
 }
 
 impl Archive {
@@ -427,170 +374,23 @@ impl Archive {
         })
     }
 
-    /// Reads and checks an entry's local header against the central directory; returns where
-    /// the data lies. Mismatches that leave the data readable are pushed to `problems`.
-    pub fn local_header(
-        &self,
-        entry: &Entry,
-        problems: &mut Vec<Problem>,
-    ) -> Result<DataSpan, String> {
-        let header = read_exact_at(
-            &self.file,
-            self.len,
-            entry.header_offset,
-            LOCAL_LEN,
-            "the local header",
-        )
-        .map_err(|e| e.to_string())?;
-        if u32_at(&header, 0) != LOCAL_SIG {
-            return Err(format!("no local header at offset {}", entry.header_offset));
-        }
-        let flags = u16_at(&header, 6);
-        let method = u16_at(&header, 8);
-        let crc = u32_at(&header, 14);
-        let compressed32 = u32_at(&header, 18);
-        let size32 = u32_at(&header, 22);
-        let name_len = usize::from(u16_at(&header, 26));
-        let extra_len = usize::from(u16_at(&header, 28));
-        let variable = read_exact_at(
-            &self.file,
-            self.len,
-            entry.header_offset + LOCAL_LEN as u64,
-            name_len + extra_len,
-            "the local header's name and extra field",
-        )
-        .map_err(|e| e.to_string())?;
-        let (name, extra) = variable.split_at(name_len);
-        let mut mismatch = |what: String| problems.push(Problem::zip(Some(&entry.name), what));
-        if name != entry.raw_name.as_slice() {
-            mismatch(format!(
-                "the local header names it '{}' but the central directory says '{}'",
-                String::from_utf8_lossy(name),
-                entry.name
-            ));
-        }
-        if method != entry.method {
-            mismatch(format!(
-                "compression method {method} in the local header, {} in the central directory",
-                entry.method
-            ));
-        }
-        if (flags ^ entry.flags) & (FLAG_ENCRYPTED | FLAG_DESCRIPTOR) != 0 {
-            mismatch(format!(
-                "flags 0x{flags:04x} in the local header, 0x{:04x} in the central directory",
-                entry.flags
-            ));
-        }
-        let mut local_zip64 = false;
-        let mut size = u64::from(size32);
-        let mut compressed = u64::from(compressed32);
-        match extra_fields(extra) {
-            Err(detail) => mismatch(format!("local header: {detail}")),
-            Ok(fields) => {
-                for (id, data) in fields {
-                    if id != ZIP64_EXTRA {
-                        continue;
-                    }
-                    local_zip64 = true;
-                    // In a local header the ZIP64 field carries both sizes or nothing.
-                    let sentinel = size32 == U32_SENTINEL || compressed32 == U32_SENTINEL;
-                    match parse_zip64(data, [sentinel, sentinel, false, false], "local header") {
-                        Ok(values) => {
-                            size = values.size.unwrap_or(size);
-                            compressed = values.compressed_size.unwrap_or(compressed);
-                        }
-                        Err(detail) => mismatch(detail),
-                    }
-                }
-            }
-        }
-        if !local_zip64 && (size32 == U32_SENTINEL || compressed32 == U32_SENTINEL) {
-            mismatch("the local header holds 0xFFFFFFFF sizes but no ZIP64 extra field".into());
-        }
-        let deferred = flags & FLAG_DESCRIPTOR != 0;
-        // With a data descriptor the local values may be zero; otherwise they must agree.
-        let agrees = |local: u64, central: u64| local == central || (deferred && local == 0);
-        if !agrees(u64::from(crc), u64::from(entry.crc32)) {
-            mismatch(format!(
-                "CRC-32 {crc:08x} in the local header, {:08x} in the central directory",
-                entry.crc32
-            ));
-        }
-        if !agrees(size, entry.size) || !agrees(compressed, entry.compressed_size) {
-            mismatch(format!(
-                "sizes {compressed}/{size} (compressed/uncompressed) in the local header, {}/{} \
-                 in the central directory",
-                entry.compressed_size, entry.size
-            ));
-        }
-        let start = entry.header_offset + (LOCAL_LEN + name_len + extra_len) as u64;
-        let data_end = start
-            .checked_add(entry.compressed_size)
-            .filter(|end| *end <= self.central_directory_offset)
-            .ok_or_else(|| {
-                format!(
-                    "its data ({} bytes at offset {start}) runs past the start of the central \
-                     directory at {}",
-                    entry.compressed_size, self.central_directory_offset
-                )
-            })?;
-        let end = if deferred {
-            data_end + self.descriptor_len(data_end, local_zip64)
-        } else {
-            data_end
-        };
-        Ok(DataSpan { start, end })
-    }
-
-    /// Length of the data descriptor at `at` (optional signature, CRC, two sizes).
-    fn descriptor_len(&self, at: u64, zip64: bool) -> u64 {
-        let mut sig = [0u8; 4];
-        let signed = self.file.read_exact_at(&mut sig, at).is_ok()
-            && u32::from_le_bytes(sig) == DESCRIPTOR_SIG;
-        let sizes = if zip64 { 16 } else { 8 };
-        if signed { 8 + sizes } else { 4 + sizes }
-    }
-
-    /// A reader of the entry's uncompressed data; it fails on a size or CRC mismatch.
-    pub fn reader<'a>(&'a self, entry: &Entry, span: DataSpan) -> Result<EntryReader<'a>, String> {
-        let raw = RangeReader {
-            file: &self.file,
-            pos: span.start,
-            end: span.start + entry.compressed_size,
-        };
-        let inner = match entry.method {
-            METHOD_STORED => Decoder::Stored(raw),
-            METHOD_DEFLATE => Decoder::Deflate(Box::new(
-                flate2::read::DeflateDecoder::new_with_buf(raw, vec![0; 256 * 1024]),
-            )),
-            other => return Err(format!("compression method {other} is not supported")),
-        };
-        Ok(EntryReader {
-            inner,
-            declared: entry.size,
-            crc_expected: entry.crc32,
-            read: 0,
-            crc: flate2::Crc::new(),
-        })
-    }
-
     /// Reads a whole (small) entry into memory, refusing entries above `limit` bytes.
     pub fn read_small(
         &self,
         entry: &Entry,
         limit: u64,
         problems: &mut Vec<Problem>,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, EntryError> {
         if entry.size > limit {
-            return Err(format!(
-                "it is {} bytes; more than the {limit} bytes allowed for it",
-                entry.size
-            ));
+            return Err(EntryError::TooBig {
+                size: entry.size,
+                limit,
+            });
         }
         let span = self.local_header(entry, problems)?;
         let mut reader = self.reader(entry, span)?;
         let mut out = Vec::with_capacity(entry.size as usize);
-        reader.read_to_end(&mut out).map_err(|e| e.to_string())?;
+        reader.read_to_end(&mut out).map_err(EntryError::Data)?;
         Ok(out)
     }
 
@@ -606,247 +406,6 @@ impl Archive {
             pos: 0,
             end: self.len,
         }
-    }
-}
-
-/// Scans backwards for the end-of-central-directory signature whose comment length reaches
-/// the end of the file exactly; falls back to the last signature found.
-fn find_eocd(tail: &[u8]) -> Option<usize> {
-    if tail.len() < EOCD_LEN as usize {
-        return None;
-    }
-    let mut fallback = None;
-    for at in (0..=tail.len() - EOCD_LEN as usize).rev() {
-        if u32_at(tail, at) == EOCD_SIG {
-            let comment = usize::from(u16_at(tail, at + 20));
-            if at + EOCD_LEN as usize + comment == tail.len() {
-                return Some(at);
-            }
-            fallback.get_or_insert(at);
-        }
-    }
-    fallback
-}
-
-fn parse_central_directory(
-    directory: &[u8],
-    count: u64,
-    cd_offset: u64,
-    problems: &mut Vec<Problem>,
-) -> Result<Vec<Entry>, ArchiveError> {
-    let corrupt = |detail: String| ArchiveError::Corrupt { detail };
-    let capacity = usize::try_from(count)
-        .unwrap_or(0)
-        .min(directory.len() / CENTRAL_LEN);
-    let mut entries = Vec::with_capacity(capacity);
-    let mut at = 0usize;
-    while at < directory.len() {
-        if directory.len() - at < CENTRAL_LEN || u32_at(directory, at) != CENTRAL_SIG {
-            return Err(corrupt(format!(
-                "no central directory header at offset {} (entry {})",
-                cd_offset + at as u64,
-                entries.len() + 1
-            )));
-        }
-        let h = &directory[at..];
-        let version_made_by = u16_at(h, 4);
-        let flags = u16_at(h, 8);
-        let method = u16_at(h, 10);
-        let dos_time = u16_at(h, 12);
-        let dos_date = u16_at(h, 14);
-        let crc32 = u32_at(h, 16);
-        let compressed32 = u32_at(h, 20);
-        let size32 = u32_at(h, 24);
-        let name_len = usize::from(u16_at(h, 28));
-        let extra_len = usize::from(u16_at(h, 30));
-        let comment_len = usize::from(u16_at(h, 32));
-        let disk16 = u16_at(h, 34);
-        let external_attributes = u32_at(h, 38);
-        let offset32 = u32_at(h, 42);
-        let total = CENTRAL_LEN + name_len + extra_len + comment_len;
-        if h.len() < total {
-            return Err(corrupt(format!(
-                "central directory entry {} runs past the end of the directory",
-                entries.len() + 1
-            )));
-        }
-        let raw_name = h[CENTRAL_LEN..CENTRAL_LEN + name_len].to_vec();
-        let extra = &h[CENTRAL_LEN + name_len..CENTRAL_LEN + name_len + extra_len];
-        let name = match decode_name(&raw_name, flags) {
-            Ok(name) => name,
-            Err(detail) => {
-                let lossy = String::from_utf8_lossy(&raw_name).into_owned();
-                problems.push(Problem::zip(Some(&lossy), detail));
-                lossy
-            }
-        };
-        let mut size = u64::from(size32);
-        let mut compressed_size = u64::from(compressed32);
-        let mut header_offset = u64::from(offset32);
-        let want = [
-            size32 == U32_SENTINEL,
-            compressed32 == U32_SENTINEL,
-            offset32 == U32_SENTINEL,
-            disk16 == U16_SENTINEL,
-        ];
-        let mut found_zip64 = false;
-        match extra_fields(extra) {
-            Err(detail) => problems.push(Problem::zip(
-                Some(&name),
-                format!("central directory: {detail}"),
-            )),
-            Ok(fields) => {
-                for (id, data) in fields {
-                    match id {
-                        ZIP64_EXTRA => {
-                            found_zip64 = true;
-                            match parse_zip64(data, want, "central directory") {
-                                Ok(values) => {
-                                    size = values.size.unwrap_or(size);
-                                    compressed_size =
-                                        values.compressed_size.unwrap_or(compressed_size);
-                                    header_offset = values.header_offset.unwrap_or(header_offset);
-                                }
-                                Err(detail) => problems.push(Problem::zip(Some(&name), detail)),
-                            }
-                        }
-                        UNICODE_PATH_EXTRA => problems.push(Problem::zip(
-                            Some(&name),
-                            "an Info-ZIP Unicode path field gives the entry a second name \
-                             (installers may pick either)"
-                                .into(),
-                        )),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        if want.iter().any(|w| *w) && !found_zip64 {
-            return Err(corrupt(format!(
-                "entry '{name}' holds 0xFFFFFFFF sentinels but no ZIP64 extra field"
-            )));
-        }
-        entries.push(Entry {
-            name,
-            raw_name,
-            method,
-            flags,
-            crc32,
-            compressed_size,
-            size,
-            header_offset,
-            external_attributes,
-            version_made_by,
-            dos_time,
-            dos_date,
-        });
-        at += total;
-    }
-    if entries.len() as u64 != count {
-        problems.push(Problem::zip(
-            None,
-            format!(
-                "the end record counts {count} entries but the central directory holds {}",
-                entries.len()
-            ),
-        ));
-    }
-    Ok(entries)
-}
-
-/// Sequential reads of a byte range of a file through `pread`.
-pub struct RangeReader<'a> {
-    file: &'a File,
-    pos: u64,
-    end: u64,
-}
-
-impl Read for RangeReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.end.saturating_sub(self.pos);
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = self.file.read_at(&mut buf[..want], self.pos)?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the file ends early",
-            ));
-        }
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-enum Decoder<'a> {
-    Stored(RangeReader<'a>),
-    Deflate(Box<flate2::read::DeflateDecoder<RangeReader<'a>>>),
-}
-
-/// The uncompressed data of one entry. Reading past the declared size, ending before it, or a
-/// CRC-32 mismatch is an `InvalidData` error naming the numbers.
-pub struct EntryReader<'a> {
-    inner: Decoder<'a>,
-    declared: u64,
-    crc_expected: u32,
-    read: u64,
-    crc: flate2::Crc,
-}
-
-impl Read for EntryReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        // Ask for one byte more than declared so an overlong stream is noticed, never more:
-        // a zip bomb cannot make us inflate beyond what the header promised.
-        let left = self.declared.saturating_sub(self.read).saturating_add(1);
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = match &mut self.inner {
-            Decoder::Stored(r) => r.read(&mut buf[..want]),
-            Decoder::Deflate(r) => r.read(&mut buf[..want]),
-        }
-        .map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("the compressed data is corrupt: {e}"),
-            )
-        })?;
-        self.read += n as u64;
-        if self.read > self.declared {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "it inflates to more than the {} bytes its header declares",
-                    self.declared
-                ),
-            ));
-        }
-        self.crc.update(&buf[..n]);
-        if n == 0 {
-            if self.read != self.declared {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "its data ends after {} bytes but its header declares {}",
-                        self.read, self.declared
-                    ),
-                ));
-            }
-            if self.crc.sum() != self.crc_expected {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "CRC-32 of its data is {:08x} but its header says {:08x}",
-                        self.crc.sum(),
-                        self.crc_expected
-                    ),
-                ));
-            }
-        }
-        Ok(n)
     }
 }
 
@@ -878,7 +437,7 @@ mod tests {
         (Archive::open(file, &mut problems), problems)
     }
 
-    fn read_all(archive: &Archive, entry: &Entry) -> Result<Vec<u8>, String> {
+    fn read_all(archive: &Archive, entry: &Entry) -> Result<Vec<u8>, EntryError> {
         let mut problems = Vec::new();
         let span = archive.local_header(entry, &mut problems)?;
         assert!(problems.is_empty(), "{problems:?}");
@@ -886,7 +445,7 @@ mod tests {
         archive
             .reader(entry, span)?
             .read_to_end(&mut out)
-            .map_err(|e| e.to_string())?;
+            .map_err(EntryError::Data)?;
         Ok(out)
     }
 
@@ -938,7 +497,7 @@ mod tests {
         let archive = archive.expect("directory intact");
         let error = read_all(&archive, &archive.entries[0]);
         let error = match error {
-            Err(e) => e,
+            Err(e) => e.to_string(),
             Ok(data) => panic!("read corrupt data without error: {data:?}"),
         };
         assert!(
