@@ -10,6 +10,13 @@
 //!   (PutObject has the same limit).
 //! * Keys are sent percent-encoded: `+` travels as `%2B` (TheRock#777), including in the
 //!   `x-amz-copy-source` header, which the SDK passes through as given.
+//!
+//! The parts: this file holds the client, single-request transfers and the [`Storage`]
+//! implementation; [`multipart`] splits big uploads and copies into parts; [`checksums`]
+//! converts between the hex SHA-256 rockbuild keeps and S3's base64 checksums.
+
+mod checksums;
+mod multipart;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -19,24 +26,16 @@ use std::sync::Arc;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::primitives::{ByteStream, Length};
-use aws_sdk_s3::types::{
-    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, MetadataDirective,
-};
-use base64::Engine as _;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, MetadataDirective};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::encode_path;
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError};
 
-/// S3 refuses multipart parts below 5 MiB (except the last) and above 5 GiB, and uploads of
-/// more than 10 000 parts.
-const MIN_PART: u64 = 5 << 20;
-const MAX_PART: u64 = 5 << 30;
-const MAX_PARTS: u64 = 10_000;
-/// Parts of one object in flight at once.
-const PART_CONCURRENCY: usize = 4;
+use checksums::{base64_to_hex, hex_to_base64, valid_sha256};
+
 /// User metadata key holding the object's SHA-256 (hex).
 const SHA256_METADATA: &str = "sha256";
 
@@ -71,14 +70,14 @@ pub struct S3Store {
 }
 
 /// The facts of a failed S3 call.
-struct Failure {
+pub(super) struct Failure {
     status: Option<u16>,
     code: Option<String>,
     message: String,
     transient: bool,
 }
 
-fn failure<E>(error: &SdkError<E>) -> Failure
+pub(super) fn failure<E>(error: &SdkError<E>) -> Failure
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -106,50 +105,6 @@ fn is_precondition_failure(failure: &Failure) -> bool {
     failure.status == Some(412)
         || failure.code.as_deref() == Some("PreconditionFailed")
         || failure.code.as_deref() == Some("ConditionalRequestConflict")
-}
-
-fn hex_to_base64(hex_digest: &str) -> Option<String> {
-    hex::decode(hex_digest)
-        .ok()
-        .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
-}
-
-/// A full-object SHA-256 checksum as hex. Multipart objects report a checksum of the part
-/// checksums (`…-N`), which is not the SHA-256 of the bytes.
-fn base64_to_hex(checksum: &str) -> Option<String> {
-    if checksum.contains('-') {
-        return None;
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(checksum)
-        .ok()
-        .filter(|bytes| bytes.len() == 32)
-        .map(hex::encode)
-}
-
-fn valid_sha256(hex_digest: &str) -> Option<String> {
-    let lower = hex_digest.to_ascii_lowercase();
-    (lower.len() == 64 && lower.bytes().all(|b| b.is_ascii_hexdigit())).then_some(lower)
-}
-
-/// Part size for a multipart transfer of `size` bytes: the threshold, clamped to what S3
-/// accepts, grown so no more than 10 000 parts are needed.
-pub fn part_size(size: u64, threshold: u64) -> u64 {
-    threshold
-        .clamp(MIN_PART, MAX_PART)
-        .max(size.div_ceil(MAX_PARTS))
-}
-
-/// Byte ranges (inclusive start, length) of the parts.
-fn parts(size: u64, part: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < size {
-        let length = part.min(size - offset);
-        out.push((offset, length));
-        offset += length;
-    }
-    out
 }
 
 impl S3Store {
@@ -301,236 +256,6 @@ impl S3Store {
     }
 
     /// Starts a multipart upload carrying the object's metadata; returns its id.
-    async fn create_multipart(
-        &self,
-        key: &str,
-        options: &PutOptions,
-    ) -> Result<String, StoreError> {
-        let mut request = self
-            .client
-            .create_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .set_content_type(options.content_type.map(String::from))
-            .set_cache_control(options.cache_control.map(String::from));
-        if let Some(sha) = &options.sha256 {
-            request = request.metadata(SHA256_METADATA, sha);
-        }
-        if self.checksums() {
-            request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
-        }
-        let output = request
-            .send()
-            .await
-            .map_err(|e| self.error("start a multipart transfer of", key, failure(&e)))?;
-        output.upload_id().map(String::from).ok_or_else(|| {
-            self.io_error(
-                "start a multipart transfer of",
-                key,
-                "the server returned no upload id",
-            )
-        })
-    }
-
-    async fn complete_multipart(
-        &self,
-        key: &str,
-        upload_id: &str,
-        mut completed: Vec<CompletedPart>,
-        if_absent: bool,
-    ) -> Result<PutResult, StoreError> {
-        completed.sort_by_key(|part| part.part_number());
-        let mut request = self
-            .client
-            .complete_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .upload_id(upload_id)
-            .multipart_upload(
-                CompletedMultipartUpload::builder()
-                    .set_parts(Some(completed))
-                    .build(),
-            );
-        if if_absent {
-            request = request.if_none_match("*");
-        }
-        let sent = request.send().await.map(drop).map_err(|e| failure(&e));
-        if sent.is_err() {
-            self.abort(key, upload_id).await;
-        }
-        self.conditional_outcome(sent, if_absent, "complete the multipart transfer of", key)
-    }
-
-    /// Completes an upload whose parts all succeeded, or aborts it so no orphaned parts are
-    /// left (and billed) behind.
-    async fn finish_multipart(
-        &self,
-        op: &'static str,
-        key: &str,
-        upload_id: &str,
-        parts: Result<Vec<CompletedPart>, Failure>,
-        if_absent: bool,
-    ) -> Result<PutResult, StoreError> {
-        match parts {
-            Ok(completed) => {
-                self.complete_multipart(key, upload_id, completed, if_absent)
-                    .await
-            }
-            Err(failure) => {
-                self.abort(key, upload_id).await;
-                Err(self.error(op, key, failure))
-            }
-        }
-    }
-
-    async fn abort(&self, key: &str, upload_id: &str) {
-        let result = self
-            .client
-            .abort_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .upload_id(upload_id)
-            .send()
-            .await;
-        if let Err(error) = result {
-            tracing::warn!(
-                "could not abort the multipart upload of {key}: {}",
-                DisplayErrorContext(&error)
-            );
-        }
-    }
-
-    /// Uploads a large file in parts, several in flight at once.
-    async fn put_multipart(
-        &self,
-        key: &str,
-        path: &Path,
-        size: u64,
-        options: &PutOptions,
-    ) -> Result<PutResult, StoreError> {
-        let upload_id = self.create_multipart(key, options).await?;
-        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
-        let result = self
-            .run_parts(&ranges, |number, offset, length| {
-                let client = self.client.clone();
-                let (bucket, full_key, upload_id, path) = (
-                    self.bucket.clone(),
-                    self.full_key(key),
-                    upload_id.clone(),
-                    path.to_path_buf(),
-                );
-                let checksums = self.checksums();
-                async move {
-                    let body = ByteStream::read_from()
-                        .path(&path)
-                        .offset(offset)
-                        .length(Length::Exact(length))
-                        .build()
-                        .await
-                        .map_err(|e| Failure {
-                            status: None,
-                            code: None,
-                            message: e.to_string(),
-                            transient: false,
-                        })?;
-                    let mut request = client
-                        .upload_part()
-                        .bucket(bucket)
-                        .key(full_key)
-                        .upload_id(upload_id)
-                        .part_number(number)
-                        .body(body);
-                    if checksums {
-                        request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
-                    }
-                    let output = request.send().await.map_err(|e| failure(&e))?;
-                    Ok(CompletedPart::builder()
-                        .part_number(number)
-                        .set_e_tag(output.e_tag().map(String::from))
-                        .set_checksum_sha256(output.checksum_sha256().map(String::from))
-                        .build())
-                }
-            })
-            .await;
-        self.finish_multipart("upload", key, &upload_id, result, options.if_absent)
-            .await
-    }
-
-    /// Copies a large object in parts with UploadPartCopy (server side).
-    async fn copy_multipart(
-        &self,
-        source: &S3Store,
-        from_key: &str,
-        to_key: &str,
-        size: u64,
-        options: &PutOptions,
-    ) -> Result<PutResult, StoreError> {
-        let upload_id = self.create_multipart(to_key, options).await?;
-        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
-        let copy_source = source.copy_source(from_key);
-        let result = self
-            .run_parts(&ranges, |number, offset, length| {
-                let request = self
-                    .client
-                    .upload_part_copy()
-                    .bucket(&self.bucket)
-                    .key(self.full_key(to_key))
-                    .upload_id(&upload_id)
-                    .part_number(number)
-                    .copy_source(&copy_source)
-                    .copy_source_range(format!("bytes={offset}-{}", offset + length - 1));
-                async move {
-                    let output = request.send().await.map_err(|e| failure(&e))?;
-                    let result = output.copy_part_result();
-                    Ok(CompletedPart::builder()
-                        .part_number(number)
-                        .set_e_tag(result.and_then(|r| r.e_tag()).map(String::from))
-                        .set_checksum_sha256(
-                            result.and_then(|r| r.checksum_sha256()).map(String::from),
-                        )
-                        .build())
-                }
-            })
-            .await;
-        self.finish_multipart("copy", to_key, &upload_id, result, options.if_absent)
-            .await
-    }
-
-    /// Runs one future per part, at most [`PART_CONCURRENCY`] at a time; the first failure
-    /// stops the rest.
-    async fn run_parts<F, Fut>(
-        &self,
-        ranges: &[(u64, u64)],
-        make: F,
-    ) -> Result<Vec<CompletedPart>, Failure>
-    where
-        F: Fn(i32, u64, u64) -> Fut,
-        Fut: std::future::Future<Output = Result<CompletedPart, Failure>> + Send + 'static,
-    {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut completed = Vec::with_capacity(ranges.len());
-        let mut next = 0;
-        loop {
-            while next < ranges.len() && tasks.len() < PART_CONCURRENCY {
-                let (offset, length) = ranges[next];
-                let number = i32::try_from(next + 1).unwrap_or(i32::MAX);
-                tasks.spawn(make(number, offset, length));
-                next += 1;
-            }
-            let Some(joined) = tasks.join_next().await else {
-                break;
-            };
-            let part = joined.map_err(|e| Failure {
-                status: None,
-                code: None,
-                message: e.to_string(),
-                transient: false,
-            })?;
-            completed.push(part?);
-        }
-        Ok(completed)
-    }
-
     async fn copy_single(
         &self,
         source: &S3Store,
@@ -807,7 +532,7 @@ impl Storage for S3Store {
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, dead_code)] // shared with the integration tests, which use std::fs and all of it
-#[path = "../../tests/common/s3.rs"]
+#[path = "../../../tests/common/s3.rs"]
 mod test_server;
 
 #[cfg(test)]
@@ -1065,42 +790,5 @@ mod tests {
         );
         assert!(text.contains("AccessDenied"), "{text}");
         assert!(!error.is_transient());
-    }
-
-    #[test]
-    fn part_sizes_respect_s3_limits() {
-        assert_eq!(
-            part_size(12 << 20, 1 << 20),
-            MIN_PART,
-            "below 5 MiB is raised"
-        );
-        assert_eq!(part_size(12 << 30, 4 << 30), 4 << 30);
-        assert_eq!(
-            part_size(1 << 40, 8 << 30),
-            MAX_PART,
-            "above 5 GiB is lowered"
-        );
-        assert_eq!(
-            part_size(100_000 * MIN_PART, MIN_PART),
-            10 * MIN_PART,
-            "at most 10 000 parts"
-        );
-        assert_eq!(parts(12, 5), vec![(0, 5), (5, 5), (10, 2)]);
-        assert_eq!(parts(10, 5), vec![(0, 5), (5, 5)]);
-    }
-
-    #[test]
-    fn checksum_encodings() {
-        let hex_digest = crate::fsutil::sha256_hex(b"abc");
-        let b64 = hex_to_base64(&hex_digest).expect("b64");
-        assert_eq!(b64, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
-        assert_eq!(base64_to_hex(&b64).as_deref(), Some(hex_digest.as_str()));
-        assert_eq!(
-            base64_to_hex("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=-3"),
-            None,
-            "composite"
-        );
-        assert_eq!(valid_sha256(&hex_digest.to_uppercase()), Some(hex_digest));
-        assert_eq!(valid_sha256("nothex"), None);
     }
 }
