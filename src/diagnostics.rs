@@ -175,6 +175,9 @@ fn missing_header(text: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+mod rendered;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

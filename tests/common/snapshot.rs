@@ -20,14 +20,12 @@ pub fn settings(env: &TestEnv) -> Settings {
     settings
 }
 
-/// Settings for outputs that involve no temp directory (`--help`, pure renderings).
+/// Settings for outputs that are the same on every run (`--help`, usage errors): nothing
+/// is replaced.
 pub fn plain() -> Settings {
     let mut settings = Settings::clone_current();
     settings.set_snapshot_path("snapshots");
     settings.set_prepend_module_to_snapshot(false);
-    for (pattern, replacement) in FILTERS {
-        settings.add_filter(pattern, *replacement);
-    }
     settings
 }
 
