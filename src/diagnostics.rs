@@ -141,8 +141,8 @@ pub fn hints(error: &anyhow::Error) -> Vec<String> {
         if cause.is::<crate::build::BuildFailed>() {
             continue;
         }
-        if let Some(step) = classify(cause).and_then(HasExitStatus::failed_step) {
-            text.push_str(&step.tail().join("\n"));
+        if let Some(stage) = classify(cause) {
+            text.push_str(&stage.output_tail().join("\n"));
         }
         text.push_str(&cause.to_string());
     }

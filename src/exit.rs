@@ -87,12 +87,11 @@ impl fmt::Display for ExitStatus {
 pub trait HasExitStatus: std::error::Error + 'static {
     fn exit_status(&self) -> ExitStatus;
 
-    /// The failed subprocess this error reports, if it is one: diagnostics scans the tail of
-    /// its output for known failures. Needed where a stage error wraps a
-    /// [`ProcessError`](crate::exec::ProcessError) transparently (the wrapper, not the process
-    /// error, is then the link in the error chain).
-    fn failed_step(&self) -> Option<&crate::exec::ProcessError> {
-        None
+    /// The last output lines of the failed subprocess this error reports, if it reports one:
+    /// diagnostics scans them for known failures. Needed where a stage error wraps a failed
+    /// step transparently (the wrapper, not the step's error, is then the link in the chain).
+    fn output_tail(&self) -> &[String] {
+        &[]
     }
 }
 

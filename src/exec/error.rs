@@ -121,7 +121,7 @@ impl HasExitStatus for ProcessError {
         }
     }
 
-    fn failed_step(&self) -> Option<&ProcessError> {
-        Some(self)
+    fn output_tail(&self) -> &[String] {
+        self.tail()
     }
 }

@@ -137,10 +137,10 @@ impl HasExitStatus for Error {
         }
     }
 
-    fn failed_step(&self) -> Option<&ProcessError> {
+    fn output_tail(&self) -> &[String] {
         match self {
-            Error::Step(step) => Some(step),
-            _ => None,
+            Error::Step(step) => step.tail(),
+            _ => &[],
         }
     }
 }

@@ -197,8 +197,12 @@ mod tests {
             dir.path(),
             "echo 'ModuleNotFoundError: No module named rocm_sdk' >&2; exit 1",
         );
-        let error = anyhow::Error::new(query(&runner(), &venv).expect_err("fails"));
-        let text = crate::diagnostics::render(&error);
+        let error = query(&runner(), &venv).expect_err("fails");
+        // The message names the command; its cause is the failed step with its output.
+        let text = format!(
+            "{error}\n{}",
+            std::error::Error::source(&error).map_or(String::new(), ToString::to_string)
+        );
         assert!(
             text.contains("`python -m rocm_sdk version` failed"),
             "{text}"
