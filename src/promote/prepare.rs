@@ -53,6 +53,21 @@ pub fn prepare(
             _work: None,
         });
     };
+    rewritten(ctx, staged, source, promotion, settings, dest, dry_run)
+}
+
+/// The tested wheels rewritten to `promotion` in a scratch directory and verified again as
+/// one set with the wheels kept as they are.
+fn rewritten(
+    ctx: &Context,
+    staged: &Staged,
+    source: &dyn Storage,
+    promotion: Promotion,
+    settings: &StoreSettings,
+    dest: &str,
+    dry_run: bool,
+) -> Result<Prepared, Error> {
+    let set = &staged.set;
     let RewritePlan { rewrite, keep } = split_set::split(set).map_err(Error::Split)?;
     let work = tempfile::Builder::new()
         .prefix("rockbuild-promote-")
@@ -101,23 +116,10 @@ pub fn prepare(
         ctx.ui.status(summary.describe(false).trim_end());
     }
 
-    // The rewritten wheels with the ones kept, as one set: the container, RECORD, metadata
-    // and every pin between members are checked again. Pins outside the set, GPU code and
-    // RPATHs are the tested wheels' own, unchanged by the rewrite.
     let kept_paths = keep.iter().map(local).collect::<Result<Vec<_>, _>>()?;
     let mut check: Vec<PathBuf> = rewritten.iter().map(|r| r.path.clone()).collect();
     check.extend(kept_paths);
-    let expect = Expectations {
-        wheels: WheelExpectations::default(),
-        stack_wheels: set.iter().map(|s| normalize_name(&s.project)).collect(),
-        index_url: None,
-        memory_budget: DEFAULT_MEMORY_BUDGET,
-        check_pins_outside_set: false,
-    };
-    let report = verify::run(ctx, &check, &expect)?;
-    if !report.ok {
-        return Err(Error::RewrittenNotVerified(dest.to_string()));
-    }
+    let report = verify_rewritten(ctx, set, &check, dest)?;
     let uploads: Vec<_> = report
         .wheels
         .iter()
@@ -145,6 +147,29 @@ pub fn prepare(
         rewrite: Some(summary),
         _work: Some(work),
     })
+}
+
+/// The rewritten wheels with the ones kept, as one set: the container, RECORD, metadata and
+/// every pin between members are checked again. Pins outside the set, GPU code and RPATHs are
+/// the tested wheels' own, unchanged by the rewrite.
+fn verify_rewritten(
+    ctx: &Context,
+    set: &[StagedFile],
+    wheels: &[PathBuf],
+    dest: &str,
+) -> Result<crate::verify::VerifyReport, Error> {
+    let expect = Expectations {
+        wheels: WheelExpectations::default(),
+        stack_wheels: set.iter().map(|s| normalize_name(&s.project)).collect(),
+        index_url: None,
+        memory_budget: DEFAULT_MEMORY_BUDGET,
+        check_pins_outside_set: false,
+    };
+    let report = verify::run(ctx, wheels, &expect)?;
+    if !report.ok {
+        return Err(Error::RewrittenNotVerified(dest.to_string()));
+    }
+    Ok(report)
 }
 
 fn release_of(staged: &StagedFile) -> Release {

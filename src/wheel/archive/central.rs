@@ -2,9 +2,13 @@
 //! the book (APPNOTE 4.3.12-4.3.16, 4.5.3), with every field a strict installer would refuse
 //! reported.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
 use super::{
-    ArchiveError, CENTRAL_LEN, CENTRAL_SIG, EOCD_LEN, EOCD_SIG, Entry, FLAG_UTF8, U16_SENTINEL,
-    U32_SENTINEL, UNICODE_PATH_EXTRA, ZIP64_EXTRA, u16_at, u32_at, u64_at,
+    ArchiveError, CENTRAL_LEN, CENTRAL_SIG, EOCD_LEN, EOCD_SIG, EOCD64_LOCATOR_LEN,
+    EOCD64_LOCATOR_SIG, EOCD64_SIG, Entry, FLAG_UTF8, LOCAL_SIG, MAX_COMMENT, U16_SENTINEL,
+    U32_SENTINEL, UNICODE_PATH_EXTRA, ZIP64_EXTRA, read_exact_at, u16_at, u32_at, u64_at,
 };
 use crate::wheel::problem::Problem;
 
@@ -35,9 +39,238 @@ pub(super) enum HeaderDefect {
     NameNotUtf8(String),
 }
 
+/// Where the end-of-central-directory record starts. A file without one is not a zip archive,
+/// or a truncated one.
+pub(super) fn locate_end_record(file: &File, len: u64) -> Result<u64, ArchiveError> {
+    let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
+    let tail_start = len - tail_len;
+    let tail = read_exact_at(
+        file,
+        len,
+        tail_start,
+        tail_len as usize,
+        "the end of the archive",
+    )?;
+    if let Some(at) = find_eocd(&tail) {
+        return Ok(tail_start + at as u64);
+    }
+    let mut head = [0u8; 4];
+    let starts_like_zip = len >= 4
+        && file.read_exact_at(&mut head, 0).is_ok()
+        && u32::from_le_bytes(head) == LOCAL_SIG;
+    Err(if starts_like_zip {
+        ArchiveError::Truncated {
+            len,
+            detail: "it starts like a zip archive but has no end-of-central-directory record"
+                .into(),
+        }
+    } else {
+        ArchiveError::NotZip {
+            detail: format!(
+                "no end-of-central-directory record in the last {tail_len} bytes and no zip \
+                 signature at the start"
+            ),
+        }
+    })
+}
+
+/// What the end records say about the central directory.
+pub(super) struct EndRecords {
+    disk: u16,
+    cd_disk: u16,
+    count_on_disk: u64,
+    pub count: u64,
+    cd_size: u64,
+    pub cd_offset: u64,
+    /// Where the central directory must end: the (ZIP64) end record.
+    cd_end: u64,
+    pub zip64: bool,
+}
+
+impl EndRecords {
+    /// The central directory's length, once its place is checked: on one disk, inside the
+    /// file, right before the end record.
+    pub(super) fn directory_len(&self, len: u64) -> Result<usize, ArchiveError> {
+        let (cd_offset, cd_size) = (self.cd_offset, self.cd_size);
+        if self.disk != 0 || self.cd_disk != 0 || self.count_on_disk != self.count {
+            return Err(ArchiveError::Corrupt {
+                detail: "multi-disk (split) archives are not wheels".into(),
+            });
+        }
+        if cd_offset.checked_add(cd_size).is_none_or(|end| end > len) {
+            return Err(ArchiveError::Truncated {
+                len,
+                detail: format!(
+                    "the central directory (offset {cd_offset}, {cd_size} bytes) lies past the end of the file"
+                ),
+            });
+        }
+        if cd_offset + cd_size != self.cd_end {
+            return Err(ArchiveError::Corrupt {
+                detail: format!(
+                    "the central directory ends at offset {} but the end record starts at {} \
+                     (data prepended to or spliced into the archive?)",
+                    cd_offset + cd_size,
+                    self.cd_end
+                ),
+            });
+        }
+        usize::try_from(cd_size).map_err(|_| ArchiveError::Corrupt {
+            detail: format!("central directory of {cd_size} bytes"),
+        })
+    }
+}
+
+/// Reads the classic end record at `eocd_at` and, when a locator precedes it, the ZIP64 end
+/// record, whose values replace the classic ones (a classic value that is neither the
+/// sentinel nor the ZIP64 value is a problem).
+pub(super) fn read_end_records(
+    file: &File,
+    len: u64,
+    eocd_at: u64,
+    problems: &mut Vec<Problem>,
+) -> Result<EndRecords, ArchiveError> {
+    let eocd = read_exact_at(file, len, eocd_at, EOCD_LEN as usize, "the end record")?;
+    let comment_len = u64::from(u16_at(&eocd, 20));
+    if eocd_at + EOCD_LEN + comment_len != len {
+        problems.push(Problem::zip(
+            None,
+            format!(
+                "{} bytes of trailing data after the end-of-central-directory record",
+                len - (eocd_at + EOCD_LEN + comment_len)
+            ),
+        ));
+    }
+    let mut end = EndRecords {
+        disk: u16_at(&eocd, 4),
+        cd_disk: u16_at(&eocd, 6),
+        count_on_disk: u64::from(u16_at(&eocd, 8)),
+        count: u64::from(u16_at(&eocd, 10)),
+        cd_size: u64::from(u32_at(&eocd, 12)),
+        cd_offset: u64::from(u32_at(&eocd, 16)),
+        cd_end: eocd_at,
+        zip64: false,
+    };
+    // A ZIP64 end record, found through its locator right before the classic end record.
+    let locator = if eocd_at >= EOCD64_LOCATOR_LEN {
+        let bytes = read_exact_at(
+            file,
+            len,
+            eocd_at - EOCD64_LOCATOR_LEN,
+            EOCD64_LOCATOR_LEN as usize,
+            "the ZIP64 locator",
+        )?;
+        (u32_at(&bytes, 0) == EOCD64_LOCATOR_SIG).then_some(bytes)
+    } else {
+        None
+    };
+    let needs_zip64 = end.count == u64::from(U16_SENTINEL)
+        || end.count_on_disk == u64::from(U16_SENTINEL)
+        || end.cd_size == u64::from(U32_SENTINEL)
+        || end.cd_offset == u64::from(U32_SENTINEL);
+    match locator {
+        Some(locator) => read_zip64_end(file, len, eocd_at, &locator, &mut end, problems)?,
+        None if needs_zip64 => {
+            return Err(ArchiveError::Corrupt {
+                detail: "the end-of-central-directory record holds 0xFFFF/0xFFFFFFFF \
+                         sentinels but there is no ZIP64 end record"
+                    .into(),
+            });
+        }
+        None => {}
+    }
+    Ok(end)
+}
+
+/// The ZIP64 end record the locator points at, merged into `end`.
+fn read_zip64_end(
+    file: &File,
+    len: u64,
+    eocd_at: u64,
+    locator: &[u8],
+    end: &mut EndRecords,
+    problems: &mut Vec<Problem>,
+) -> Result<(), ArchiveError> {
+    end.zip64 = true;
+    let record_at = u64_at(locator, 8);
+    let locator_at = eocd_at - EOCD64_LOCATOR_LEN;
+    let record = read_exact_at(file, len, record_at, 56, "the ZIP64 end record")?;
+    if u32_at(&record, 0) != EOCD64_SIG {
+        return Err(ArchiveError::Corrupt {
+            detail: format!(
+                "the ZIP64 locator points at offset {record_at}, where there is no ZIP64 \
+                 end-of-central-directory record"
+            ),
+        });
+    }
+    let record_len = u64_at(&record, 4);
+    if record_at
+        .checked_add(12)
+        .and_then(|v| v.checked_add(record_len))
+        != Some(locator_at)
+    {
+        problems.push(Problem::zip(
+            None,
+            format!(
+                "the ZIP64 end record at offset {record_at} says it is {} bytes long but the \
+                 locator follows at offset {locator_at}",
+                record_len + 12
+            ),
+        ));
+    }
+    let values = [
+        (
+            "entry count on this disk",
+            &mut end.count_on_disk,
+            u64_at(&record, 24),
+            u64::from(U16_SENTINEL),
+        ),
+        (
+            "entry count",
+            &mut end.count,
+            u64_at(&record, 32),
+            u64::from(U16_SENTINEL),
+        ),
+        (
+            "central directory size",
+            &mut end.cd_size,
+            u64_at(&record, 40),
+            u64::from(U32_SENTINEL),
+        ),
+        (
+            "central directory offset",
+            &mut end.cd_offset,
+            u64_at(&record, 48),
+            u64::from(U32_SENTINEL),
+        ),
+    ];
+    for (what, classic, wide, sentinel) in values {
+        if *classic != sentinel && *classic != wide {
+            problems.push(Problem::zip(
+                None,
+                format!(
+                    "the end records disagree on the {what}: {classic} (classic) vs {wide} (ZIP64)"
+                ),
+            ));
+        }
+        *classic = wide;
+    }
+    if u32_at(&record, 16) != 0
+        || u32_at(&record, 20) != 0
+        || u32_at(locator, 4) != 0
+        || u32_at(locator, 16) > 1
+    {
+        return Err(ArchiveError::Corrupt {
+            detail: "multi-disk (split) archives are not wheels".into(),
+        });
+    }
+    end.cd_end = record_at;
+    Ok(())
+}
+
 /// Scans backwards for the end-of-central-directory signature whose comment length reaches
 /// the end of the file exactly; falls back to the last signature found.
-pub(super) fn find_eocd(tail: &[u8]) -> Option<usize> {
+fn find_eocd(tail: &[u8]) -> Option<usize> {
     if tail.len() < EOCD_LEN as usize {
         return None;
     }

@@ -25,7 +25,7 @@ use std::os::unix::fs::FileExt;
 pub use data::{EntryReader, RangeReader};
 
 use crate::wheel::problem::Problem;
-use central::{find_eocd, parse_central_directory};
+use central::parse_central_directory;
 
 pub(super) const EOCD_SIG: u32 = 0x0605_4b50;
 pub(super) const EOCD64_SIG: u32 = 0x0606_4b50;
@@ -184,193 +184,17 @@ impl Archive {
     /// are errors.
     pub fn open(file: File, problems: &mut Vec<Problem>) -> Result<Archive, ArchiveError> {
         let len = file.metadata()?.len();
-        let tail_len = len.min(EOCD_LEN + MAX_COMMENT);
-        let tail_start = len - tail_len;
-        let tail = read_exact_at(
-            &file,
-            len,
-            tail_start,
-            tail_len as usize,
-            "the end of the archive",
-        )?;
-        let eocd_at = find_eocd(&tail).map(|at| tail_start + at as u64);
-        let Some(eocd_at) = eocd_at else {
-            let mut head = [0u8; 4];
-            let starts_like_zip = len >= 4
-                && file.read_exact_at(&mut head, 0).is_ok()
-                && u32::from_le_bytes(head) == LOCAL_SIG;
-            return Err(if starts_like_zip {
-                ArchiveError::Truncated {
-                    len,
-                    detail: "it starts like a zip archive but has no end-of-central-directory \
-                             record"
-                        .into(),
-                }
-            } else {
-                ArchiveError::NotZip {
-                    detail: format!(
-                        "no end-of-central-directory record in the last {tail_len} bytes and no \
-                         zip signature at the start"
-                    ),
-                }
-            });
-        };
-        let eocd = read_exact_at(&file, len, eocd_at, EOCD_LEN as usize, "the end record")?;
-        let comment_len = u64::from(u16_at(&eocd, 20));
-        if eocd_at + EOCD_LEN + comment_len != len {
-            problems.push(Problem::zip(
-                None,
-                format!(
-                    "{} bytes of trailing data after the end-of-central-directory record",
-                    len - (eocd_at + EOCD_LEN + comment_len)
-                ),
-            ));
-        }
-        let disk = u16_at(&eocd, 4);
-        let cd_disk = u16_at(&eocd, 6);
-        let mut count_on_disk = u64::from(u16_at(&eocd, 8));
-        let mut count = u64::from(u16_at(&eocd, 10));
-        let mut cd_size = u64::from(u32_at(&eocd, 12));
-        let mut cd_offset = u64::from(u32_at(&eocd, 16));
-        let mut cd_end = eocd_at;
-        let mut zip64 = false;
-
-        // A ZIP64 end record, found through its locator right before the classic end record.
-        let locator = if eocd_at >= EOCD64_LOCATOR_LEN {
-            let bytes = read_exact_at(
-                &file,
-                len,
-                eocd_at - EOCD64_LOCATOR_LEN,
-                EOCD64_LOCATOR_LEN as usize,
-                "the ZIP64 locator",
-            )?;
-            (u32_at(&bytes, 0) == EOCD64_LOCATOR_SIG).then_some(bytes)
-        } else {
-            None
-        };
-        let needs_zip64 = count == u64::from(U16_SENTINEL)
-            || count_on_disk == u64::from(U16_SENTINEL)
-            || cd_size == u64::from(U32_SENTINEL)
-            || cd_offset == u64::from(U32_SENTINEL);
-        match locator {
-            Some(locator) => {
-                zip64 = true;
-                let record_at = u64_at(&locator, 8);
-                let locator_at = eocd_at - EOCD64_LOCATOR_LEN;
-                let record = read_exact_at(&file, len, record_at, 56, "the ZIP64 end record")?;
-                if u32_at(&record, 0) != EOCD64_SIG {
-                    return Err(ArchiveError::Corrupt {
-                        detail: format!(
-                            "the ZIP64 locator points at offset {record_at}, where there is no \
-                             ZIP64 end-of-central-directory record"
-                        ),
-                    });
-                }
-                let record_len = u64_at(&record, 4);
-                if record_at
-                    .checked_add(12)
-                    .and_then(|v| v.checked_add(record_len))
-                    != Some(locator_at)
-                {
-                    problems.push(Problem::zip(
-                        None,
-                        format!(
-                            "the ZIP64 end record at offset {record_at} says it is {} bytes long \
-                             but the locator follows at offset {locator_at}",
-                            record_len + 12
-                        ),
-                    ));
-                }
-                let values = [
-                    (
-                        "entry count on this disk",
-                        &mut count_on_disk,
-                        u64_at(&record, 24),
-                        u64::from(U16_SENTINEL),
-                    ),
-                    (
-                        "entry count",
-                        &mut count,
-                        u64_at(&record, 32),
-                        u64::from(U16_SENTINEL),
-                    ),
-                    (
-                        "central directory size",
-                        &mut cd_size,
-                        u64_at(&record, 40),
-                        u64::from(U32_SENTINEL),
-                    ),
-                    (
-                        "central directory offset",
-                        &mut cd_offset,
-                        u64_at(&record, 48),
-                        u64::from(U32_SENTINEL),
-                    ),
-                ];
-                for (what, classic, wide, sentinel) in values {
-                    if *classic != sentinel && *classic != wide {
-                        problems.push(Problem::zip(
-                            None,
-                            format!("the end records disagree on the {what}: {classic} (classic) vs {wide} (ZIP64)"),
-                        ));
-                    }
-                    *classic = wide;
-                }
-                if u32_at(&record, 16) != 0
-                    || u32_at(&record, 20) != 0
-                    || u32_at(&locator, 4) != 0
-                    || u32_at(&locator, 16) > 1
-                {
-                    return Err(ArchiveError::Corrupt {
-                        detail: "multi-disk (split) archives are not wheels".into(),
-                    });
-                }
-                cd_end = record_at;
-            }
-            None if needs_zip64 => {
-                return Err(ArchiveError::Corrupt {
-                    detail: "the end-of-central-directory record holds 0xFFFF/0xFFFFFFFF \
-                             sentinels but there is no ZIP64 end record"
-                        .into(),
-                });
-            }
-            None => {}
-        }
-        if disk != 0 || cd_disk != 0 || count_on_disk != count {
-            return Err(ArchiveError::Corrupt {
-                detail: "multi-disk (split) archives are not wheels".into(),
-            });
-        }
-        if cd_offset.checked_add(cd_size).is_none_or(|end| end > len) {
-            return Err(ArchiveError::Truncated {
-                len,
-                detail: format!(
-                    "the central directory (offset {cd_offset}, {cd_size} bytes) lies past the end of the file"
-                ),
-            });
-        }
-        if cd_offset + cd_size != cd_end {
-            return Err(ArchiveError::Corrupt {
-                detail: format!(
-                    "the central directory ends at offset {} but the end record starts at {cd_end} \
-                     (data prepended to or spliced into the archive?)",
-                    cd_offset + cd_size
-                ),
-            });
-        }
-        let Ok(cd_len) = usize::try_from(cd_size) else {
-            return Err(ArchiveError::Corrupt {
-                detail: format!("central directory of {cd_size} bytes"),
-            });
-        };
-        let directory = read_exact_at(&file, len, cd_offset, cd_len, "the central directory")?;
-        let entries = parse_central_directory(&directory, count, cd_offset, problems)?;
+        let eocd_at = central::locate_end_record(&file, len)?;
+        let end = central::read_end_records(&file, len, eocd_at, problems)?;
+        let cd_len = end.directory_len(len)?;
+        let directory = read_exact_at(&file, len, end.cd_offset, cd_len, "the central directory")?;
+        let entries = parse_central_directory(&directory, end.count, end.cd_offset, problems)?;
         Ok(Archive {
             file,
             len,
             entries,
-            central_directory_offset: cd_offset,
-            zip64,
+            central_directory_offset: end.cd_offset,
+            zip64: end.zip64,
         })
     }
 
