@@ -14,7 +14,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod wheel;
 
-mod build;
+pub mod build;
 mod checkout;
 #[cfg(test)]
 mod docgen;
@@ -27,6 +27,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod settings;
 mod smoke;
 mod stack;
 mod store;
