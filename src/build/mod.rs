@@ -5,17 +5,17 @@
 //! ([`execute`]), compiler caches ([`compilers`]) and the build report, which is also the build
 //! cache's index ([`report`](mod@report)). Every refusal is an [`Error`].
 
-pub mod apply;
-pub mod compilers;
+pub(crate) mod apply;
+pub(crate) mod compilers;
 mod error;
-pub mod execute;
-pub mod inspect;
-pub mod plan;
+pub(crate) mod execute;
+pub(crate) mod inspect;
+pub(crate) mod plan;
 pub mod recipes;
-pub mod report;
-pub mod sdk_facts;
-pub mod select;
-pub mod source;
-pub mod targets;
+pub(crate) mod report;
+pub(crate) mod sdk_facts;
+pub(crate) mod select;
+pub(crate) mod source;
+pub(crate) mod targets;
 
 pub use error::Error;

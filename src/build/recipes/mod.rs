@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
-use super::plan::{EnvDiff, Step};
+use super::plan::Step;
 use super::source::SourceState;
 use super::targets::TargetChoice;
 use crate::env_vars::Environment;
@@ -34,6 +34,7 @@ use crate::version::{self, ReleaseType};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::WheelExpectation;
 
+pub use super::plan::EnvDiff;
 pub use env::{append_flags, common_env, prepend_path};
 pub use steps::Steps;
 
