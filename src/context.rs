@@ -34,7 +34,10 @@ impl Context {
     /// A context over exactly these environment variables instead of the process's, for a
     /// program that runs rockbuild's stages in-process (the integration tests do, to build a
     /// project whose recipe rockbuild does not ship). No signal handlers are installed.
-    pub fn with_environment(vars: impl IntoIterator<Item = (String, String)>, cwd: PathBuf) -> Self {
+    pub fn with_environment(
+        vars: impl IntoIterator<Item = (String, String)>,
+        cwd: PathBuf,
+    ) -> Self {
         let env = Environment::from_pairs(vars);
         let ui = Ui::new(&env, false, LogFormat::Text);
         Context {

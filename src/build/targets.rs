@@ -149,10 +149,10 @@ pub fn cmake_list(targets: &[Target]) -> String {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
+    // The name error is part of the message, not a cause printed again below it.
     #[error("{source_name}: {error}")]
     Name {
         source_name: String,
-        #[source]
         error: NameError,
     },
     #[error(

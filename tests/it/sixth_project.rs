@@ -16,7 +16,9 @@ use rockbuild::wheel::verify::{VerifyOptions, WheelExpectation, verify_set};
 
 use crate::common::git::RepoBuilder;
 use crate::common::http::serve;
-use crate::common::sample::{offload_targets, only_wheel, requires_dist, sample_origins, wheel_member};
+use crate::common::sample::{
+    offload_targets, only_wheel, requires_dist, sample_origins, wheel_member,
+};
 use crate::common::sdk::sdk_index;
 use crate::common::{TestEnv, repo_root, wheelhouse};
 
@@ -195,7 +197,10 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
         &std::fs::read_to_string(out.join("build-report.json")).expect("report"),
     )
     .expect("JSON");
-    assert_eq!(report["projects"]["ops"]["after"], serde_json::json!(["torch"]));
+    assert_eq!(
+        report["projects"]["ops"]["after"],
+        serde_json::json!(["torch"])
+    );
     assert!(
         report["projects"]["ops"]["start_seconds"].as_f64()
             >= report["projects"]["torch"]["duration_seconds"].as_f64()
@@ -231,7 +236,8 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     assert!(
         ops.libraries
             .iter()
-            .any(|l| l.targets == ["gfx906"] && l.needed.iter().any(|n| n.starts_with("libamdhip64"))),
+            .any(|l| l.targets == ["gfx906"]
+                && l.needed.iter().any(|n| n.starts_with("libamdhip64"))),
         "{:#?}",
         ops.libraries
     );
