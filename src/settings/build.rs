@@ -3,7 +3,7 @@
 //! environment variable.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pep440_rs::Version;
 
@@ -13,7 +13,7 @@ use crate::build::Error;
 use crate::build::compilers::CompilerCache;
 use crate::build::select::Selection;
 use crate::build::targets::{self, TargetRequest};
-use crate::cli::{BuildArgs, ReferenceProjectArgs, flag};
+use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
@@ -119,61 +119,10 @@ impl BuildSettings {
         let stack = config.stack(ctx)?;
         let families = config.family_table(ctx)?;
 
-        // The lock: explicit, or <root>/rockbuild.lock.json when it exists; the root: explicit,
-        // else the lock's directory, else the working directory.
-        let explicit_root = root_checkout_dir.map(|d| ctx.absolute(&d));
-        let default_lock = explicit_root
-            .as_ref()
-            .unwrap_or(&ctx.cwd)
-            .join(lock::DEFAULT_FILE_NAME);
-        let lock_path = match lock {
-            Some(path) => Some(ctx.absolute(&path)),
-            None => default_lock.is_file().then_some(default_lock),
-        };
-        let lock = match lock_path {
-            Some(path) => Some(LockFile {
-                lock: Lock::read(&path)?,
-                path,
-            }),
-            None => None,
-        };
-        let root = match (explicit_root, lock.as_ref().and_then(|l| l.path.parent())) {
-            (Some(dir), _) => sourced(dir, Source::Flag("--root-checkout-dir".into())),
-            (None, Some(dir)) => sourced(
-                dir.to_path_buf(),
-                Source::Inferred("the lock's directory".into()),
-            ),
-            (None, None) => sourced(
-                ctx.cwd.clone(),
-                Source::Inferred("the working directory".into()),
-            ),
-        };
+        let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
         let selection = select_projects(ctx, &stack, root, dirs, build, skip, reference)?;
-
-        let venv = resolve_venv(ctx, sdk_args.venv.as_deref(), Some(&output_dir))?;
-        let locked_version = lock
-            .as_ref()
-            .map(|l| l.lock.sdk_version())
-            .transpose()?
-            .flatten();
-        let install = if install_rocm {
-            Some(install_settings(
-                ctx,
-                &sdk_args,
-                venv.clone(),
-                output_dir.join("logs/install-rocm.log"),
-                locked_version.clone(),
-            )?)
-        } else {
-            None
-        };
+        let sdk = sdk_settings(ctx, &sdk_args, install_rocm, &output_dir, lock.as_ref())?;
         let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
-        let record_index_url = install
-            .as_ref()
-            .and_then(|s| s.index_url.as_deref())
-            .map(crate::redact::redact_url)
-            .or_else(|| lock_build.and_then(|b| b.index_url.clone()));
-
         let mut targets = TargetRequest {
             flag: pytorch_rocm_arch,
             env: ctx
@@ -194,22 +143,13 @@ impl BuildSettings {
 
         let compiler_cache =
             CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
-        let cache_dir = sdk_args.cache_dir(ctx);
         Ok(BuildSettings {
             stack,
             families,
             output_dir,
             selection,
             lock,
-            sdk: SdkSettings {
-                venv,
-                install,
-                spec_text: sdk_args.rocm_sdk_version.clone(),
-                installer: sdk_args.installer,
-                cache_dir,
-                locked_version,
-                record_index_url,
-            },
+            sdk,
             targets,
             release_type,
             version_suffix,
@@ -226,6 +166,84 @@ impl BuildSettings {
             base_env: ctx.env().clone(),
         })
     }
+}
+
+/// The lock: `--lock`, or `<root>/rockbuild.lock.json` when it exists. The checkout root:
+/// `--root-checkout-dir`, else the lock's directory, else the working directory.
+fn lock_and_root(
+    ctx: &Context,
+    root_checkout_dir: Option<PathBuf>,
+    lock: Option<PathBuf>,
+) -> anyhow::Result<(Option<LockFile>, Sourced<PathBuf>)> {
+    let explicit_root = root_checkout_dir.map(|d| ctx.absolute(&d));
+    let default_lock = explicit_root
+        .as_ref()
+        .unwrap_or(&ctx.cwd)
+        .join(lock::DEFAULT_FILE_NAME);
+    let lock_path = match lock {
+        Some(path) => Some(ctx.absolute(&path)),
+        None => default_lock.is_file().then_some(default_lock),
+    };
+    let lock = match lock_path {
+        Some(path) => Some(LockFile {
+            lock: Lock::read(&path)?,
+            path,
+        }),
+        None => None,
+    };
+    let root = match (explicit_root, lock.as_ref().and_then(|l| l.path.parent())) {
+        (Some(dir), _) => sourced(dir, Source::Flag("--root-checkout-dir".into())),
+        (None, Some(dir)) => sourced(
+            dir.to_path_buf(),
+            Source::Inferred("the lock's directory".into()),
+        ),
+        (None, None) => sourced(
+            ctx.cwd.clone(),
+            Source::Inferred("the working directory".into()),
+        ),
+    };
+    Ok((lock, root))
+}
+
+/// The venv, the install `--install-rocm` asks for (held to the lock's SDK), and the index
+/// the lock's build record will name.
+fn sdk_settings(
+    ctx: &Context,
+    args: &SdkArgs,
+    install_rocm: bool,
+    output_dir: &Path,
+    lock: Option<&LockFile>,
+) -> anyhow::Result<SdkSettings> {
+    let venv = resolve_venv(ctx, args.venv.as_deref(), Some(output_dir))?;
+    let locked_version = lock.map(|l| l.lock.sdk_version()).transpose()?.flatten();
+    let install = if install_rocm {
+        Some(install_settings(
+            ctx,
+            args,
+            venv.clone(),
+            output_dir.join("logs/install-rocm.log"),
+            locked_version.clone(),
+        )?)
+    } else {
+        None
+    };
+    let record_index_url = install
+        .as_ref()
+        .and_then(|s| s.index_url.as_deref())
+        .map(crate::redact::redact_url)
+        .or_else(|| {
+            lock.and_then(|l| l.lock.build.as_ref())
+                .and_then(|b| b.index_url.clone())
+        });
+    Ok(SdkSettings {
+        venv,
+        install,
+        spec_text: args.rocm_sdk_version.clone(),
+        installer: args.installer,
+        cache_dir: args.cache_dir(ctx),
+        locked_version,
+        record_index_url,
+    })
 }
 
 fn sourced<T>(value: T, source: Source) -> Sourced<T> {

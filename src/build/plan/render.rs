@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use serde::Serialize;
 
 use super::{Action, EnvDiff, Plan, ProjectPlan, Step};
@@ -130,7 +129,7 @@ struct ProjectView<'a> {
 }
 
 impl Plan {
-    pub fn to_json(&self) -> anyhow::Result<String> {
+    pub fn to_json(&self) -> serde_json::Result<String> {
         let view = PlanView {
             root: &self.root,
             output_dir: self.output_dir.display().to_string(),
@@ -172,7 +171,7 @@ impl Plan {
                 .collect(),
             notes: &self.notes,
         };
-        let mut text = serde_json::to_string_pretty(&view).context("serializing the plan")?;
+        let mut text = serde_json::to_string_pretty(&view)?;
         text.push('\n');
         Ok(text)
     }
