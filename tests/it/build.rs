@@ -252,7 +252,8 @@ fn preflight_fails_fast_on_a_missing_sdk_version() {
 }
 
 /// Output with what differs between runs masked: the test's temp dir, the repository (on
-/// PATH), commit ids and fingerprints.
+/// PATH), commit ids (whole, and the `git<sha8>` of versions: the sample torch's commit names
+/// its submodules' temp-dir origins) and fingerprints.
 fn scrub(text: &str, env: &TestEnv) -> String {
     let text = text
         .replace(&env.root().display().to_string(), "[TMP]")
@@ -263,6 +264,7 @@ fn scrub(text: &str, env: &TestEnv) -> String {
         match word.len() {
             40 => out.push_str("[SHA]"),
             64 => out.push_str("[SHA256]"),
+            8 if out.ends_with("git") => out.push_str("[SHA8]"),
             _ => out.push_str(word),
         }
         word.clear();

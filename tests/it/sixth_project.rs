@@ -137,6 +137,37 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     );
     assert!(root.join("torch_ops/setup.py").is_file());
 
+    // The rockbuild binary has no such recipe: the stack entry is refused, at its line.
+    let output = env
+        .rockbuild()
+        .arg("plan")
+        .arg("--config")
+        .arg(&stack)
+        .arg("--root-checkout-dir")
+        .arg(&root)
+        .args([
+            "--output-dir",
+            "out",
+            "--rocm-sdk-version",
+            &format!("=={SDK_VERSION}"),
+        ])
+        .output()
+        .expect("run plan");
+    assert_eq!(output.status.code(), Some(2));
+    let line = std::fs::read_to_string(&stack)
+        .expect("stack")
+        .lines()
+        .position(|l| l.trim() == "recipe: torch-extension")
+        .expect("the recipe line")
+        + 1;
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: {}:{line}: project 'ops' names recipe `torch-extension`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex\n",
+            stack.display()
+        )
+    );
+
     // The build, in-process with the recipe added; torch and torch_ops only (generic --skip).
     let argv: Vec<String> = [
         "rockbuild",

@@ -6,17 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::build::inspect::{ProjectSnapshot, Snapshot};
-use crate::build::recipes::{
-    CheckoutFiles, ProjectSteps, Recipe, RecipeInput, Recipes, SdkFacts, Steps,
-};
+use crate::build::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::build::select::Selection;
 use crate::build::targets::{TargetRequest, family_of_index};
 use crate::env_vars::Environment;
 use crate::sdk::SdkInfo;
 use crate::settings::build::{BuildSettings, SdkSettings};
 use crate::settings::{Source, Sourced};
-use crate::stack::{ConfigSource, Project, Stack};
-use crate::wheel::verify::WheelExpectation;
+use crate::stack::{Project, Stack};
 
 const SDK_VERSION: &str = "7.10.0a20251124";
 
@@ -546,99 +543,4 @@ fn what_the_plan_refuses() {
         .map(|(what, error)| format!("{what}:\n  {error}"))
         .collect();
     insta::assert_snapshot!(text.join("\n\n"));
-}
-
-/// A project rockbuild does not ship, added as the issue says a sixth project is: its recipe
-/// (here, in the test) and its stack entry. It compiles against the installed torch and pins
-/// it; nothing else in the build knows it.
-struct Extension;
-
-impl Recipe for Extension {
-    fn name(&self) -> &'static str {
-        "torch-extension"
-    }
-
-    fn reads(&self) -> &'static [&'static str] {
-        &["version.txt", "requirements.txt"]
-    }
-
-    fn builds_against(&self) -> &'static [&'static str] {
-        &["torch"]
-    }
-
-    fn pins(&self) -> &'static [&'static str] {
-        &["torch"]
-    }
-
-    fn start_priority(&self) -> u8 {
-        5
-    }
-
-    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-        if let Some(torch) = input.pinned.get("torch") {
-            env.insert("TORCH_REQUIREMENT".into(), torch.requirement());
-        }
-        let mut steps = Steps::new(input, env);
-        steps.clean(input.dir);
-        steps.install_requirements("requirements.txt");
-        steps.build(
-            "build wheel",
-            &["-m", "build", "--wheel", "--no-isolation"],
-            input.dir,
-        );
-        steps.collect(&input.path("dist"));
-        Ok(steps.finish())
-    }
-
-    fn wheel(&self) -> WheelExpectation {
-        WheelExpectation {
-            links_hip_runtime: true,
-            ..WheelExpectation::default()
-        }
-    }
-}
-
-#[test]
-fn a_sixth_project_is_a_recipe_and_a_stack_entry() {
-    let recipes = Recipes::builtin().with(Extension);
-    let mut six = settings();
-    let text = format!(
-        "{}\n  ops:\n    checkout-dir: torch_ops\n    origin: https://example.org/torch_ops.git\n    ref: main\n    wheel: torch-ops\n    recipe: torch-extension\n    hipify: {{mode: off}}\n    smoke: \"import torch_ops\"\n",
-        crate::stack::DEFAULT_STACK.trim_end()
-    );
-    six.stack = Stack::parse(&ConfigSource {
-        name: "stack.yaml".into(),
-        text,
-    })
-    .expect("six projects");
-    let mut world = world_of(&six, &Recipes::builtin(), planned_sdk(), &["ops"]);
-    let ops = &six.stack.projects["ops"];
-    world.projects.push(ProjectSnapshot {
-        project: ops,
-        dir: PathBuf::from("/src/torch_ops"),
-        locked: None,
-        source: source('6', None),
-        files: files(&recipes, &six.stack, ops, &[("version.txt", "0.1.0\n")]),
-    });
-    let plan = assemble(&six, &recipes, &world).expect("plan");
-    let ops = project(&plan, "ops");
-    assert_eq!(ops.after, ["torch"]);
-    assert_eq!(
-        ops.env["TORCH_REQUIREMENT"],
-        format!("torch=={}", project(&plan, "torch").version)
-    );
-    insta::assert_snapshot!(plan.to_text().split("\n\n").last().unwrap_or_default());
-    let expected = recipes
-        .wheel_expectations(&six.stack)
-        .expect("expectations");
-    assert!(expected["torch-ops"].links_hip_runtime);
-    assert_eq!(expected["torch-ops"].pins, BTreeSet::from(["torch".into()]));
-
-    // Without its recipe, the stack entry is refused at its line.
-    let error = assemble(&six, &Recipes::builtin(), &world).expect_err("unknown recipe");
-    assert_eq!(
-        error.to_string(),
-        "stack.yaml:103: project 'ops' names recipe `torch-extension`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex"
-    );
 }

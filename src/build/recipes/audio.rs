@@ -24,19 +24,15 @@ impl Recipe for Audio {
         2
     }
 
-    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-        env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
-        for (key, value) in [
+    fn steps(&self, input: &RecipeInput<'_>, env: EnvDiff) -> Result<ProjectSteps, Error> {
+        let options = [
             ("USE_ROCM", "1"),
             ("USE_CUDA", "0"),
             ("USE_FFMPEG", "1"),
             ("USE_OPENMP", "1"),
             ("BUILD_SOX", "0"),
-        ] {
-            env.insert(key.into(), value.into());
-        }
-        Ok(on_installed_torch(input, env))
+        ];
+        Ok(on_installed_torch(input, env, &options))
     }
 
     fn failure_hints(&self) -> &'static [Hint] {
@@ -50,9 +46,18 @@ pub const NEEDS_INSTALLED_TORCH: &[Hint] = &[(
     "this project builds against the installed torch, which is missing from the venv: build torch in the same run (its checkout must exist) or install a matching torch wheel first",
 )];
 
-/// The part torchaudio and torchvision share: pinned to the torch just built, then
-/// `setup.py bdist_wheel` in the checkout.
-pub fn on_installed_torch(input: &RecipeInput<'_>, mut env: EnvDiff) -> ProjectSteps {
+/// The part torchaudio and torchvision share: their version and build number, their own
+/// options, pinned to the torch just built, then `setup.py bdist_wheel` in the checkout.
+pub fn on_installed_torch(
+    input: &RecipeInput<'_>,
+    mut env: EnvDiff,
+    options: &[(&str, &str)],
+) -> ProjectSteps {
+    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+    env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
+    for (key, value) in options {
+        env.insert(key.to_string(), value.to_string());
+    }
     // PYTORCH_VERSION makes the wheel require exactly the torch it was built against
     // (`torch==<v>`): a mismatched pair fails at import (pain point D20).
     if let Some(torch) = input.pinned.get("torch") {

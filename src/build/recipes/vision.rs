@@ -26,17 +26,13 @@ impl Recipe for Vision {
     }
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
         env.insert("VERSION_NAME".into(), input.build_version.to_string());
-        env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
-        for (key, value) in [
+        let options = [
             ("FORCE_CUDA", "1"),
             ("TORCHVISION_USE_NVJPEG", "0"),
             ("TORCHVISION_USE_VIDEO_CODEC", "0"),
-        ] {
-            env.insert(key.into(), value.into());
-        }
-        Ok(on_installed_torch(input, env))
+        ];
+        Ok(on_installed_torch(input, env, &options))
     }
 
     fn failure_hints(&self) -> &'static [Hint] {
