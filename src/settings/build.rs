@@ -434,3 +434,87 @@ fn project_of_recipe(stack: &Stack, flag: &str, recipe: &str) -> Result<String, 
             stack: stack.source_name.clone(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> TargetRequest {
+        TargetRequest {
+            max: 8,
+            ..TargetRequest::default()
+        }
+    }
+
+    #[test]
+    fn the_index_url_names_the_family_only_when_nothing_else_gives_targets() {
+        let families = crate::stack::load_families(None).expect("families");
+        let url = "https://rocm.nightlies.amd.com/v2/gfx110X-all/";
+        let mut inferred = request();
+        infer_family(&mut inferred, Some(url), &families);
+        assert_eq!(
+            inferred.family,
+            Some(sourced(
+                "gfx110X-all".to_string(),
+                Source::Inferred(format!("the last path segment of --index-url {url}"))
+            ))
+        );
+        let given = [
+            TargetRequest {
+                flag: Some("gfx906".into()),
+                ..request()
+            },
+            TargetRequest {
+                env: Some("gfx906".into()),
+                ..request()
+            },
+            TargetRequest {
+                from_sdk: true,
+                ..request()
+            },
+            TargetRequest {
+                lock: Some(vec![families.target("gfx906").expect("target")]),
+                ..request()
+            },
+        ];
+        for mut request in given {
+            let before = request.clone();
+            infer_family(&mut request, Some(url), &families);
+            assert_eq!(
+                (request.family, request.unnamed_index),
+                (before.family, None)
+            );
+        }
+        let mut unnamed = request();
+        infer_family(
+            &mut unnamed,
+            Some("https://pypi.example/simple/"),
+            &families,
+        );
+        assert_eq!(unnamed.family, None);
+        assert_eq!(
+            unnamed.unnamed_index.map(|u| u.segment).as_deref(),
+            Some("simple")
+        );
+        let mut none = request();
+        infer_family(&mut none, Some("  "), &families);
+        assert_eq!((none.family, none.unnamed_index), (None, None));
+    }
+
+    #[test]
+    fn one_project_one_answer() {
+        let mut choices = BTreeMap::new();
+        choose(&mut choices, "triton".into(), true, "--build-triton".into()).expect("first");
+        choose(&mut choices, "triton".into(), true, "--build triton".into()).expect("same");
+        assert_eq!(
+            choose(&mut choices, "triton".into(), false, "--skip triton".into())
+                .expect_err("contradiction")
+                .to_string(),
+            "--build-triton and --skip triton contradict each other for project 'triton': keep one"
+        );
+        assert_eq!(
+            choices["triton"].source,
+            Source::Flag("--build-triton".into())
+        );
+    }
+}
