@@ -14,7 +14,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod wheel;
 
-mod build;
+pub mod build;
 mod checkout;
 #[cfg(test)]
 mod docgen;
@@ -33,5 +33,5 @@ mod smoke;
 mod stack;
 mod store;
 mod ui;
-mod verify;
+pub mod verify;
 mod version;

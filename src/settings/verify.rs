@@ -62,7 +62,8 @@ pub fn expectations(
     targets: Option<&str>,
     index_url: Option<String>,
 ) -> anyhow::Result<(Expectations, Option<Sourced<Vec<Target>>>)> {
-    let mut expect = Expectations::for_stack(stack);
+    let recipes = crate::build::recipes::Recipes::builtin().wheel_expectations(stack)?;
+    let mut expect = Expectations::for_stack(stack, recipes);
     let mut targets_from = None;
     let mut lock_index = None;
     if let Some(lock_path) = lock {

@@ -9,7 +9,7 @@ mod error;
 pub mod report;
 mod set;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 pub use error::Error;
@@ -17,10 +17,12 @@ pub use report::VerifyReport;
 
 use crate::context::Context;
 use crate::index::client::IndexClient;
-use crate::stack::{RecipeKind, Stack};
+use crate::stack::Stack;
 use crate::ui::{human_bytes, plural};
 use crate::wheel::filename::normalize_name;
-use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, WheelExpectations, verify_wheels};
+use crate::wheel::verify::{
+    DEFAULT_MEMORY_BUDGET, WheelExpectation, WheelExpectations, verify_wheels,
+};
 
 /// What a set is checked against.
 #[derive(Debug, Clone)]
@@ -41,17 +43,13 @@ pub struct Expectations {
 
 impl Expectations {
     /// Expectations of a stack: its wheel names count as "inside the stack" for the closure
-    /// check, and the torch recipe's wheel must link libamdhip64.
-    pub fn for_stack(stack: &Stack) -> Expectations {
+    /// check, and each wheel must meet what its recipe expects of it (`recipes`, by
+    /// normalized wheel name).
+    pub fn for_stack(stack: &Stack, recipes: BTreeMap<String, WheelExpectation>) -> Expectations {
         Expectations {
             wheels: WheelExpectations {
                 targets: Vec::new(),
-                hip_wheels: stack
-                    .projects
-                    .values()
-                    .filter(|p| p.recipe == RecipeKind::Torch)
-                    .map(|p| normalize_name(&p.wheel))
-                    .collect(),
+                recipes,
                 versions: Default::default(),
             },
             stack_wheels: stack

@@ -10,7 +10,7 @@ use super::Expectations;
 use crate::index::Error as ClientError;
 use crate::index::client::IndexClient;
 use crate::wheel::filename::{dist_name_and_version, normalize_name};
-use crate::wheel::metadata::Requirement;
+use crate::wheel::metadata::{CoreMetadata, Requirement};
 use crate::wheel::problem::Problem;
 use crate::wheel::verify::WheelReport;
 
@@ -33,11 +33,16 @@ pub(super) fn check_set(
             continue;
         };
         let own = normalize_name(&metadata.name);
-        let found: Vec<Problem> = metadata
-            .requires_dist
-            .iter()
-            .flat_map(|requirement| closure.check(requirement, &own))
-            .collect();
+        let mut found = match expect.wheels.recipes.get(&own) {
+            Some(recipe) => closure.exact_pins(&recipe.pins, metadata),
+            None => Vec::new(),
+        };
+        found.extend(
+            metadata
+                .requires_dist
+                .iter()
+                .flat_map(|requirement| closure.check(requirement, &own)),
+        );
         report.problems.extend(found);
     }
     problems
@@ -110,6 +115,33 @@ struct Closure<'a> {
 }
 
 impl Closure<'_> {
+    /// Each wheel the recipe says this one pins, when the set holds exactly one version of
+    /// it, must be required as `==` that version.
+    fn exact_pins(&self, pins: &BTreeSet<String>, metadata: &CoreMetadata) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for dist in pins {
+            let Some([(version, _, _)]) = self.provided.get(dist).map(Vec::as_slice) else {
+                continue;
+            };
+            let on_it: Vec<&Requirement> = metadata
+                .requires_dist
+                .iter()
+                .filter(|r| r.normalized_name() == *dist)
+                .collect();
+            if !on_it
+                .iter()
+                .any(|r| r.pinned_version().is_some_and(|v| v == version))
+            {
+                problems.push(Problem::PinNotExact {
+                    dist: dist.clone(),
+                    version: version.to_string(),
+                    found: on_it.iter().map(|r| r.raw.clone()).collect(),
+                });
+            }
+        }
+        problems
+    }
+
     /// The problems of one requirement of wheel `own`: none when it resolves.
     fn check(&mut self, requirement: &Requirement, own: &str) -> Vec<Problem> {
         let name = requirement.normalized_name();

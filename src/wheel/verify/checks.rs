@@ -208,7 +208,10 @@ pub(super) fn check_elves(
         });
     }
     if let Some(name) = wheel_name
-        && expect.hip_wheels.contains(name)
+        && expect
+            .recipes
+            .get(name)
+            .is_some_and(|recipe| recipe.links_hip_runtime)
         && !elves.iter().any(|(_, info)| info.links_hip_runtime())
     {
         problems.push(Problem::NoHipRuntime {

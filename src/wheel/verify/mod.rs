@@ -41,10 +41,21 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
 pub struct WheelExpectations {
     /// gfx targets every GPU library must carry code for (empty: not checked).
     pub targets: Vec<Target>,
-    /// Normalized names of wheels that must link the HIP runtime (the torch recipe's wheel).
-    pub hip_wheels: BTreeSet<String>,
+    /// What each stack project's recipe expects of its wheel, by normalized wheel name
+    /// (`build::recipes::Recipes::wheel_expectations`).
+    pub recipes: BTreeMap<String, WheelExpectation>,
     /// Versions expected (the lock's build record), by normalized wheel name.
     pub versions: BTreeMap<String, ExpectedVersion>,
+}
+
+/// What a project's build recipe promises of its wheel, beyond what every wheel must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WheelExpectation {
+    /// Some ELF file links the HIP runtime (libamdhip64): a GPU build, not a CPU-only one.
+    pub links_hip_runtime: bool,
+    /// Normalized names of stack wheels it is built against and must pin exactly (`==`) to
+    /// the set's version when the set holds them: a mismatched pair fails at import.
+    pub pins: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
