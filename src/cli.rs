@@ -71,6 +71,8 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
+    Matrix(MatrixArgs),
 }
 
 /// Which stack config to use.
@@ -579,6 +581,30 @@ pub struct PromoteArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// The matrix is computed from the family table and the release table; these narrow it.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// Release type: its row of the release table decides refs, families, Pythons and tests
+    #[arg(long, value_enum, env = "ROCKBUILD_RELEASE_TYPE")]
+    pub release_type: ReleaseType,
+    /// PyTorch refs to build, comma separated (default, or empty: the release type's)
+    #[arg(long, value_name = "REF[,REF]", env = "ROCKBUILD_PYTORCH_REF")]
+    pub pytorch_ref: Option<String>,
+    /// GPU families to build, `;` or `,` separated (default, or empty: the release type's)
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILIES")]
+    pub amdgpu_families: Option<String>,
+    /// Python versions to build, comma separated: some of the release type's (default, or
+    /// empty: all of them)
+    #[arg(long, value_name = "3.X[,3.Y]", env = "ROCKBUILD_PYTHON_VERSION")]
+    pub python_version: Option<String>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Release table to use instead of the built-in configs/releases.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    pub releases: Option<PathBuf>,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

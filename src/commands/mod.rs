@@ -6,6 +6,7 @@ mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod promote;
 mod smoke;
 mod stage;
@@ -27,5 +28,6 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
     }
 }

@@ -70,7 +70,9 @@ pub struct Family {
     pub windows: Option<PlatformEntry>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
+/// The trigger set that includes a family; ordered, as each set contains the previous one
+/// (presubmit ⊂ postsubmit ⊂ nightly).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
     Presubmit,

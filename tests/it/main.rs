@@ -10,6 +10,7 @@ mod common;
 
 mod build;
 mod checkout;
+mod ci;
 mod ci_files;
 mod cli;
 mod publish;
