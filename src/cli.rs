@@ -71,6 +71,8 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Give verified linux_<arch> wheels a manylinux tag their libraries' glibc needs allow
+    Retag(RetagArgs),
     /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
     Matrix(MatrixArgs),
 }
@@ -428,6 +430,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON on stdout
     #[arg(long)]
     pub json: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -506,6 +512,10 @@ pub struct StageArgs {
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -581,6 +591,22 @@ pub struct PromoteArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RetagArgs {
+    /// Wheels or directories of wheels (rewritten in place: renamed, WHEEL and RECORD updated)
+    #[arg(value_name = "WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The manylinux tag to give them, e.g. manylinux_2_28_x86_64 (the build image's glibc)
+    #[arg(long, value_name = "TAG", env = "ROCKBUILD_PLATFORM")]
+    pub platform: String,
+    /// Print what would be retagged (or refused) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
 }
 
 /// The matrix is computed from the family table and the release table; these narrow it.

@@ -5,6 +5,7 @@
 use std::fmt;
 
 pub mod matrix;
+pub mod retag;
 
 /// Where a resolved value came from; printed beside the value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -13,6 +13,7 @@ mod checkout;
 mod ci;
 mod ci_files;
 mod cli;
+mod manylinux;
 mod publish;
 mod sample;
 mod verify;
