@@ -119,7 +119,8 @@ pub fn plan(
                 excluded.join(", ")
             ));
         }
-        if release.publish && linux.test_runner.is_empty() {
+        let built = excluded.len() < selection.refs.len();
+        if built && release.publish && linux.test_runner.is_empty() {
             notes.push(format!(
                 "{}: no linux test-runner in the family table: built and staged, never tested, \
                  so never promoted",
@@ -446,7 +447,6 @@ mod tests {
             [
                 "gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted",
                 "gfx90c: not built for release/2.13 (excluded-refs in the family table)",
-                "gfx90c: no linux test-runner in the family table: built and staged, never tested, so never promoted",
             ]
         );
         // No `null` anywhere a runner label is expected.
@@ -503,6 +503,61 @@ mod tests {
                 .to_string(),
             "release type 'nightly' builds nothing: every family (gfx90c) is excluded from every ref (release/2.14) in the family table"
         );
+    }
+
+    /// Replaces what follows `<!-- generated: {command} -->` up to the end marker.
+    fn fill(doc: &str, command: &str, content: &str) -> String {
+        let start = format!("<!-- generated: {command} -->\n");
+        let end = "<!-- end of generated matrix -->";
+        let at = doc.find(&start).expect("start marker") + start.len();
+        let stop = at + doc[at..].find(end).expect("end marker");
+        format!("{}{content}{}", &doc[..at], &doc[stop..])
+    }
+
+    /// docs/ci.md shows the matrix as `rockbuild matrix` computes it.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bless switch is for developers running tests"
+    )]
+    fn docs_show_the_generated_matrix() {
+        let (families, releases) = tables();
+        let nightly = releases.release(ReleaseType::Nightly).expect("nightly");
+        let one_ref = Selection {
+            refs: vec!["release/2.13".into()],
+            ..default_selection(nightly)
+        };
+        let matrix = plan(nightly, &families, &one_ref).expect("plans");
+        let mut table = crate::ui::markdown_table(&Matrix::HEADERS, &matrix.rows());
+        table.push('\n');
+        for note in &matrix.notes {
+            table.push_str(&format!("- note: {note}\n"));
+        }
+        let ci = releases.release(ReleaseType::Ci).expect("ci");
+        let ci_json = serde_json::to_string_pretty(
+            &plan(ci, &families, &default_selection(ci)).expect("plans"),
+        )
+        .expect("json");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md");
+        let current = fs_err::read_to_string(&path).expect("docs/ci.md");
+        let want = fill(
+            &current,
+            "rockbuild matrix --release-type nightly --pytorch-ref release/2.13",
+            &format!("\n{table}\n"),
+        );
+        let want = fill(
+            &want,
+            "rockbuild matrix --release-type ci",
+            &format!("\n```json\n{ci_json}\n```\n\n"),
+        );
+        if std::env::var_os("ROCKBUILD_BLESS").is_some() {
+            fs_err::write(&path, &want).expect("write docs/ci.md");
+        } else {
+            assert!(
+                current == want,
+                "docs/ci.md's generated matrix is out of date; run `ROCKBUILD_BLESS=1 cargo test docs_show` and commit it"
+            );
+        }
     }
 
     #[test]
