@@ -138,15 +138,7 @@ impl ReleaseTable {
 
     pub fn load(source: &ConfigSource, families: &FamilyTable) -> Result<Self, ConfigError> {
         let file: ReleasesFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.check_schema(file.schema)?;
         let mut configs = IndexMap::new();
         for (name, entry) in file.test_configs {
             if !(1..=MAX_SHARDS).contains(&entry.shards) {
