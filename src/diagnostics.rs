@@ -40,7 +40,12 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
         return Some(ExitStatus::Signal(*signal));
     }
-    stage_errors!(Classified, crate::build::Error);
+    stage_errors!(
+        Classified,
+        crate::build::Error,
+        crate::ci::Error,
+        crate::wheel::retag::RetagError
+    );
     None
 }
 

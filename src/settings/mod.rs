@@ -3,6 +3,8 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod matrix;
+pub mod retag;
 pub mod sdk;
 
 use std::fmt;
@@ -13,6 +15,7 @@ use std::fmt;
 pub enum Source {
     Flag(String),
     Inferred(String),
+    Config(String),
 }
 
 impl fmt::Display for Source {
@@ -20,6 +23,7 @@ impl fmt::Display for Source {
         match self {
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Inferred(why) => write!(f, "{why}"),
+            Source::Config(place) => write!(f, "{place}"),
         }
     }
 }
