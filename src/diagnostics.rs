@@ -41,6 +41,8 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         Classified,
         ProcessError,
         crate::build::Error,
+        crate::ci::Error,
+        crate::wheel::retag::RetagError,
         crate::sdk::Error,
         crate::store::StoreError,
         crate::index::Error,

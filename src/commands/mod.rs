@@ -6,7 +6,9 @@ mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod promote;
+mod retag;
 mod smoke;
 mod stage;
 mod verify;
@@ -27,5 +29,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Retag(args) => retag::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
     }
 }

@@ -102,7 +102,10 @@ fn verify_and_publish_errors() {
     use crate::index::ordering::OrderingProblem;
     use crate::publish::{Conflict, Error};
     let text = rendered(vec![
-        crate::verify::Error::EmptyDirectory("/work/out".into()).into(),
+        crate::verify::Error::from(crate::wheel::verify::CollectError::EmptyDirectory(
+            "/work/out".into(),
+        ))
+        .into(),
         Error::NotVerified {
             what: "1 of 3 wheels in /work/out failed verification".into(),
             dest: "s3://wheels/staging/gfx942".into(),

@@ -5,7 +5,9 @@
 pub mod build;
 pub mod index;
 pub mod install_rocm;
+pub mod matrix;
 pub mod promote;
+pub mod retag;
 pub mod sdk;
 pub mod smoke;
 pub mod stage;
@@ -21,6 +23,7 @@ pub enum Source {
     Flag(String),
     Lock(String),
     Inferred(String),
+    Config(String),
 }
 
 impl fmt::Display for Source {
@@ -29,6 +32,7 @@ impl fmt::Display for Source {
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Lock(place) => write!(f, "lock {place}"),
             Source::Inferred(why) => write!(f, "{why}"),
+            Source::Config(place) => write!(f, "{place}"),
         }
     }
 }

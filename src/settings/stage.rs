@@ -38,6 +38,7 @@ impl StageSettings {
             index_url,
             dry_run,
             json,
+            allow_linux_tag,
             store,
             config,
         } = args;
@@ -65,6 +66,7 @@ impl StageSettings {
             targets.as_deref(),
             index_url,
         )?;
+        expect.wheels.allow_linux_tag = allow_linux_tag;
         // Without a lock record or --targets, the family names the targets the set was
         // built for.
         if expect.wheels.targets.is_empty()

@@ -31,11 +31,12 @@ impl VerifySettings {
             targets,
             index_url,
             json,
+            allow_linux_tag,
             config,
         } = args;
         let stack = config.stack(ctx)?;
         let table = config.family_table(ctx)?;
-        let (expect, _) = expectations(
+        let (mut expect, _) = expectations(
             ctx,
             &stack,
             &table,
@@ -43,6 +44,7 @@ impl VerifySettings {
             targets.as_deref(),
             index_url,
         )?;
+        expect.wheels.allow_linux_tag = allow_linux_tag;
         Ok(VerifySettings {
             inputs: paths.iter().map(|p| ctx.absolute(p)).collect(),
             expect,

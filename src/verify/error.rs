@@ -6,20 +6,12 @@ use std::path::PathBuf;
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::index::Error as ClientError;
 use crate::stack::families::NameError;
+use crate::wheel::verify::CollectError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no wheels to verify")]
-    NoWheels,
-    #[error("'{}' does not exist", .0.display())]
-    NotFound(PathBuf),
-    #[error("'{}' holds no wheels (*.whl): nothing to verify; did the build write its wheels elsewhere?", .0.display())]
-    EmptyDirectory(PathBuf),
-    #[error("cannot list '{}': {error}", path.display())]
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Inputs(#[from] CollectError),
     #[error("--index-url: {0}")]
     Index(ClientError),
     #[error("--targets: {0}")]
@@ -50,10 +42,8 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::EmptyDirectory(_) => ExitStatus::VerificationFailed,
-            Error::NoWheels
-            | Error::NotFound(_)
-            | Error::Io { .. }
+            Error::Inputs(CollectError::EmptyDirectory(_)) => ExitStatus::VerificationFailed,
+            Error::Inputs(_)
             | Error::Index(_)
             | Error::Targets(_)
             | Error::LockProject { .. }

@@ -21,7 +21,8 @@ use crate::stack::Stack;
 use crate::ui::{human_bytes, plural};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::{
-    DEFAULT_MEMORY_BUDGET, WheelExpectation, WheelExpectations, verify_wheels,
+    CollectError, DEFAULT_MEMORY_BUDGET, WheelExpectation, WheelExpectations, collect_wheels,
+    verify_wheels,
 };
 
 /// What a set is checked against.
@@ -51,6 +52,7 @@ impl Expectations {
                 targets: Vec::new(),
                 recipes,
                 versions: Default::default(),
+                allow_linux_tag: false,
             },
             stack_wheels: stack
                 .projects
@@ -85,39 +87,14 @@ impl Expectations {
 /// Expands the command line's wheels and directories (their `*.whl` files, not recursive)
 /// into a sorted list of wheel paths. An empty directory is an error, never a pass (W5).
 pub fn collect(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
-    let mut out = Vec::new();
-    for input in inputs {
-        let metadata = fs_err::metadata(input).map_err(|_| Error::NotFound(input.clone()))?;
-        if !metadata.is_dir() {
-            out.push(input.clone());
-            continue;
-        }
-        let mut found: Vec<PathBuf> = fs_err::read_dir(input)
-            .map_err(|error| Error::Io {
-                path: input.clone(),
-                error,
-            })?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|e| e == "whl") && path.is_file())
-            .collect();
-        if found.is_empty() {
-            return Err(Error::EmptyDirectory(input.clone()));
-        }
-        found.sort();
-        out.append(&mut found);
-    }
-    if out.is_empty() {
-        return Err(Error::NoWheels);
-    }
-    Ok(out)
+    Ok(collect_wheels(inputs)?)
 }
 
 /// Verifies a set of wheels (paths to `.whl` files; see [`collect`] for directories).
 /// Returns every problem found; `Err` only when nothing could be verified.
 pub fn verify_set(wheels: &[PathBuf], expect: &Expectations) -> Result<VerifyReport, Error> {
     if wheels.is_empty() {
-        return Err(Error::NoWheels);
+        return Err(CollectError::NoWheels.into());
     }
     let index = expect
         .index_url

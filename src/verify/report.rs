@@ -219,6 +219,7 @@ mod tests {
             needed: vec!["libamdhip64.so.7".into()],
             rpath: Vec::new(),
             runpath: vec!["$ORIGIN".into()],
+            glibc: None,
         }
     }
 

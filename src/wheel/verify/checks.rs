@@ -205,6 +205,7 @@ pub(super) fn check_elves(
             needed: info.needed.clone(),
             rpath: info.rpath.clone(),
             runpath: info.runpath.clone(),
+            glibc: info.glibc,
         });
     }
     if let Some(name) = wheel_name
