@@ -71,6 +71,8 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Find this machine's AMD GPUs: gfx target, family, index, and what a build would target
+    Detect(DetectArgs),
 }
 
 /// Which stack config to use.
@@ -405,6 +407,25 @@ pub struct BuildArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Print the plan as JSON (with --dry-run or `plan`)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DetectArgs {
+    /// Directory under which the kernel's sys/ tree is read (KFD topology, PCI devices); a
+    /// copy or a fake tree can stand in for a machine
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "/",
+        env = "ROCKBUILD_SYSFS_ROOT"
+    )]
+    pub sysfs_root: PathBuf,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Print the detection as JSON
     #[arg(long)]
     pub json: bool,
 }

@@ -15,6 +15,11 @@ pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
 pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 /// Target list for PyTorch builds, as the reference reads it (`gfxA;gfxB` or `gfxA,gfxB`).
 pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+/// The ROCm runtime reports (and loads code for) this ISA on every GPU instead of the
+/// hardware's (`major.minor.stepping`, e.g. `10.3.0`); `rockbuild detect` follows it.
+pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
+/// The GPUs HIP shows, by index (`0,2`); `rockbuild detect` builds for those only.
+pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
 /// The active virtual environment (install-rocm's default venv).
 pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 /// Standard switch to turn off colour.

@@ -16,6 +16,7 @@ pub mod wheel;
 
 mod build;
 mod checkout;
+mod detect;
 #[cfg(test)]
 mod docgen;
 mod env_vars;
@@ -27,6 +28,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod settings;
 mod smoke;
 mod stack;
 mod store;

@@ -3,6 +3,7 @@
 
 mod build;
 mod checkout;
+mod detect;
 mod index;
 mod install_rocm;
 mod lock;
@@ -27,5 +28,6 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Detect(args) => detect::run(args, ctx),
     }
 }

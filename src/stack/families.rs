@@ -10,6 +10,9 @@ use serde::Deserialize;
 
 use super::source::{ConfigError, ConfigSource, did_you_mean};
 
+/// The placeholder of the `index-url` template.
+const FAMILY_PLACEHOLDER: &str = "{family}";
+
 /// A gfx target (ISA) such as `gfx942` or `gfx90a`: what `--offload-arch` takes.
 #[derive(
     Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -82,6 +85,9 @@ pub enum Tier {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct FamiliesFile {
     schema: u32,
+    /// Where a family's packages are published: a URL with `{family}` in it.
+    #[serde(default)]
+    index_url: Option<String>,
     families: IndexMap<String, Family>,
 }
 
@@ -122,6 +128,7 @@ pub enum NameError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FamilyTable {
     families: IndexMap<String, Family>,
+    index_url: Option<String>,
 }
 
 impl FamilyTable {
@@ -134,6 +141,14 @@ impl FamilyTable {
                     "unsupported schema {} (this rockbuild reads schema 1)",
                     file.schema
                 ),
+            ));
+        }
+        if let Some(template) = &file.index_url
+            && !template.contains(FAMILY_PLACEHOLDER)
+        {
+            return Err(source.error_at(
+                &["index-url"],
+                format!("index-url '{template}' has no {FAMILY_PLACEHOLDER} to put the family name in"),
             ));
         }
         let mut seen: IndexMap<Target, String> = IndexMap::new();
@@ -172,7 +187,17 @@ impl FamilyTable {
             family.name = name.clone();
             families.insert(name, family);
         }
-        Ok(FamilyTable { families })
+        Ok(FamilyTable {
+            families,
+            index_url: file.index_url,
+        })
+    }
+
+    /// The package index of a family, from the table's `index-url` template.
+    pub fn index_url(&self, family: &Family) -> Option<String> {
+        self.index_url
+            .as_ref()
+            .map(|template| template.replace(FAMILY_PLACEHOLDER, &family.name))
     }
 
     pub fn families(&self) -> impl Iterator<Item = &Family> {
