@@ -40,7 +40,11 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
         return Some(ExitStatus::Signal(*signal));
     }
-    stage_errors!(Classified, crate::detect::Error, crate::detect::SelectionError);
+    stage_errors!(
+        Classified,
+        crate::detect::Error,
+        crate::detect::SelectionError
+    );
     None
 }
 

@@ -96,27 +96,41 @@ impl DeviceTable {
         if file.schema != 1 {
             return Err(source.error_at(
                 &["schema"],
-                format!("unsupported schema {} (this rockbuild reads schema 1)", file.schema),
+                format!(
+                    "unsupported schema {} (this rockbuild reads schema 1)",
+                    file.schema
+                ),
             ));
         }
         let mut devices = BTreeMap::new();
         for chip in file.chips {
-            let at = |message: String| source.error_at(&["chips"], format!("chip '{}': {message}", chip.chip));
+            let at = |message: String| {
+                source.error_at(&["chips"], format!("chip '{}': {message}", chip.chip))
+            };
             if !is_target_shaped(&chip.target) {
-                return Err(at(format!("'{}' is not a gfx target (gfx + 3-4 hex digits)", chip.target)));
+                return Err(at(format!(
+                    "'{}' is not a gfx target (gfx + 3-4 hex digits)",
+                    chip.target
+                )));
             }
             let mut revisions = BTreeMap::new();
             for (revision, target) in &chip.revisions {
-                let parsed = parse_hex(revision, 2)
-                    .ok_or_else(|| at(format!("revision '{revision}' is not two lowercase hex digits")))?;
+                let parsed = parse_hex(revision, 2).ok_or_else(|| {
+                    at(format!(
+                        "revision '{revision}' is not two lowercase hex digits"
+                    ))
+                })?;
                 if !is_target_shaped(target) {
-                    return Err(at(format!("'{target}' (revision {revision}) is not a gfx target")));
+                    return Err(at(format!(
+                        "'{target}' (revision {revision}) is not a gfx target"
+                    )));
                 }
                 revisions.insert(parsed as u8, target.clone());
             }
             for (id, product) in &chip.devices {
-                let parsed = parse_hex(id, 4)
-                    .ok_or_else(|| at(format!("device id '{id}' is not four lowercase hex digits")))?;
+                let parsed = parse_hex(id, 4).ok_or_else(|| {
+                    at(format!("device id '{id}' is not four lowercase hex digits"))
+                })?;
                 let info = DeviceInfo {
                     chip: chip.chip.clone(),
                     product: product.clone(),
@@ -127,7 +141,10 @@ impl DeviceTable {
                 if let Some(other) = devices.insert(parsed as u16, info) {
                     return Err(source.error_at(
                         &["chips"],
-                        format!("device id {id} is listed under both '{}' and '{}'", other.chip, chip.chip),
+                        format!(
+                            "device id {id} is listed under both '{}' and '{}'",
+                            other.chip, chip.chip
+                        ),
                     ));
                 }
             }
@@ -146,9 +163,12 @@ impl DeviceTable {
 }
 
 fn parse_hex(text: &str, digits: usize) -> Option<u32> {
-    (text.len() == digits && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| u32::from_str_radix(text, 16).ok())
-        .flatten()
+    (text.len() == digits
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then(|| u32::from_str_radix(text, 16).ok())
+    .flatten()
 }
 
 #[cfg(test)]
@@ -203,24 +223,51 @@ mod tests {
             table.get(0x744c).expect("listed").display_name(),
             "Navi 31 [Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M]"
         );
-        assert_eq!(table.get(0x7410).expect("listed").display_name(), "Aldebaran (MI200)");
+        assert_eq!(
+            table.get(0x7410).expect("listed").display_name(),
+            "Aldebaran (MI200)"
+        );
     }
 
     #[test]
     fn bad_rows_are_refused_with_their_place() {
         let head = "schema: 1\nchips:\n  - chip: X\n    kind: discrete\n";
         let cases = [
-            (format!("{head}    target: gfx94X\n    devices: {{\"7448\": a}}\n"), "amd-gpus.yaml:2: chip 'X': 'gfx94X' is not a gfx target (gfx + 3-4 hex digits)"),
-            (format!("{head}    target: gfx1100\n    devices: {{\"744C\": a}}\n"), "amd-gpus.yaml:2: chip 'X': device id '744C' is not four lowercase hex digits"),
-            (format!("{head}    target: gfx1100\n    revisions: {{\"0\": gfx940}}\n    devices: {{}}\n"), "amd-gpus.yaml:2: chip 'X': revision '0' is not two lowercase hex digits"),
-            (format!("{head}    target: gfx1100\n    devices: {{\"7448\": a}}\n  - chip: Y\n    kind: discrete\n    target: gfx1101\n    devices: {{\"7448\": b}}\n"), "amd-gpus.yaml:2: device id 7448 is listed under both 'X' and 'Y'"),
-            ("schema: 2\nchips: []\n".to_string(), "amd-gpus.yaml:1: unsupported schema 2 (this rockbuild reads schema 1)"),
+            (
+                format!("{head}    target: gfx94X\n    devices: {{\"7448\": a}}\n"),
+                "amd-gpus.yaml:2: chip 'X': 'gfx94X' is not a gfx target (gfx + 3-4 hex digits)",
+            ),
+            (
+                format!("{head}    target: gfx1100\n    devices: {{\"744C\": a}}\n"),
+                "amd-gpus.yaml:2: chip 'X': device id '744C' is not four lowercase hex digits",
+            ),
+            (
+                format!(
+                    "{head}    target: gfx1100\n    revisions: {{\"0\": gfx940}}\n    devices: {{}}\n"
+                ),
+                "amd-gpus.yaml:2: chip 'X': revision '0' is not two lowercase hex digits",
+            ),
+            (
+                format!(
+                    "{head}    target: gfx1100\n    devices: {{\"7448\": a}}\n  - chip: Y\n    kind: discrete\n    target: gfx1101\n    devices: {{\"7448\": b}}\n"
+                ),
+                "amd-gpus.yaml:2: device id 7448 is listed under both 'X' and 'Y'",
+            ),
+            (
+                "schema: 2\nchips: []\n".to_string(),
+                "amd-gpus.yaml:1: unsupported schema 2 (this rockbuild reads schema 1)",
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(parse(&text).expect_err(&text).to_string(), expected);
         }
-        let unknown = parse(&format!("{head}    target: gfx1100\n    devices: {{}}\n    family: x\n"))
-            .expect_err("unknown key");
-        assert!(unknown.to_string().starts_with("amd-gpus.yaml:7:"), "{unknown}");
+        let unknown = parse(&format!(
+            "{head}    target: gfx1100\n    devices: {{}}\n    family: x\n"
+        ))
+        .expect_err("unknown key");
+        assert!(
+            unknown.to_string().starts_with("amd-gpus.yaml:7:"),
+            "{unknown}"
+        );
     }
 }

@@ -85,9 +85,12 @@ mod tests {
             for target in &family.targets {
                 let version = version_of(target.as_str())
                     .unwrap_or_else(|| panic!("{target} has no ISA version"));
-                let kfd = u64::from(version.major * 10_000 + version.minor * 100 + version.stepping);
+                let kfd =
+                    u64::from(version.major * 10_000 + version.minor * 100 + version.stepping);
                 assert_eq!(
-                    IsaVersion::from_kfd(kfd).map(IsaVersion::target_name).as_deref(),
+                    IsaVersion::from_kfd(kfd)
+                        .map(IsaVersion::target_name)
+                        .as_deref(),
                     Some(target.as_str()),
                     "{target} from gfx_target_version {kfd}"
                 );
@@ -101,7 +104,10 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 28, "the table's target count changed; extend the table below");
+        assert_eq!(
+            seen, 28,
+            "the table's target count changed; extend the table below"
+        );
     }
 
     /// The numbers kfd_device.c writes, including the ones whose name has hex digits.
@@ -133,7 +139,9 @@ mod tests {
             (120500, "gfx1250"),
         ] {
             assert_eq!(
-                IsaVersion::from_kfd(kfd).map(IsaVersion::target_name).as_deref(),
+                IsaVersion::from_kfd(kfd)
+                    .map(IsaVersion::target_name)
+                    .as_deref(),
                 Some(name),
                 "{kfd}"
             );
@@ -146,11 +154,15 @@ mod tests {
         for kfd in [0, 90016, 91600, 1_000_000, u64::MAX] {
             assert_eq!(IsaVersion::from_kfd(kfd), None, "{kfd}");
         }
-        for text in ["", "11", "11.0", "11.0.0.0", "11.0.x", "9.0.16", "0.0.0", "-1.0.0", "gfx1100"] {
+        for text in [
+            "", "11", "11.0", "11.0.0.0", "11.0.x", "9.0.16", "0.0.0", "-1.0.0", "gfx1100",
+        ] {
             assert_eq!(IsaVersion::from_override(text), None, "{text:?}");
         }
         assert_eq!(
-            IsaVersion::from_override(" 10.3.0 ").map(IsaVersion::target_name).as_deref(),
+            IsaVersion::from_override(" 10.3.0 ")
+                .map(IsaVersion::target_name)
+                .as_deref(),
             Some("gfx1030")
         );
         for name in ["gfx", "gfx94X-dcgpu", "gfx90", "sm_90", "gfx10300"] {

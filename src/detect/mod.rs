@@ -35,7 +35,6 @@ pub struct RuntimeEnv {
     pub pytorch_rocm_arch: Option<String>,
 }
 
-
 /// Where the GPU list came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -116,13 +115,6 @@ pub struct Selection {
     pub families: Vec<String>,
     pub index_urls: Vec<String>,
     pub decided_by: DecidedBy,
-}
-
-impl Selection {
-    /// The families as `--amdgpu-family` takes them.
-    pub fn family_list(&self) -> String {
-        self.families.join(";")
-    }
 }
 
 /// Everything detection found.
@@ -250,7 +242,7 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
         let gpus = kfd_gpus
             .iter()
             .enumerate()
-            .map(|(index, node)| from_kfd(index, node, tables.devices))
+            .map(|(index, node)| from_kfd(index, node, tables.devices, &snapshot.pci))
             .collect();
         (Topology::Kfd, gpus)
     } else {
@@ -270,7 +262,11 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
             .enumerate()
             .map(|(index, function)| from_pci(index, function, tables.devices))
             .collect();
-        let topology = if gpus.is_empty() { Topology::None } else { Topology::Pci };
+        let topology = if gpus.is_empty() {
+            Topology::None
+        } else {
+            Topology::Pci
+        };
         (topology, gpus)
     };
 
@@ -291,29 +287,51 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
             gpu.problem = None;
         }
         if let Some(target) = gpu.target.clone() {
-            match tables.families.target(&target).ok().and_then(|t| tables.families.family_of(&t).cloned()) {
+            match tables
+                .families
+                .target(&target)
+                .ok()
+                .and_then(|t| tables.families.family_of(&t).cloned())
+            {
                 Some(family) => {
                     gpu.index_url = tables.families.index_url(&family);
                     gpu.family = Some(family.name);
                 }
-                None => gpu.problem = Some(format!("{target} is in no GPU family of configs/families.yaml")),
+                None => {
+                    gpu.problem = Some(format!(
+                        "{target} is in no GPU family of configs/families.yaml"
+                    ))
+                }
             }
         }
     }
     let hidden = apply_visible_devices(&mut gpus, env.hip_visible_devices.as_deref(), &mut notes);
 
-    let selection = select(&gpus, topology, tables.families, env, override_isa.is_some(), snapshot, hidden);
+    let selection = select(
+        &gpus,
+        topology,
+        tables.families,
+        env,
+        override_isa.is_some(),
+        snapshot,
+        hidden,
+    );
     if let Ok(selection) = &selection {
         let visible: Vec<&Gpu> = gpus.iter().filter(|g| g.hip_index.is_some()).collect();
-        let integrated: Vec<&&Gpu> = visible.iter().filter(|g| g.kind == Some(Kind::Integrated)).collect();
+        let integrated: Vec<&&Gpu> = visible
+            .iter()
+            .filter(|g| g.kind == Some(Kind::Integrated))
+            .collect();
         // HIP_VISIBLE_DEVICES counts every GPU, hidden or not: suggest enumeration indices.
         let discrete: Vec<usize> = visible
             .iter()
             .filter(|g| g.kind == Some(Kind::Discrete))
             .map(|g| g.index)
             .collect();
-        if matches!(selection.decided_by, DecidedBy::Kfd | DecidedBy::DeviceTable | DecidedBy::HsaOverride { .. })
-            && !integrated.is_empty()
+        if matches!(
+            selection.decided_by,
+            DecidedBy::Kfd | DecidedBy::DeviceTable | DecidedBy::HsaOverride { .. }
+        ) && !integrated.is_empty()
             && !discrete.is_empty()
         {
             let names: Vec<String> = integrated
@@ -343,8 +361,17 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
     })
 }
 
-fn from_kfd(index: usize, node: &KfdNode, devices: &DeviceTable) -> Gpu {
-    let vendor = node.get("vendor_id").and_then(|v| u16::try_from(v).ok()).unwrap_or(AMD_VENDOR);
+fn from_kfd(index: usize, node: &KfdNode, devices: &DeviceTable, pci: &[PciFunction]) -> Gpu {
+    let pci_slot = node.pci_slot();
+    // KFD has no revision; the PCI function at the node's location does.
+    let revision = pci
+        .iter()
+        .find(|f| Some(&f.slot) == pci_slot.as_ref())
+        .and_then(|f| f.revision);
+    let vendor = node
+        .get("vendor_id")
+        .and_then(|v| u16::try_from(v).ok())
+        .unwrap_or(AMD_VENDOR);
     let device = node.get("device_id").and_then(|v| u16::try_from(v).ok());
     let info = device.and_then(|d| devices.get(d));
     let reported = node.get("gfx_target_version").filter(|v| *v != 0);
@@ -358,25 +385,39 @@ fn from_kfd(index: usize, node: &KfdNode, devices: &DeviceTable) -> Gpu {
             None,
         ),
         // Kernels before gfx_target_version existed: the device id still names the chip.
-        (None, _, Some(info)) => (Some(info.target.clone()), Some(TargetFrom::DeviceTable), None),
+        (None, _, Some(info)) => (
+            Some(info.target_at(revision).to_string()),
+            Some(TargetFrom::DeviceTable),
+            None,
+        ),
         (Some(value), None, _) => (
             None,
             None,
-            Some(format!("KFD reports gfx_target_version {value}, which names no gfx target")),
+            Some(format!(
+                "KFD reports gfx_target_version {value}, which names no gfx target"
+            )),
         ),
         (None, _, None) => (
             None,
             None,
-            Some("KFD reports no gfx_target_version and the device is not in configs/amd-gpus.yaml".to_string()),
+            Some(
+                "KFD reports no gfx_target_version and the device is not in configs/amd-gpus.yaml"
+                    .to_string(),
+            ),
         ),
     };
     Gpu {
         index,
         hip_index: Some(index),
         kfd_node: Some(node.id),
-        pci_slot: node.pci_slot(),
-        pci_id: format!("{vendor:04x}:{}", device.map(|d| format!("{d:04x}")).unwrap_or_else(|| "????".into())),
-        revision: None,
+        pci_slot,
+        pci_id: format!(
+            "{vendor:04x}:{}",
+            device
+                .map(|d| format!("{d:04x}"))
+                .unwrap_or_else(|| "????".into())
+        ),
+        revision: revision.map(|r| format!("{r:02x}")),
         name: info.map(|i| i.display_name()),
         kind: info.map(|i| i.kind),
         target: hardware_target.clone(),
@@ -424,7 +465,11 @@ fn apply_visible_devices(gpus: &mut [Gpu], value: Option<&str>, notes: &mut Vec<
     };
     let mut order: Vec<usize> = Vec::new();
     for entry in value.split(',') {
-        let parsed = entry.trim().parse::<usize>().ok().filter(|i| *i < gpus.len() && !order.contains(i));
+        let parsed = entry
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|i| *i < gpus.len() && !order.contains(i));
         match parsed {
             Some(index) => order.push(index),
             None => {
@@ -479,10 +524,12 @@ fn select(
             let mut targets: Vec<Target> = Vec::new();
             for gpu in &visible {
                 let name = gpu.target.as_deref().unwrap_or_default();
-                let target = families.target(name).map_err(|_| SelectionError::NoFamily {
-                    target: name.to_string(),
-                    gpu: describe(gpu),
-                })?;
+                let target = families
+                    .target(name)
+                    .map_err(|_| SelectionError::NoFamily {
+                        target: name.to_string(),
+                        gpu: describe(gpu),
+                    })?;
                 if !targets.contains(&target) {
                     targets.push(target);
                 }

@@ -9,10 +9,18 @@ pub fn to_text(detection: &Detection) -> String {
     let root = &detection.sysfs_root;
     match detection.topology {
         Topology::Kfd => {
-            let _ = writeln!(out, "AMD GPUs (KFD topology, {})", root.join(sysfs::KFD_NODES).display());
+            let _ = writeln!(
+                out,
+                "AMD GPUs (KFD topology, {})",
+                root.join(sysfs::KFD_NODES).display()
+            );
         }
         Topology::Pci => {
-            let _ = writeln!(out, "AMD GPUs (PCI bus, {})", root.join(sysfs::PCI_DEVICES).display());
+            let _ = writeln!(
+                out,
+                "AMD GPUs (PCI bus, {})",
+                root.join(sysfs::PCI_DEVICES).display()
+            );
         }
         Topology::None => {
             let _ = writeln!(
@@ -40,11 +48,19 @@ pub fn to_text(detection: &Detection) -> String {
                 out,
                 "Build for: {} (famil{} {}), decided by {}",
                 targets.join(","),
-                if selection.families.len() == 1 { "y" } else { "ies" },
+                if selection.families.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
                 selection.families.join(", "),
                 selection.decided_by
             );
-            let _ = writeln!(out, "  rockbuild build --amdgpu-family auto ...   (= --pytorch-rocm-arch {})", targets.join(","));
+            let _ = writeln!(
+                out,
+                "  rockbuild build --pytorch-rocm-arch {}   (what --amdgpu-family auto picks)",
+                targets.join(",")
+            );
             for url in &selection.index_urls {
                 let _ = writeln!(out, "  rockbuild install-rocm --index-url {url}");
             }

@@ -93,7 +93,11 @@ fn read_kfd(dir: &Path) -> Result<Option<Vec<KfdNode>>, Error> {
     for entry in entries {
         let entry = entry.map_err(Error::Read)?;
         // Node directories are numbered; anything else is not a node.
-        let Some(id) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(id) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let path = entry.path().join("properties");
@@ -194,8 +198,8 @@ mod tests {
     #[test]
     fn properties_parse_and_refuse_what_kfd_never_writes() {
         let path = Path::new("nodes/1/properties");
-        let parsed = parse_properties(path, "simd_count 256\ngfx_target_version 90010\n\n")
-            .expect("parses");
+        let parsed =
+            parse_properties(path, "simd_count 256\ngfx_target_version 90010\n\n").expect("parses");
         assert_eq!(parsed.get("gfx_target_version"), Some(&90010));
         for (text, line) in [("simd_count\n", 1), ("a 1\nvendor_id 0x1002\n", 2)] {
             let error = parse_properties(path, text).expect_err(text);
@@ -210,16 +214,22 @@ mod tests {
     fn kfd_location_is_a_pci_slot() {
         let node = KfdNode {
             id: 1,
-            properties: [("location_id".to_string(), 0x0300), ("domain".to_string(), 0)]
-                .into_iter()
-                .collect(),
+            properties: [
+                ("location_id".to_string(), 0x0300),
+                ("domain".to_string(), 0),
+            ]
+            .into_iter()
+            .collect(),
         };
         assert_eq!(node.pci_slot().as_deref(), Some("0000:03:00.0"));
         let node = KfdNode {
             id: 2,
-            properties: [("location_id".to_string(), 0xc1_0a), ("domain".to_string(), 1)]
-                .into_iter()
-                .collect(),
+            properties: [
+                ("location_id".to_string(), 0xc1_0a),
+                ("domain".to_string(), 1),
+            ]
+            .into_iter()
+            .collect(),
         };
         assert_eq!(node.pci_slot().as_deref(), Some("0001:c1:01.2"));
     }

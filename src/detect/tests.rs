@@ -9,10 +9,14 @@ use crate::stack::load_families;
 fn cpu(id: u32) -> KfdNode {
     KfdNode {
         id,
-        properties: [("cpu_cores_count", 16), ("simd_count", 0), ("gfx_target_version", 0)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
+        properties: [
+            ("cpu_cores_count", 16),
+            ("simd_count", 0),
+            ("gfx_target_version", 0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
     }
 }
 
@@ -77,7 +81,11 @@ fn targets(detection: &Detection) -> String {
 /// APU (Raphael, gfx1036) and a Navi 31 card.
 fn apu_and_card() -> Snapshot {
     snapshot(
-        Some(vec![cpu(0), gpu(1, 110000, 0x744c, 0x03), gpu(2, 100306, 0x164e, 0x0e)]),
+        Some(vec![
+            cpu(0),
+            gpu(1, 110000, 0x744c, 0x03),
+            gpu(2, 100306, 0x164e, 0x0e),
+        ]),
         vec![],
     )
 }
@@ -95,7 +103,9 @@ fn kfd_decides_and_the_table_names() {
     assert_eq!(detection.gpus[1].pci_slot.as_deref(), Some("0000:0e:00.0"));
     assert_eq!(
         detection.notes,
-        ["the targets include the integrated GPU 1 (gfx1036); to build for the discrete card only, set HIP_VISIBLE_DEVICES=0"]
+        [
+            "the targets include the integrated GPU 1 (gfx1036); to build for the discrete card only, set HIP_VISIBLE_DEVICES=0"
+        ]
     );
 }
 
@@ -134,7 +144,9 @@ fn hip_visible_devices_hides_and_reorders() {
     );
     assert_eq!(
         detection.notes,
-        ["HIP_VISIBLE_DEVICES=7,0: `7` is not the index of a GPU here (0-1), so it and what follows are ignored"]
+        [
+            "HIP_VISIBLE_DEVICES=7,0: `7` is not the index of a GPU here (0-1), so it and what follows are ignored"
+        ]
     );
 }
 
@@ -154,7 +166,10 @@ fn hsa_override_replaces_every_target_and_says_so() {
             value: "10.3.0".into()
         }
     );
-    assert_eq!(detection.gpus[0].hardware_target.as_deref(), Some("gfx1031"));
+    assert_eq!(
+        detection.gpus[0].hardware_target.as_deref(),
+        Some("gfx1031")
+    );
     assert_eq!(
         detection.notes,
         ["HSA_OVERRIDE_GFX_VERSION=10.3.0: the runtime loads gfx1030 code on GPU 0 (gfx1031)"]
@@ -202,7 +217,10 @@ fn pytorch_rocm_arch_beats_detection_and_is_checked() {
 fn pci_fallback_uses_the_table_and_never_guesses() {
     // No driver: a Navi 48 card, its HDMI audio function (not a GPU class: filtered at read),
     // and a device the table does not know.
-    let machine = snapshot(None, vec![pci(0x03, 0x7550, 0x030000), pci(0x05, 0x7fff, 0x030000)]);
+    let machine = snapshot(
+        None,
+        vec![pci(0x03, 0x7550, 0x030000), pci(0x05, 0x7fff, 0x030000)],
+    );
     let detection = run(&machine, &RuntimeEnv::default()).expect("resolves");
     assert_eq!(detection.topology, Topology::Pci);
     assert_eq!(detection.gpus[0].target.as_deref(), Some("gfx1201"));
@@ -222,7 +240,10 @@ fn pci_fallback_uses_the_table_and_never_guesses() {
     };
     let detection = run(&machine, &env).expect("resolves");
     assert_eq!(targets(&detection), "gfx1201");
-    assert_eq!(detection.selection().expect("ok").decided_by, DecidedBy::DeviceTable);
+    assert_eq!(
+        detection.selection().expect("ok").decided_by,
+        DecidedBy::DeviceTable
+    );
 }
 
 #[test]
@@ -237,7 +258,10 @@ fn early_silicon_and_familyless_targets_are_named_not_built() {
         Some("gfx941 is in no GPU family of configs/families.yaml")
     );
     let error = detection.selection().expect_err("no family");
-    assert!(matches!(error, SelectionError::NoFamily { ref target, .. } if target == "gfx941"), "{error}");
+    assert!(
+        matches!(error, SelectionError::NoFamily { ref target, .. } if target == "gfx941"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -247,7 +271,11 @@ fn kfd_without_gpus_falls_back_to_pci_and_says_why() {
     assert_eq!(detection.topology, Topology::Pci);
     assert_eq!(targets(&detection), "gfx1100");
     assert_eq!(detection.notes.len(), 1);
-    assert!(detection.notes[0].starts_with("the KFD topology lists no GPU node"), "{:?}", detection.notes);
+    assert!(
+        detection.notes[0].starts_with("the KFD topology lists no GPU node"),
+        "{:?}",
+        detection.notes
+    );
     // A GPU node with a number that names no ISA is reported, not decoded by guesswork.
     let machine = snapshot(Some(vec![cpu(0), gpu(1, 90016, 0x7fff, 0x03)]), vec![]);
     let detection = run(&machine, &RuntimeEnv::default()).expect("resolves");

@@ -148,7 +148,9 @@ impl FamilyTable {
         {
             return Err(source.error_at(
                 &["index-url"],
-                format!("index-url '{template}' has no {FAMILY_PLACEHOLDER} to put the family name in"),
+                format!(
+                    "index-url '{template}' has no {FAMILY_PLACEHOLDER} to put the family name in"
+                ),
             ));
         }
         let mut seen: IndexMap<Target, String> = IndexMap::new();
@@ -396,6 +398,25 @@ mod tests {
                 .expect("linux")
                 .excluded_refs,
             ["release/2.13", "release/2.14"]
+        );
+    }
+
+    #[test]
+    fn index_url_template_names_each_family() {
+        let table = table();
+        let family = table.family_named("gfx1151").expect("family");
+        assert_eq!(
+            table.index_url(family).as_deref(),
+            Some("https://rocm.nightlies.amd.com/v2/gfx1151/")
+        );
+        let error = FamilyTable::load(&ConfigSource {
+            name: "families.yaml".into(),
+            text: "schema: 1\nindex-url: https://example.com/v2/\nfamilies: {}\n".into(),
+        })
+        .expect_err("no placeholder");
+        assert_eq!(
+            error.to_string(),
+            "families.yaml:2: index-url 'https://example.com/v2/' has no {family} to put the family name in"
         );
     }
 

@@ -12,6 +12,7 @@ mod build;
 mod checkout;
 mod ci_files;
 mod cli;
+mod local;
 mod publish;
 mod sample;
 mod verify;
