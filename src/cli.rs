@@ -73,6 +73,8 @@ pub enum Command {
     Promote(PromoteArgs),
     /// Find this machine's AMD GPUs: gfx target, family, index, and what a build would target
     Detect(DetectArgs),
+    /// Check this machine before a build: tools, venv and SDK, hipcc for the targets, disk, index
+    Doctor(DoctorArgs),
 }
 
 /// Which stack config to use.
@@ -426,6 +428,51 @@ pub struct DetectArgs {
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
     pub families: Option<PathBuf>,
     /// Print the detection as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Virtual environment with the ROCm SDK (default: $VIRTUAL_ENV, else <output-dir>/venv)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
+    pub venv: Option<PathBuf>,
+    /// Where wheels and logs will go (default: the working directory)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Directory holding the project checkouts (default: the working directory)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    pub root_checkout_dir: Option<PathBuf>,
+    /// rockbuild's cache directory (default: ~/.cache/rockbuild)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Lock to check the SDK, targets and index against (default: <root>/rockbuild.lock.json)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// gfx targets hipcc must compile for (default: the lock's)
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    pub pytorch_rocm_arch: Option<String>,
+    /// GPU families whose targets hipcc must compile for
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    pub amdgpu_family: Option<String>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Package index the SDK comes from (default: the lock's)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Only look for the device libraries; do not compile a test kernel
+    #[arg(long)]
+    pub no_compile: bool,
+    /// Seconds the index may take to answer
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 10,
+        env = "ROCKBUILD_NETWORK_TIMEOUT"
+    )]
+    pub network_timeout: u64,
+    /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
 }

@@ -43,7 +43,8 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     stage_errors!(
         Classified,
         crate::detect::Error,
-        crate::detect::SelectionError
+        crate::detect::SelectionError,
+        crate::doctor::Error,
     );
     None
 }

@@ -20,6 +20,10 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
 /// The GPUs HIP shows, by index (`0,2`); `rockbuild detect` builds for those only.
 pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+/// Where a ROCm installation is (`/opt/rocm`); doctor looks for device libraries under it.
+pub const ROCM_PATH: &str = "ROCM_PATH";
+/// clang's device-library directory for HIP, when it is not under the ROCm root.
+pub const HIP_DEVICE_LIB_PATH: &str = "HIP_DEVICE_LIB_PATH";
 /// The active virtual environment (install-rocm's default venv).
 pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 /// Standard switch to turn off colour.

@@ -19,6 +19,7 @@ mod checkout;
 mod detect;
 #[cfg(test)]
 mod docgen;
+mod doctor;
 mod env_vars;
 mod exec;
 mod git;

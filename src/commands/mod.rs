@@ -4,6 +4,7 @@
 mod build;
 mod checkout;
 mod detect;
+mod doctor;
 mod index;
 mod install_rocm;
 mod lock;
@@ -29,5 +30,6 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
         Command::Detect(args) => detect::run(args, ctx),
+        Command::Doctor(args) => doctor::run(args, ctx),
     }
 }

@@ -3,6 +3,7 @@
 //! never read flags or the environment themselves.
 
 pub mod detect;
+pub mod doctor;
 
 use std::fmt;
 
@@ -10,7 +11,6 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Source {
-    Default,
     Flag(String),
     Env(String),
     Lock(String),
@@ -20,7 +20,6 @@ pub enum Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Default => write!(f, "default"),
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Env(name) => write!(f, "${name}"),
             Source::Lock(place) => write!(f, "lock {place}"),
