@@ -83,7 +83,7 @@ pub fn inspect(path: &Path) -> std::io::Result<FsFacts> {
     Ok(FsFacts {
         existing,
         device,
-        available: u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)),
-        name_max: u64::from(stat.f_namemax),
+        available: stat.f_bavail.saturating_mul(stat.f_frsize),
+        name_max: stat.f_namemax,
     })
 }

@@ -3,8 +3,13 @@
 
 use std::process::Output;
 
-use crate::common::TestEnv;
+use std::path::Path;
+
+use crate::common::http::{HttpServer, serve};
+use crate::common::sample::sample_origins;
+use crate::common::sdk::sdk_index;
 use crate::common::sysfs::{self, FakeSysfs};
+use crate::common::{TestEnv, wheelhouse};
 
 /// stdout and stderr with the temp dir replaced, plus the exit code.
 fn transcript(env: &TestEnv, output: &Output) -> String {
@@ -170,4 +175,280 @@ fn detect_no_amd_gpu() {
     .expect("write");
     let output = detect(&env, &broken, &[]);
     insta::assert_snapshot!("detect_malformed_properties", transcript(&env, &output));
+}
+
+// ---- doctor -------------------------------------------------------------------------------
+
+const SDK_VERSION: &str = "7.10.0a20251124";
+const TARGETS: &str = "gfx906,gfx1030";
+
+/// A developer's machine after `checkout` and `install-rocm`: sample checkouts with a lock,
+/// the stand-in SDK from a local index in `<out>/venv`, the lock recording it.
+struct Workspace {
+    env: TestEnv,
+    _server: HttpServer,
+    index_url: String,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let mut env = TestEnv::new();
+        env.set("PIP_NO_INDEX", "1");
+        env.set("PIP_FIND_LINKS", wheelhouse().display().to_string());
+        let server = serve(&sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]));
+        let index_url = format!("{}simple/", server.url());
+        let origins = sample_origins(&env);
+        let workspace = Workspace {
+            env,
+            _server: server,
+            index_url,
+        };
+        workspace.ok(workspace
+            .env
+            .rockbuild()
+            .arg("checkout")
+            .arg("--config")
+            .arg(&origins.stack_yaml)
+            .arg("--root-checkout-dir")
+            .arg(workspace.root()));
+        workspace.ok(workspace
+            .env
+            .rockbuild()
+            .args(["install-rocm", "--index-url", &workspace.index_url])
+            .arg("--output-dir")
+            .arg(workspace.out())
+            .arg("--lock")
+            .arg(workspace.lock()));
+        workspace
+    }
+
+    fn root(&self) -> std::path::PathBuf {
+        self.env.path("src")
+    }
+
+    fn out(&self) -> std::path::PathBuf {
+        self.env.path("out")
+    }
+
+    fn lock(&self) -> std::path::PathBuf {
+        self.root().join("rockbuild.lock.json")
+    }
+
+    #[track_caller]
+    fn ok(&self, command: &mut assert_cmd::Command) -> Output {
+        let output = command.output().expect("runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            transcript(&self.env, &output)
+        );
+        output
+    }
+
+    /// `rockbuild doctor` for this workspace (the cache inside the temp dir, like TestEnv's).
+    fn doctor(&self, extra: &[&str]) -> assert_cmd::Command {
+        let mut command = self.env.rockbuild();
+        command
+            .arg("doctor")
+            .arg("--root-checkout-dir")
+            .arg(self.root())
+            .arg("--output-dir")
+            .arg(self.out())
+            .args(["--pytorch-rocm-arch", TARGETS])
+            .args(extra);
+        command
+    }
+}
+
+/// What differs between machines in a doctor report: tool versions, free space, ports, the
+/// system ROCm's paths; with `disk_masked`, also the disk verdict (it depends on the machine's
+/// free space, which the caller checks against df instead).
+fn doctor_filters(disk_masked: bool) -> Vec<(&'static str, &'static str)> {
+    let mut filters = vec![
+        (r"git version \d[^\s;]*", "git version [V]"),
+        (r"Python \d+\.\d+\.\d+", "Python [V]"),
+        (r"ccache version \d[^\s;]*", "ccache version [V]"),
+        (r"sccache \d[^\s;]*", "sccache [V]"),
+        (r"\d+\.\d (B|KiB|MiB|GiB|TiB) free", "[N] free"),
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
+        (
+            r"/usr/bin/hipcc|/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+            "[SYSTEM ROCM]",
+        ),
+    ];
+    if disk_masked {
+        filters.extend([
+            (r"(?m)^(pass|warn|FAIL)  disk ", "[DISK]  disk "),
+            (r"(?m)^ +→ free space or move .*\n", ""),
+            (r"\d+ passed, \d+ warnings?, \d+ failed", "[SUMMARY]"),
+        ]);
+    }
+    filters
+}
+
+#[track_caller]
+fn doctor_snapshot(name: &str, text: &str, disk_masked: bool) {
+    insta::with_settings!({filters => doctor_filters(disk_masked)}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+fn checks(output: &Output) -> Vec<(String, String)> {
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("doctor --json");
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().expect("id").to_string(),
+                c["status"].as_str().expect("status").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Free bytes under `dir` as df sees them.
+fn df_available(dir: &Path) -> u64 {
+    let output = std::process::Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(dir)
+        .output()
+        .expect("df");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .expect("df prints the available bytes")
+}
+
+#[test]
+fn doctor_on_this_machine_and_on_broken_ones() {
+    let workspace = Workspace::new();
+    let env = &workspace.env;
+
+    // This machine, set up as the quickstart does: everything passes, the test compile
+    // really runs hipcc for both targets; only the disk verdict depends on the machine.
+    let output = workspace.doctor(&["--json"]).output().expect("doctor");
+    let found = checks(&output);
+    let disk_status = found
+        .iter()
+        .find(|(id, _)| id == "disk")
+        .map(|(_, s)| s.clone())
+        .expect("disk");
+    let available = df_available(env.root());
+    let expected_disk = if available < 45 << 30 {
+        "fail"
+    } else if available < 158 << 30 {
+        "warn"
+    } else {
+        "pass"
+    };
+    assert_eq!(disk_status, expected_disk, "{available} bytes free");
+    let not_passed: Vec<&(String, String)> = found
+        .iter()
+        .filter(|(id, s)| id != "disk" && s != "pass")
+        .collect();
+    assert!(not_passed.is_empty(), "{}", transcript(env, &output));
+    assert_eq!(
+        output.status.code(),
+        Some(if expected_disk == "fail" { 1 } else { 0 })
+    );
+    let text = workspace.doctor(&[]).output().expect("doctor");
+    doctor_snapshot("doctor_this_machine", &transcript(env, &text), true);
+
+    // SDK drift: the lock moved on (a teammate's newer SDK), the venv did not.
+    let drifted = env.path("drifted.lock.json");
+    let lock = std::fs::read_to_string(workspace.lock()).expect("lock");
+    assert!(
+        lock.contains(&format!("\"sdk_version\": \"{SDK_VERSION}\"")),
+        "{lock}"
+    );
+    std::fs::write(&drifted, lock.replace(SDK_VERSION, "7.10.0a20251201")).expect("write");
+    let output = workspace
+        .doctor(&["--no-compile", "--lock"])
+        .arg(&drifted)
+        .output()
+        .expect("doctor");
+    assert_eq!(output.status.code(), Some(1));
+    let sdk: Vec<(String, String)> = checks(
+        &workspace
+            .doctor(&["--no-compile", "--json", "--lock"])
+            .arg(&drifted)
+            .output()
+            .expect("json"),
+    )
+    .into_iter()
+    .filter(|(id, _)| id == "sdk-lock")
+    .collect();
+    assert_eq!(sdk, [("sdk-lock".to_string(), "fail".to_string())]);
+    doctor_snapshot("doctor_sdk_drift", &transcript(env, &output), true);
+
+    // No hipcc: a venv without the SDK and a PATH without ROCm (git and python3 only).
+    let bin = env.path("bin-without-rocm");
+    std::fs::create_dir_all(&bin).expect("bin");
+    for tool in ["git", "python3"] {
+        let found = which(env, tool);
+        std::os::unix::fs::symlink(&found, bin.join(tool)).expect("symlink");
+    }
+    let mut bare = TestEnv::new();
+    bare.set("PATH", bin.display().to_string());
+    let output = bare
+        .rockbuild()
+        .arg("doctor")
+        .arg("--venv")
+        .arg(bare.path("empty-venv"))
+        .arg("--root-checkout-dir")
+        .arg(workspace.root())
+        .arg("--output-dir")
+        .arg(bare.path("out"))
+        .args(["--pytorch-rocm-arch", TARGETS])
+        .output()
+        .expect("doctor");
+    assert_eq!(output.status.code(), Some(1));
+    let masked = transcript(&bare, &output)
+        .replace(&bin.display().to_string(), "[BIN]")
+        .replace(&env.root().display().to_string(), "[WORKSPACE]");
+    doctor_snapshot("doctor_no_hipcc", &masked, true);
+
+    // A full disk: a 1 MiB tmpfs, mounted in a private mount namespace (unshare), holding
+    // the checkout root, the output and the cache.
+    let small = env.path("small-disk");
+    std::fs::create_dir_all(&small).expect("mount point");
+    let script = format!(
+        "mount -t tmpfs -o size=1m tmpfs {dir} && mkdir {dir}/src {dir}/out {dir}/cache && exec \"$0\" \"$@\"",
+        dir = small.display()
+    );
+    let output = env
+        .command("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+        .arg(env!("CARGO_BIN_EXE_rockbuild"))
+        .arg("doctor")
+        .arg("--no-compile")
+        .arg("--venv")
+        .arg(workspace.out().join("venv"))
+        .arg("--root-checkout-dir")
+        .arg(small.join("src"))
+        .arg("--output-dir")
+        .arg(small.join("out"))
+        .arg("--cache-dir")
+        .arg(small.join("cache"))
+        .args(["--pytorch-rocm-arch", TARGETS])
+        .output()
+        .expect("unshare");
+    let text = transcript(env, &output);
+    assert!(
+        !text.contains("unshare: "),
+        "this test mounts a tmpfs in a user+mount namespace (`unshare --user --map-root-user --mount`); the machine refused: {text}"
+    );
+    doctor_snapshot("doctor_full_disk", &text, false);
+}
+
+fn which(env: &TestEnv, program: &str) -> std::path::PathBuf {
+    let output = env
+        .command("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .expect("sh");
+    std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
