@@ -75,6 +75,8 @@ pub enum Command {
     Detect(DetectArgs),
     /// Check this machine before a build: tools, venv and SDK, hipcc for the targets, disk, index
     Doctor(DoctorArgs),
+    /// What a venv or a set of wheels contains: versions, gfx targets, ROCm libraries, features
+    Compat(CompatArgs),
 }
 
 /// Which stack config to use.
@@ -473,6 +475,21 @@ pub struct DoctorArgs {
     )]
     pub network_timeout: u64,
     /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompatArgs {
+    /// A venv, or wheels and directories of wheels
+    #[arg(value_name = "VENV|WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Lock whose versions, SDK and targets the stack must match (exit 5 when it does not)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print the report as JSON instead of Markdown
     #[arg(long)]
     pub json: bool,
 }

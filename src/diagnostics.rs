@@ -45,6 +45,7 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::detect::Error,
         crate::detect::SelectionError,
         crate::doctor::Error,
+        crate::compat::Error,
     );
     None
 }

@@ -16,6 +16,7 @@ pub mod wheel;
 
 mod build;
 mod checkout;
+mod compat;
 mod detect;
 #[cfg(test)]
 mod docgen;

@@ -3,6 +3,7 @@
 
 mod build;
 mod checkout;
+mod compat;
 mod detect;
 mod doctor;
 mod index;
@@ -31,5 +32,6 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Promote(args) => promote::run(args, ctx),
         Command::Detect(args) => detect::run(args, ctx),
         Command::Doctor(args) => doctor::run(args, ctx),
+        Command::Compat(args) => compat::run(args, ctx),
     }
 }

@@ -2,6 +2,7 @@
 //! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
 //! never read flags or the environment themselves.
 
+pub mod compat;
 pub mod detect;
 pub mod doctor;
 

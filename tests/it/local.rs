@@ -452,3 +452,135 @@ fn which(env: &TestEnv, program: &str) -> std::path::PathBuf {
         .expect("sh");
     std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
+
+// ---- compat -------------------------------------------------------------------------------
+
+/// The Markdown and JSON of `compat` with the temp dir and the machine's Python masked.
+#[track_caller]
+fn compat_snapshot(name: &str, env: &TestEnv, output: &Output) {
+    insta::with_settings!({filters => vec![
+        // The hipify commit's id (rockbuild commits hipify's changes at checkout time).
+        (r"\b[0-9a-f]{40}\b", "[SHA]"),
+        (r"\b3\.1\d\.\d+\b", "[PYTHON]"),
+        (r"python3\.1\d\b", "python3.X"),
+        (r"cp31\d", "cp3XX"),
+        (r"\b3\.1\d\b", "[PYTHON]"),
+    ]}, {
+        insta::assert_snapshot!(name, transcript(env, output));
+    });
+}
+
+#[test]
+fn compat_on_a_built_and_installed_sample_stack() {
+    let workspace = Workspace::new();
+    let env = &workspace.env;
+    let origins = sample_origins(env);
+    workspace.ok(workspace
+        .env
+        .rockbuild()
+        .arg("build")
+        .arg("--config")
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(workspace.root())
+        .arg("--output-dir")
+        .arg(workspace.out())
+        .args(["--pytorch-rocm-arch", TARGETS, "--lock"])
+        .arg(workspace.lock()));
+
+    // As the quickstart's last step: a fresh venv, the five wheels and the SDK installed with pip.
+    let venv = env.path("try");
+    crate::common::run_ok(env.command("python3").arg("-m").arg("venv").arg(&venv));
+    let sdk_wheels = sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]).join("wheels");
+    crate::common::run_ok(
+        env.command(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--isolated",
+                "--quiet",
+                "--no-index",
+                "--find-links",
+            ])
+            .arg(workspace.out())
+            .arg("--find-links")
+            .arg(&sdk_wheels)
+            .args(["torch", "torchaudio", "torchvision", "triton", "apex"]),
+    );
+
+    let compat = |args: &[&std::ffi::OsStr]| {
+        env.rockbuild()
+            .arg("compat")
+            .args(args)
+            .arg("--config")
+            .arg(&origins.stack_yaml)
+            .output()
+            .expect("compat")
+    };
+    let lock = workspace.lock();
+    let output = compat(&[venv.as_os_str(), "--lock".as_ref(), lock.as_os_str()]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(env, &output)
+    );
+    compat_snapshot("compat_venv", env, &output);
+    let json = compat(&[
+        venv.as_os_str(),
+        "--lock".as_ref(),
+        lock.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(report["mismatches"], serde_json::json!([]));
+    assert_eq!(
+        report["lock_targets"],
+        serde_json::json!(["gfx906", "gfx1030"])
+    );
+    let torch_libraries: Vec<&serde_json::Value> = report["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter(|t| t["distribution"] == "torch")
+        .collect();
+    assert_eq!(torch_libraries.len(), 1);
+    assert_eq!(
+        torch_libraries[0]["targets"],
+        serde_json::json!(["gfx906", "gfx1030"]),
+        "in the lock's order"
+    );
+    compat_snapshot("compat_venv_json", env, &json);
+
+    // The wheels themselves, before anyone installed them: no import, so what the libraries
+    // link and what torch's METADATA pins decide.
+    let output = compat(&[
+        workspace.out().as_os_str(),
+        "--lock".as_ref(),
+        lock.as_os_str(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(env, &output)
+    );
+    compat_snapshot("compat_wheels", env, &output);
+
+    // A lock that asked for other targets and another SDK: every difference listed, exit 5.
+    let other = env.path("other.lock.json");
+    let text = std::fs::read_to_string(&lock).expect("lock");
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("lock json");
+    value["build"]["targets"] = serde_json::json!(["gfx90a", "gfx1030"]);
+    value["build"]["sdk_version"] = serde_json::json!("7.10.0a20251201");
+    std::fs::write(&other, serde_json::to_string_pretty(&value).expect("json")).expect("write");
+    let output = compat(&[venv.as_os_str(), "--lock".as_ref(), other.as_os_str()]);
+    assert_eq!(output.status.code(), Some(5));
+    compat_snapshot("compat_venv_other_lock", env, &output);
+
+    // Neither a venv nor wheels.
+    let output = compat(&[workspace.root().as_os_str()]);
+    assert_eq!(output.status.code(), Some(2));
+    compat_snapshot("compat_not_a_stack", env, &output);
+}
