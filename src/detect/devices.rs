@@ -93,15 +93,7 @@ impl DeviceTable {
 
     pub fn load(source: &ConfigSource) -> Result<DeviceTable, ConfigError> {
         let file: File = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema, 1)?;
         let mut devices = BTreeMap::new();
         for chip in file.chips {
             let at = |message: String| {

@@ -73,32 +73,19 @@ impl DoctorSettings {
         let lock_record = lock
             .as_ref()
             .and_then(|(path, lock)| Some((path, lock.build.as_ref()?)));
-        let targets = match (pytorch_rocm_arch, amdgpu_family) {
-            (Some(list), _) => {
-                let table =
-                    crate::stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
-                Some(Sourced {
-                    value: names(
-                        table
-                            .targets(&list)
-                            .map_err(crate::doctor::Error::Targets)?,
-                    ),
-                    source: Source::Flag("--pytorch-rocm-arch".into()),
-                })
-            }
-            (None, Some(list)) => {
-                let table =
-                    crate::stack::load_families(families.map(|p| ctx.absolute(&p)).as_deref())?;
-                Some(Sourced {
-                    value: names(
-                        table
-                            .expand_families(&list)
-                            .map_err(crate::doctor::Error::Targets)?,
-                    ),
-                    source: Source::Flag("--amdgpu-family".into()),
-                })
-            }
-            (None, None) => lock_record
+        let family_table =
+            || crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref());
+        let given = match (pytorch_rocm_arch, amdgpu_family) {
+            (Some(list), _) => Some((family_table()?.targets(&list), "--pytorch-rocm-arch")),
+            (None, Some(list)) => Some((family_table()?.expand_families(&list), "--amdgpu-family")),
+            (None, None) => None,
+        };
+        let targets = match given {
+            Some((targets, flag)) => Some(Sourced {
+                value: names(targets.map_err(crate::doctor::Error::Targets)?),
+                source: Source::Flag(flag.into()),
+            }),
+            None => lock_record
                 .filter(|(_, record)| !record.targets.is_empty())
                 .map(|(path, record)| Sourced {
                     value: names(record.targets.clone()),

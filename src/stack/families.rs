@@ -134,15 +134,7 @@ pub struct FamilyTable {
 impl FamilyTable {
     pub fn load(source: &ConfigSource) -> Result<Self, ConfigError> {
         let file: FamiliesFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema, 1)?;
         if let Some(template) = &file.index_url
             && !template.contains(FAMILY_PLACEHOLDER)
         {

@@ -190,15 +190,7 @@ impl Stack {
 
     pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
         let file: StackFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema, 1)?;
         if file.projects.is_empty() {
             return Err(source.error_at(&["projects"], "the stack has no projects"));
         }

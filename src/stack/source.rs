@@ -50,6 +50,17 @@ impl ConfigSource {
         })
     }
 
+    /// Refuses a file of another schema version than the one this rockbuild reads.
+    pub fn expect_schema(&self, found: u32, supported: u32) -> Result<(), ConfigError> {
+        if found == supported {
+            return Ok(());
+        }
+        Err(self.error_at(
+            &["schema"],
+            format!("unsupported schema {found} (this rockbuild reads schema {supported})"),
+        ))
+    }
+
     /// An error about the value at a key path, located by [`locate`].
     pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> ConfigError {
         ConfigError {
