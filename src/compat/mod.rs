@@ -375,3 +375,114 @@ fn features(probed: &Probed, libraries: &[RocmLibrary]) -> Vec<Feature> {
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::BuildRecord;
+    use probe::Library;
+
+    fn probed() -> Probed {
+        Probed {
+            subject: "/venv".into(),
+            distributions: vec![
+                ("torch".into(), "2.10.0a0+rocm7.10.0".into()),
+                ("torchvision".into(), "0.25.0a0+rocm7.10.0".into()),
+            ],
+            sdk: Some("7.10.0".into()),
+            hip: Some("7.10.25401".into()),
+            python: Some("3.12.3".into()),
+            libraries: vec![Library {
+                path: "torch/lib/libtorch_hip.so".into(),
+                distribution: "torch".into(),
+                targets: vec!["gfx1100".into(), "gfx942".into()],
+                needed: vec![
+                    "libamdhip64.so.7".into(),
+                    "libMIOpen.so.1".into(),
+                    "librccl.so.1".into(),
+                ],
+            }],
+            torch: None,
+        }
+    }
+
+    fn lock(targets: &[&str]) -> Lock {
+        let table = crate::stack::load_families(None).expect("families");
+        let mut lock = Lock::new("stack.yaml");
+        lock.build = Some(BuildRecord {
+            sdk_version: "7.10.0".into(),
+            index_url: None,
+            sdk_targets: vec![],
+            targets: targets
+                .iter()
+                .map(|t| table.target(t).expect("target"))
+                .collect(),
+            release_type: String::new(),
+            version_suffix: String::new(),
+            versions: [
+                ("torch", "2.10.0a0+rocm7.10.0"),
+                ("vision", "0.25.0a0+rocm7.10.0"),
+                ("audio", "2.10.0a0+rocm7.10.0"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        });
+        lock
+    }
+
+    #[test]
+    fn versions_targets_and_libraries_are_compared_with_the_lock() {
+        let stack = Stack::load(None).expect("stack");
+        let lock = lock(&["gfx942", "gfx1100"]);
+        let report = assemble(&probed(), &stack, Some(("rockbuild.lock.json", &lock)));
+        // torchaudio is in the lock but not installed: a difference; the rest match.
+        assert_eq!(
+            report.mismatches,
+            ["torchaudio is not installed, the lock has 2.10.0a0+rocm7.10.0"]
+        );
+        assert_eq!(
+            report.targets[0].targets,
+            ["gfx942", "gfx1100"],
+            "the lock's order"
+        );
+        assert_eq!(report.targets[0].matches, Some(true));
+        let linked: Vec<&str> = report
+            .libraries
+            .iter()
+            .filter(|l| l.linked)
+            .map(|l| l.name.as_str())
+            .collect();
+        assert_eq!(linked, ["HIP runtime", "MIOpen", "RCCL"]);
+        let built: Vec<(&str, bool)> = report
+            .features
+            .iter()
+            .map(|f| (f.name.as_str(), f.built))
+            .collect();
+        assert_eq!(
+            built,
+            [
+                ("ROCm (HIP) build", true),
+                ("Flash attention (AOTriton)", false),
+                ("MIOpen (torch.backends.cudnn)", true),
+                ("Distributed with RCCL", true),
+                ("hipBLASLt GEMMs", false),
+            ]
+        );
+        assert!(matches!(report.outcome(), Err(Error::Mismatch { .. })));
+    }
+
+    #[test]
+    fn without_a_lock_nothing_is_compared() {
+        let stack = Stack::load(None).expect("stack");
+        let report = assemble(&probed(), &stack, None);
+        assert!(report.mismatches.is_empty());
+        assert!(report.components.iter().all(|c| c.matches.is_none()));
+        assert!(report.outcome().is_ok());
+        assert!(
+            report
+                .to_markdown()
+                .contains("No lock to compare with (pass --lock).")
+        );
+    }
+}
