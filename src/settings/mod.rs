@@ -2,9 +2,11 @@
 //! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
 //! never read flags or the environment themselves.
 
+pub mod build;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
+pub mod sdk;
 
 use std::fmt;
 

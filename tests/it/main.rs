@@ -15,4 +15,5 @@ mod cli;
 mod local;
 mod publish;
 mod sample;
+mod sixth_project;
 mod verify;
