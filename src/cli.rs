@@ -247,7 +247,8 @@ pub struct SdkArgs {
     /// Virtual environment to install into (default: $VIRTUAL_ENV, else <output-dir>/venv)
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
     pub venv: Option<PathBuf>,
-    /// Package index to install the SDK from (PEP 503)
+    /// Package index to install the SDK from (PEP 503); `auto`: the index of this machine's GPU
+    /// family (`rockbuild detect`)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Extra find-links page or directory
@@ -320,10 +321,12 @@ pub struct BuildArgs {
     /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
-    /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family)
+    /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family); `auto`: the
+    /// targets of this machine's GPUs (`rockbuild detect`)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
     pub pytorch_rocm_arch: Option<String>,
-    /// GPU families to build for, `;` separated, expanded through the family table
+    /// GPU families to build for, `;` separated, expanded through the family table; `auto`:
+    /// the families of this machine's GPUs (`rockbuild detect`)
     #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
     pub amdgpu_family: Option<String>,
     /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)

@@ -24,6 +24,9 @@ pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
 pub const ROCM_PATH: &str = "ROCM_PATH";
 /// clang's device-library directory for HIP, when it is not under the ROCm root.
 pub const HIP_DEVICE_LIB_PATH: &str = "HIP_DEVICE_LIB_PATH";
+/// Where `auto` (`--amdgpu-family auto`, `--index-url auto`) reads the kernel's sys/ tree:
+/// `/` unless set (`rockbuild detect --sysfs-root` takes the same variable).
+pub const ROCKBUILD_SYSFS_ROOT: &str = "ROCKBUILD_SYSFS_ROOT";
 /// The active virtual environment (install-rocm's default venv).
 pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 /// Standard switch to turn off colour.

@@ -132,6 +132,25 @@ pub struct Detection {
     selection_error: Option<SelectionError>,
 }
 
+impl Selection {
+    /// The one index the selection's family publishes to (what `--index-url auto` means).
+    pub fn index_url(&self) -> Result<&str, SelectionError> {
+        match self.index_urls.as_slice() {
+            [one] => Ok(one),
+            [] => Err(SelectionError::NoIndexTemplate),
+            several => Err(SelectionError::SeveralIndexes {
+                families: self.families.clone(),
+                urls: several.to_vec(),
+            }),
+        }
+    }
+
+    /// `gfx1100,gfx1201`.
+    pub fn target_list(&self) -> String {
+        crate::stack::families::join(&self.targets)
+    }
+}
+
 impl Detection {
     /// The selection, or the reason there is none.
     pub fn selection(&self) -> Result<&Selection, SelectionError> {
@@ -169,6 +188,20 @@ pub enum SelectionError {
         "{target} ({gpu}) is in no GPU family of configs/families.yaml, so there is no SDK index to build it from; pass --pytorch-rocm-arch with a supported target, or hide it with HIP_VISIBLE_DEVICES"
     )]
     NoFamily { target: String, gpu: String },
+    #[error(
+        "the GPUs here belong to {} families ({}), each with its own index: pass --index-url with one of them ({}), or hide the other GPUs with HIP_VISIBLE_DEVICES",
+        families.len(),
+        families.join(", "),
+        urls.join(" or ")
+    )]
+    SeveralIndexes {
+        families: Vec<String>,
+        urls: Vec<String>,
+    },
+    #[error(
+        "configs/families.yaml has no index-url template, so `auto` cannot name an index: pass --index-url"
+    )]
+    NoIndexTemplate,
 }
 
 /// Why detection could not run.
@@ -206,7 +239,10 @@ impl HasExitStatus for Error {
 impl HasExitStatus for SelectionError {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            SelectionError::Arch(_) | SelectionError::NoFamily { .. } => ExitStatus::Usage,
+            SelectionError::Arch(_)
+            | SelectionError::NoFamily { .. }
+            | SelectionError::SeveralIndexes { .. }
+            | SelectionError::NoIndexTemplate => ExitStatus::Usage,
             SelectionError::NoGpu { .. } | SelectionError::Unidentified { .. } => {
                 ExitStatus::Failure
             }

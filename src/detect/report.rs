@@ -56,13 +56,25 @@ pub fn to_text(detection: &Detection) -> String {
                 selection.families.join(", "),
                 selection.decided_by
             );
+            let families = selection.families.join(";");
             let _ = writeln!(
                 out,
-                "  rockbuild build --pytorch-rocm-arch {}   (what --amdgpu-family auto picks)",
+                "  rockbuild build --pytorch-rocm-arch auto   # {}",
                 targets.join(",")
             );
-            for url in &selection.index_urls {
-                let _ = writeln!(out, "  rockbuild install-rocm --index-url {url}");
+            let _ = writeln!(
+                out,
+                "  rockbuild build --amdgpu-family auto       # {families}, every target of it"
+            );
+            match selection.index_urls.as_slice() {
+                [url] => {
+                    let _ = writeln!(out, "  rockbuild install-rocm --index-url auto    # {url}");
+                }
+                urls => {
+                    for url in urls {
+                        let _ = writeln!(out, "  rockbuild install-rocm --index-url {url}");
+                    }
+                }
             }
         }
         None => {

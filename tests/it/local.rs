@@ -584,3 +584,89 @@ fn compat_on_a_built_and_installed_sample_stack() {
     assert_eq!(output.status.code(), Some(2));
     compat_snapshot("compat_not_a_stack", env, &output);
 }
+
+// ---- auto ---------------------------------------------------------------------------------
+
+/// `build`/`plan` and `install-rocm` asked to take targets and the index from this machine
+/// (here: fake sysfs trees through ROCKBUILD_SYSFS_ROOT).
+#[test]
+fn auto_takes_targets_and_the_index_from_detection() {
+    let mut workspace = Workspace::new();
+    let origins = sample_origins(&workspace.env);
+    // A Radeon RX 6800 (Navi 21, gfx1030): a target the stand-in SDK has.
+    let navi21 = FakeSysfs::new(&workspace.env.path("navi21"))
+        .with_kfd()
+        .cpu_node(0, 16)
+        .gpu_node(1, &sysfs::KfdGpu::new(100300, 0x73bf, 0x03), 0x030000);
+    workspace
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", navi21.root.display().to_string());
+    let plan = |workspace: &Workspace, targets: &[&str]| {
+        workspace
+            .env
+            .rockbuild()
+            .arg("plan")
+            .arg("--config")
+            .arg(&origins.stack_yaml)
+            .arg("--root-checkout-dir")
+            .arg(workspace.root())
+            .arg("--output-dir")
+            .arg(workspace.out())
+            .args(targets)
+            .args(["--json"])
+            .output()
+            .expect("plan")
+    };
+    let output = plan(&workspace, &["--pytorch-rocm-arch", "auto"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(&workspace.env, &output)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("plan json");
+    assert_eq!(
+        json["targets"]["targets"],
+        serde_json::json!(["gfx1030"]),
+        "{json:#}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(
+        stderr.lines().find(|l| l.contains("auto")),
+        Some(
+            "--pytorch-rocm-arch auto: gfx1030 (family gfx103X-all), decided by the KFD topology (gfx_target_version)"
+        )
+    );
+
+    // The whole family: the stand-in SDK has only two of its seven targets, and says so.
+    let output = plan(&workspace, &["--amdgpu-family", "auto"]);
+    insta::assert_snapshot!(
+        "auto_family_beyond_the_sdk",
+        transcript(&workspace.env, &output)
+    );
+
+    // install-rocm: one index per family, so a machine with two families must choose.
+    let two = sysfs::apu_and_card(&workspace.env.path("two-families"));
+    workspace
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", two.root.display().to_string());
+    let output = workspace
+        .env
+        .rockbuild()
+        .args(["install-rocm", "--index-url", "auto", "--output-dir"])
+        .arg(workspace.env.path("other-out"))
+        .output()
+        .expect("install-rocm");
+    insta::assert_snapshot!(
+        "auto_index_two_families",
+        transcript(&workspace.env, &output)
+    );
+
+    // No GPU: auto has nothing to go on.
+    let none = sysfs::no_gpu(&workspace.env.path("no-gpu"));
+    workspace
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", none.root.display().to_string());
+    let output = plan(&workspace, &["--amdgpu-family", "auto"]);
+    insta::assert_snapshot!("auto_no_gpu", transcript(&workspace.env, &output));
+}
