@@ -47,6 +47,8 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::detect::SelectionError,
         crate::doctor::Error,
         crate::compat::Error,
+        crate::ci::Error,
+        crate::wheel::retag::RetagError,
     );
     None
 }

@@ -16,6 +16,7 @@ pub mod wheel;
 
 pub mod build;
 mod checkout;
+mod ci;
 mod compat;
 mod detect;
 #[cfg(test)]

@@ -9,7 +9,9 @@ mod doctor;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod promote;
+mod retag;
 mod smoke;
 mod stage;
 mod verify;
@@ -33,5 +35,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Detect(args) => detect::run(args, ctx),
         Command::Doctor(args) => doctor::run(args, ctx),
         Command::Compat(args) => compat::run(args, ctx),
+        Command::Retag(args) => retag::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
     }
 }

@@ -93,7 +93,7 @@ impl DeviceTable {
 
     pub fn load(source: &ConfigSource) -> Result<DeviceTable, ConfigError> {
         let file: File = source.parse()?;
-        source.expect_schema(file.schema, 1)?;
+        source.check_schema(file.schema)?;
         let mut devices = BTreeMap::new();
         for chip in file.chips {
             let at = |message: String| {

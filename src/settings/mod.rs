@@ -6,6 +6,8 @@ pub mod build;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
+pub mod matrix;
+pub mod retag;
 pub mod sdk;
 
 use std::fmt;
@@ -18,6 +20,7 @@ pub enum Source {
     Env(String),
     Lock(String),
     Inferred(String),
+    Config(String),
 }
 
 impl fmt::Display for Source {
@@ -27,6 +30,7 @@ impl fmt::Display for Source {
             Source::Env(name) => write!(f, "${name}"),
             Source::Lock(place) => write!(f, "lock {place}"),
             Source::Inferred(why) => write!(f, "{why}"),
+            Source::Config(place) => write!(f, "{place}"),
         }
     }
 }

@@ -73,7 +73,9 @@ pub struct Family {
     pub windows: Option<PlatformEntry>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
+/// The trigger set that includes a family; ordered, as each set contains the previous one
+/// (presubmit ⊂ postsubmit ⊂ nightly).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
     Presubmit,
@@ -134,7 +136,7 @@ pub struct FamilyTable {
 impl FamilyTable {
     pub fn load(source: &ConfigSource) -> Result<Self, ConfigError> {
         let file: FamiliesFile = source.parse()?;
-        source.expect_schema(file.schema, 1)?;
+        source.check_schema(file.schema)?;
         if let Some(template) = &file.index_url
             && !template.contains(FAMILY_PLACEHOLDER)
         {

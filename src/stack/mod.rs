@@ -184,7 +184,7 @@ impl Stack {
 
     pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
         let file: StackFile = source.parse()?;
-        source.expect_schema(file.schema, 1)?;
+        source.check_schema(file.schema)?;
         if file.projects.is_empty() {
             return Err(source.error_at(&["projects"], "the stack has no projects"));
         }

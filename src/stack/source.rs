@@ -50,14 +50,14 @@ impl ConfigSource {
         })
     }
 
-    /// Refuses a file of another schema version than the one this rockbuild reads.
-    pub fn expect_schema(&self, found: u32, supported: u32) -> Result<(), ConfigError> {
-        if found == supported {
+    /// Config files carry `schema: 1`; another number is a format this rockbuild cannot read.
+    pub fn check_schema(&self, schema: u32) -> Result<(), ConfigError> {
+        if schema == 1 {
             return Ok(());
         }
         Err(self.error_at(
             &["schema"],
-            format!("unsupported schema {found} (this rockbuild reads schema {supported})"),
+            format!("unsupported schema {schema} (this rockbuild reads schema 1)"),
         ))
     }
 
