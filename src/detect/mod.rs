@@ -149,6 +149,17 @@ impl Selection {
     pub fn target_list(&self) -> String {
         crate::stack::families::join(&self.targets)
     }
+
+    /// `gfx1100 (family gfx110X-all), decided by …`: what was chosen and why, in one line.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} (famil{} {}), decided by {}",
+            self.target_list(),
+            if self.families.len() == 1 { "y" } else { "ies" },
+            self.families.join(", "),
+            self.decided_by
+        )
+    }
 }
 
 impl Detection {

@@ -44,18 +44,7 @@ pub fn to_text(detection: &Detection) -> String {
     match &detection.selection {
         Some(selection) => {
             let targets: Vec<&str> = selection.targets.iter().map(|t| t.as_str()).collect();
-            let _ = writeln!(
-                out,
-                "Build for: {} (famil{} {}), decided by {}",
-                targets.join(","),
-                if selection.families.len() == 1 {
-                    "y"
-                } else {
-                    "ies"
-                },
-                selection.families.join(", "),
-                selection.decided_by
-            );
+            let _ = writeln!(out, "Build for: {}", selection.summary());
             let families = selection.families.join(";");
             let _ = writeln!(
                 out,

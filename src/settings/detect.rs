@@ -101,17 +101,7 @@ pub fn auto_targets(
         return Ok((arch, family.map(flag)));
     }
     let selection = detect_here(ctx, families)?;
-    let found = format!(
-        "{} (famil{} {}), decided by {}",
-        selection.target_list(),
-        if selection.families.len() == 1 {
-            "y"
-        } else {
-            "ies"
-        },
-        selection.families.join(";"),
-        selection.decided_by
-    );
+    let found = selection.summary();
     let arch = if is_auto(arch.as_deref()) {
         ctx.ui.status(format!("--pytorch-rocm-arch auto: {found}"));
         Some(selection.target_list())
