@@ -3,6 +3,9 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod compat;
+pub mod detect;
+pub mod doctor;
 pub mod matrix;
 pub mod retag;
 pub mod sdk;
@@ -14,6 +17,8 @@ use std::fmt;
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Source {
     Flag(String),
+    Env(String),
+    Lock(String),
     Inferred(String),
     Config(String),
 }
@@ -22,6 +27,8 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Flag(flag) => write!(f, "{flag}"),
+            Source::Env(name) => write!(f, "${name}"),
+            Source::Lock(place) => write!(f, "lock {place}"),
             Source::Inferred(why) => write!(f, "{why}"),
             Source::Config(place) => write!(f, "{place}"),
         }
