@@ -68,6 +68,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.dont_write_bytecode = True  # nothing written into examples/
+sys.path.insert(0, str(REPO / "examples"))
+from make_origins import IDENTITY, Git as SampleGit  # noqa: E402  (the sample's git environment)
 
 SUITES = ["trixie", "sid", "bookworm", "experimental"]
 MIRROR = "http://deb.debian.org/debian"
@@ -121,15 +124,6 @@ OTHER_RELATED_ROWS = [
     "ubuntu|pytorch|ao|main|5e90c477f6d49a17540bd7431728bfb2457610ee|https://github.com/pytorch/ao",
     "centos|pytorch|ao|main|5e90c477f6d49a17540bd7431728bfb2457610ee|https://github.com/pytorch/ao",
 ]
-
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "rockbuild torch-scale bench",
-    "GIT_AUTHOR_EMAIL": "bench@rockbuild.invalid",
-    "GIT_COMMITTER_NAME": "rockbuild torch-scale bench",
-    "GIT_COMMITTER_EMAIL": "bench@rockbuild.invalid",
-}
-EPOCH = 1735689600  # 2025-01-01T00:00:00Z
-
 
 def fail(message):
     raise SystemExit(f"make-origins.py: {message}")
@@ -203,26 +197,14 @@ def unpack(tarball, dest):
     return dest
 
 
-class Git:
-    def __init__(self, home):
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "LANG": "C",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_TERMINAL_PROMPT": "0",
-            **IDENTITY,
-        }
-        self.clock = EPOCH
+class PlumbingGit(SampleGit):
+    """The sample's controlled git environment (no user/system config, fixed identity and
+    clock), called with an explicit git dir, work tree and index."""
 
     def __call__(self, git_dir, *args, work_tree=None, index=None, stdin=None, dated=False):
-        env = dict(self.env)
+        env = dict(self.env, **(self.tick() if dated else {}))
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
-        if dated:
-            self.clock += 60
-            env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{self.clock} +0000"
         argv = ["git", f"--git-dir={git_dir}"]
         if work_tree is not None:
             argv.append(f"--work-tree={work_tree}")
@@ -351,7 +333,7 @@ def build(cache, world):
     world.mkdir(parents=True)
     origins = world / "origins"
     origins.mkdir()
-    git = Git(world)
+    git = PlumbingGit(world)
 
     # The sample's audio, vision, triton and apex, moved next to torch.
     sample = world / "sample"
