@@ -71,6 +71,10 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Give verified linux_<arch> wheels a manylinux tag their libraries' glibc needs allow
+    Retag(RetagArgs),
+    /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
+    Matrix(MatrixArgs),
 }
 
 /// Which stack config to use.
@@ -299,21 +303,18 @@ pub struct BuildArgs {
     /// Directory holding the project checkouts
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
     pub root_checkout_dir: Option<PathBuf>,
-    /// torch checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_dir: Option<PathBuf>,
-    /// torchaudio checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_audio_dir: Option<PathBuf>,
-    /// torchvision checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_vision_dir: Option<PathBuf>,
-    /// triton checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub triton_dir: Option<PathBuf>,
-    /// apex checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub apex_dir: Option<PathBuf>,
+    /// Checkout of a project of the stack, by its name there (overrides the root; repeatable)
+    #[arg(long = "dir", value_name = "NAME=DIR")]
+    pub dirs: Vec<String>,
+    /// Build this project; its checkout must exist (default: every project whose checkout
+    /// exists; repeatable)
+    #[arg(long = "build", value_name = "NAME")]
+    pub build: Vec<String>,
+    /// Leave this project out (repeatable)
+    #[arg(long = "skip", value_name = "NAME")]
+    pub skip: Vec<String>,
+    #[command(flatten)]
+    pub reference: ReferenceProjectArgs,
     /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
@@ -345,26 +346,6 @@ pub struct BuildArgs {
         env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
     )]
     pub pytorch_build_number: u32,
-    /// Build triton (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_triton")]
-    pub build_triton: bool,
-    #[arg(long, overrides_with = "build_triton", hide = true)]
-    pub no_build_triton: bool,
-    /// Build torchaudio (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_pytorch_audio")]
-    pub build_pytorch_audio: bool,
-    #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
-    pub no_build_pytorch_audio: bool,
-    /// Build torchvision (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_pytorch_vision")]
-    pub build_pytorch_vision: bool,
-    #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
-    pub no_build_pytorch_vision: bool,
-    /// Build apex (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_apex")]
-    pub build_apex: bool,
-    #[arg(long, overrides_with = "build_apex", hide = true)]
-    pub no_build_apex: bool,
     /// Force flash-attention on (default: on when a target supports it and triton is built)
     #[arg(long, overrides_with = "no_enable_pytorch_flash_attention")]
     pub enable_pytorch_flash_attention: bool,
@@ -409,6 +390,48 @@ pub struct BuildArgs {
     pub json: bool,
 }
 
+/// The reference's per-project flags (build_prod_wheels.py), kept with the same behaviour:
+/// each names the project its recipe builds (`--pytorch-audio-dir DIR` is `--dir audio=DIR`
+/// in the shipped stack).
+#[derive(Debug, Args, Default)]
+pub struct ReferenceProjectArgs {
+    /// Same as --dir for the project of the `torch` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `audio` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_audio_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `vision` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_vision_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `triton` recipe
+    #[arg(long, value_name = "DIR")]
+    pub triton_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `apex` recipe
+    #[arg(long, value_name = "DIR")]
+    pub apex_dir: Option<PathBuf>,
+    /// Same as --build for the project of the `triton` recipe (--no-build-triton: --skip)
+    #[arg(long, overrides_with = "no_build_triton")]
+    pub build_triton: bool,
+    #[arg(long, overrides_with = "build_triton", hide = true)]
+    pub no_build_triton: bool,
+    /// Same as --build for the project of the `audio` recipe (--no-…: --skip)
+    #[arg(long, overrides_with = "no_build_pytorch_audio")]
+    pub build_pytorch_audio: bool,
+    #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
+    pub no_build_pytorch_audio: bool,
+    /// Same as --build for the project of the `vision` recipe (--no-…: --skip)
+    #[arg(long, overrides_with = "no_build_pytorch_vision")]
+    pub build_pytorch_vision: bool,
+    #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
+    pub no_build_pytorch_vision: bool,
+    /// Same as --build for the project of the `apex` recipe (--no-build-apex: --skip)
+    #[arg(long, overrides_with = "no_build_apex")]
+    pub build_apex: bool,
+    #[arg(long, overrides_with = "build_apex", hide = true)]
+    pub no_build_apex: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// Wheels or directories of wheels
@@ -426,6 +449,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON on stdout
     #[arg(long)]
     pub json: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -504,6 +531,10 @@ pub struct StageArgs {
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -579,6 +610,46 @@ pub struct PromoteArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RetagArgs {
+    /// Wheels or directories of wheels (rewritten in place: renamed, WHEEL and RECORD updated)
+    #[arg(value_name = "WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The manylinux tag to give them, e.g. manylinux_2_28_x86_64 (the build image's glibc)
+    #[arg(long, value_name = "TAG", env = "ROCKBUILD_PLATFORM")]
+    pub platform: String,
+    /// Print what would be retagged (or refused) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+}
+
+/// The matrix is computed from the family table and the release table; these narrow it.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// Release type: its row of the release table decides refs, families, Pythons and tests
+    #[arg(long, value_enum, env = "ROCKBUILD_RELEASE_TYPE")]
+    pub release_type: ReleaseType,
+    /// PyTorch refs to build, comma separated (default, or empty: the release type's)
+    #[arg(long, value_name = "REF[,REF]", env = "ROCKBUILD_PYTORCH_REF")]
+    pub pytorch_ref: Option<String>,
+    /// GPU families to build, `;` or `,` separated (default, or empty: the release type's)
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILIES")]
+    pub amdgpu_families: Option<String>,
+    /// Python versions to build, comma separated: some of the release type's (default, or
+    /// empty: all of them)
+    #[arg(long, value_name = "3.X[,3.Y]", env = "ROCKBUILD_PYTHON_VERSION")]
+    pub python_version: Option<String>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Release table to use instead of the built-in configs/releases.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    pub releases: Option<PathBuf>,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

@@ -14,8 +14,9 @@ pub mod exit;
 pub mod fsutil;
 pub mod wheel;
 
-mod build;
+pub mod build;
 mod checkout;
+mod ci;
 #[cfg(test)]
 mod docgen;
 mod env_vars;
@@ -27,6 +28,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod settings;
 mod smoke;
 mod stack;
 mod store;

@@ -1,12 +1,14 @@
 //! One module per verb. Each exposes `run(args, &Context) -> anyhow::Result<ExitStatus>` and
 //! only wires stages together; the domain logic lives in the stage modules.
 
-mod build;
+pub mod build;
 mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod promote;
+mod retag;
 mod smoke;
 mod stage;
 mod verify;
@@ -20,12 +22,14 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Checkout(args) => checkout::run(args, ctx),
         Command::Lock(args) => lock::run(args, ctx),
         Command::InstallRocm(args) => install_rocm::run(args, ctx),
-        Command::Build(args) => build::run(args, ctx, false),
-        Command::Plan(args) => build::run(args, ctx, true),
+        Command::Build(args) => build::run(args, ctx),
+        Command::Plan(args) => build::plan(args, ctx),
         Command::Verify(args) => verify::run(args, ctx),
         Command::Stage(args) => stage::run(args, ctx),
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Retag(args) => retag::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
     }
 }

@@ -239,11 +239,13 @@ fn promote_rewritten(
     let options = VerifyOptions {
         targets: Vec::new(),
         stack_wheels: set.iter().map(|s| normalize_name(&s.project)).collect(),
-        hip_wheels: Default::default(),
+        expectations: Default::default(),
         expected: Default::default(),
         index_url: None,
         memory_budget: DEFAULT_MEMORY_BUDGET,
         check_pins_outside_set: false,
+        // The platform tag was judged when the set was staged; a rewrite does not change it.
+        allow_linux_tag: true,
     };
     let report = verify_wheels(ctx, &check, &options)?;
     if !report.ok {

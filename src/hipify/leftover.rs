@@ -135,16 +135,7 @@ impl Rules {
             message,
         };
         let at = |needle: &str, message: String| at_nth(needle, 0, message);
-        if file.schema != 1 {
-            return Err(at(
-                "schema:",
-                format!(
-                    "unsupported schema {} (this rockbuild reads 1)",
-                    file.schema
-                ),
-            )
-            .into());
-        }
+        source.check_schema(file.schema)?;
         let mut seen = BTreeSet::new();
         for entry in file.defined.iter().chain(&file.undefined) {
             let needle = format!("name: {}", entry.name);

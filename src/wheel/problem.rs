@@ -119,6 +119,19 @@ pub enum Problem {
         path: String,
         reason: String,
     },
+    /// A `linux_<arch>` platform tag where a portable (manylinux) one is required.
+    LinuxTag {
+        tag: String,
+        /// The highest glibc the wheel's libraries need, if any.
+        needs: Option<String>,
+    },
+    /// A library needs a newer glibc than the wheel's manylinux tag promises.
+    GlibcTooNew {
+        entry: String,
+        needs: String,
+        tag: String,
+        allows: String,
+    },
     /// An ELF file object cannot parse.
     Elf {
         entry: String,
@@ -128,6 +141,13 @@ pub enum Problem {
     Unresolved {
         requirement: String,
         detail: String,
+    },
+    /// A wheel built against another wheel of the set does not pin its version exactly.
+    PinNotExact {
+        dist: String,
+        version: String,
+        /// Its requirements on `dist`, as written (empty: none).
+        found: Vec<String>,
     },
     /// A requested extra that the providing wheel does not declare (pip only warns).
     MissingExtra {
@@ -170,9 +190,12 @@ impl Problem {
             Problem::GpuCode { .. } => "gpu-code",
             Problem::NoHipRuntime { .. } => "no-hip-runtime",
             Problem::Rpath { .. } => "rpath",
+            Problem::LinuxTag { .. } => "linux-tag",
+            Problem::GlibcTooNew { .. } => "glibc-too-new",
             Problem::Elf { .. } => "elf",
             Problem::Unresolved { .. } => "unresolved",
             Problem::MissingExtra { .. } => "missing-extra",
+            Problem::PinNotExact { .. } => "pin-not-exact",
         }
     }
 }
@@ -310,6 +333,33 @@ impl fmt::Display for Problem {
                 path,
                 reason,
             } => write!(f, "'{entry}' has {tag} entry '{path}': {reason}"),
+            Problem::LinuxTag { tag, needs } => {
+                let arch = tag.strip_prefix("linux_").unwrap_or(tag);
+                let needs = needs
+                    .as_ref()
+                    .map(|glibc| format!(" (its libraries need glibc {glibc})"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "platform tag {tag} promises nothing beyond the machine that built it{needs}: \
+                     build in the manylinux image and run `rockbuild retag --platform \
+                     manylinux_2_28_{arch}`, or pass --allow-linux-tag for a local build"
+                )
+            }
+            Problem::GlibcTooNew {
+                entry,
+                needs,
+                tag,
+                allows,
+            } => {
+                let level = needs.replace('.', "_");
+                write!(
+                    f,
+                    "{entry} needs GLIBC_{needs}, but the platform tag {tag} promises glibc \
+                     {allows} or newer is enough: build in the manylinux_2_28 image \
+                     (dockerfiles/build.Dockerfile), or tag it manylinux_{level}"
+                )
+            }
             Problem::Elf { entry, detail } => {
                 write!(f, "'{entry}' is not a readable ELF file: {detail}")
             }
@@ -319,6 +369,19 @@ impl fmt::Display for Problem {
             } => write!(
                 f,
                 "Requires-Dist '{requirement}' does not resolve: {detail}"
+            ),
+            Problem::PinNotExact {
+                dist,
+                version,
+                found,
+            } => write!(
+                f,
+                "it is built against {dist} and must pin the set's version exactly ({dist}=={version}: a mismatched pair fails at import), but it requires {}",
+                if found.is_empty() {
+                    format!("no {dist} at all")
+                } else {
+                    format!("'{}'", found.join("', '"))
+                }
             ),
             Problem::MissingExtra {
                 requirement,

@@ -10,8 +10,11 @@ mod common;
 
 mod build;
 mod checkout;
+mod ci;
 mod ci_files;
 mod cli;
+mod manylinux;
 mod publish;
 mod sample;
+mod sixth_project;
 mod verify;

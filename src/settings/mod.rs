@@ -1,0 +1,36 @@
+//! Settings: the one place where flags, config files, the lock and the environment meet. One
+//! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
+//! never read flags or the environment themselves.
+
+pub mod build;
+pub mod matrix;
+pub mod retag;
+pub mod sdk;
+
+use std::fmt;
+
+/// Where a resolved value came from; printed beside the value.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+pub enum Source {
+    Flag(String),
+    Inferred(String),
+    Config(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag(flag) => write!(f, "{flag}"),
+            Source::Inferred(why) => write!(f, "{why}"),
+            Source::Config(place) => write!(f, "{place}"),
+        }
+    }
+}
+
+/// A value with where it came from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
