@@ -18,14 +18,10 @@
 # checkouts go to its runs/ (three trees of ~0.6 GB at a time). A round takes about 2-3 minutes
 # on 2 cores.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 rounds=${1:-5}
-cache=${ROCKBUILD_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rockbuild-bench/torch-scale}
-cd "$repo"
-world=$(python3 benches/torch-scale/make-origins.py --cache-dir "$cache")
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cargo build --release --locked --quiet
 rb="${CARGO_TARGET_DIR:-$repo/target}/release/rockbuild"
-out="$repo/target/bench/torch-scale"
 work="$cache/runs"
 rm -rf "$out" "$work" && mkdir -p "$out" "$work"
 ref=release/2.6

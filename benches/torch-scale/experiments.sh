@@ -20,13 +20,9 @@
 #   status/git              git status of torch and every submodule (an up-to-date check)
 # Results: target/bench/torch-scale/experiments.md (medians).
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 reps=${1:-3}
-cache=${ROCKBUILD_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rockbuild-bench/torch-scale}
-cd "$repo"
-world=$(python3 benches/torch-scale/make-origins.py --cache-dir "$cache")
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 origins="$world/origins"
-out="$repo/target/bench/torch-scale"
 work="$cache/experiments"
 mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work/mirrors"
