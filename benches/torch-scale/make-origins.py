@@ -21,10 +21,12 @@ sources, GitHub is not reachable). Debian sid lists pytorch 2.14.1, but its arch
 not downloadable from the mirror this machine reaches (404); 2.6.0+dfsg-7 (trixie) is the newest
 that downloads, so that is the version built. Debian's `+dfsg` repack drops third_party/*
 (debian/copyright Files-Excluded); the submodules are rebuilt from the Debian source packages
-of those same libraries, at the versions below (those the mirror serves; each row says how close
-it is to the 2.6.0 pin). Libraries Debian does not ship in main (fbgemm, NNPACK, PeachPy,
-cudnn-frontend, cutlass, ittapi, NVTX, composable_kernel, kleidiai, opentelemetry-cpp, fbjni)
-are left out: 24 of the real 35 top-level submodules, every one real code.
+of those same libraries, at the versions below (ones the mirror serves; rows marked "build-dep"
+are the minimum versions Debian's pytorch 2.6.0 package builds against). Of the 36 trees the
+repack removes (35 under third_party/ plus android/libs/fbjni), the 12 Debian does not ship in
+main or the mirror does not serve (fbgemm, NNPACK, python-peachpy, cudnn_frontend, cutlass,
+ittapi, NVTX, composable_kernel, eigen, nccl, opentelemetry-cpp, fbjni) are left out: 24
+top-level submodules, every one real code.
 
 The shape follows the real repositories:
   - pytorch's .gitmodules as upstream writes it (`ignore = dirty`, absolute URLs: here file://);
@@ -81,27 +83,27 @@ FROM_PYTORCH_DEBIAN_DIR = {
     "third_party/kineto": "debian/kineto-338140f58a28d599da3434ced4fd2d75dd1a213d",
     "third_party/pocketfft": "debian/pocketfft-9d3ab05a7fffbc71a492bc6a17be034e83e8f0fe",
 }
-# submodule path -> (origin name, Debian source package, version). Versions: the newest the
-# mirror serves (the 2.6.0 pin in the comment where it differs notably).
+# submodule path -> (origin name, Debian source package, version): the newest version the mirror
+# serves; "build-dep": the minimum debian/control of pytorch 2.6.0+dfsg-7 asks for.
 THIRD_PARTY = {
-    "third_party/pybind11": ("pybind11", "pybind11", "2.10.3-1"),  # pin 2.13.6
+    "third_party/pybind11": ("pybind11", "pybind11", "2.10.3-1"),
     "third_party/googletest": ("googletest", "googletest", "1.18.0-1"),
     "third_party/benchmark": ("benchmark", "benchmark", "1.9.5-1~exp1"),
-    "third_party/protobuf": ("protobuf", "protobuf", "3.21.12-3+deb12u1"),  # pin 3.13
+    "third_party/protobuf": ("protobuf", "protobuf", "3.21.12-3+deb12u1"),
     "third_party/gloo": ("gloo", "gloo", "0.0~git20250912.d97133a-2"),
     "third_party/pthreadpool": ("pthreadpool", "pthreadpool", "0.0~git20240616.560c60d-1"),
-    "third_party/FXdiv": ("FXdiv", "fxdiv", "0.0~git20200417.b408327-3"),  # = pin
-    "third_party/FP16": ("FP16", "fp16", "0.0~git20200514.4dfe081-3"),  # = pin
-    "third_party/psimd": ("psimd", "psimd", "0.0~git20200517.072586a-2"),  # = pin
+    "third_party/FXdiv": ("FXdiv", "fxdiv", "0.0~git20200417.b408327-3"),  # build-dep
+    "third_party/FP16": ("FP16", "fp16", "0.0~git20200514.4dfe081-3"),  # build-dep
+    "third_party/psimd": ("psimd", "psimd", "0.0~git20200517.072586a-2"),  # build-dep
     "third_party/cpuinfo": ("cpuinfo", "cpuinfo", "0.0~git20250905.877328f-1"),
-    "third_party/onnx": ("onnx", "onnx", "1.17.0-3"),  # = pin
-    "third_party/sleef": ("sleef", "sleef", "3.9.0-1"),  # pin 3.6.x
+    "third_party/onnx": ("onnx", "onnx", "1.17.0-3"),
+    "third_party/sleef": ("sleef", "sleef", "3.9.0-1"),
     "third_party/ideep": ("ideep", "ideep", "0.0~git20251020.9275706-1.1"),
     "third_party/gemmlowp/gemmlowp": ("gemmlowp", "gemmlowp", "0.0~git20211220.e844ffd-1"),
-    "third_party/XNNPACK": ("XNNPACK", "xnnpack", "0.0~git20241108.4ea82e5-2"),  # = pin
+    "third_party/XNNPACK": ("XNNPACK", "xnnpack", "0.0~git20241108.4ea82e5-2"),  # build-dep
     "third_party/fmt": ("fmt", "fmtlib", "11.1.1+ds1-2"),
     "third_party/tensorpipe": ("tensorpipe", "tensorpipe", "0.0~git20250815.af0118d-1"),
-    "third_party/flatbuffers": ("flatbuffers", "flatbuffers", "23.5.26+dfsg-4"),  # = pin
+    "third_party/flatbuffers": ("flatbuffers", "flatbuffers", "23.5.26+dfsg-4"),
     "third_party/nlohmann": ("nlohmann", "nlohmann-json3", "3.12.0.really.3.12.0.really.3.12.0-2"),
     "third_party/VulkanMemoryAllocator": ("VulkanMemoryAllocator", "vulkan-memory-allocator", "3.4.0+dfsg-1"),
     "third_party/mimalloc": ("mimalloc", "mimalloc", "2.0.9+ds-2"),
