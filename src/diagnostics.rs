@@ -48,6 +48,7 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::doctor::Error,
         crate::compat::Error,
         crate::ci::Error,
+        crate::hipify::leftover::Error,
         crate::wheel::retag::RetagError,
     );
     None
