@@ -3,6 +3,9 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod compat;
+pub mod detect;
+pub mod doctor;
 pub mod index;
 pub mod install_rocm;
 pub mod matrix;
@@ -21,6 +24,7 @@ use std::fmt;
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Source {
     Flag(String),
+    Env(String),
     Lock(String),
     Inferred(String),
     Config(String),
@@ -30,6 +34,7 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Flag(flag) => write!(f, "{flag}"),
+            Source::Env(name) => write!(f, "${name}"),
             Source::Lock(place) => write!(f, "lock {place}"),
             Source::Inferred(why) => write!(f, "{why}"),
             Source::Config(place) => write!(f, "{place}"),

@@ -10,6 +10,7 @@ pub mod s3;
 pub mod sample;
 pub mod sdk;
 pub mod snapshot;
+pub mod sysfs;
 pub mod wheels;
 
 use std::collections::BTreeMap;
