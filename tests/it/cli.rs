@@ -32,9 +32,6 @@ fn help_of_each_publishing_verb() {
         "index",
         "smoke",
         "promote",
-        "detect",
-        "doctor",
-        "compat",
     ] {
         let text = help(&[verb, "--help"]);
         snapshot::plain().bind(|| insta::assert_snapshot!(format!("help_{verb}"), text));
