@@ -27,6 +27,7 @@ mod lock;
 mod promote;
 mod redact;
 mod sdk;
+mod settings;
 mod smoke;
 mod stack;
 mod store;

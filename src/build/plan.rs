@@ -352,18 +352,7 @@ pub fn triton_base_version(dir: &Path) -> anyhow::Result<String> {
     let setup = recipes::triton_setup_dir(dir).join("setup.py");
     let text = fs_err::read_to_string(&setup)
         .map_err(|e| crate::exit::usage(format!("triton: cannot read its version: {e}")))?;
-    text.lines()
-        .find_map(|line| {
-            let line = line.trim();
-            let rest = line
-                .strip_prefix("TRITON_VERSION")
-                .or_else(|| line.strip_prefix("version"))?
-                .trim_start()
-                .strip_prefix('=')?
-                .trim_start();
-            let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-            rest[1..].split(quote).next().map(str::to_string)
-        })
+    version::triton_base_version(&text)
         .ok_or_else(|| {
             crate::exit::usage(format!(
                 "triton: no `TRITON_VERSION = \"X.Y.Z\"` line in {}; rockbuild computes triton's version up front so torch can pin it",

@@ -6,6 +6,7 @@ mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod presets;
 mod promote;
 mod smoke;
 mod stage;
@@ -19,6 +20,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
     match command {
         Command::Checkout(args) => checkout::run(args, ctx),
         Command::Lock(args) => lock::run(args, ctx),
+        Command::Presets(args) => presets::run(args, ctx),
         Command::InstallRocm(args) => install_rocm::run(args, ctx),
         Command::Build(args) => build::run(args, ctx, false),
         Command::Plan(args) => build::run(args, ctx, true),

@@ -17,6 +17,8 @@ pub struct ReproducePin {
     pub requested_ref: String,
     pub commit: String,
     pub hipify: Option<super::HipifyStamp>,
+    /// The preset the lock recorded (none for a TheRock manifest).
+    pub preset: Option<String>,
 }
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
@@ -50,6 +52,7 @@ pub fn read_pins(path: &Path, stack: &Stack) -> anyhow::Result<IndexMap<String, 
                 requested_ref: project.requested_ref,
                 commit: project.commit,
                 hipify: project.hipify,
+                preset: project.preset,
             },
         );
     }
@@ -103,6 +106,7 @@ fn manifest_pins(
                 },
                 commit: commit.to_ascii_lowercase(),
                 hipify: None,
+                preset: None,
             },
         );
     }
