@@ -671,6 +671,9 @@ pub struct PromoteArgs {
     /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Lock the set was built from: every wheel's version must be the one it names
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -58,6 +58,8 @@ pub struct Selection {
     pub jobs: usize,
     pub limits: TransferLimits,
     pub cache_dir: PathBuf,
+    /// The lock this run writes (named when the run fails: it is then left as it was).
+    pub lock_path: PathBuf,
 }
 
 /// What `checkout` does to the trees (beyond resolving).
@@ -84,37 +86,42 @@ pub fn checkout(
     dry_run: bool,
     ctx: &Context,
 ) -> anyhow::Result<Checkout> {
-    let results = run_projects(selection, ctx, |project, pins_from, posts_to, task| {
-        let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
-        let dir = &options.dirs[&project.name];
-        let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
-        let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
-        let plan = plan::project(&target, &state)?;
-        if dry_run {
-            task.finish(plan_line(&plan));
-            return Ok((plan, None));
-        }
-        let outcome = apply::project(
-            ctx,
-            &apply::Job {
-                project,
-                selection,
-                options,
-                resolved: &resolved,
-                target: &target,
-                state: &state,
-                plan: &plan,
-            },
-            task,
-        )?;
-        task.finish(format!(
-            "{} {} ({})",
-            outcome.row.state,
-            plan::short(&outcome.row.commit),
-            outcome.row.hipify
-        ));
-        Ok((plan, Some(outcome)))
-    })?;
+    let results = run_projects(
+        "checkout",
+        selection,
+        ctx,
+        |project, pins_from, posts_to, task| {
+            let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
+            let dir = &options.dirs[&project.name];
+            let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
+            let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
+            let plan = plan::project(&target, &state)?;
+            if dry_run {
+                task.finish(plan_line(&plan));
+                return Ok((plan, None));
+            }
+            let outcome = apply::project(
+                ctx,
+                &apply::Job {
+                    project,
+                    selection,
+                    options,
+                    resolved: &resolved,
+                    target: &target,
+                    state: &state,
+                    plan: &plan,
+                },
+                task,
+            )?;
+            task.finish(format!(
+                "{} {} ({})",
+                outcome.row.state,
+                plan::short(&outcome.row.commit),
+                outcome.row.hipify
+            ));
+            Ok((plan, Some(outcome)))
+        },
+    )?;
     let mut plans = Vec::new();
     let mut outcomes = Vec::new();
     for (plan, outcome) in results {
@@ -140,16 +147,26 @@ fn plan_line(plan: &ProjectPlan) -> String {
 
 /// Resolves every selected project into the cache, without working trees (`lock`).
 pub fn resolve_all(selection: &Selection, ctx: &Context) -> anyhow::Result<Vec<Resolved>> {
-    run_projects(selection, ctx, |project, pins_from, posts_to, task| {
-        let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
-        task.finish(format!("resolved {}", plan::short(&resolved.commit)));
-        Ok(resolved)
-    })
+    run_projects(
+        "lock",
+        selection,
+        ctx,
+        |project, pins_from, posts_to, task| {
+            let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
+            task.finish(format!("resolved {}", plan::short(&resolved.commit)));
+            Ok(resolved)
+        },
+    )
 }
 
 /// Runs `work` for every selected project on its own thread, wiring pin boards between
 /// pinning and pinned projects. Returns the results in stack order, or every failure.
-fn run_projects<T, F>(selection: &Selection, ctx: &Context, work: F) -> anyhow::Result<Vec<T>>
+fn run_projects<T, F>(
+    verb: &str,
+    selection: &Selection,
+    ctx: &Context,
+    work: F,
+) -> anyhow::Result<Vec<T>>
 where
     T: Send,
     F: Fn(&Project, Option<&PinBoard>, Option<&PinBoard>, &Task) -> anyhow::Result<T> + Sync,
@@ -235,7 +252,7 @@ where
     if failures.is_empty() {
         Ok(done)
     } else {
-        Err(combine_failures(ctx, failures).into())
+        Err(combine_failures(verb, selection, ctx, failures).into())
     }
 }
 
@@ -258,7 +275,12 @@ fn pin_files_for_absent(project: &Project, selection: &Selection) -> Option<PinF
 
 /// Every failed project in one error; a usage error only when every failure is one (a bad
 /// ref, a dirty tree), else a step failure.
-fn combine_failures(ctx: &Context, failures: Vec<(String, anyhow::Error)>) -> Error {
+fn combine_failures(
+    verb: &str,
+    selection: &Selection,
+    ctx: &Context,
+    failures: Vec<(String, anyhow::Error)>,
+) -> Error {
     let statuses: Vec<ExitStatus> = failures
         .iter()
         .map(|(_, e)| crate::diagnostics::exit_status_of(ctx, e))
@@ -273,11 +295,15 @@ fn combine_failures(ctx: &Context, failures: Vec<(String, anyhow::Error)>) -> Er
             .unwrap_or(ExitStatus::Failure)
     };
     let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
-    let mut message = format!("failed for {}", names.join(", "));
+    let mut message = format!(
+        "{verb} failed for {}; the lock {} was not written",
+        names.join(", "),
+        selection.lock_path.display()
+    );
     for (name, error) in &failures {
         let text = crate::diagnostics::render(error).replacen("error: ", "", 1);
         ctx.ui
-            .error_annotation(&format!("checkout of {name} failed"), &text);
+            .error_annotation(&format!("{verb} of {name} failed"), &text);
         message.push_str(&format!("\n\n[{name}] {}", text.replace('\n', "\n  ")));
     }
     Error::Failed { message, status }

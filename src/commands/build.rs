@@ -17,7 +17,7 @@ use crate::lock::{self, Lock};
 use crate::sdk;
 use crate::stack::{self, RecipeKind};
 
-use super::install_rocm::{install_settings, resolve_venv};
+use super::install_rocm::{expect_locked_sdk, install_settings, resolve_venv};
 
 pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<ExitStatus> {
     let BuildArgs {
@@ -136,6 +136,9 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
     // The SDK: installed (and asked) for a build; for a plan, what can be known without
     // running anything.
     let venv = resolve_venv(ctx, sdk_args.venv.as_deref(), Some(&output_dir))?;
+    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
+        expect_locked_sdk(lock, path, &sdk_args)?;
+    }
     let locked_sdk = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
     let install = if install_rocm {
         Some(install_settings(
@@ -229,6 +232,13 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
                 .join(",")
         )));
     }
+    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
+        lock.expect_targets(
+            path,
+            &target_choice.source.to_string(),
+            &target_choice.targets,
+        )?;
+    }
     ctx.ui
         .status(format!("targets: {}", target_choice.describe()));
 
@@ -261,6 +271,16 @@ pub fn run(args: BuildArgs, ctx: &Context, plan_only: bool) -> anyhow::Result<Ex
         notes,
     })?;
 
+    // `rockbuild lock` named every wheel up front: the plan must name them the same.
+    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
+        lock.expect_versions(
+            path,
+            "the build plan",
+            plan.projects
+                .iter()
+                .map(|p| (p.name.as_str(), p.version.as_str())),
+        )?;
+    }
     if dry_run {
         ctx.ui.data(&if json {
             plan.to_json()?

@@ -27,6 +27,9 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Some(output) => output.join("logs/install-rocm.log"),
         None => venv.dir.join("rockbuild-install-rocm.log"),
     };
+    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
+        expect_locked_sdk(lock, path, &sdk_args)?;
+    }
     let locked = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
     let settings = install_settings(ctx, &sdk_args, venv, log, locked)?;
     let installed = sdk::install::install(&ctx.runner, &settings, &|line| ctx.ui.status(line))?;
@@ -75,6 +78,16 @@ pub(crate) fn resolve_venv(
     }
 }
 
+/// A lock that names an SDK version: `--rocm-sdk-version` must admit it (drift is refused,
+/// naming both).
+pub(crate) fn expect_locked_sdk(lock: &Lock, path: &Path, args: &SdkArgs) -> anyhow::Result<()> {
+    let spec = preflight::parse_spec(&args.rocm_sdk_version).map_err(exit::usage)?;
+    lock.expect_sdk(path, "--rocm-sdk-version", &args.rocm_sdk_version, |locked| {
+        locked.parse::<Version>().is_ok_and(|v| spec.contains(&v))
+    })?;
+    Ok(())
+}
+
 /// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
 pub(crate) fn install_settings(
     ctx: &Context,
@@ -96,13 +109,6 @@ pub(crate) fn install_settings(
     } = args;
     let spec = preflight::parse_spec(rocm_sdk_version).map_err(exit::usage)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
-    if let Some(version) = &locked
-        && !spec.contains(version)
-    {
-        return Err(exit::usage(format!(
-            "the lock records rocm {version}, which --rocm-sdk-version `{rocm_sdk_version}` excludes: drop the flag to install the locked SDK, or start from a new lock"
-        )));
-    }
     let extras = sdk::install::parse_extras(rocm_extras.as_deref()).map_err(exit::usage)?;
     let cache_dir = args.cache_dir(ctx);
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());

@@ -265,6 +265,43 @@ impl Lock {
         Ok(())
     }
 
+    /// Refuses wheels whose version differs from the lock's for their distribution (by the
+    /// file-name stems `lock` recorded: `torchaudio-2.9.0+rocm7.10.0`). Distributions the lock
+    /// has no stem for are not checked.
+    pub fn expect_wheels<'a>(
+        &self,
+        path: &Path,
+        found_where: &str,
+        wheels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), Error> {
+        let Some(record) = &self.build else {
+            return Ok(());
+        };
+        let normalize =
+            |v: &str| crate::version::normalize("", v).unwrap_or_else(|_| v.to_string());
+        for (dist, version) in wheels {
+            let wanted = crate::wheel::filename::escape_name(dist);
+            let locked = record.stems.values().find_map(|stem| {
+                let (name, locked) = stem.split_once('-')?;
+                (crate::wheel::filename::escape_name(name) == wanted).then_some(locked)
+            });
+            if let Some(locked) = locked
+                && normalize(locked) != normalize(version)
+            {
+                return Err(Error::Drift {
+                    lock: path.to_path_buf(),
+                    what: format!("the version of {dist}"),
+                    locked: locked.to_string(),
+                    found: version.to_string(),
+                    found_where: found_where.to_string(),
+                    fix: "promote the set built from this lock, or pass the lock it was built from"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Writes what the installed SDK reported into the build record (creating it); the index
     /// URL is stored with credentials masked.
     pub fn record_sdk(&mut self, info: &crate::sdk::SdkInfo, index_url: Option<&str>) {
@@ -371,5 +408,72 @@ mod tests {
             error.to_string().contains("lock schema 9 is not supported"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn drift_from_the_lock_is_refused_naming_both_values() {
+        let target = |name: &str| -> Target {
+            serde_json::from_str(&format!("\"{name}\"")).expect("target")
+        };
+        let mut lock = Lock::new("configs/stack.yaml");
+        lock.build = Some(BuildRecord {
+            sdk_version: "7.10.0a20251124".into(),
+            index_url: None,
+            sdk_targets: vec![],
+            targets: vec![target("gfx906"), target("gfx1030")],
+            release_type: "nightly".into(),
+            version_suffix: "+rocm7.10.0a20251124".into(),
+            versions: IndexMap::from([(
+                "audio".to_string(),
+                "2.9.0+rocm7.10.0a20251124".to_string(),
+            )]),
+            stems: IndexMap::from([(
+                "audio".to_string(),
+                "torchaudio-2.9.0+rocm7.10.0a20251124".to_string(),
+            )]),
+        });
+        let path = Path::new("ci/rockbuild.lock.json");
+        // What matches passes, whatever the order or spelling.
+        lock.expect_sdk(path, "the venv", "7.10.0a20251124", |l| {
+            l == "7.10.0a20251124"
+        })
+        .expect("same sdk");
+        lock.expect_targets(
+            path,
+            "--pytorch-rocm-arch",
+            &[target("gfx1030"), target("gfx906")],
+        )
+        .expect("same targets");
+        lock.expect_versions(
+            path,
+            "the build plan",
+            [("audio", "2.9.0+rocm7.10.0a20251124")],
+        )
+        .expect("same version");
+        lock.expect_wheels(
+            path,
+            "the staged set",
+            [("torchaudio", "2.9.0+rocm7.10.0a20251124")],
+        )
+        .expect("same wheel");
+        let errors = [
+            lock.expect_sdk(path, "--rocm-sdk-version", "==7.11.0", |_| false),
+            lock.expect_targets(path, "--pytorch-rocm-arch", &[target("gfx90a")]),
+            lock.expect_versions(
+                path,
+                "the build plan",
+                [("audio", "2.9.1+rocm7.10.0a20251124")],
+            ),
+            lock.expect_wheels(
+                path,
+                "the staged set at s3://b/staging",
+                [("torchaudio", "2.9.0+rocm7.11.0")],
+            ),
+        ];
+        let text: Vec<String> = errors
+            .into_iter()
+            .map(|r| r.expect_err("drift").to_string())
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
     }
 }

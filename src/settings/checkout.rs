@@ -43,7 +43,11 @@ impl CheckoutSettings {
             (Some(root), None) => (ctx.absolute(root), None),
             (None, None) => (ctx.cwd.clone(), None),
         };
-        let selection = super::lock::resolve_selection(selection, &root, ctx)?;
+        let lock_path = lock.map_or_else(
+            || super::lock::default_lock_path(&root),
+            |l| ctx.absolute(&l),
+        );
+        let selection = super::lock::resolve_selection(selection, &root, &lock_path, ctx)?;
         if single_dir.is_some() && selection.projects.len() != 1 {
             return Err(crate::exit::usage(
                 "--checkout-dir names the directory of one project: pass exactly one --project with it",
@@ -67,10 +71,7 @@ impl CheckoutSettings {
                 python: python.unwrap_or_else(|| PathBuf::from("python3")),
                 force,
             },
-            lock_path: lock.map_or_else(
-                || super::lock::default_lock_path(&root),
-                |l| ctx.absolute(&l),
-            ),
+            lock_path,
             selection,
             dry_run,
             json,

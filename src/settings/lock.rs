@@ -63,10 +63,11 @@ impl LockSettings {
         } = args;
         let families = selection.config.family_table(ctx)?;
         let root = root_checkout_dir.map_or_else(|| ctx.cwd.clone(), |r| ctx.absolute(&r));
-        let selection = resolve_selection(selection, &root, ctx)?;
+        let lock_path = ctx.absolute(&lock);
+        let selection = resolve_selection(selection, &root, &lock_path, ctx)?;
         Ok(LockSettings {
             selection,
-            lock_path: ctx.absolute(&lock),
+            lock_path,
             build: build_inputs(build, &families, ctx)?,
             dry_run,
             json,
@@ -148,6 +149,7 @@ fn build_inputs(
 pub fn resolve_selection(
     args: SelectionArgs,
     root: &Path,
+    lock_path: &Path,
     ctx: &Context,
 ) -> anyhow::Result<Selection> {
     let SelectionArgs {
@@ -193,6 +195,7 @@ pub fn resolve_selection(
             attempts: network.fetch_attempts.max(1),
         },
         cache_dir: cache_dir.value.clone(),
+        lock_path: lock_path.to_path_buf(),
     };
     let in_stack_order = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
         stack
