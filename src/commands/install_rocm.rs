@@ -82,9 +82,12 @@ pub(crate) fn resolve_venv(
 /// naming both).
 pub(crate) fn expect_locked_sdk(lock: &Lock, path: &Path, args: &SdkArgs) -> anyhow::Result<()> {
     let spec = preflight::parse_spec(&args.rocm_sdk_version).map_err(exit::usage)?;
-    lock.expect_sdk(path, "--rocm-sdk-version", &args.rocm_sdk_version, |locked| {
-        locked.parse::<Version>().is_ok_and(|v| spec.contains(&v))
-    })?;
+    lock.expect_sdk(
+        path,
+        "--rocm-sdk-version",
+        &args.rocm_sdk_version,
+        |locked| locked.parse::<Version>().is_ok_and(|v| spec.contains(&v)),
+    )?;
     Ok(())
 }
 
