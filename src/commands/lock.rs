@@ -11,7 +11,6 @@ use crate::settings::lock::{BuildInputs, LockSettings};
 pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = LockSettings::resolve(args, ctx)?;
     let selection = &settings.selection;
-    crate::settings::lock::announce(selection, ctx);
     let resolved = checkout::resolve_all(selection, ctx)?;
     let facts = inspect_build(&settings.build, ctx)?;
     let locked = lockfile::locked_projects(selection, &resolved)?;
