@@ -82,12 +82,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Version(#[from] crate::version::VersionError),
-    #[error("{}: {what} is missing from the lock; {fix}", lock.display())]
-    NotLocked {
-        lock: PathBuf,
-        what: String,
-        fix: String,
-    },
+    #[error("{}: {problem}", path.display())]
+    Manifest { path: PathBuf, problem: String },
 }
 
 impl HasExitStatus for Error {

@@ -592,6 +592,17 @@ mod tests {
         insta::assert_snapshot!(presets.to_text(&stack));
     }
 
+    /// docs/user-guide.md shows the table exactly as `rockbuild presets` prints it.
+    #[test]
+    fn the_user_guide_shows_the_table_as_printed() {
+        let (presets, stack) = shipped();
+        let guide = include_str!("../../docs/user-guide.md");
+        assert!(
+            guide.contains(&presets.to_text(&stack)),
+            "docs/user-guide.md: paste the output of `rockbuild presets` into section 1"
+        );
+    }
+
     const VALID: &str = "schema: 1
 presets:
   rel:
