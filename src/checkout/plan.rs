@@ -207,13 +207,10 @@ pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error>
         action,
         steps,
     };
-    let reason = match up_to_date(target, state) {
-        Ok(()) => {
-            let mut steps = vec![Step::EnsureTags];
-            steps.extend(triton_step(target));
-            return Ok(plan(Action::UpToDate, steps));
-        }
-        Err(reason) => reason,
+    let Some(reason) = stale(target, state) else {
+        let mut steps = vec![Step::EnsureTags];
+        steps.extend(triton_step(target));
+        return Ok(plan(Action::UpToDate, steps));
     };
     let root = state.nodes.first();
     let action = match root {
@@ -309,13 +306,13 @@ fn explained(stamp: Option<&HipifyStamp>, node: &NodeState) -> bool {
     expected == Some(&node.state_tree)
 }
 
-/// `Ok` when the checkout already is exactly the target; else why not.
-fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
+/// Why the checkout is not exactly the target; `None` when it is (up to date).
+fn stale(target: &Target, state: &TreeState) -> Option<String> {
     let Some(root) = state.nodes.first() else {
-        return Err("no checkout yet".into());
+        return Some("no checkout yet".into());
     };
     if state.interrupted {
-        return Err("the previous checkout was interrupted".into());
+        return Some("the previous checkout was interrupted".into());
     }
     let stamp = match target.hipify.script_sha256() {
         Some(script) => match &state.stamp {
@@ -324,7 +321,7 @@ fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
             {
                 Some(stamp)
             }
-            _ => return Err("hipify has not run on this tree with this script".into()),
+            _ => return Some("hipify has not run on this tree with this script".into()),
         },
         None => None,
     };
@@ -333,7 +330,7 @@ fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
         node.head == commit || (hipify_commits && node.hipify_parent.as_deref() == Some(commit))
     };
     if !is_at(root, &target.commit) {
-        return Err(format!("HEAD is {}", short(&root.head)));
+        return Some(format!("HEAD is {}", short(&root.head)));
     }
     let nodes: &[NodeState] = if target.submodules.is_empty() {
         &state.nodes[..1]
@@ -350,7 +347,7 @@ fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
         have.sort();
         want.sort();
         if have != want {
-            return Err("the submodules are not all checked out".into());
+            return Some("the submodules are not all checked out".into());
         }
         &state.nodes
     };
@@ -361,10 +358,10 @@ fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
             node.recorded.as_str()
         };
         if !is_at(node, recorded) {
-            return Err(format!("{} is at {}", label(&node.rel), short(&node.head)));
+            return Some(format!("{} is at {}", label(&node.rel), short(&node.head)));
         }
         if !node.changes.is_empty() && (hipify_commits || !explained(stamp, node)) {
-            return Err(format!("{} has uncommitted changes", label(&node.rel)));
+            return Some(format!("{} has uncommitted changes", label(&node.rel)));
         }
         let expected = match stamp {
             Some(stamp) if node.rel.is_empty() => Some(stamp.result_tree.as_str()),
@@ -376,13 +373,13 @@ fn up_to_date(target: &Target, state: &TreeState) -> Result<(), String> {
             None => node.upstream_tree.as_deref(),
         };
         if expected != Some(node.state_tree.as_str()) {
-            return Err(format!(
+            return Some(format!(
                 "{} differs from its expected tree",
                 label(&node.rel)
             ));
         }
     }
-    Ok(())
+    None
 }
 
 fn label(rel: &str) -> &str {

@@ -95,21 +95,23 @@ impl Mirror {
     }
 
     fn exclusive(&self) -> Result<Guard, Error> {
-        let file = fs_err::File::create(&self.lock_path)
-            .map_err(|e| Error::cache(&self.lock_path, "opening the lock file", e))?;
-        file.file()
-            .lock()
-            .map_err(|e| Error::cache(&self.lock_path, "locking", e))?;
-        Ok(Guard { _lock: file })
+        self.lock(false)
     }
 
     /// A shared lock: objects stay where they are while it is held.
     pub fn shared(&self) -> Result<Guard, Error> {
+        self.lock(true)
+    }
+
+    fn lock(&self, shared: bool) -> Result<Guard, Error> {
         let file = fs_err::File::create(&self.lock_path)
             .map_err(|e| Error::cache(&self.lock_path, "opening the lock file", e))?;
-        file.file()
-            .lock_shared()
-            .map_err(|e| Error::cache(&self.lock_path, "locking", e))?;
+        let locked = if shared {
+            file.file().lock_shared()
+        } else {
+            file.file().lock()
+        };
+        locked.map_err(|e| Error::cache(&self.lock_path, "locking", e))?;
         Ok(Guard { _lock: file })
     }
 

@@ -82,6 +82,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Version(#[from] crate::version::VersionError),
+    #[error("the lock's sdk_version `{version}` is not a PEP 440 version: {reason}")]
+    BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]
     Manifest { path: PathBuf, problem: String },
 }

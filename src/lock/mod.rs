@@ -158,16 +158,18 @@ pub struct BuildRecord {
 
 impl Lock {
     /// The SDK version the build record holds, if any.
-    pub fn sdk_version(&self) -> anyhow::Result<Option<pep440_rs::Version>> {
+    pub fn sdk_version(&self) -> Result<Option<pep440_rs::Version>, Error> {
         let Some(record) = self.build.as_ref().filter(|b| !b.sdk_version.is_empty()) else {
             return Ok(None);
         };
-        record.sdk_version.parse().map(Some).map_err(|e| {
-            crate::exit::usage(format!(
-                "the lock's sdk_version `{}` is not a PEP 440 version: {e}",
-                record.sdk_version
-            ))
-        })
+        record
+            .sdk_version
+            .parse()
+            .map(Some)
+            .map_err(|e: pep440_rs::VersionParseError| Error::BadSdkVersion {
+                version: record.sdk_version.clone(),
+                reason: e.to_string(),
+            })
     }
 
     /// Refuses an SDK the lock does not name: `accepts(locked)` says whether what was found

@@ -127,15 +127,7 @@ pub struct FamilyTable {
 impl FamilyTable {
     pub fn load(source: &ConfigSource) -> Result<Self, ConfigError> {
         let file: FamiliesFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema)?;
         let mut seen: IndexMap<Target, String> = IndexMap::new();
         let mut families = IndexMap::new();
         for (name, mut family) in file.families {

@@ -190,24 +190,13 @@ enum HipifyMode {
 impl Stack {
     /// Loads the embedded default or the file given with `--config`.
     pub fn load(config: Option<&Path>) -> anyhow::Result<Stack> {
-        let source = match config {
-            Some(path) => ConfigSource::read(path)?,
-            None => ConfigSource::embedded("configs/stack.yaml", DEFAULT_STACK),
-        };
+        let source = ConfigSource::flag_or_embedded(config, "configs/stack.yaml", DEFAULT_STACK)?;
         Stack::parse(&source).map_err(|e| crate::exit::Classified::from(e).into())
     }
 
     pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
         let file: StackFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema)?;
         if file.projects.is_empty() {
             return Err(source.error_at(&["projects"], "the stack has no projects"));
         }
@@ -413,10 +402,7 @@ impl Project {
 
 /// Loads the family table: the embedded default or `--families FILE`.
 pub fn load_families(path: Option<&Path>) -> anyhow::Result<FamilyTable> {
-    let source = match path {
-        Some(path) => ConfigSource::read(path)?,
-        None => ConfigSource::embedded("configs/families.yaml", DEFAULT_FAMILIES),
-    };
+    let source = ConfigSource::flag_or_embedded(path, "configs/families.yaml", DEFAULT_FAMILIES)?;
     FamilyTable::load(&source).map_err(|e| crate::exit::Classified::from(e).into())
 }
 

@@ -126,24 +126,13 @@ enum PinRequirement {
 impl PresetTable {
     /// Loads the embedded table or the file given with `--presets`.
     pub fn load(path: Option<&Path>) -> anyhow::Result<PresetTable> {
-        let source = match path {
-            Some(path) => ConfigSource::read(path)?,
-            None => ConfigSource::embedded("configs/presets.yaml", DEFAULT_PRESETS),
-        };
+        let source = ConfigSource::flag_or_embedded(path, "configs/presets.yaml", DEFAULT_PRESETS)?;
         PresetTable::parse(&source).map_err(|e| crate::exit::Classified::from(e).into())
     }
 
     pub fn parse(source: &ConfigSource) -> Result<PresetTable, ConfigError> {
         let file: PresetsFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.expect_schema(file.schema)?;
         let mut presets: Vec<Preset> = Vec::new();
         for (name, entry) in file.presets {
             if entry.torch_refs.is_empty() {

@@ -32,6 +32,25 @@ impl ConfigSource {
         })
     }
 
+    /// The file a flag names, else the config compiled into the binary.
+    pub fn flag_or_embedded(path: Option<&Path>, name: &str, text: &str) -> anyhow::Result<Self> {
+        match path {
+            Some(path) => ConfigSource::read(path),
+            None => Ok(ConfigSource::embedded(name, text)),
+        }
+    }
+
+    /// Every config file has `schema: 1`; anything else is refused at its line.
+    pub fn expect_schema(&self, found: u32) -> Result<(), ConfigError> {
+        if found == 1 {
+            return Ok(());
+        }
+        Err(self.error_at(
+            &["schema"],
+            format!("unsupported schema {found} (this rockbuild reads schema 1)"),
+        ))
+    }
+
     /// Deserializes the whole file, turning serde's message into a located [`ConfigError`]
     /// with a "did you mean" for misspelled keys and values.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
