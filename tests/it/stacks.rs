@@ -692,3 +692,45 @@ fn the_lock_is_the_plan_and_drift_is_refused() {
     ];
     insta::assert_snapshot!("drift", scrub(&env, &errors.join("---\n")));
 }
+
+#[test]
+fn a_cache_on_another_file_system_is_copied_from() {
+    let mut env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // /dev/shm is a tmpfs: hard links from the cache into the tree are impossible there.
+    let shm = tempfile::Builder::new()
+        .prefix("rockbuild-cache-")
+        .tempdir_in("/dev/shm")
+        .expect("a cache on tmpfs");
+    env.set("ROCKBUILD_CACHE_DIR", shm.path().display().to_string());
+    ok(&checkout(&env, &world, "ws", &["--project", "torch"])
+        .output()
+        .expect("run"));
+    let device =
+        |p: &Path| std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(p).expect("stat"));
+    let packs = env.path("ws/pytorch/.git/objects/pack");
+    if device(shm.path()) != device(&packs) {
+        let linked = std::fs::read_dir(&packs)
+            .expect("packs")
+            .filter_map(Result::ok)
+            .any(|e| std::os::unix::fs::MetadataExt::nlink(&e.metadata().expect("meta")) > 1);
+        assert!(!linked, "across file systems the objects are copied");
+    }
+    drop(shm);
+    let torch = env.path("ws/pytorch");
+    assert_eq!(git_in(&torch, &["fsck", "--no-dangling"]), "");
+    assert_eq!(
+        git_in(&torch, &["log", "-1", "--format=%s"]),
+        "DO NOT SUBMIT: HIPIFY"
+    );
+    assert_eq!(
+        git_in(
+            &torch.join("third_party/kineto"),
+            &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]
+        ),
+        git_in(
+            &torch,
+            &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE:third_party/kineto"]
+        )
+    );
+}
