@@ -67,145 +67,173 @@ pub struct Job<'a> {
 }
 
 pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outcome> {
-    let Job {
-        project,
-        target,
-        plan,
-        resolved,
-        ..
-    } = job;
-    let dir = target.dir.as_path();
-    let name = project.name.as_str();
-    let mut phases = Phases {
-        fetch: resolved.elapsed.as_secs_f64(),
-        ..Phases::default()
+    let mut run = Run::start(ctx, job, task)?;
+    if job.plan.action == Action::UpToDate {
+        return run.up_to_date();
+    }
+    // From here until the stamp is written the tree is in flux.
+    let marker = inspect::marker(run.dir);
+    write(&marker, b"checkout in progress\n")?;
+    hipify::remove_stamp(run.dir)?;
+    if job.state.interrupted {
+        ctx.ui.warn(format!(
+            "{}: the previous checkout of {} was interrupted; discarding its partial state",
+            job.project.name,
+            run.dir.display()
+        ));
+    }
+    for step in &job.plan.steps {
+        run.step(step)?;
+    }
+    run.lap(Phase::Tags);
+    fs_err::remove_file(&marker)?;
+    let state = match job.plan.action {
+        Action::Fetch { .. } => "checked out",
+        _ => "repaired",
     };
-    let mut clock = Instant::now();
-    let mut lap = |slot: &mut f64| {
-        *slot += clock.elapsed().as_secs_f64();
-        clock = Instant::now();
-    };
-    let submodules_on = !target.submodules.is_empty();
-    let repo = prepare(dir, &resolved.pin.origin, project)?;
-    let log = dir.join(".git/rockbuild/checkout.log");
-    let _ = fs_err::remove_file(&log);
-    let git = Git::new(dir, name).log_to(&log).allow_file_protocol(true);
+    run.outcome(state)
+}
 
-    if plan.action == Action::UpToDate {
-        let nodes = repos::discover(dir, submodules_on)?;
-        ensure_tags(&nodes, target, job.state.stamp.is_some())?;
-        write_triton_build_env(target, dir)?;
-        lap(&mut phases.tags);
-        let stamp = job.state.stamp.clone().filter(|_| has_script(target));
-        let hipify = match &target.hipify {
+/// Which phase a step's time counts towards.
+#[derive(Clone, Copy)]
+enum Phase {
+    Tree,
+    Submodules,
+    Hipify,
+    Tags,
+}
+
+/// One project's apply in progress: the repository, its log, the phase clock and what the
+/// steps found so far.
+struct Run<'a> {
+    ctx: &'a Context,
+    job: &'a Job<'a>,
+    task: &'a Task,
+    dir: &'a Path,
+    repo: Repository,
+    git: Git,
+    log: std::path::PathBuf,
+    phases: Phases,
+    clock: Instant,
+    nodes: Vec<Node>,
+    stamp: Option<HipifyStamp>,
+    hipify_summary: String,
+}
+
+impl<'a> Run<'a> {
+    fn start(ctx: &'a Context, job: &'a Job<'a>, task: &'a Task) -> anyhow::Result<Run<'a>> {
+        let dir = job.target.dir.as_path();
+        let repo = prepare(dir, &job.resolved.pin.origin, job.project)?;
+        let log = dir.join(".git/rockbuild/checkout.log");
+        let _ = fs_err::remove_file(&log);
+        let git = Git::new(dir, job.project.name.as_str())
+            .log_to(&log)
+            .allow_file_protocol(true);
+        Ok(Run {
+            ctx,
+            job,
+            task,
+            dir,
+            repo,
+            git,
+            log,
+            phases: Phases {
+                fetch: job.resolved.elapsed.as_secs_f64(),
+                ..Phases::default()
+            },
+            clock: Instant::now(),
+            nodes: Vec::new(),
+            stamp: None,
+            hipify_summary: "off".into(),
+        })
+    }
+
+    /// Adds the time since the last lap to `phase`.
+    fn lap(&mut self, phase: Phase) {
+        let slot = match phase {
+            Phase::Tree => &mut self.phases.tree,
+            Phase::Submodules => &mut self.phases.submodules,
+            Phase::Hipify => &mut self.phases.hipify,
+            Phase::Tags => &mut self.phases.tags,
+        };
+        *slot += self.clock.elapsed().as_secs_f64();
+        self.clock = Instant::now();
+    }
+
+    /// The repositories of the checkout (the root, and submodules when they are on).
+    fn nodes(&mut self) -> anyhow::Result<&[Node]> {
+        if self.nodes.is_empty() {
+            self.nodes = repos::discover(self.dir, !self.job.target.submodules.is_empty())?;
+        }
+        Ok(&self.nodes)
+    }
+
+    fn node_git(&self, rel: &str) -> Git {
+        let dir = if rel.is_empty() || rel == "." {
+            self.dir.to_path_buf()
+        } else {
+            self.dir.join(rel)
+        };
+        Git::new(dir, self.job.project.name.as_str()).log_to(&self.log)
+    }
+
+    fn up_to_date(mut self) -> anyhow::Result<Outcome> {
+        let target = self.job.target;
+        let hipified = self.job.state.stamp.is_some();
+        ensure_tags(self.nodes()?, target, hipified)?;
+        write_triton_build_env(target, self.dir)?;
+        self.lap(Phase::Tags);
+        self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
+        self.hipify_summary = match &target.hipify {
             HipifyTarget::Run { .. } | HipifyTarget::Cached { .. } => "up to date".to_string(),
             HipifyTarget::NoScript { .. } => "no script".into(),
             HipifyTarget::Off if target.triton_build_env.is_some() => TRITON_BUILD_ENV.into(),
             HipifyTarget::Off => "off".into(),
         };
-        return Ok(outcome(
-            job,
-            &nodes,
-            stamp,
-            hipify,
-            "up to date",
-            phases,
-            task,
-        ));
+        self.outcome("up to date")
     }
 
-    // From here until the stamp is written the tree is in flux.
-    let marker = inspect::marker(dir);
-    write(&marker, b"checkout in progress\n")?;
-    hipify::remove_stamp(dir)?;
-    if job.state.interrupted {
-        ctx.ui.warn(format!(
-            "{name}: the previous checkout of {} was interrupted; discarding its partial state",
-            dir.display()
-        ));
-    }
-    let mut stamp = None;
-    let mut hipify_summary = "off".to_string();
-    let mut nodes = Vec::new();
-    for step in &plan.steps {
+    fn step(&mut self, step: &Step) -> anyhow::Result<()> {
+        let (ctx, target) = (self.ctx, self.job.target);
         match step {
             Step::Discard { repositories } => {
                 for rel in repositories {
-                    let node_dir = if rel == "." {
-                        dir.to_path_buf()
-                    } else {
-                        dir.join(rel)
-                    };
-                    let node_git = Git::new(&node_dir, name).log_to(&log);
-                    ctx.runner.run(&node_git.cmd(["reset", "-q", "--hard"]))?;
-                    ctx.runner.run(&node_git.cmd(["clean", "-ffdq"]))?;
+                    let git = self.node_git(rel);
+                    ctx.runner.run(&git.cmd(["reset", "-q", "--hard"]))?;
+                    ctx.runner.run(&git.cmd(["clean", "-ffdq"]))?;
                 }
             }
             Step::Objects => {
-                task.phase("objects from the cache");
-                objects(ctx, &git, resolved, dir)?;
+                self.task.phase("objects from the cache");
+                objects(ctx, &self.git, self.job.resolved, self.dir)?;
             }
             Step::Checkout { commit } => {
-                task.phase(format!("checking out {}", super::plan::short(commit)));
-                ctx.runner
-                    .run(&git.cmd(["checkout", "-q", "--force", "--detach", commit]))?;
+                self.task
+                    .phase(format!("checking out {}", super::plan::short(commit)));
+                ctx.runner.run(
+                    &self
+                        .git
+                        .cmd(["checkout", "-q", "--force", "--detach", commit]),
+                )?;
             }
             Step::TagUpstream => {
-                local::force_tag(&repo, git::UPSTREAM_TAG, Oid::from_str(&target.commit)?)?;
-                lap(&mut phases.tree);
+                local::force_tag(
+                    &self.repo,
+                    git::UPSTREAM_TAG,
+                    Oid::from_str(&target.commit)?,
+                )?;
+                self.lap(Phase::Tree);
             }
             Step::Submodules { .. } => {
-                task.phase("submodules");
-                submodules(ctx, &git, job, task)?;
-                nodes = repos::discover(dir, true)?;
-                protect_submodules(ctx, &nodes, &log)?;
-                lap(&mut phases.submodules);
+                self.task.phase("submodules");
+                submodules(ctx, &self.git, self.job, self.task)?;
+                self.nodes = repos::discover(self.dir, true)?;
+                protect_submodules(ctx, &self.nodes, &self.log)?;
+                self.lap(Phase::Submodules);
             }
-            Step::Hipify { how } => {
-                if nodes.is_empty() {
-                    nodes = repos::discover(dir, submodules_on)?;
-                }
-                task.phase("hipify");
-                let (found, summary) = match (how, &target.hipify) {
-                    (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
-                        let found =
-                            run_hipify(ctx, job, &git, &nodes, script, script_sha256, &log)?;
-                        let summary = format!("{} files changed", found.stamp.changed_files);
-                        (Some(found), summary)
-                    }
-                    (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
-                        let found = from_cache(ctx, job, &nodes, record, key, &log)?;
-                        let summary = format!("from cache ({} files)", found.stamp.changed_files);
-                        (Some(found), summary)
-                    }
-                    _ => (None, "no script".to_string()),
-                };
-                hipify_summary = summary;
-                lap(&mut phases.hipify);
-                if let Some(found) = found {
-                    if target.commit_hipify {
-                        for (rel, commit) in &found.commits {
-                            let node_dir = if rel.is_empty() {
-                                dir.to_path_buf()
-                            } else {
-                                dir.join(rel)
-                            };
-                            let head = local::head_commit(&local::open(&node_dir)?);
-                            if head.map(|h| h.to_string()).as_deref() != Some(commit.as_str()) {
-                                let node_git = Git::new(&node_dir, name).log_to(&log);
-                                ctx.runner.run(&node_git.cmd(["reset", "-q", commit]))?;
-                            }
-                        }
-                    }
-                    if let HipifyTarget::Run { key, .. } = &target.hipify {
-                        store_in_cache(ctx, job, &found, key)?;
-                    }
-                    hipify::write_stamp(dir, &found.stamp)?;
-                    stamp = Some(found.stamp);
-                }
-            }
+            Step::Hipify { how } => self.hipify(how)?,
             Step::CommitHipify => {
-                for node in &nodes {
+                for node in self.nodes()? {
                     let node_repo = local::open(&node.dir)?;
                     if let Some(head) = local::head_commit(&node_repo) {
                         local::force_tag(&node_repo, git::HIPIFY_TAG, head)?;
@@ -213,30 +241,84 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
                 }
             }
             Step::TritonBuildEnv { .. } => {
-                write_triton_build_env(target, dir)?;
-                hipify_summary = TRITON_BUILD_ENV.into();
+                write_triton_build_env(target, self.dir)?;
+                self.hipify_summary = TRITON_BUILD_ENV.into();
             }
             Step::EnsureTags => {}
         }
+        Ok(())
     }
-    lap(&mut phases.tags);
-    if nodes.is_empty() {
-        nodes = repos::discover(dir, submodules_on)?;
+
+    /// Runs hipify or takes its result from the cache; then, with commits, moves every changed
+    /// repository to its hipify commit, and records the stamp (and a fresh result in the cache).
+    fn hipify(&mut self, how: &HipifyStep) -> anyhow::Result<()> {
+        let (ctx, job) = (self.ctx, self.job);
+        self.nodes()?;
+        self.task.phase("hipify");
+        let found = match (how, &job.target.hipify) {
+            (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
+                let found = run_hipify(
+                    ctx,
+                    job,
+                    &self.git,
+                    &self.nodes,
+                    script,
+                    script_sha256,
+                    &self.log,
+                )?;
+                self.hipify_summary = format!("{} files changed", found.stamp.changed_files);
+                found
+            }
+            (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
+                let found = from_cache(ctx, job, &self.nodes, record, key, &self.log)?;
+                self.hipify_summary = format!("from cache ({} files)", found.stamp.changed_files);
+                found
+            }
+            _ => {
+                self.hipify_summary = "no script".into();
+                self.lap(Phase::Hipify);
+                return Ok(());
+            }
+        };
+        self.lap(Phase::Hipify);
+        if job.target.commit_hipify {
+            for (rel, commit) in &found.commits {
+                let git = self.node_git(rel);
+                let head = local::head_commit(&local::open(git.dir())?);
+                if head.map(|h| h.to_string()).as_deref() != Some(commit.as_str()) {
+                    ctx.runner.run(&git.cmd(["reset", "-q", commit]))?;
+                }
+            }
+        }
+        if let HipifyTarget::Run { key, .. } = &job.target.hipify {
+            store_in_cache(ctx, job, &found, key)?;
+        }
+        hipify::write_stamp(self.dir, &found.stamp)?;
+        self.stamp = Some(found.stamp);
+        Ok(())
     }
-    fs_err::remove_file(&marker)?;
-    let state = match plan.action {
-        Action::Fetch { .. } => "checked out",
-        _ => "repaired",
-    };
-    Ok(outcome(
-        job,
-        &nodes,
-        stamp,
-        hipify_summary,
-        state,
-        phases,
-        task,
-    ))
+
+    fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
+        self.nodes()?;
+        let resolved = self.job.resolved;
+        let locked = locked_project(self.job.project, resolved, self.stamp.take());
+        let row = SummaryRow {
+            project: self.job.project.name.clone(),
+            reference: resolved.pin.requested_ref.clone(),
+            commit: resolved.commit.clone(),
+            submodules: self
+                .nodes
+                .len()
+                .saturating_sub(1)
+                .max(locked.submodules.len()),
+            hipify: self.hipify_summary,
+            state,
+            network: resolved.transferred,
+            seconds: self.task.elapsed().as_secs_f64(),
+            phases: self.phases,
+        };
+        Ok(Outcome { locked, row })
+    }
 }
 
 fn has_script(target: &Target) -> bool {
@@ -673,31 +755,6 @@ fn exclude_locally(dir: &Path, pattern: &str) -> anyhow::Result<()> {
     text.push_str(pattern);
     text.push('\n');
     crate::fsutil::write_atomic(&path, text.as_bytes())
-}
-
-fn outcome(
-    job: &Job<'_>,
-    nodes: &[Node],
-    stamp: Option<HipifyStamp>,
-    hipify: String,
-    state: &'static str,
-    phases: Phases,
-    task: &Task,
-) -> Outcome {
-    let resolved = job.resolved;
-    let locked = locked_project(job.project, resolved, stamp);
-    let row = SummaryRow {
-        project: job.project.name.clone(),
-        reference: resolved.pin.requested_ref.clone(),
-        commit: resolved.commit.clone(),
-        submodules: nodes.len().saturating_sub(1).max(locked.submodules.len()),
-        hipify,
-        state,
-        network: resolved.transferred,
-        seconds: task.elapsed().as_secs_f64(),
-        phases,
-    };
-    Outcome { locked, row }
 }
 
 /// The lock entry of a resolved project.
