@@ -264,45 +264,26 @@ pub fn resolve_selection(
     let choice = table
         .choose(&stack, &torch_ref.value)
         .map_err(|e| anyhow::Error::from(crate::exit::Classified::from(e)))?;
-    let mut requests = IndexMap::new();
-    for name in &selected {
-        let request = request(
-            &stack,
-            &choice,
-            name,
-            &torch_ref,
-            overrides.get(name.as_str()),
-            require_related_commit,
-        );
-        tracing::debug!(
-            "{name}: origin {} ({}), ref rule {:?}",
-            crate::redact::redact_url(&request.origin.value),
-            request.origin.source,
-            request.rule
-        );
-        requests.insert(
-            name.clone(),
-            Request {
-                origin: request.origin.value,
-                origin_flag: match request.origin.source {
-                    Source::Flag(flag) => Some(flag),
-                    _ => None,
-                },
-                rule: request.rule,
-                preset: Some(choice.name.clone()),
-            },
-        );
-    }
+    let requests = selected
+        .iter()
+        .map(|name| {
+            let flags = overrides.get(name.as_str());
+            let request = request(
+                &stack,
+                &choice,
+                name,
+                &torch_ref,
+                flags,
+                require_related_commit,
+            );
+            (name.clone(), request)
+        })
+        .collect();
     let preset = format!("{} — {}", choice.name, choice.reason);
     Ok(selection(selected, requests, Some(preset), None))
 }
 
-/// A project's origin (with its source) and ref rule under the chosen preset.
-struct ProjectRequest {
-    origin: Sourced<String>,
-    rule: RefRequest,
-}
-
+/// A project's origin and ref rule under the chosen preset; flags first.
 fn request(
     stack: &Stack,
     choice: &Choice,
@@ -310,7 +291,7 @@ fn request(
     torch_ref: &Sourced<String>,
     flags: Option<&Overrides>,
     require_related_commit: bool,
-) -> ProjectRequest {
+) -> Request {
     let project = &stack.projects[name];
     let rule = &choice.rules[name];
     let from_preset = |at: &Option<String>| match at {
@@ -333,19 +314,14 @@ fn request(
             _ => PinOrigin::Default,
         },
     };
-    if let Some(reference) = flags.and_then(|f| f.reference.as_ref()) {
-        return ProjectRequest {
-            origin,
-            rule: exact(reference),
-        };
-    }
-    let rule = match &rule.reference {
-        RefRule::Requested => exact(torch_ref),
-        RefRule::Fixed(reference) => exact(&Sourced {
+    let rule = match (flags.and_then(|f| f.reference.as_ref()), &rule.reference) {
+        (Some(flagged), _) => exact(flagged),
+        (None, RefRule::Requested) => exact(torch_ref),
+        (None, RefRule::Fixed(reference)) => exact(&Sourced {
             value: reference.clone(),
             source: from_preset(&rule.at),
         }),
-        RefRule::Pin { required, fallback } => {
+        (None, RefRule::Pin { required, fallback }) => {
             let required_by = if *required {
                 Some(format!(
                     "preset '{}', {}",
@@ -373,7 +349,20 @@ fn request(
             }
         }
     };
-    ProjectRequest { origin, rule }
+    tracing::debug!(
+        "{name}: origin {} ({}), ref rule {rule:?}",
+        crate::redact::redact_url(&origin.value),
+        origin.source
+    );
+    Request {
+        origin_flag: match &origin.source {
+            Source::Flag(flag) => Some(flag.clone()),
+            _ => None,
+        },
+        origin: origin.value,
+        rule,
+        preset: Some(choice.name.clone()),
+    }
 }
 
 /// Origins and refs named by flags, per project.
