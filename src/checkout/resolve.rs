@@ -150,9 +150,9 @@ fn pin_of(
         .requests
         .get(&name)
         .cloned()
-        .ok_or_else(|| Error::NotInLock {
-            file: "the selection".into(),
+        .ok_or_else(|| Error::NoPins {
             project: name.clone(),
+            reason: "no origin or ref rule was resolved for it".into(),
         })?;
     let needs_pins = matches!(request.rule, RefRequest::Pinned { .. });
     let files = match (needs_pins, pins_from) {

@@ -478,4 +478,61 @@ mod tests {
         assert_eq!(damage(&again.dir), None);
         assert_eq!(warnings.borrow().len(), 1, "{:?}", warnings.borrow());
     }
+
+    /// Every fetch adds a pack; past the limit they are merged into one, and every commit
+    /// fetched so far stays (each has its ref).
+    #[test]
+    fn packs_are_merged_when_they_pile_up() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let origin = dir.path().join("origin.git");
+        let repo = Repository::init_bare(&origin).expect("origin");
+        let signature =
+            git2::Signature::new("t", "t@example.com", &git2::Time::new(0, 0)).expect("signature");
+        let mut parent: Option<Oid> = None;
+        let mut commits = Vec::new();
+        for n in 0..=MAX_PACKS + 1 {
+            let blob = repo.blob(format!("{n}\n").as_bytes()).expect("blob");
+            let mut tree = repo.treebuilder(None).expect("tree");
+            tree.insert("n", blob, 0o100644).expect("insert");
+            let tree = repo.find_tree(tree.write().expect("write")).expect("find");
+            let parents: Vec<git2::Commit<'_>> = parent
+                .iter()
+                .map(|p| repo.find_commit(*p).expect("parent"))
+                .collect();
+            let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+            let commit = repo
+                .commit(
+                    Some(&format!("refs/heads/b{n}")),
+                    &signature,
+                    &signature,
+                    "c",
+                    &tree,
+                    &refs,
+                )
+                .expect("commit");
+            parent = Some(commit);
+            commits.push(commit);
+        }
+        let cache = dir.path().join("cache");
+        let url = format!("file://{}", origin.display());
+        let mirror = Mirror::open(&cache, &url, &|w| panic!("{w}")).expect("mirror");
+        let runner = Runner::new(crate::env_vars::Environment::capture());
+        let limits = TransferLimits {
+            timeout: std::time::Duration::from_secs(60),
+            stall: std::time::Duration::from_secs(60),
+            attempts: 1,
+        };
+        for n in 0..=MAX_PACKS + 1 {
+            let fetched = mirror
+                .fetch(&runner, &format!("b{n}"), None, limits, "t", &mut |_| {})
+                .expect("fetch");
+            assert!(fetched.transferred);
+        }
+        let packs = pack_files(&mirror.dir, "pack").len();
+        assert!((1..=MAX_PACKS).contains(&packs), "{packs} packs");
+        for commit in commits {
+            assert_eq!(mirror.commit(&commit.to_string()), Some(commit));
+        }
+        assert_eq!(damage(&mirror.dir), None);
+    }
 }
