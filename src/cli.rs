@@ -232,7 +232,7 @@ pub struct CheckoutArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Print the plan as JSON (with --dry-run)
-    #[arg(long)]
+    #[arg(long, requires = "dry_run")]
     pub json: bool,
     /// Write each project's outcome and phase timings as JSON to FILE
     #[arg(long, value_name = "FILE")]

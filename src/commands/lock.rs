@@ -23,7 +23,7 @@ pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     ctx.ui.data(&if settings.json {
         serde_json::to_string_pretty(&lock)?
     } else {
-        crate::lock::plan::describe(&lock, selection.preset.as_deref())
+        crate::lock::plan::describe(&lock, selection.preset.as_deref(), &selection.stack)
     });
     if !settings.dry_run {
         ctx.ui

@@ -3,9 +3,10 @@
 //! every wheel's file-name stem.
 
 use super::Lock;
+use crate::stack::{HipifyPolicy, Stack};
 
-/// The lock in lines a person reads.
-pub fn describe(lock: &Lock, preset: Option<&str>) -> String {
+/// The lock in lines a person reads; `stack` says what hipify means for each project.
+pub fn describe(lock: &Lock, preset: Option<&str>, stack: &Stack) -> String {
     let mut out = String::new();
     if let Some(preset) = preset {
         out.push_str(&format!("preset: {preset}\n\n"));
@@ -23,9 +24,13 @@ pub fn describe(lock: &Lock, preset: Option<&str>) -> String {
         {
             why.push_str(&format!("; preset {preset}"));
         }
-        let hipify = match &project.hipify {
-            Some(stamp) => format!("cached ({} files changed)", stamp.changed_files),
-            None => "at checkout".to_string(),
+        let hipify = match (&project.hipify, stack.projects.get(name).map(|p| &p.hipify)) {
+            (Some(stamp), _) => format!("cached ({} files changed)", stamp.changed_files),
+            (None, Some(HipifyPolicy::Script { script, .. })) => {
+                format!("{script} at checkout, if the commit has it")
+            }
+            (None, Some(HipifyPolicy::TritonBuildEnv)) => "build_env.json at checkout".into(),
+            (None, _) => "off".to_string(),
         };
         out.push_str(&format!(
             "{name} ({}): {}\n  ref         {reference} ({why})\n  origin      {}\n  submodules  {}\n  hipify      {hipify}\n",
@@ -125,9 +130,11 @@ mod tests {
                 hipify: None,
             },
         );
+        let stack = Stack::load(None).expect("stack");
         let unbuilt = describe(
             &lock,
             Some("rocm-release — torch ref 'release/2.9' is listed"),
+            &stack,
         );
         lock.build = Some(BuildRecord {
             sdk_version: "7.10.0a20251124".into(),
@@ -151,6 +158,6 @@ mod tests {
                 ),
             ]),
         });
-        insta::assert_snapshot!(format!("{unbuilt}\n---\n{}", describe(&lock, None)));
+        insta::assert_snapshot!(format!("{unbuilt}\n---\n{}", describe(&lock, None, &stack)));
     }
 }
