@@ -133,22 +133,6 @@ pub fn triton_env_suffix(build_env_value: Option<&str>, suffix: &str) -> String 
     format!("{}{suffix}", build_env_value.unwrap_or_default())
 }
 
-/// Triton's base version from its setup.py text: `TRITON_VERSION = "X"` (or the older
-/// `version="X" + ...`).
-pub fn triton_base_version(setup_py: &str) -> Option<String> {
-    setup_py.lines().find_map(|line| {
-        let line = line.trim();
-        let rest = line
-            .strip_prefix("TRITON_VERSION")
-            .or_else(|| line.strip_prefix("version"))?
-            .trim_start()
-            .strip_prefix('=')?
-            .trim_start();
-        let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-        rest[1..].split(quote).next().map(str::to_string)
-    })
-}
-
 /// The first 8 characters of a commit, as `git rev-parse --short=8` prints them.
 pub fn short_sha(commit: &str) -> &str {
     commit.get(..8).unwrap_or(commit)

@@ -1,7 +1,7 @@
 //! What `lock` records, before any tree or build exists: every resolved project (with the
 //! hipify result the cache already knows for its tree), and — when their inputs are given —
-//! the SDK version, the gfx targets and every wheel's version and file-name stem, computed
-//! from the version files of the locked commits (read from the mirrors).
+//! the SDK version, the gfx targets and every wheel's version and file-name stem, computed by
+//! build's recipes from the files of the locked commits (read from the mirrors).
 
 use std::path::Path;
 
@@ -10,11 +10,12 @@ use indexmap::IndexMap;
 
 use super::Selection;
 use super::resolve::Resolved;
+use crate::build::recipes::{CheckoutFiles, Recipes, VersionInput};
+use crate::build::source::SourceState;
 use crate::git::local;
 use crate::hipify::cache;
-use crate::lock::versions::{self, Naming, VersionSource};
 use crate::lock::{BuildRecord, HipifyStamp, LockedProject};
-use crate::stack::{HipifyPolicy, Project, RecipeKind, Target};
+use crate::stack::{HipifyPolicy, Project, Target};
 use crate::version::ReleaseType;
 
 /// The build facts `lock` was given or found.
@@ -66,39 +67,55 @@ fn cached_stamp(
     Ok(cache::read(cache_dir, &key).map(|record| record.stamp))
 }
 
-/// The build record, when there is anything to record; `None` otherwise.
+/// The build record, when there is anything to record; `None` otherwise. Wheel versions
+/// come from build's own rules (`Recipe::version`, given the files each recipe reads, taken
+/// from the locked commits in the mirrors), so `build --lock` computes exactly these.
 pub fn build_record(
     selection: &Selection,
     resolved: &[Resolved],
     facts: &BuildFacts,
 ) -> anyhow::Result<Option<BuildRecord>> {
     let sdk_version = facts.sdk.as_ref().map(|(v, _)| v.clone());
-    let naming = match (&sdk_version, &facts.version_suffix) {
-        (None, None) => None,
-        (sdk, suffix) => Some(
-            Naming::new(
-                sdk.as_deref().unwrap_or_default(),
-                suffix.as_deref(),
-                facts.release_type.unwrap_or(ReleaseType::Nightly),
-                facts.build_number,
-            )
-            .map_err(crate::lock::Error::from)?,
-        ),
+    let suffix = match (facts.version_suffix.as_deref().map(str::trim), &sdk_version) {
+        (Some(given), _) if !given.is_empty() => Some(given.to_string()),
+        (_, Some(sdk)) => Some(crate::version::rocm_suffix(sdk)?),
+        _ => None,
     };
-    if sdk_version.is_none() && naming.is_none() && facts.targets.is_empty() {
+    if sdk_version.is_none() && suffix.is_none() && facts.targets.is_empty() {
         return Ok(None);
     }
-    let names = match &naming {
-        Some(naming) => {
-            let mut sources = Vec::new();
-            for (name, resolved) in selection.projects.iter().zip(resolved) {
-                let project = &selection.stack.projects[name];
-                sources.push(version_source(project, resolved)?);
-            }
-            versions::wheel_names(&sources, naming).map_err(crate::lock::Error::from)?
+    let release_type = facts.release_type.unwrap_or(ReleaseType::Nightly);
+    let mut versions = IndexMap::new();
+    let mut stems = IndexMap::new();
+    if let Some(suffix) = &suffix {
+        let recipes = Recipes::builtin();
+        for (name, resolved) in selection.projects.iter().zip(resolved) {
+            let project = &selection.stack.projects[name];
+            let recipe = recipes.of(&selection.stack, project)?;
+            let files = files_at(recipe.reads(), resolved)?;
+            let source = SourceState {
+                // A rockbuild checkout is detached at the upstream commit.
+                head: Some(resolved.commit.clone()),
+                branch: None,
+                upstream: Some(resolved.commit.clone()),
+                digest: None,
+            };
+            let version = recipe
+                .version(&VersionInput {
+                    project: name,
+                    dir: &selection.root.join(&project.checkout_dir),
+                    files: &files,
+                    source: &source,
+                    suffix,
+                    release_type,
+                    build_number: facts.build_number,
+                })?
+                .wheel;
+            let dist = crate::wheel::filename::escape_name(&project.wheel);
+            stems.insert(name.clone(), format!("{dist}-{version}"));
+            versions.insert(name.clone(), version);
         }
-        None => IndexMap::new(),
-    };
+    }
     Ok(Some(BuildRecord {
         sdk_version: sdk_version.unwrap_or_default(),
         index_url: facts
@@ -107,61 +124,25 @@ pub fn build_record(
             .map(|(_, index)| crate::redact::redact_url(index)),
         sdk_targets: Vec::new(),
         targets: facts.targets.clone(),
-        release_type: naming
+        release_type: suffix
             .as_ref()
-            .map(|n| n.release_type.as_str().to_string())
+            .map(|_| release_type.as_str().to_string())
             .unwrap_or_default(),
-        version_suffix: naming
-            .as_ref()
-            .map(|n| n.suffix.clone())
-            .unwrap_or_default(),
-        versions: names
-            .iter()
-            .map(|(p, n)| (p.clone(), n.version.clone()))
-            .collect(),
-        stems: names.into_iter().map(|(p, n)| (p, n.stem)).collect(),
+        version_suffix: suffix.unwrap_or_default(),
+        versions,
+        stems,
     }))
 }
 
-/// A project's base version at its locked commit: version.txt, or triton's setup.py (at the
-/// repository root or, before it moved, in python/).
-fn version_source(project: &Project, resolved: &Resolved) -> anyhow::Result<VersionSource> {
+/// The files a recipe reads, as they are at the locked commit.
+fn files_at(paths: &[&str], resolved: &Resolved) -> anyhow::Result<CheckoutFiles> {
     let repo = resolved.mirror.repo()?;
     let commit = Oid::from_str(&resolved.commit)?;
-    let read = |path: &str| -> anyhow::Result<Option<String>> {
-        Ok(local::read_file_at(&repo, commit, path)?
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
-    };
-    let problem = |problem: String| crate::lock::Error::BaseVersion {
-        project: project.name.clone(),
-        problem,
-        commit: super::plan::short(&resolved.commit).to_string(),
-    };
-    let base = if project.recipe == RecipeKind::Triton {
-        let setup = match read("python/setup.py")? {
-            Some(text) => Some(("python/setup.py", text)),
-            None => read("setup.py")?.map(|text| ("setup.py", text)),
-        };
-        let (path, text) = setup.ok_or_else(|| problem("no setup.py".into()))?;
-        crate::version::triton_base_version(&text)
-            .ok_or_else(|| problem(format!("no `TRITON_VERSION = \"X.Y.Z\"` line in {path}")))?
-    } else {
-        let text = read("version.txt")?.unwrap_or_default();
-        let first = text.lines().next().unwrap_or_default().trim().to_string();
-        if first.is_empty() {
-            return Err(problem(
-                "version.txt is missing or empty (it must hold the base version, e.g. 2.10.0a0)"
-                    .into(),
-            )
-            .into());
-        }
-        first
-    };
-    Ok(VersionSource {
-        project: project.name.clone(),
-        dist: project.wheel.clone(),
-        recipe: project.recipe,
-        commit: resolved.commit.clone(),
-        base,
-    })
+    let mut files = CheckoutFiles::default();
+    for path in paths {
+        let text = local::read_file_at(&repo, commit, path)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        files.files.insert((*path).to_string(), text);
+    }
+    Ok(files)
 }

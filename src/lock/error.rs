@@ -74,14 +74,6 @@ pub enum Error {
         found_where: String,
         fix: String,
     },
-    #[error("{project}: {problem} at {commit}; rockbuild names every wheel before it builds")]
-    BaseVersion {
-        project: String,
-        problem: String,
-        commit: String,
-    },
-    #[error(transparent)]
-    Version(#[from] crate::version::VersionError),
     #[error("the lock's sdk_version `{version}` is not a PEP 440 version: {reason}")]
     BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]

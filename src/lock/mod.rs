@@ -8,7 +8,6 @@ pub mod manifest;
 pub mod plan;
 pub mod related_commits;
 pub mod resolve;
-pub mod versions;
 
 use std::path::Path;
 

@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use pep440_rs::VersionSpecifiers;
 
 use super::{Source, Sourced};
+use crate::build::targets;
 use crate::checkout::{self, Selection};
 use crate::cli::{LockArgs, LockBuildArgs, SelectionArgs, flag};
 use crate::context::Context;
@@ -104,27 +105,39 @@ fn build_inputs(
         }),
         None => None,
     };
-    let env = ctx.env().get(env_vars::PYTORCH_ROCM_ARCH);
-    // Targets are recorded when asked for; `build --lock` then builds exactly those. The
-    // rules are build's (crate::build::targets::resolve: flag > PYTORCH_ROCM_ARCH > family).
-    let targets = if pytorch_rocm_arch.is_some() || env.is_some() || amdgpu_family.is_some() {
-        let choice = crate::build::targets::resolve(
-            families,
-            &crate::build::targets::TargetInputs {
-                flag: pytorch_rocm_arch.as_deref(),
-                env,
-                family: amdgpu_family.as_deref(),
-                from_sdk: None,
-                lock: None,
-                max: max_targets,
-                allow_many: allow_many_targets,
-            },
-        )
-        .map_err(|e| crate::exit::usage(e.to_string()))?;
+    let env = ctx
+        .env()
+        .non_empty(env_vars::PYTORCH_ROCM_ARCH)
+        .map(str::to_string);
+    // Targets are recorded when asked for, or when --index-url names a family; `build --lock`
+    // then builds exactly those. The rules are build's (`build::targets`: flag >
+    // PYTORCH_ROCM_ARCH > family, each name checked against the family table).
+    let family = match (&amdgpu_family, &pytorch_rocm_arch, &env, &sdk) {
+        (Some(family), ..) => Some(Sourced {
+            value: family.clone(),
+            source: Source::Flag("--amdgpu-family".into()),
+        }),
+        (None, None, None, Some(query)) => targets::family_of_index(&query.index_url, families)
+            .ok()
+            .map(|family| Sourced {
+                value: family,
+                source: Source::Inferred("--index-url".into()),
+            }),
+        _ => None,
+    };
+    let targets = if pytorch_rocm_arch.is_some() || env.is_some() || family.is_some() {
+        let request = targets::TargetRequest {
+            flag: pytorch_rocm_arch,
+            env,
+            family,
+            max: max_targets,
+            allow_many: allow_many_targets,
+            ..Default::default()
+        };
+        let choice = targets::resolve(families, &request, &[])
+            .map_err(|e| crate::exit::usage(e.to_string()))?;
         let source = match &choice.source {
-            crate::build::targets::TargetSource::Env => {
-                Source::Env(env_vars::PYTORCH_ROCM_ARCH.into())
-            }
+            targets::TargetSource::Env => Source::Env(env_vars::PYTORCH_ROCM_ARCH.into()),
             other => Source::Flag(other.to_string()),
         };
         Some(Sourced {

@@ -2,8 +2,10 @@
 //! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
 //! never read flags or the environment themselves.
 
+pub mod build;
 pub mod checkout;
 pub mod lock;
+pub mod sdk;
 
 use std::fmt;
 
@@ -16,6 +18,7 @@ pub enum Source {
     Env(String),
     Config(String),
     Preset(String),
+    Inferred(String),
 }
 
 impl fmt::Display for Source {
@@ -26,6 +29,7 @@ impl fmt::Display for Source {
             Source::Env(name) => write!(f, "${name}"),
             Source::Config(place) => write!(f, "{place}"),
             Source::Preset(name) => write!(f, "preset {name}"),
+            Source::Inferred(why) => write!(f, "{why}"),
         }
     }
 }
