@@ -47,6 +47,8 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::lock::Error,
         crate::git::Error,
         crate::hipify::Error,
+        crate::ci::Error,
+        crate::wheel::retag::RetagError,
     );
     None
 }

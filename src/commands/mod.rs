@@ -6,8 +6,10 @@ mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod presets;
 mod promote;
+mod retag;
 mod smoke;
 mod stage;
 mod verify;
@@ -29,5 +31,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Retag(args) => retag::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
     }
 }

@@ -5,6 +5,8 @@
 pub mod build;
 pub mod checkout;
 pub mod lock;
+pub mod matrix;
+pub mod retag;
 pub mod sdk;
 
 use std::fmt;

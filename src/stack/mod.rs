@@ -190,7 +190,7 @@ impl Stack {
 
     pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
         let file: StackFile = source.parse()?;
-        source.expect_schema(file.schema)?;
+        source.check_schema(file.schema)?;
         if file.projects.is_empty() {
             return Err(source.error_at(&["projects"], "the stack has no projects"));
         }

@@ -132,7 +132,7 @@ impl PresetTable {
 
     pub fn parse(source: &ConfigSource) -> Result<PresetTable, ConfigError> {
         let file: PresetsFile = source.parse()?;
-        source.expect_schema(file.schema)?;
+        source.check_schema(file.schema)?;
         let mut presets: Vec<Preset> = Vec::new();
         for (name, entry) in file.presets {
             if entry.torch_refs.is_empty() {

@@ -40,17 +40,6 @@ impl ConfigSource {
         }
     }
 
-    /// Every config file has `schema: 1`; anything else is refused at its line.
-    pub fn expect_schema(&self, found: u32) -> Result<(), ConfigError> {
-        if found == 1 {
-            return Ok(());
-        }
-        Err(self.error_at(
-            &["schema"],
-            format!("unsupported schema {found} (this rockbuild reads schema 1)"),
-        ))
-    }
-
     /// Deserializes the whole file, turning serde's message into a located [`ConfigError`]
     /// with a "did you mean" for misspelled keys and values.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
@@ -67,6 +56,17 @@ impl ConfigSource {
                 message: add_suggestion(&message),
             }
         })
+    }
+
+    /// Config files carry `schema: 1`; another number is a format this rockbuild cannot read.
+    pub fn check_schema(&self, schema: u32) -> Result<(), ConfigError> {
+        if schema == 1 {
+            return Ok(());
+        }
+        Err(self.error_at(
+            &["schema"],
+            format!("unsupported schema {schema} (this rockbuild reads schema 1)"),
+        ))
     }
 
     /// An error about the value at a key path, located by [`locate`].

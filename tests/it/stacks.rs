@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::TestEnv;
 use crate::common::git::{StackWorld, git_in};
 use crate::common::http::serve;
 use crate::common::sample::sample_origins;
 use crate::common::sdk::sdk_index;
+use crate::common::{TestEnv, scrub_short_ids as scrub};
 
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(
@@ -46,36 +46,6 @@ fn fails(output: &std::process::Output, code: i32) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
     stderr
-}
-
-/// Output made comparable across runs: the temp root is `[ROOT]`, commit and tree ids (40 or
-/// 12 hex digits; they depend on the temp paths the pins carry) are `[sha]`, a version's
-/// `git<sha8>` is `git[sha8:8]`.
-fn scrub(env: &TestEnv, text: &str) -> String {
-    let text = text.replace(&env.root().display().to_string(), "[ROOT]");
-    let mut out = String::new();
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        let hex = |w: &str| w.chars().all(|c| c.is_ascii_hexdigit());
-        if hex(word) && (word.len() == 40 || word.len() == 12) {
-            out.push_str("[sha]");
-        } else if let Some(short) = word.strip_prefix("git").filter(|w| w.len() == 8 && hex(w)) {
-            out.push_str(&format!("git[sha8:{}]", short.len()));
-        } else {
-            out.push_str(word);
-        }
-        word.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(c);
-        }
-    }
-    flush(&mut word, &mut out);
-    out
 }
 
 /// The line of `configs/presets.yaml` that starts `key:`.
@@ -199,7 +169,7 @@ fn release_branches_take_the_rocm_fork_and_require_its_pins() {
     let stderr = fails(&output, 2);
     insta::assert_snapshot!(
         "upstream_release_lacks_related_commits",
-        scrub(&env, &stderr)
+        scrub(&stderr, &env)
     );
     assert!(!env.path("upstream/rockbuild.lock.json").exists());
 
@@ -325,7 +295,7 @@ fn a_release_branch_without_a_required_row_is_refused() {
     .output()
     .expect("run");
     let stderr = fails(&output, 2);
-    insta::assert_snapshot!(scrub(&env, &stderr));
+    insta::assert_snapshot!(scrub(&stderr, &env));
     assert!(!env.path("ws/rockbuild.lock.json").exists());
 }
 
@@ -342,7 +312,7 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
         )
         .output()
         .expect("run");
-        scrub(&env, &ok(&output).0)
+        scrub(&ok(&output).0, &env)
     };
     let fresh = plan("ws");
     assert!(
@@ -608,7 +578,7 @@ fn the_lock_is_the_plan_and_drift_is_refused() {
         .expect("run lock");
     let (stdout, _) = ok(&output);
     assert!(!env.path("pytorch").exists(), "no working tree");
-    let printed = scrub(&env, &stdout).replace(&server.port().to_string(), "[PORT]");
+    let printed = scrub(&stdout, &env).replace(&server.port().to_string(), "[PORT]");
     insta::assert_snapshot!("lock_plan", printed);
     let locked = read_json(&lock);
     assert_eq!(locked["build"]["sdk_version"], SDK_VERSION);
@@ -690,7 +660,7 @@ fn the_lock_is_the_plan_and_drift_is_refused() {
             2,
         ),
     ];
-    insta::assert_snapshot!("drift", scrub(&env, &errors.join("---\n")));
+    insta::assert_snapshot!("drift", scrub(&errors.join("---\n"), &env));
 }
 
 #[test]
