@@ -47,7 +47,12 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::lock::Error,
         crate::git::Error,
         crate::hipify::Error,
+        crate::detect::Error,
+        crate::detect::SelectionError,
+        crate::doctor::Error,
+        crate::compat::Error,
         crate::ci::Error,
+        crate::hipify::leftover::Error,
         crate::wheel::retag::RetagError,
     );
     None

@@ -4,6 +4,9 @@
 
 pub mod build;
 pub mod checkout;
+pub mod compat;
+pub mod detect;
+pub mod doctor;
 pub mod lock;
 pub mod matrix;
 pub mod retag;
@@ -18,6 +21,7 @@ pub enum Source {
     Default,
     Flag(String),
     Env(String),
+    Lock(String),
     Config(String),
     Preset(String),
     Inferred(String),
@@ -29,6 +33,7 @@ impl fmt::Display for Source {
             Source::Default => write!(f, "default"),
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Env(name) => write!(f, "${name}"),
+            Source::Lock(place) => write!(f, "lock {place}"),
             Source::Config(place) => write!(f, "{place}"),
             Source::Preset(name) => write!(f, "preset {name}"),
             Source::Inferred(why) => write!(f, "{why}"),
