@@ -22,6 +22,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         &settings.test_reports,
         source.as_ref(),
         settings.store.jobs,
+        settings.lock.as_ref(),
     )?;
     let decision = promote::gate(&staged, &settings.waivers);
     promote::show_gate(ctx, &decision, &settings.waivers);

@@ -48,6 +48,9 @@ pub enum Error {
     Rewrite(RewriteError),
     #[error("the rewritten set failed verification; nothing was written to {0}")]
     RewrittenNotVerified(String),
+    /// The staged set is not the one the lock names.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::Error),
     #[error(transparent)]
     Verify(#[from] crate::verify::Error),
     #[error(transparent)]
@@ -70,6 +73,7 @@ impl HasExitStatus for Error {
                 Some(signal) => ExitStatus::Signal(signal),
                 None => ExitStatus::Failure,
             },
+            Error::Lock(error) => error.exit_status(),
             Error::Verify(error) => error.exit_status(),
             Error::Publish(error) => error.exit_status(),
             Error::Scan { .. }

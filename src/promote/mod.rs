@@ -34,6 +34,7 @@ pub use prepare::{Prepared, prepare};
 use crate::context::Context;
 use crate::index::scan::{self, Scan};
 use crate::index::{dist_key, dist_name_and_version};
+use crate::lock::Lock;
 use crate::publish::{Item, SetObject, Source};
 use crate::store::Storage;
 use evidence::Evidence;
@@ -113,6 +114,7 @@ pub fn inspect(
     reports: &[PathBuf],
     source: &dyn Storage,
     jobs: usize,
+    lock: Option<&(PathBuf, Lock)>,
 ) -> Result<Staged, Error> {
     let evidence = reports
         .iter()
@@ -128,6 +130,13 @@ pub fn inspect(
             .warn(format!("{}: not part of the set: {skipped}", source.url()));
     }
     let set = staged_set(&scan);
+    if let Some((path, lock)) = lock {
+        lock.expect_wheels(
+            path,
+            &format!("the staged set at {}", source.url()),
+            set.iter().map(|s| (s.project.as_str(), s.version.as_str())),
+        )?;
+    }
     if set.is_empty() {
         return Err(Error::NothingToPromote(source.url()));
     }

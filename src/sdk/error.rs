@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use pep440_rs::Version;
-
 use super::preflight::IndexSource;
 use crate::exec::ProcessError;
 use crate::exit::{ExitStatus, HasExitStatus};
@@ -21,10 +19,6 @@ pub enum Error {
     BareVersion { spec: String, version: String },
     #[error("--rocm-sdk-version `{spec}` is not a PEP 440 version specifier: {reason}")]
     BadSpec { spec: String, reason: String },
-    #[error(
-        "the lock records rocm {locked}, which --rocm-sdk-version `{spec}` excludes: drop the flag to install the locked SDK, or start from a new lock"
-    )]
-    LockExcludes { locked: Version, spec: String },
     #[error("--rocm-extras: `{0}` is not an extra name (e.g. device-gfx942)")]
     BadExtra(String),
     #[error("--find-links {}: no such directory", .0.display())]
@@ -116,7 +110,6 @@ impl HasExitStatus for Error {
             Error::NoVenvGiven
             | Error::BareVersion { .. }
             | Error::BadSpec { .. }
-            | Error::LockExcludes { .. }
             | Error::BadExtra(_)
             | Error::MissingFindLinks(_) => ExitStatus::Usage,
             Error::Step(step) => step.exit_status(),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::sdk::{install_settings, resolve_venv};
+use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 use crate::cli::InstallRocmArgs;
 use crate::context::Context;
 use crate::lock::Lock;
@@ -36,6 +36,9 @@ impl InstallRocmSettings {
             Some(output) => output.join("logs/install-rocm.log"),
             None => venv.dir.join("rockbuild-install-rocm.log"),
         };
+        if let Some((path, lock)) = &lock {
+            expect_locked_sdk(lock, path, &sdk)?;
+        }
         let locked = match &lock {
             Some((_, lock)) => lock.sdk_version()?,
             None => None,

@@ -3,11 +3,13 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod checkout;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
 pub mod index;
 pub mod install_rocm;
+pub mod lock;
 pub mod matrix;
 pub mod promote;
 pub mod retag;
@@ -23,21 +25,25 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
 pub enum Source {
+    Default,
     Flag(String),
     Env(String),
     Lock(String),
-    Inferred(String),
     Config(String),
+    Preset(String),
+    Inferred(String),
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Source::Default => write!(f, "default"),
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Env(name) => write!(f, "${name}"),
             Source::Lock(place) => write!(f, "lock {place}"),
-            Source::Inferred(why) => write!(f, "{why}"),
             Source::Config(place) => write!(f, "{place}"),
+            Source::Preset(name) => write!(f, "preset {name}"),
+            Source::Inferred(why) => write!(f, "{why}"),
         }
     }
 }

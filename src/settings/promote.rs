@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::store::store_settings;
 use crate::cli::{PromoteArgs, RewriteTo};
 use crate::context::Context;
+use crate::lock::Lock;
 use crate::promote;
 use crate::promote::waiver::{self, Waiver};
 use crate::stack::ConfigSource;
@@ -17,6 +18,8 @@ pub struct PromoteSettings {
     /// The test reports to judge the set by, absolute.
     pub test_reports: Vec<PathBuf>,
     pub waivers: Vec<Waiver>,
+    /// The lock the set was built from (every wheel's version must be the one it names).
+    pub lock: Option<(PathBuf, Lock)>,
     /// The versions to promote to (`--rewrite-version`); none: the objects go as they are.
     pub promotion: Option<Promotion>,
     pub store: StoreSettings,
@@ -34,6 +37,7 @@ impl PromoteSettings {
             rewrite_version,
             dry_run,
             json,
+            lock,
             store,
         } = args;
         let from = StoreUrl::parse(&from, &ctx.cwd)?;
@@ -48,11 +52,20 @@ impl PromoteSettings {
             }
             None => Vec::new(),
         };
+        let lock = match lock {
+            Some(path) => {
+                let path = ctx.absolute(&path);
+                let lock = Lock::read(&path)?;
+                Some((path, lock))
+            }
+            None => None,
+        };
         Ok(PromoteSettings {
             from,
             to,
             test_reports: test_reports.iter().map(|p| ctx.absolute(p)).collect(),
             waivers,
+            lock,
             promotion: rewrite_version.map(|kind| match kind {
                 RewriteTo::Rc => Promotion::ReleaseCandidate(1),
                 RewriteTo::Final => Promotion::Final,

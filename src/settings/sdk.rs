@@ -8,6 +8,7 @@ use pep440_rs::Version;
 use crate::cli::{SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
+use crate::lock::Lock;
 use crate::sdk::install::{InstallSettings, parse_extras};
 use crate::sdk::{self, Venv, preflight};
 
@@ -29,8 +30,20 @@ pub fn resolve_venv(
     }
 }
 
-/// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`. `locked` is the
-/// SDK version a lock records: the flags may not exclude it.
+/// A lock that names an SDK version: `--rocm-sdk-version` must admit it (drift is refused,
+/// naming both). Every caller of [`install_settings`] with a lock checks this first.
+pub fn expect_locked_sdk(lock: &Lock, path: &Path, args: &SdkArgs) -> anyhow::Result<()> {
+    let spec = preflight::parse_spec(&args.rocm_sdk_version)?;
+    lock.expect_sdk(
+        path,
+        "--rocm-sdk-version",
+        &args.rocm_sdk_version,
+        |locked| locked.parse::<Version>().is_ok_and(|v| spec.contains(&v)),
+    )?;
+    Ok(())
+}
+
+/// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
 pub fn install_settings(
     ctx: &Context,
     args: &SdkArgs,
@@ -51,15 +64,6 @@ pub fn install_settings(
     } = args;
     let spec = preflight::parse_spec(rocm_sdk_version)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
-    if let Some(version) = &locked
-        && !spec.contains(version)
-    {
-        return Err(sdk::Error::LockExcludes {
-            locked: version.clone(),
-            spec: rocm_sdk_version.clone(),
-        }
-        .into());
-    }
     let extras = parse_extras(rocm_extras.as_deref())?;
     let cache_dir = args.cache_dir(ctx);
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());

@@ -8,10 +8,11 @@ use super::verify::expectations;
 use super::{Source, Sourced};
 use crate::cli::StageArgs;
 use crate::context::Context;
+use crate::lock::Lock;
 use crate::publish;
 use crate::stack::Target;
 use crate::store::{StoreSettings, StoreUrl};
-use crate::verify::Expectations;
+use crate::verify::{self, Expectations};
 
 pub struct StageSettings {
     /// The directory holding the built wheels.
@@ -58,6 +59,13 @@ impl StageSettings {
             }
             None => None,
         };
+        // With a lock, the targets are the lock's: a different --targets is drift, not an
+        // override.
+        if let (Some(path), Some(list)) = (&lock, &targets) {
+            let path = ctx.absolute(path);
+            let given = table.targets(list).map_err(verify::Error::Targets)?;
+            Lock::read(&path)?.expect_targets(&path, "--targets", &given)?;
+        }
         let (mut expect, mut targets) = expectations(
             ctx,
             &stack,

@@ -18,4 +18,5 @@ mod manylinux;
 mod publish;
 mod sample;
 mod sixth_project;
+mod stacks;
 mod verify;
