@@ -22,14 +22,7 @@ impl InstallRocmSettings {
             lock,
             output_dir,
         } = args;
-        let lock = match lock {
-            Some(path) => {
-                let path = ctx.absolute(&path);
-                let lock = Lock::read(&path)?;
-                Some((path, lock))
-            }
-            None => None,
-        };
+        let lock = super::read_lock(ctx, lock)?;
         let output_dir = output_dir.map(|p| ctx.absolute(&p));
         let venv = resolve_venv(ctx, sdk.venv.as_deref(), output_dir.as_deref())?;
         let log = match &output_dir {

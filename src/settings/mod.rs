@@ -20,6 +20,10 @@ pub mod store;
 pub mod verify;
 
 use std::fmt;
+use std::path::PathBuf;
+
+use crate::context::Context;
+use crate::lock::Lock;
 
 /// Where a resolved value came from; printed beside the value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -53,4 +57,16 @@ impl fmt::Display for Source {
 pub struct Sourced<T> {
     pub value: T,
     pub source: Source,
+}
+
+/// The lock a `--lock FILE` names (relative to the working directory), read, with its path.
+pub fn read_lock(
+    ctx: &Context,
+    path: Option<PathBuf>,
+) -> Result<Option<(PathBuf, Lock)>, crate::lock::Error> {
+    path.map(|path| {
+        let path = ctx.absolute(&path);
+        Lock::read(&path).map(|lock| (path, lock))
+    })
+    .transpose()
 }

@@ -52,14 +52,7 @@ impl PromoteSettings {
             }
             None => Vec::new(),
         };
-        let lock = match lock {
-            Some(path) => {
-                let path = ctx.absolute(&path);
-                let lock = Lock::read(&path)?;
-                Some((path, lock))
-            }
-            None => None,
-        };
+        let lock = super::read_lock(ctx, lock)?;
         Ok(PromoteSettings {
             from,
             to,
