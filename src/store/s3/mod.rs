@@ -17,6 +17,7 @@
 
 mod checksums;
 mod multipart;
+mod waits;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -50,7 +51,7 @@ pub enum S3ChecksumMode {
     WhenRequired,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct S3Settings {
     pub endpoint: Option<String>,
     pub region: Option<String>,
@@ -58,6 +59,10 @@ pub struct S3Settings {
     pub checksums: S3ChecksumMode,
     /// Copies and uploads above this many bytes go multipart.
     pub multipart_threshold: u64,
+    /// How long a request waits to connect, and then for each read of its answer.
+    pub timeout: std::time::Duration,
+    /// Attempts per request, the first included.
+    pub attempts: u32,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,8 @@ pub(super) struct Failure {
     code: Option<String>,
     message: String,
     transient: bool,
+    /// No answer in time, or no connection: worded from the wait settings instead.
+    unanswered: bool,
 }
 
 pub(super) fn failure<E>(error: &SdkError<E>) -> Failure
@@ -91,11 +98,17 @@ where
             code.as_deref(),
             Some("SlowDown" | "RequestTimeout" | "InternalError")
         );
+    let unanswered = match error {
+        SdkError::TimeoutError(_) => true,
+        SdkError::DispatchFailure(dispatch) => dispatch.is_timeout() || dispatch.is_io(),
+        _ => false,
+    };
     Failure {
         status,
         code,
         message: crate::redact::redact_url(&DisplayErrorContext(error).to_string()),
         transient,
+        unanswered,
     }
 }
 
@@ -130,6 +143,7 @@ impl S3Store {
             // S3-compatible servers rarely care; AWS needs one for signing.
             builder = builder.region(Region::new("us-east-1"));
         }
+        builder = waits::configure(builder, settings);
         if settings.checksums == S3ChecksumMode::WhenRequired {
             builder = builder
                 .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
@@ -162,11 +176,16 @@ impl S3Store {
     }
 
     fn error(&self, op: &'static str, key: &str, failure: Failure) -> StoreError {
+        let message = if failure.unanswered {
+            waits::describe_wait(self.settings.timeout, self.settings.attempts)
+        } else {
+            failure.message
+        };
         StoreError::Backend {
             store: self.url(),
             op,
             key: key.to_string(),
-            message: failure.message,
+            message,
             transient: failure.transient,
         }
     }
@@ -309,6 +328,80 @@ impl S3Store {
     fn same_service(&self, other: &S3Store) -> bool {
         self.settings.endpoint == other.settings.endpoint
     }
+
+    /// A small object's bytes and ETag; `None` when it does not exist (the lease object).
+    pub(in crate::store) fn get_tagged(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+        self.runtime.block_on(async {
+            let output = match self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .send()
+                .await
+            {
+                Ok(output) => output,
+                Err(error) => {
+                    let failure = failure(&error);
+                    if failure.status == Some(404) || failure.code.as_deref() == Some("NoSuchKey") {
+                        return Ok(None);
+                    }
+                    return Err(self.error("read", key, failure));
+                }
+            };
+            let etag = output.e_tag().unwrap_or_default().to_string();
+            let bytes = output
+                .body
+                .collect()
+                .await
+                .map_err(|e| StoreError::Backend {
+                    store: self.url(),
+                    op: "read",
+                    key: key.to_string(),
+                    message: e.to_string(),
+                    transient: true,
+                })?;
+            Ok(Some((bytes.into_bytes().to_vec(), etag)))
+        })
+    }
+
+    /// Writes a small object only where it does not exist (`if_match: None`, sent as
+    /// `If-None-Match: *`) or only while its ETag is still `if_match`; `false` when the
+    /// server refused the condition (someone else wrote first).
+    pub(in crate::store) fn put_conditional(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        if_match: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .body(ByteStream::from(bytes.to_vec()))
+                .content_type("application/json")
+                .cache_control("no-store");
+            let request = match if_match {
+                None => request.if_none_match("*"),
+                Some(etag) => request.if_match(etag),
+            };
+            match request.send().await {
+                Ok(_) => Ok(true),
+                Err(error) => {
+                    let failure = failure(&error);
+                    if is_precondition_failure(&failure) {
+                        return Ok(false);
+                    }
+                    Err(self.error("write", key, failure))
+                }
+            }
+        })
+    }
 }
 
 impl Storage for S3Store {
@@ -428,6 +521,36 @@ impl Storage for S3Store {
                 message: e.to_string(),
                 transient: true,
             })?;
+            Ok(bytes.into_bytes().to_vec())
+        })
+    }
+
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        if size == 0 || len == 0 {
+            return Ok(Vec::new());
+        }
+        let start = size.saturating_sub(len);
+        self.runtime.block_on(async {
+            let output = self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .range(format!("bytes={start}-{}", size - 1))
+                .send()
+                .await
+                .map_err(|e| self.error("read", key, failure(&e)))?;
+            let bytes = output
+                .body
+                .collect()
+                .await
+                .map_err(|e| StoreError::Backend {
+                    store: self.url(),
+                    op: "read",
+                    key: key.to_string(),
+                    message: e.to_string(),
+                    transient: true,
+                })?;
             Ok(bytes.into_bytes().to_vec())
         })
     }
@@ -552,6 +675,8 @@ mod tests {
             path_style: true,
             checksums,
             multipart_threshold: threshold,
+            timeout: std::time::Duration::from_secs(20),
+            attempts: 2,
         }
     }
 
