@@ -3,6 +3,9 @@
 //! by `ROCKBUILD_FAULT=<point>:<n>[:wait=<file>]` (read once, by `Context::new`):
 //!
 //! * `page:<n>`: before the index page write that follows `n` finished ones;
+//! * `confirm:<n>`: before a run checks that its lease is still its own, its objects stored
+//!   and its pages not yet written;
+//! * `checkout:<n>`: right after `checkout` took its root's lock;
 //! * `upload:<n>`: in a local directory store, after the `n+1`-th object's temporary file is
 //!   written and before it is moved into place (what a kill mid-upload leaves).
 //!

@@ -54,6 +54,11 @@ impl Holder {
         }
     }
 
+    /// True when this holder ran on `host` (this machine) and its process is gone.
+    pub fn is_gone_from(&self, host: &str) -> bool {
+        self.host == host && !Path::new(&format!("/proc/{}", self.pid)).exists()
+    }
+
     /// `rockbuild stage (pid 4242 on build-7, since 2026-11-24T15:00:00Z)`.
     pub fn describe(&self) -> String {
         format!(

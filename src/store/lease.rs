@@ -10,6 +10,10 @@
 //!   that ignore the conditions (garage) still meet the read before each write, which turns
 //!   all but a write-write race within one round trip into a refusal.
 //!
+//! A lease whose holder ran on this host and whose process no longer exists is taken over
+//! like an expired one (a killed run on the same machine does not block the next for the
+//! lease's lifetime); a holder on another host is trusted until its lease expires.
+//!
 //! Before the pages are written, [`Lease::confirm`] checks that the lease is still this
 //! run's (and renews an S3 lease's expiry): a run whose lease was broken or taken over after
 //! expiry stops there, with its objects stored but no page changed. Taking a lease also
@@ -66,7 +70,7 @@ pub enum LeaseError {
     },
     #[error("taking the lease of {store}: {error}")]
     Lock { store: String, error: LockError },
-    #[error("taking the lease: {0}")]
+    #[error("taking the lease")]
     Store(#[from] StoreError),
 }
 
@@ -172,7 +176,8 @@ pub fn acquire<'a>(
                 let expired = current
                     .expires
                     .is_some_and(|at| at <= jiff::Timestamp::now().as_second());
-                if !expired && !settings.break_lease {
+                let gone = current.is_gone_from(&holder.host);
+                if !expired && !gone && !settings.break_lease {
                     return Err(LeaseError::Held {
                         store: store.url(),
                         holder: Some(current),
@@ -183,7 +188,11 @@ pub fn acquire<'a>(
                 if taken {
                     ctx.ui.warn(format!(
                         "{}: took the lease of {} from {}",
-                        if expired { "expired" } else { "--break-lease" },
+                        match (expired, gone) {
+                            (true, _) => "expired",
+                            (false, true) => "its run is gone",
+                            (false, false) => "--break-lease",
+                        },
                         store.url(),
                         current.describe()
                     ));
@@ -214,6 +223,7 @@ impl Lease<'_> {
     /// Still this run's lease (an S3 lease's expiry is pushed out again): called before the
     /// index pages are written.
     pub fn confirm(&mut self) -> Result<(), LeaseError> {
+        crate::fault::point("confirm");
         match self {
             Lease::Local(lock) => lock.confirm().map_err(|error| match error {
                 LockError::Lost { holder, .. } => LeaseError::Lost {

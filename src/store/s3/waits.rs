@@ -26,6 +26,10 @@ pub(super) fn configure(
         )
         .retry_config(RetryConfig::standard().with_max_attempts(settings.attempts))
         .interceptor(AttemptNotice {
+            endpoint: settings.endpoint.as_deref().map_or_else(
+                || "S3".to_string(),
+                |e| format!("S3 endpoint {}", crate::redact::redact_url(e)),
+            ),
             timeout: settings.timeout,
             attempts: settings.attempts,
         })
@@ -44,6 +48,8 @@ pub(super) fn describe_wait(timeout: Duration, attempts: u32) -> String {
 /// Says, for each attempt that timed out or could not connect, what it waited for.
 #[derive(Debug)]
 struct AttemptNotice {
+    /// `S3 endpoint http://host:port`, or `S3` for AWS itself.
+    endpoint: String,
     timeout: Duration,
     attempts: u32,
 }
@@ -62,19 +68,24 @@ impl Intercept for AttemptNotice {
         let Some(Err(error)) = context.output_or_error() else {
             return Ok(());
         };
-        let why = if error.is_timeout_error() {
-            format!("no answer within {}s", self.timeout.as_secs())
-        } else if error.is_connector_error() {
-            "could not connect".to_string()
+        let timed_out =
+            error.is_timeout_error() || error.as_connector_error().is_some_and(|c| c.is_timeout());
+        let why = if timed_out {
+            format!(
+                "no answer within {}s (--s3-timeout)",
+                self.timeout.as_secs()
+            )
+        } else if let Some(connector) = error.as_connector_error() {
+            match connector.is_io() {
+                true => "the connection failed or was dropped".to_string(),
+                false => "could not connect".to_string(),
+            }
         } else {
             return Ok(());
         };
-        let request = context
-            .request()
-            .map(|r| format!("{} {}", r.method(), crate::redact::redact_url(r.uri())))
-            .unwrap_or_else(|| "request".into());
         tracing::warn!(
-            "S3 {request}: {why}; an attempt failed (at most {} in all, --s3-attempts)",
+            "{}: {why}; a request attempt failed (at most {} attempts per request, --s3-attempts)",
+            self.endpoint,
             self.attempts
         );
         Ok(())
