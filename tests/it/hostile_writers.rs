@@ -272,6 +272,25 @@ fn temporaries(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Starts the embedded S3 server and points every later rockbuild run of `world` at it.
+fn with_s3(world: &mut World) -> S3Server {
+    let server = S3Server::start(&world.env.path("s3"));
+    for (key, value) in server.env() {
+        world.env.set(key, value);
+    }
+    world
+        .env
+        .set("ROCKBUILD_S3_ENDPOINT", server.endpoint.clone());
+    world.env.set("ROCKBUILD_S3_PATH_STYLE", "true");
+    server
+}
+
+/// Stages `input` to `to`; the run must succeed.
+#[track_caller]
+fn stage_ok(env: &TestEnv, input: &str, to: &str) {
+    succeeded(&output(&mut rockbuild(env, &stage_args(input, to))));
+}
+
 fn world_with_releases() -> (World, Vec<PathBuf>, Vec<PathBuf>) {
     let world = gpu_world();
     let old = release(&world.env.path("dist/old"), 0);
@@ -308,10 +327,7 @@ fn two_stages_into_one_prefix_take_turns_and_lose_nothing() {
 fn two_promotes_into_one_prefix_take_turns_and_nested_destinations_are_refused() {
     let (world, old, _) = world_with_releases();
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", "staged"),
-    )));
+    stage_ok(env, "dist/old", "staged");
     let web = http::serve(&env.path("staged"));
     world.smoke(&web.url(), "smoke.json").success();
     let promote = |to: &'static str| -> Vec<&'static str> {
@@ -358,10 +374,7 @@ fn two_promotes_into_one_prefix_take_turns_and_nested_destinations_are_refused()
 fn nested_and_enclosing_prefixes_are_refused_naming_both() {
     let (world, _, new) = world_with_releases();
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", "staged"),
-    )));
+    stage_ok(env, "dist/old", "staged");
     let before = std::fs::read(env.path("staged/torch/index.html")).expect("page");
     let inside = output(&mut rockbuild(env, &stage_args("dist/new", "staged/torch")));
     assert_eq!(inside.status.code(), Some(2), "{}", text(&inside.stderr));
@@ -371,10 +384,7 @@ fn nested_and_enclosing_prefixes_are_refused_naming_both() {
         "the enclosing index's page is untouched"
     );
     // An index one level down, then its parent as a destination: the parent holds it.
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/new", "outer/inner"),
-    )));
+    stage_ok(env, "dist/new", "outer/inner");
     let holding = output(&mut rockbuild(env, &stage_args("dist/new", "outer")));
     assert_eq!(holding.status.code(), Some(2), "{}", text(&holding.stderr));
     let index = output(&mut rockbuild(env, &["index", "staged/torch"]));
@@ -441,10 +451,7 @@ fn kill_at_every_page_write(world: &World, copy_base_to: &dyn Fn(usize) -> (Stri
 fn kill_at_every_page_write_local() {
     let (world, old, new) = world_with_releases();
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", "base"),
-    )));
+    stage_ok(env, "dist/old", "base");
     kill_at_every_page_write(&world, &|n| {
         let dir = env.path(&format!("killed-{n}"));
         copy_tree(&env.path("base"), &dir);
@@ -456,19 +463,9 @@ fn kill_at_every_page_write_local() {
 #[test]
 fn kill_at_every_page_write_s3() {
     let (mut world, old, new) = world_with_releases();
-    let server = S3Server::start(&world.env.path("s3"));
-    for (key, value) in server.env() {
-        world.env.set(key, value);
-    }
-    world
-        .env
-        .set("ROCKBUILD_S3_ENDPOINT", server.endpoint.clone());
-    world.env.set("ROCKBUILD_S3_PATH_STYLE", "true");
+    let server = with_s3(&mut world);
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", &server.url("base")),
-    )));
+    stage_ok(env, "dist/old", &server.url("base"));
     kill_at_every_page_write(&world, &|n| {
         // The bucket's objects as plain files (s3s-fs): served over HTTP, they are what a
         // static website on the bucket serves.
@@ -482,14 +479,7 @@ fn kill_at_every_page_write_s3() {
 #[test]
 fn s3_lease_refuses_a_second_writer_and_a_broken_lease_stops_its_run() {
     let (mut world, old, new) = world_with_releases();
-    let server = S3Server::start(&world.env.path("s3"));
-    for (key, value) in server.env() {
-        world.env.set(key, value);
-    }
-    world
-        .env
-        .set("ROCKBUILD_S3_ENDPOINT", server.endpoint.clone());
-    world.env.set("ROCKBUILD_S3_PATH_STYLE", "true");
+    let server = with_s3(&mut world);
     let env = &world.env;
     let staging = server.url("staging");
     let first = Held::start(
@@ -537,10 +527,7 @@ fn s3_lease_refuses_a_second_writer_and_a_broken_lease_stops_its_run() {
 fn a_kill_mid_upload_leaves_temporaries_no_reader_sees_and_the_next_run_removes() {
     let (world, old, new) = world_with_releases();
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", "staged"),
-    )));
+    stage_ok(env, "dist/old", "staged");
     // One transfer at a time: killed with exactly one object's temporary file written.
     let mut one_at_a_time = stage_args("dist/new", "staged");
     one_at_a_time.extend(["--transfer-jobs", "1"]);
@@ -594,10 +581,7 @@ fn a_kill_mid_upload_leaves_temporaries_no_reader_sees_and_the_next_run_removes(
 fn a_whl_that_is_not_a_wheel_is_never_indexed() {
     let (world, old, _) = world_with_releases();
     let env = &world.env;
-    succeeded(&output(&mut rockbuild(
-        env,
-        &stage_args("dist/old", "staged"),
-    )));
+    stage_ok(env, "dist/old", "staged");
     let before = std::fs::read(env.path("staged/torch/index.html")).expect("page");
     // What a failed download or a proxy's error page saved under a wheel's name looks like.
     std::fs::write(

@@ -190,6 +190,22 @@ impl S3Store {
         }
     }
 
+    /// A body that broke off while streaming: worth another attempt.
+    fn stream_error(
+        &self,
+        op: &'static str,
+        key: &str,
+        error: impl std::fmt::Display,
+    ) -> StoreError {
+        StoreError::Backend {
+            store: self.url(),
+            op,
+            key: key.to_string(),
+            message: error.to_string(),
+            transient: true,
+        }
+    }
+
     fn io_error(&self, op: &'static str, key: &str, error: impl std::fmt::Display) -> StoreError {
         StoreError::Backend {
             store: self.url(),
@@ -357,13 +373,7 @@ impl S3Store {
                 .body
                 .collect()
                 .await
-                .map_err(|e| StoreError::Backend {
-                    store: self.url(),
-                    op: "read",
-                    key: key.to_string(),
-                    message: e.to_string(),
-                    transient: true,
-                })?;
+                .map_err(|e| self.stream_error("read", key, e))?;
             Ok(Some((bytes.into_bytes().to_vec(), etag)))
         })
     }
@@ -498,13 +508,11 @@ impl Storage for S3Store {
         self.runtime.block_on(async {
             let mut body = self.read_all(key).await?;
             let mut hasher = Sha256::new();
-            while let Some(chunk) = body.try_next().await.map_err(|e| StoreError::Backend {
-                store: self.url(),
-                op: "read",
-                key: key.to_string(),
-                message: e.to_string(),
-                transient: true,
-            })? {
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?
+            {
                 hasher.update(&chunk);
             }
             Ok(hex::encode(hasher.finalize()))
@@ -514,13 +522,10 @@ impl Storage for S3Store {
     fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
         self.runtime.block_on(async {
             let body = self.read_all(key).await?;
-            let bytes = body.collect().await.map_err(|e| StoreError::Backend {
-                store: self.url(),
-                op: "read",
-                key: key.to_string(),
-                message: e.to_string(),
-                transient: true,
-            })?;
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?;
             Ok(bytes.into_bytes().to_vec())
         })
     }
@@ -544,13 +549,7 @@ impl Storage for S3Store {
                 .body
                 .collect()
                 .await
-                .map_err(|e| StoreError::Backend {
-                    store: self.url(),
-                    op: "read",
-                    key: key.to_string(),
-                    message: e.to_string(),
-                    transient: true,
-                })?;
+                .map_err(|e| self.stream_error("read", key, e))?;
             Ok(bytes.into_bytes().to_vec())
         })
     }
@@ -562,13 +561,10 @@ impl Storage for S3Store {
                 .await
                 .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))?;
             loop {
-                let chunk = body.try_next().await.map_err(|e| StoreError::Backend {
-                    store: self.url(),
-                    op: "download",
-                    key: key.to_string(),
-                    message: e.to_string(),
-                    transient: true,
-                })?;
+                let chunk = body
+                    .try_next()
+                    .await
+                    .map_err(|e| self.stream_error("download", key, e))?;
                 let Some(chunk) = chunk else { break };
                 file.write_all(&chunk).await.map_err(|e| {
                     self.io_error("download", key, format!("{}: {e}", to.display()))
