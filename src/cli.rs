@@ -681,6 +681,38 @@ pub struct StoreArgs {
         env = "ROCKBUILD_TRANSFER_ATTEMPTS"
     )]
     pub transfer_attempts: u32,
+    /// Seconds an S3 request may wait to connect and then for each read of its answer
+    /// before it counts as failed (and is retried)
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 60,
+        value_parser = clap::value_parser!(u64).range(1..),
+        env = "ROCKBUILD_S3_TIMEOUT"
+    )]
+    pub s3_timeout: u64,
+    /// Attempts per S3 request (the first included) before its failure is reported
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..),
+        env = "ROCKBUILD_S3_ATTEMPTS"
+    )]
+    pub s3_attempts: u32,
+    /// Take the store prefix's lease even when another run holds it (a stale lease: its run
+    /// is gone). The run it is taken from stops before writing index pages.
+    #[arg(long, env = "ROCKBUILD_BREAK_LEASE")]
+    pub break_lease: bool,
+    /// Seconds an S3 lease stays valid; an expired lease is taken over without --break-lease
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 6 * 3600,
+        value_parser = clap::value_parser!(u64).range(60..),
+        env = "ROCKBUILD_LEASE_TTL"
+    )]
+    pub lease_ttl: u64,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,7 @@ impl Context {
         let env = Environment::capture();
         let ui = Ui::new(&env, quiet, log_format);
         init_logging(&env, &ui, quiet, verbose, log_format);
+        crate::fault::arm(env.get(env_vars::ROCKBUILD_FAULT));
         let runner = Runner::new(env);
         if let Err(error) = runner.install_signal_handlers() {
             ui.warn(format!("could not install signal handlers: {error}"));

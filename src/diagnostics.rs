@@ -54,6 +54,8 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::wheel::retag::RetagError,
         crate::sdk::Error,
         crate::store::StoreError,
+        crate::store::lease::LeaseError,
+        crate::lockfile::LockError,
         crate::index::Error,
         crate::verify::Error,
         crate::publish::Error,

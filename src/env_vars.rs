@@ -35,6 +35,8 @@ pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 pub const NO_COLOR: &str = "NO_COLOR";
 /// Log filter for tracing (e.g. `rockbuild=debug`).
 pub const ROCKBUILD_LOG: &str = "ROCKBUILD_LOG";
+/// Test hook: stop or hold the process at a named point of a write (see `fault`).
+pub const ROCKBUILD_FAULT: &str = "ROCKBUILD_FAULT";
 /// Directory for rockbuild's own caches (the pip cache install-rocm owns); default
 /// `$XDG_CACHE_HOME/rockbuild` or `~/.cache/rockbuild`.
 pub const ROCKBUILD_CACHE_DIR: &str = "ROCKBUILD_CACHE_DIR";

@@ -12,6 +12,7 @@ pub enum ExitStatus {
     Usage,
     VerificationFailed,
     PublishConflict,
+    Busy,
     Signal(i32),
 }
 
@@ -23,6 +24,7 @@ impl ExitStatus {
             ExitStatus::Usage => 2,
             ExitStatus::VerificationFailed => 5,
             ExitStatus::PublishConflict => 6,
+            ExitStatus::Busy => 7,
             ExitStatus::Signal(signal) => 128 + signal,
         }
     }
@@ -54,6 +56,13 @@ impl ExitStatus {
                 "publish conflict",
                 "An existing released object has different bytes, or the new versions would \
                  sort below ones already published.",
+            ),
+            (
+                "7".into(),
+                "busy",
+                "Another run holds the lease of the store prefix (or the lock of the checkout \
+                 root) this run writes to; nothing was changed. The error names the holder (host, \
+                 pid, start time). Retry when it is done; `--break-lease` takes a stale lease.",
             ),
             (
                 "128+n".into(),

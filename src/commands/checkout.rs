@@ -1,14 +1,23 @@
 //! `rockbuild checkout`: settings → resolve, inspect, plan (printed with --dry-run) → apply →
 //! summary and lock.
 
+use anyhow::Context as _;
+
 use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::lockfile::{Holder, LockFile};
 use crate::settings::checkout::CheckoutSettings;
 
 pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = CheckoutSettings::resolve(args, ctx)?;
+    // One checkout at a time into a root: two would interleave their resolutions and write
+    // one lock from both. Held until the lock file is written (dropped at return).
+    let _root_lock = match settings.dry_run {
+        true => None,
+        false => Some(lock_root(&settings.selection.root)?),
+    };
     crate::settings::lock::announce(&settings.selection, ctx);
     let outcomes = match checkout::checkout(
         &settings.selection,
@@ -39,4 +48,20 @@ pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     ctx.ui
         .status(format!("lock: {}", settings.lock_path.display()));
     Ok(ExitStatus::Success)
+}
+
+/// Takes the root's lock file (`<root>/.rockbuild-checkout.lock`) or refuses, naming the
+/// checkout that holds it.
+fn lock_root(root: &std::path::Path) -> anyhow::Result<LockFile> {
+    let path = root.join(".rockbuild-checkout.lock");
+    let (lock, _) =
+        LockFile::acquire(&path, &Holder::this_run("checkout"), false).with_context(|| {
+            format!(
+                "another checkout is writing into {}; nothing was changed: run this again when it \
+                 has finished (a killed checkout's lock is released by the kernel)",
+                root.display()
+            )
+        })?;
+    crate::fault::point("checkout");
+    Ok(lock)
 }

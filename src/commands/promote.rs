@@ -10,7 +10,7 @@ use crate::exit::ExitStatus;
 use crate::promote;
 use crate::publish;
 use crate::settings::promote::PromoteSettings;
-use crate::store;
+use crate::store::{self, lease};
 use crate::ui::plural;
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -36,20 +36,37 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         &dest.url(),
         settings.dry_run,
     )?;
-    let found = publish::inspect(ctx, dest.as_ref(), &prepared.publication, &settings.store)?;
+    // One writer at a time, from before the destination is read until its pages are written.
+    let lease = match settings.dry_run {
+        true => None,
+        false => Some(lease::acquire(
+            ctx,
+            dest.as_ref(),
+            "promote",
+            &settings.store.lease,
+        )?),
+    };
+    let found = publish::inspect(
+        ctx,
+        &settings.to,
+        dest.as_ref(),
+        &prepared.publication,
+        &settings.store,
+    )?;
     let plan = promote::plan(&staged, &decision, &settings.waivers, &prepared, &found)?;
-    if settings.dry_run {
+    let Some(mut lease) = lease else {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
         });
         return Ok(ExitStatus::Success);
-    }
+    };
     let rewrite = plan.rewrite.clone();
     let done = publish::apply(
         ctx,
         Some(source.as_ref()),
         dest.as_ref(),
+        &mut lease,
         plan.publish,
         &settings.store,
     )?;

@@ -9,7 +9,7 @@ use crate::exit::ExitStatus;
 use crate::publish::{self, stage};
 use crate::settings::Source;
 use crate::settings::stage::StageSettings;
-use crate::store;
+use crate::store::{self, lease};
 use crate::ui::plural;
 use crate::verify;
 
@@ -21,17 +21,40 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let dest_url = settings.dest.to_string();
     let publication = stage::publication(&report, &settings.input, &dest_url)?;
     let dest = store::open(&settings.dest, &settings.store)?;
-    let found = publish::inspect(ctx, dest.as_ref(), &publication, &settings.store)?;
+    // One writer at a time, from before the destination is read until its pages are written.
+    let lease = match settings.dry_run {
+        true => None,
+        false => Some(lease::acquire(
+            ctx,
+            dest.as_ref(),
+            "stage",
+            &settings.store.lease,
+        )?),
+    };
+    let found = publish::inspect(
+        ctx,
+        &settings.dest,
+        dest.as_ref(),
+        &publication,
+        &settings.store,
+    )?;
     let from = settings.targets.as_ref().map(|t| t.source.to_string());
     let plan = stage::plan(&settings.input, from, &report, publication, &found)?;
-    if settings.dry_run {
+    let Some(mut lease) = lease else {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
         });
         return Ok(ExitStatus::Success);
-    }
-    let done = publish::apply(ctx, None, dest.as_ref(), plan.publish, &settings.store)?;
+    };
+    let done = publish::apply(
+        ctx,
+        None,
+        dest.as_ref(),
+        &mut lease,
+        plan.publish,
+        &settings.store,
+    )?;
     ctx.ui.status(done.summary(
         &format!(
             "staged {} wheel{}",

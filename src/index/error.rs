@@ -19,14 +19,28 @@ pub enum Error {
     Store(#[from] StoreError),
     #[error("reading the index listing: {0}")]
     Listing(TransferError),
+    #[error(
+        "{store} holds {} .whl file{} that {} not a readable wheel, and an index never lists one:{}\n\
+         remove or replace {}, then publish again (or run `rockbuild index`); no index page was changed",
+        files.len(),
+        crate::ui::plural(files.len()),
+        if files.len() == 1 { "is" } else { "are" },
+        files.iter().map(|(key, why)| format!("\n  - {key}: {why}")).collect::<String>(),
+        if files.len() == 1 { "it" } else { "them" }
+    )]
+    NotWheels {
+        store: String,
+        files: Vec<(String, &'static str)>,
+    },
 }
 
-/// An index URL that cannot be used is a usage error; the rest failed steps (or an
-/// interrupted listing: 128+n).
+/// An index URL that cannot be used is a usage error; a stored `.whl` that is not a readable
+/// wheel failed verification; the rest failed steps (or an interrupted listing: 128+n).
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
             Error::BadUrl { .. } => ExitStatus::Usage,
+            Error::NotWheels { .. } => ExitStatus::VerificationFailed,
             Error::Store(error) => error.exit_status(),
             Error::Listing(error) => match error.interrupted {
                 Some(signal) => ExitStatus::Signal(signal),

@@ -3,6 +3,7 @@
 //! Links are relative to the page, so a prefix can be served from any root.
 
 use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
@@ -24,11 +25,23 @@ pub struct Page {
     pub body: String,
 }
 
-/// Every page of an index: each project's HTML and JSON first, the root pages last, so a
-/// reader that follows the root never meets a project whose page is not written yet.
-pub fn render_pages(projects: &[ProjectListing]) -> Vec<Page> {
-    let mut sorted: Vec<&ProjectListing> = projects.iter().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+/// Which projects each project's distributions require (normalized names, from their
+/// `Requires-Dist`), as far as the index knows them.
+pub type DependsOn = BTreeMap<String, BTreeSet<String>>;
+
+/// Every page of an index, in the order they are written so that every state a reader can
+/// see between two writes resolves: the pages of what is depended on before the pages of
+/// what depends on it (a new torch page never lists a wheel pinning a triton its page does
+/// not list yet), each project's HTML and JSON from the same listing, the root pages last
+/// (a reader that follows the root never meets a project whose page is not written yet).
+pub fn render_pages(projects: &[ProjectListing], depends_on: &DependsOn) -> Vec<Page> {
+    let by_name: BTreeMap<&str, &ProjectListing> =
+        projects.iter().map(|p| (p.name.as_str(), p)).collect();
+    let names: Vec<&str> = by_name.keys().copied().collect();
+    let sorted: Vec<&ProjectListing> = dependency_order(&names, depends_on)
+        .into_iter()
+        .filter_map(|name| by_name.get(name).copied())
+        .collect();
     let mut pages = Vec::with_capacity(2 * sorted.len() + 2);
     for project in &sorted {
         pages.push(Page {
@@ -42,7 +55,7 @@ pub fn render_pages(projects: &[ProjectListing]) -> Vec<Page> {
             body: render_project_json(project),
         });
     }
-    let names: Vec<&str> = sorted.iter().map(|p| p.name.as_str()).collect();
+    let names: Vec<&str> = by_name.keys().copied().collect();
     pages.push(Page {
         key: HTML_PAGE.to_string(),
         content_type: HTML_CONTENT_TYPE,
@@ -56,7 +69,26 @@ pub fn render_pages(projects: &[ProjectListing]) -> Vec<Page> {
     pages
 }
 
-/// The keys [`render_pages`] writes for these projects, in the same order (for `--dry-run`).
+/// Dependencies first: a project comes after every project it requires (that is in `names`);
+/// among projects free to go next, name order. A cycle is broken at its first name.
+pub fn dependency_order<'a>(names: &[&'a str], depends_on: &DependsOn) -> Vec<&'a str> {
+    let mut left: BTreeSet<&str> = names.iter().copied().collect();
+    let mut order = Vec::with_capacity(left.len());
+    while let Some(&first) = left.iter().next() {
+        let ready = left.iter().copied().find(|name| {
+            depends_on
+                .get(*name)
+                .is_none_or(|deps| deps.iter().all(|d| d == name || !left.contains(d.as_str())))
+        });
+        let next = ready.unwrap_or(first);
+        left.remove(next);
+        order.push(next);
+    }
+    order
+}
+
+/// The keys [`render_pages`] writes for these projects, in name order (the writes follow
+/// dependency order, which needs the stored metadata: `--dry-run` lists which pages change).
 pub fn page_keys(names: &[&str]) -> Vec<String> {
     let mut sorted = names.to_vec();
     sorted.sort_unstable();
@@ -270,7 +302,7 @@ mod tests {
             name: "torchvision".into(),
             files: vec![],
         };
-        let pages = render_pages(&[vision, torch()]);
+        let pages = render_pages(&[vision, torch()], &DependsOn::new());
         let keys: Vec<&str> = pages.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -288,6 +320,49 @@ mod tests {
         insta::assert_snapshot!("root_page_html", pages[4].body);
         insta::assert_snapshot!("root_page_json", pages[5].body);
         insta::assert_snapshot!("empty_project_page_html", pages[2].body);
+    }
+
+    #[test]
+    fn what_is_depended_on_is_written_first() {
+        let deps = |pairs: &[(&str, &[&str])]| -> DependsOn {
+            pairs
+                .iter()
+                .map(|(name, on)| (name.to_string(), on.iter().map(|d| d.to_string()).collect()))
+                .collect()
+        };
+        let names = ["torch", "torchvision", "triton", "numpy-free"];
+        let graph = deps(&[
+            ("torch", &["triton", "filelock"]),
+            ("torchvision", &["torch", "numpy"]),
+            ("triton", &[]),
+        ]);
+        assert_eq!(
+            dependency_order(&names, &graph),
+            ["numpy-free", "triton", "torch", "torchvision"]
+        );
+        // A cycle (and a self-reference) is broken at its first name; the rest still waits.
+        let cyclic = deps(&[("a", &["b", "a"]), ("b", &["a"]), ("c", &["a"])]);
+        assert_eq!(dependency_order(&["c", "b", "a"], &cyclic), ["a", "b", "c"]);
+        let pages = render_pages(
+            &[
+                ProjectListing {
+                    name: "torchvision".into(),
+                    files: vec![],
+                },
+                ProjectListing {
+                    name: "triton".into(),
+                    files: vec![],
+                },
+                torch(),
+            ],
+            &graph,
+        );
+        let order: Vec<&str> = pages
+            .iter()
+            .step_by(2)
+            .map(|p| p.key.split('/').next().unwrap_or_default())
+            .collect();
+        assert_eq!(order, ["triton", "torch", "torchvision", "index.html"]);
     }
 
     #[test]

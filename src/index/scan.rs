@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::Error;
-use super::render::{Page, render_pages};
+use super::readable::{TAIL, check_zip_tail};
+use super::render::{DependsOn, Page};
 use super::{
     DistFile, ProjectListing, dist_name_and_version, is_distribution, metadata_key, normalize_name,
 };
@@ -20,6 +21,8 @@ pub struct Scan {
     pub sidecars: BTreeMap<String, ObjectInfo>,
     /// Objects that look like distributions but are not where the layout puts them.
     pub skipped: Vec<String>,
+    /// What each project's distributions require, from their sidecars: the page order.
+    pub depends_on: DependsOn,
 }
 
 impl Scan {
@@ -78,8 +81,9 @@ pub fn layout(objects: &[ObjectInfo]) -> (Vec<Placed>, Vec<String>) {
 }
 
 /// Reads the listing of an index prefix. `known` holds SHA-256s the caller already has
-/// (files it just wrote), by key; everything else comes from the store (recorded checksums,
-/// else the bytes).
+/// (files it just wrote and verified), by key; everything else comes from the store
+/// (recorded checksums, else the bytes), and every other `.whl` is checked to be a readable
+/// zip: a prefix holding one that is not is refused, with each such file named.
 pub fn scan(
     ctx: &Context,
     store: &dyn Storage,
@@ -98,10 +102,29 @@ pub fn scan(
         |p| describe(store, p, known),
     )
     .map_err(Error::Listing)?;
+    let unreadable: Vec<(String, &'static str)> = placed
+        .iter()
+        .zip(&described)
+        .filter_map(|(item, d)| d.unreadable.map(|why| (item.object.key.clone(), why)))
+        .collect();
+    if !unreadable.is_empty() {
+        return Err(Error::NotWheels {
+            store: store.url(),
+            files: unreadable,
+        });
+    }
     let mut projects: BTreeMap<String, Vec<DistFile>> = BTreeMap::new();
     let mut sidecars = BTreeMap::new();
-    for (item, file) in placed.iter().zip(described) {
-        projects.entry(item.project.clone()).or_default().push(file);
+    let mut depends_on = DependsOn::new();
+    for (item, described) in placed.iter().zip(described) {
+        depends_on
+            .entry(item.project.clone())
+            .or_default()
+            .extend(described.requires);
+        projects
+            .entry(item.project.clone())
+            .or_default()
+            .push(described.file);
         if let Some(sidecar) = &item.sidecar {
             sidecars.insert(item.object.key.clone(), sidecar.clone());
         }
@@ -113,64 +136,74 @@ pub fn scan(
             .collect(),
         sidecars,
         skipped,
+        depends_on,
     })
+}
+
+/// One distribution as the index lists it, what it requires, and whether it is unreadable.
+struct Described {
+    file: DistFile,
+    requires: Vec<String>,
+    unreadable: Option<&'static str>,
 }
 
 fn describe(
     store: &dyn Storage,
     pending: &Placed,
     known: &HashMap<String, String>,
-) -> Result<DistFile, StoreError> {
+) -> Result<Described, StoreError> {
     let key = &pending.object.key;
-    let sha256 = match known.get(key) {
-        Some(sha) => sha.clone(),
-        None => match store.head(key)?.and_then(|info| info.sha256) {
-            Some(sha) => sha,
-            None => store.content_sha256(key)?,
-        },
+    let size = pending.object.size;
+    let (sha256, unreadable) = match known.get(key) {
+        Some(sha) => (sha.clone(), None),
+        None => {
+            let unreadable = match key.ends_with(".whl") {
+                true => check_zip_tail(&store.get_tail(key, size, TAIL)?, size).err(),
+                false => None,
+            };
+            let sha = match store.head(key)?.and_then(|info| info.sha256) {
+                Some(sha) => sha,
+                None => store.content_sha256(key)?,
+            };
+            (sha, unreadable)
+        }
     };
-    let (requires_python, metadata_sha256) = match &pending.sidecar {
+    let (requires_python, metadata_sha256, requires) = match &pending.sidecar {
         Some(sidecar) => {
             let bytes = store.get(&sidecar.key)?;
             let text = String::from_utf8_lossy(&bytes);
             (
                 crate::wheel::metadata::requires_python(&text),
                 Some(crate::fsutil::sha256_hex(&bytes)),
+                crate::wheel::metadata::required_projects(&text),
             )
         }
-        None => (None, None),
+        None => (None, None, Vec::new()),
     };
     let filename = key.rsplit('/').next().unwrap_or(key).to_string();
-    Ok(DistFile {
-        filename,
-        sha256,
-        size: pending.object.size,
-        requires_python,
-        metadata_sha256,
+    Ok(Described {
+        file: DistFile {
+            filename,
+            sha256,
+            size,
+            requires_python,
+            metadata_sha256,
+        },
+        requires,
+        unreadable,
     })
 }
 
-/// Writes the pages in order (each page atomically; the root last).
+/// Writes the pages in the order given (each page atomically; see `render_pages` for why
+/// that order). The `page` test hook (`crate::fault`) can stop the process before any one.
 pub fn write_pages(store: &dyn Storage, pages: &[Page]) -> Result<(), StoreError> {
     for page in pages {
+        crate::fault::point("page");
         transfer::with_retries(3, || {
             put_page(store, &page.key, &page.body, page.content_type)
         })?;
     }
     Ok(())
-}
-
-/// Scans a store and rewrites its index pages; returns the listing it wrote.
-pub fn reindex(
-    ctx: &Context,
-    store: &dyn Storage,
-    known: &HashMap<String, String>,
-    jobs: usize,
-) -> Result<(Scan, Vec<Page>), Error> {
-    let scan = scan(ctx, store, known, jobs)?;
-    let pages = render_pages(&scan.projects);
-    write_pages(store, &pages)?;
-    Ok((scan, pages))
 }
 
 #[cfg(test)]
@@ -196,13 +229,14 @@ mod tests {
                 .put(key, Body::Bytes(bytes), &PutOptions::default())
                 .expect("put");
         };
+        let wheel = tiny_zip();
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl",
-            b"torch wheel",
+            &wheel,
         );
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata",
-            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\n\nbody",
+            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody",
         );
         put(
             "torchvision/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl",
@@ -232,11 +266,11 @@ mod tests {
                     name: "torch".into(),
                     files: vec![DistFile {
                         filename: "torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl".into(),
-                        sha256: crate::fsutil::sha256_hex(b"torch wheel"),
-                        size: 11,
+                        sha256: crate::fsutil::sha256_hex(&wheel),
+                        size: wheel.len() as u64,
                         requires_python: Some(">=3.10".into()),
                         metadata_sha256: Some(crate::fsutil::sha256_hex(
-                            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\n\nbody"
+                            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody"
                         )),
                     }],
                 },
@@ -260,7 +294,12 @@ mod tests {
             ]
         );
 
-        let (_, pages) = reindex(&ctx, &store, &known, 2).expect("reindex");
+        assert_eq!(
+            scan.depends_on["torch"],
+            ["numpy".to_string(), "triton".to_string()].into()
+        );
+        let pages = crate::index::render::render_pages(&scan.projects, &scan.depends_on);
+        write_pages(&store, &pages).expect("write");
         assert_eq!(pages.last().map(|p| p.key.as_str()), Some("index.json"));
         let page = fs_err::read_to_string(dir.path().join("torch/index.html")).expect("page");
         assert!(
@@ -268,5 +307,49 @@ mod tests {
             "{page}"
         );
         assert!(dir.path().join("index.json").exists());
+    }
+
+    fn tiny_zip() -> Vec<u8> {
+        use std::io::Write as _;
+        let mut bytes = Vec::new();
+        let mut writer = zip::ZipWriter::new(std::io::Cursor::new(&mut bytes));
+        writer
+            .start_file(
+                "torch/__init__.py",
+                zip::write::SimpleFileOptions::default(),
+            )
+            .expect("start");
+        writer.write_all(b"").expect("write");
+        writer.finish().expect("finish");
+        bytes
+    }
+
+    #[test]
+    fn a_whl_that_is_not_a_zip_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalDir::new(dir.path().to_path_buf());
+        for (key, bytes) in [
+            ("torch/torch-2.9.0-py3-none-any.whl", tiny_zip()),
+            (
+                "torch/torch-9.9.9-py3-none-any.whl",
+                b"<html>403 Forbidden</html>".to_vec(),
+            ),
+        ] {
+            let written = store.put(key, Body::Bytes(&bytes), &PutOptions::default());
+            assert!(written.is_ok(), "{key}");
+        }
+        let error = scan(&test_context(), &store, &HashMap::new(), 2).expect_err("refused");
+        assert_eq!(
+            error.to_string().replace(&store.url(), "[STORE]"),
+            "[STORE] holds 1 .whl file that is not a readable wheel, and an index never lists one:\n  \
+             - torch/torch-9.9.9-py3-none-any.whl: no zip end-of-central-directory record (not a zip archive, or cut short)\n\
+             remove or replace it, then publish again (or run `rockbuild index`); no index page was changed"
+        );
+        // A file this run wrote and verified itself is not read again.
+        let known = HashMap::from([(
+            "torch/torch-9.9.9-py3-none-any.whl".to_string(),
+            "0".repeat(64),
+        )]);
+        assert!(scan(&test_context(), &store, &known, 2).is_ok());
     }
 }

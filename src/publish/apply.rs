@@ -8,11 +8,13 @@ use super::{Error, Publication, PublishPlan, SetObject, Source};
 use crate::context::Context;
 use crate::index::content_type_of;
 use crate::index::ordering::{self, Release};
-use crate::index::render::Page;
+use crate::index::render::{Page, render_pages};
 use crate::index::scan::{self, Scan, layout};
+use crate::store::lease::Lease;
 use crate::store::transfer;
 use crate::store::{
-    Body, ObjectInfo, Outcome, Storage, StoreError, StoreSettings, copy_immutable, put_immutable,
+    Body, ObjectInfo, Outcome, Storage, StoreError, StoreSettings, StoreUrl, copy_immutable,
+    put_immutable,
 };
 use crate::ui::human_bytes;
 
@@ -27,15 +29,18 @@ pub struct Destination {
 }
 
 /// Reads what the destination publishes, then the SHA-256 at every key of the set (in
-/// parallel). Versions that would sort below published ones are refused from the listing
-/// alone, before any object is read.
+/// parallel). A destination nested in or holding another index, and versions that would
+/// sort below published ones, are refused from the listing alone, before any object is read.
 pub fn inspect(
     ctx: &Context,
+    url: &StoreUrl,
     dest: &dyn Storage,
     publication: &Publication,
     settings: &StoreSettings,
 ) -> Result<Destination, Error> {
-    let (placed, _) = layout(&dest.list().map_err(Error::List)?);
+    let listing = dest.list().map_err(Error::List)?;
+    super::nesting::check(publication.verb, url, &listing, settings)?;
+    let (placed, _) = layout(&listing);
     let published = ordering::published(&placed);
     check_ordering(publication, &dest.url(), &published)?;
     let objects: Vec<&SetObject> = publication.items.iter().map(|i| &i.object).collect();
@@ -94,11 +99,13 @@ impl Done {
 }
 
 /// Moves every planned object (in parallel, with retries, verified), then rewrites the
-/// destination's index pages. `source` is where `Source::Copy` objects come from.
+/// destination's index pages, if the destination's lease is still this run's. `source` is
+/// where `Source::Copy` objects come from.
 pub fn apply(
     ctx: &Context,
     source: Option<&dyn Storage>,
     dest: &dyn Storage,
+    lease: &mut Lease<'_>,
     plan: PublishPlan,
     settings: &StoreSettings,
 ) -> Result<Done, Error> {
@@ -171,6 +178,9 @@ pub fn apply(
         .chain(&plan.present)
         .map(|o| (o.key.clone(), o.sha256.clone()))
         .collect();
-    let (index, pages) = scan::reindex(ctx, dest, &known, settings.jobs).map_err(Error::Index)?;
+    let index = scan::scan(ctx, dest, &known, settings.jobs).map_err(Error::Index)?;
+    let pages = render_pages(&index.projects, &index.depends_on);
+    lease.confirm()?;
+    scan::write_pages(dest, &pages).map_err(|e| Error::Index(e.into()))?;
     Ok(Done { plan, index, pages })
 }

@@ -32,6 +32,16 @@ pub enum Error {
     #[error("listing the destination: {0}")]
     List(StoreError),
     #[error(
+        "refusing to {verb} to {dest}: it {relation} {other}, and one index inside another would overwrite \
+         or mix their pages; nothing was written\npublish to {other} itself or to a prefix outside it"
+    )]
+    Nested {
+        verb: &'static str,
+        dest: String,
+        other: String,
+        relation: &'static str,
+    },
+    #[error(
         "refusing to {verb} to {dest}: the new builds would not be the ones pip installs; nothing was {nothing}{}",
         bullets(problems)
     )]
@@ -59,6 +69,8 @@ pub enum Error {
         "all objects are in place, but writing the index failed: {0}\nrun `rockbuild index` on the destination (or this command again) to finish"
     )]
     Index(crate::index::Error),
+    #[error(transparent)]
+    Lease(#[from] crate::store::lease::LeaseError),
 }
 
 /// A refusal to replace a published object or to shadow a published version is a publish
@@ -66,7 +78,9 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Family(_) | Error::FamilySegment { .. } => ExitStatus::Usage,
+            Error::Family(_) | Error::FamilySegment { .. } | Error::Nested { .. } => {
+                ExitStatus::Usage
+            }
             Error::NotVerified { .. } => ExitStatus::VerificationFailed,
             Error::Ordering { .. } | Error::Conflicts { .. } => ExitStatus::PublishConflict,
             Error::Transfer(error) => match error.interrupted {
@@ -78,7 +92,12 @@ impl HasExitStatus for Error {
                 Some(signal) => ExitStatus::Signal(signal),
                 None => ExitStatus::Failure,
             },
-            Error::Unverified { .. } | Error::List(_) | Error::Index(_) => ExitStatus::Failure,
+            Error::Index(error) => match error {
+                crate::index::Error::NotWheels { .. } => error.exit_status(),
+                _ => ExitStatus::Failure,
+            },
+            Error::Lease(error) => error.exit_status(),
+            Error::Unverified { .. } | Error::List(_) => ExitStatus::Failure,
         }
     }
 }

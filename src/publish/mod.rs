@@ -14,6 +14,7 @@
 
 mod apply;
 mod error;
+pub mod nesting;
 mod plan;
 pub mod reindex;
 mod set;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::index::render::{Page, render_pages};
 use crate::index::scan::{self, Scan};
 use crate::store::Storage;
+use crate::store::lease::Lease;
 use crate::ui::human_bytes;
 
 /// The pages `index` writes.
@@ -32,7 +33,7 @@ pub struct PlannedPage {
 
 /// Renders every page of the listing a scan of `url` found.
 pub fn plan(url: &str, scan: &Scan) -> IndexPlan {
-    let bodies = render_pages(&scan.projects);
+    let bodies = render_pages(&scan.projects, &scan.depends_on);
     IndexPlan {
         url: url.to_string(),
         projects: scan.projects.len(),
@@ -84,7 +85,13 @@ impl IndexPlan {
     }
 }
 
-/// Writes the planned pages, each atomically, the root last.
-pub fn apply(store: &dyn Storage, plan: &IndexPlan) -> Result<(), crate::index::Error> {
-    Ok(scan::write_pages(store, &plan.bodies)?)
+/// Writes the planned pages, each atomically, dependencies first and the root last, if the
+/// store's lease is still this run's.
+pub fn apply(
+    store: &dyn Storage,
+    lease: &mut Lease<'_>,
+    plan: &IndexPlan,
+) -> Result<(), super::Error> {
+    lease.confirm()?;
+    scan::write_pages(store, &plan.bodies).map_err(|e| super::Error::Index(e.into()))
 }

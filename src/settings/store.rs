@@ -1,6 +1,9 @@
 //! The store flags every publishing verb shares (`stage`, `index`, `promote`).
 
+use std::time::Duration;
+
 use crate::cli::StoreArgs;
+use crate::store::lease::LeaseSettings;
 use crate::store::{S3Settings, StoreSettings};
 
 /// How stores are reached: S3 client settings and transfer parallelism.
@@ -13,6 +16,10 @@ pub fn store_settings(args: StoreArgs) -> StoreSettings {
         multipart_threshold,
         transfer_jobs,
         transfer_attempts,
+        s3_timeout,
+        s3_attempts,
+        break_lease,
+        lease_ttl,
     } = args;
     StoreSettings {
         s3: S3Settings {
@@ -21,6 +28,12 @@ pub fn store_settings(args: StoreArgs) -> StoreSettings {
             path_style: s3_path_style,
             checksums: s3_checksums,
             multipart_threshold,
+            timeout: Duration::from_secs(s3_timeout),
+            attempts: s3_attempts,
+        },
+        lease: LeaseSettings {
+            break_lease,
+            ttl: Duration::from_secs(lease_ttl),
         },
         jobs: transfer_jobs.max(1),
         attempts: transfer_attempts.max(1),

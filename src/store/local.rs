@@ -4,13 +4,17 @@
 //! between two processes), a replacing write renames it over the old file.
 
 use std::any::Any;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_key};
 
-/// Temporary files of interrupted writes start with this and are never listed.
+/// Temporary files of interrupted writes start with this and are never listed (nor is the
+/// lease file, which shares the prefix). A served tree may still hold them until the next
+/// run takes the lease and removes them; their names end in `.tmp`, which no installer takes
+/// for a distribution.
 const TEMP_PREFIX: &str = ".rockbuild-";
+const TEMP_SUFFIX: &str = ".tmp";
 
 #[derive(Clone, Debug)]
 pub struct LocalDir {
@@ -20,6 +24,32 @@ pub struct LocalDir {
 impl LocalDir {
     pub fn new(root: PathBuf) -> Self {
         LocalDir { root }
+    }
+
+    /// The directory the store writes into.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Removes the temporary files of writes a killed run never finished. Called by the
+    /// holder of the store's lease only, so no live write's file is among them.
+    pub fn remove_stale_temporaries(&self) -> Result<usize, StoreError> {
+        if !self.root.exists() {
+            return Ok(0);
+        }
+        let mut removed = 0;
+        for entry in walkdir::WalkDir::new(&self.root) {
+            let entry = entry.map_err(|e| self.io("clean", "", e))?;
+            let name = entry.file_name().to_string_lossy();
+            if entry.file_type().is_file()
+                && name.starts_with(TEMP_PREFIX)
+                && name.ends_with(TEMP_SUFFIX)
+            {
+                fs_err::remove_file(entry.path()).map_err(|e| self.io("clean", "", e))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
@@ -59,7 +89,7 @@ impl LocalDir {
         fs_err::create_dir_all(parent).map_err(|e| self.io("write", key, e))?;
         let mut temp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
-            .suffix(".tmp")
+            .suffix(TEMP_SUFFIX)
             .tempfile_in(parent)
             .map_err(|e| {
                 self.io(
@@ -190,6 +220,18 @@ impl Storage for LocalDir {
         Ok(bytes)
     }
 
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        let path = self.path_of(key)?;
+        let mut file = fs_err::File::open(&path).map_err(|e| self.io("read", key, e))?;
+        file.seek(SeekFrom::Start(size.saturating_sub(len)))
+            .map_err(|e| self.io("read", key, e))?;
+        let mut bytes = Vec::new();
+        file.take(len)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.io("read", key, e))?;
+        Ok(bytes)
+    }
+
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
         let path = self.path_of(key)?;
         fs_err::copy(&path, to)
@@ -205,6 +247,7 @@ impl Storage for LocalDir {
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(key)?;
         let temp = self.stage_temp(key, &path, body)?;
+        crate::fault::point("upload");
         self.commit(key, temp, &path, options.if_absent)
     }
 

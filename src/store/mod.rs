@@ -11,6 +11,7 @@
 //! * a copy is verified against the expected SHA-256 before it counts;
 //! * index pages are replaced atomically ([`Storage::put`] without `if_absent`).
 
+pub mod lease;
 pub mod local;
 pub mod s3;
 pub mod transfer;
@@ -168,6 +169,8 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn content_sha256(&self, key: &str) -> Result<String, StoreError>;
     /// A small object's bytes (index pages, metadata sidecars).
     fn get(&self, key: &str) -> Result<Vec<u8>, StoreError>;
+    /// The last `len` bytes of an object of `size` bytes (or all of it, when smaller).
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError>;
     /// Streams an object into a local file.
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError>;
     /// Writes an object (atomically: readers see the old bytes or the new, never a mix).
@@ -283,6 +286,8 @@ pub struct StoreSettings {
     pub jobs: usize,
     /// Attempts per transfer for transient failures (on top of the S3 client's own retries).
     pub attempts: u32,
+    /// How the prefix's lease is taken.
+    pub lease: lease::LeaseSettings,
 }
 
 /// Opens a store.

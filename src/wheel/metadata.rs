@@ -62,6 +62,17 @@ pub fn requires_python(text: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The normalized names of the projects a METADATA file's `Requires-Dist` lines name
+/// (extras and markers aside: any of them may be installed with it). Lines that do not
+/// parse are skipped: this orders index pages, it does not judge the metadata.
+pub fn required_projects(text: &str) -> Vec<String> {
+    let headers = headers(text);
+    fields(&headers, "Requires-Dist")
+        .filter_map(|line| Requirement::parse(line).ok())
+        .map(|r| r.normalized_name())
+        .collect()
+}
+
 /// Core metadata of a wheel, parsed from its METADATA file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoreMetadata {

@@ -17,6 +17,7 @@
 
 mod checksums;
 mod multipart;
+mod waits;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -50,7 +51,7 @@ pub enum S3ChecksumMode {
     WhenRequired,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct S3Settings {
     pub endpoint: Option<String>,
     pub region: Option<String>,
@@ -58,6 +59,10 @@ pub struct S3Settings {
     pub checksums: S3ChecksumMode,
     /// Copies and uploads above this many bytes go multipart.
     pub multipart_threshold: u64,
+    /// How long a request waits to connect, and then for each read of its answer.
+    pub timeout: std::time::Duration,
+    /// Attempts per request, the first included.
+    pub attempts: u32,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,8 @@ pub(super) struct Failure {
     code: Option<String>,
     message: String,
     transient: bool,
+    /// No answer in time, or no connection: worded from the wait settings instead.
+    unanswered: bool,
 }
 
 pub(super) fn failure<E>(error: &SdkError<E>) -> Failure
@@ -91,11 +98,17 @@ where
             code.as_deref(),
             Some("SlowDown" | "RequestTimeout" | "InternalError")
         );
+    let unanswered = match error {
+        SdkError::TimeoutError(_) => true,
+        SdkError::DispatchFailure(dispatch) => dispatch.is_timeout() || dispatch.is_io(),
+        _ => false,
+    };
     Failure {
         status,
         code,
         message: crate::redact::redact_url(&DisplayErrorContext(error).to_string()),
         transient,
+        unanswered,
     }
 }
 
@@ -130,6 +143,7 @@ impl S3Store {
             // S3-compatible servers rarely care; AWS needs one for signing.
             builder = builder.region(Region::new("us-east-1"));
         }
+        builder = waits::configure(builder, settings);
         if settings.checksums == S3ChecksumMode::WhenRequired {
             builder = builder
                 .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
@@ -162,12 +176,33 @@ impl S3Store {
     }
 
     fn error(&self, op: &'static str, key: &str, failure: Failure) -> StoreError {
+        let message = if failure.unanswered {
+            waits::describe_wait(self.settings.timeout, self.settings.attempts)
+        } else {
+            failure.message
+        };
         StoreError::Backend {
             store: self.url(),
             op,
             key: key.to_string(),
-            message: failure.message,
+            message,
             transient: failure.transient,
+        }
+    }
+
+    /// A body that broke off while streaming: worth another attempt.
+    fn stream_error(
+        &self,
+        op: &'static str,
+        key: &str,
+        error: impl std::fmt::Display,
+    ) -> StoreError {
+        StoreError::Backend {
+            store: self.url(),
+            op,
+            key: key.to_string(),
+            message: error.to_string(),
+            transient: true,
         }
     }
 
@@ -309,6 +344,74 @@ impl S3Store {
     fn same_service(&self, other: &S3Store) -> bool {
         self.settings.endpoint == other.settings.endpoint
     }
+
+    /// A small object's bytes and ETag; `None` when it does not exist (the lease object).
+    pub(in crate::store) fn get_tagged(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+        self.runtime.block_on(async {
+            let output = match self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .send()
+                .await
+            {
+                Ok(output) => output,
+                Err(error) => {
+                    let failure = failure(&error);
+                    if failure.status == Some(404) || failure.code.as_deref() == Some("NoSuchKey") {
+                        return Ok(None);
+                    }
+                    return Err(self.error("read", key, failure));
+                }
+            };
+            let etag = output.e_tag().unwrap_or_default().to_string();
+            let bytes = output
+                .body
+                .collect()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?;
+            Ok(Some((bytes.into_bytes().to_vec(), etag)))
+        })
+    }
+
+    /// Writes a small object only where it does not exist (`if_match: None`, sent as
+    /// `If-None-Match: *`) or only while its ETag is still `if_match`; `false` when the
+    /// server refused the condition (someone else wrote first).
+    pub(in crate::store) fn put_conditional(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        if_match: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .body(ByteStream::from(bytes.to_vec()))
+                .content_type("application/json")
+                .cache_control("no-store");
+            let request = match if_match {
+                None => request.if_none_match("*"),
+                Some(etag) => request.if_match(etag),
+            };
+            match request.send().await {
+                Ok(_) => Ok(true),
+                Err(error) => {
+                    let failure = failure(&error);
+                    if is_precondition_failure(&failure) {
+                        return Ok(false);
+                    }
+                    Err(self.error("write", key, failure))
+                }
+            }
+        })
+    }
 }
 
 impl Storage for S3Store {
@@ -405,13 +508,11 @@ impl Storage for S3Store {
         self.runtime.block_on(async {
             let mut body = self.read_all(key).await?;
             let mut hasher = Sha256::new();
-            while let Some(chunk) = body.try_next().await.map_err(|e| StoreError::Backend {
-                store: self.url(),
-                op: "read",
-                key: key.to_string(),
-                message: e.to_string(),
-                transient: true,
-            })? {
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?
+            {
                 hasher.update(&chunk);
             }
             Ok(hex::encode(hasher.finalize()))
@@ -421,13 +522,34 @@ impl Storage for S3Store {
     fn get(&self, key: &str) -> Result<Vec<u8>, StoreError> {
         self.runtime.block_on(async {
             let body = self.read_all(key).await?;
-            let bytes = body.collect().await.map_err(|e| StoreError::Backend {
-                store: self.url(),
-                op: "read",
-                key: key.to_string(),
-                message: e.to_string(),
-                transient: true,
-            })?;
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?;
+            Ok(bytes.into_bytes().to_vec())
+        })
+    }
+
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        if size == 0 || len == 0 {
+            return Ok(Vec::new());
+        }
+        let start = size.saturating_sub(len);
+        self.runtime.block_on(async {
+            let output = self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(self.full_key(key))
+                .range(format!("bytes={start}-{}", size - 1))
+                .send()
+                .await
+                .map_err(|e| self.error("read", key, failure(&e)))?;
+            let bytes = output
+                .body
+                .collect()
+                .await
+                .map_err(|e| self.stream_error("read", key, e))?;
             Ok(bytes.into_bytes().to_vec())
         })
     }
@@ -439,13 +561,10 @@ impl Storage for S3Store {
                 .await
                 .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))?;
             loop {
-                let chunk = body.try_next().await.map_err(|e| StoreError::Backend {
-                    store: self.url(),
-                    op: "download",
-                    key: key.to_string(),
-                    message: e.to_string(),
-                    transient: true,
-                })?;
+                let chunk = body
+                    .try_next()
+                    .await
+                    .map_err(|e| self.stream_error("download", key, e))?;
                 let Some(chunk) = chunk else { break };
                 file.write_all(&chunk).await.map_err(|e| {
                     self.io_error("download", key, format!("{}: {e}", to.display()))
@@ -552,6 +671,8 @@ mod tests {
             path_style: true,
             checksums,
             multipart_threshold: threshold,
+            timeout: std::time::Duration::from_secs(20),
+            attempts: 2,
         }
     }
 

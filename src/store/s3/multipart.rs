@@ -170,6 +170,7 @@ impl S3Store {
                             code: None,
                             message: e.to_string(),
                             transient: false,
+                            unanswered: false,
                         })?;
                     let mut request = client
                         .upload_part()
@@ -263,6 +264,7 @@ impl S3Store {
                 code: None,
                 message: e.to_string(),
                 transient: false,
+                unanswered: false,
             })?;
             completed.push(part?);
         }

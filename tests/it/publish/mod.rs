@@ -52,8 +52,8 @@ projects:
     smoke: "import rock_vision; print('vision', rock_vision.__version__)"
 "#;
 
-struct World {
-    env: TestEnv,
+pub(crate) struct World {
+    pub(crate) env: TestEnv,
     wheels: PathBuf,
 }
 
@@ -107,7 +107,7 @@ impl World {
             .success();
     }
 
-    fn smoke(&self, index_url: &str, report: &str) -> assert_cmd::assert::Assert {
+    pub(crate) fn smoke(&self, index_url: &str, report: &str) -> assert_cmd::assert::Assert {
         self.env
             .rockbuild()
             .args([
@@ -131,7 +131,7 @@ impl World {
     }
 }
 
-fn stderr(assert: &assert_cmd::assert::Assert) -> String {
+pub(crate) fn stderr(assert: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
 }
 
@@ -140,7 +140,7 @@ fn stdout(assert: &assert_cmd::assert::Assert) -> String {
 }
 
 /// The real project names, with smoke commands the test wheels can pass.
-const GPU_STACK: &str = r#"schema: 1
+pub(crate) const GPU_STACK: &str = r#"schema: 1
 projects:
   torch:
     checkout-dir: pytorch
@@ -269,7 +269,7 @@ fn install_and_import(env: &TestEnv, index: &str, wheels: &[PathBuf], tag: &str)
         .collect()
 }
 
-fn gpu_world() -> World {
+pub(crate) fn gpu_world() -> World {
     let world = World::new();
     std::fs::write(world.env.path("stack.yaml"), GPU_STACK).expect("stack");
     world

@@ -1,0 +1,677 @@
+//! Hostile writers: two runs into one prefix or one checkout root, a run killed (SIGKILL) at
+//! every index page write or mid-upload, prefixes nested in other indexes, a `.whl` that is
+//! not a wheel, an S3 endpoint that never answers. Every state a reader can see is checked
+//! with real pip resolving from the index served over HTTP (docs/reliability.md lists the
+//! promises these tests prove).
+//!
+//! Runs are stopped or held at exact points with the `ROCKBUILD_FAULT` test hook
+//! (`src/fault.rs`): `page:<n>` kills the process before its (n+1)-th page write,
+//! `confirm:0:wait=<file>` holds a run that owns the lease until the test creates `<file>`.
+
+use std::net::TcpListener;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::TestEnv;
+use crate::common::git::StackWorld;
+use crate::common::http;
+use crate::common::pyindex::{copy_tree, sha256_file, wheel_metadata};
+use crate::common::s3::S3Server;
+use crate::common::sample::Venv;
+use crate::common::snapshot;
+use crate::common::wheels::{WheelBuilder, cpu_library, hip_library};
+use crate::publish::{World, gpu_world};
+
+const TARGETS: &str = "gfx906,gfx1030";
+/// Pages a stage of the three-project set writes: two per project, two for the root.
+const PAGES: usize = 8;
+
+/// Release `n` of a three-project set: torch pins triton, torchvision pins torch, so only
+/// the matching three install together. Release 1 sorts above release 0 everywhere.
+fn release(dir: &Path, n: u32) -> Vec<PathBuf> {
+    let (torch, triton, vision) = versions(n);
+    vec![
+        WheelBuilder::new("torch", &torch)
+            .file_from(
+                "torch/lib/libtorch_hip.so",
+                &hip_library(&["gfx906", "gfx1030"]),
+            )
+            .requires(&format!("triton=={triton}"))
+            .build(dir),
+        WheelBuilder::new("triton", &triton)
+            .file_from(
+                "triton/_C/libtriton.so",
+                &cpu_library(Some("$ORIGIN/../lib")),
+            )
+            .build(dir),
+        WheelBuilder::new("torchvision", &vision)
+            .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+            .requires(&format!("torch=={torch}"))
+            .build(dir),
+    ]
+}
+
+/// (torch, triton, torchvision) versions of release `n`.
+fn versions(n: u32) -> (String, String, String) {
+    (
+        format!("2.10.{n}+rocm7.13.0"),
+        format!("3.5.{n}"),
+        format!("0.25.{n}+rocm7.13.0"),
+    )
+}
+
+/// What pip installs for release `n`, sorted by name.
+fn resolved(n: u32) -> Vec<(String, String)> {
+    let (torch, triton, vision) = versions(n);
+    vec![
+        ("torch".into(), torch),
+        ("torchvision".into(), vision),
+        ("triton".into(), triton),
+    ]
+}
+
+/// `rockbuild <args>` with the test's environment, as a plain process (to spawn or kill).
+fn rockbuild(env: &TestEnv, args: &[&str]) -> Command {
+    let mut command = env.command(env!("CARGO_BIN_EXE_rockbuild"));
+    command.args(args);
+    command
+}
+
+fn stage_args<'a>(input: &'a str, to: &'a str) -> Vec<&'a str> {
+    vec![
+        "stage",
+        "--config",
+        "stack.yaml",
+        "--input",
+        input,
+        "--to",
+        to,
+        "--targets",
+        TARGETS,
+    ]
+}
+
+fn output(command: &mut Command) -> Output {
+    command.output().expect("run rockbuild")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn succeeded(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{:?}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+}
+
+/// Starts a run held at `point` (its lease taken) until [`Held::release`]; returns once it
+/// is there.
+struct Held {
+    child: Child,
+    go: PathBuf,
+}
+
+impl Held {
+    fn start(env: &TestEnv, args: &[&str], point: &str, name: &str) -> Held {
+        let go = env.path(name);
+        let child = rockbuild(env, args)
+            .env("ROCKBUILD_FAULT", format!("{point}:wait={}", go.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn rockbuild");
+        let mut held = Held { child, go };
+        let reached = PathBuf::from(format!("{}.reached", held.go.display()));
+        let start = Instant::now();
+        while !reached.exists() {
+            if let Ok(Some(status)) = held.child.try_wait() {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = held.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+                }
+                panic!("the held run ended early ({status}):\n{stderr}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(300),
+                "the run never reached {point}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        held
+    }
+
+    fn release(self) -> Output {
+        std::fs::write(&self.go, b"").expect("release");
+        self.child.wait_with_output().expect("wait")
+    }
+}
+
+/// Snapshot settings: the temp dir, ports and digests as usual, plus the holder's pid, host
+/// and times, which change on every run.
+fn settings(env: &TestEnv) -> insta::Settings {
+    let mut settings = snapshot::settings(env);
+    settings.add_filter(
+        r"pid \d+ on [^,\s]+, since [0-9T:\-]+Z",
+        "pid [PID] on [HOST], since [TIME]",
+    );
+    settings.add_filter(r"expires at [0-9T:\-]+Z", "expires at [TIME]");
+    settings
+}
+
+/// pip (in `venv`, isolated from the machine's pip configuration) resolves `torchvision`
+/// from the index at `url` without installing it; returns what it would install.
+fn pip_resolves(env: &TestEnv, venv: &Venv, url: &str, tag: &str) -> Vec<(String, String)> {
+    let report = env.path(&format!("pip-{tag}.json"));
+    let out = env
+        .command(venv.python())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--dry-run",
+            "--quiet",
+            "--no-cache-dir",
+            "--only-binary",
+            ":all:",
+            "--ignore-installed",
+            "--report",
+        ])
+        .arg(&report)
+        .args(["--index-url", url, "torchvision"])
+        .output()
+        .expect("pip");
+    assert!(
+        out.status.success(),
+        "{tag}: pip could not resolve torchvision from {url}:\n{}",
+        text(&out.stderr)
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("report")).expect("json");
+    let mut set: Vec<(String, String)> = report["install"]
+        .as_array()
+        .expect("install list")
+        .iter()
+        .map(|item| {
+            (
+                item["metadata"]["name"].as_str().expect("name").to_string(),
+                item["metadata"]["version"]
+                    .as_str()
+                    .expect("version")
+                    .to_string(),
+            )
+        })
+        .collect();
+    set.sort();
+    set
+}
+
+/// Every wheel of `wheels` is listed by its project's HTML and JSON pages with its own
+/// SHA-256, next to its own METADATA as sidecar; the pages list nothing else.
+#[track_caller]
+fn pages_list_exactly(root: &Path, wheels: &[PathBuf]) {
+    let mut expected: Vec<(String, String)> = wheels
+        .iter()
+        .map(|w| {
+            let file = w.file_name().and_then(|f| f.to_str()).expect("name");
+            let project = file.split('-').next().expect("name").to_string();
+            let sidecar = root.join(&project).join(format!("{file}.metadata"));
+            assert_eq!(
+                std::fs::read(&sidecar).expect("sidecar"),
+                wheel_metadata(w),
+                "{file}: its sidecar is its own METADATA"
+            );
+            assert_eq!(sha256_file(&root.join(&project).join(file)), sha256_file(w));
+            (file.to_string(), sha256_file(w))
+        })
+        .collect();
+    expected.sort();
+    let mut listed = Vec::new();
+    let projects: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("index.json")).expect("root page"))
+            .expect("json");
+    for project in projects["projects"].as_array().expect("projects") {
+        let name = project["name"].as_str().expect("name");
+        let page: Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join(name).join("index.json")).expect("page"),
+        )
+        .expect("json");
+        let html = std::fs::read_to_string(root.join(name).join("index.html")).expect("html");
+        for file in page["files"].as_array().expect("files") {
+            let filename = file["filename"].as_str().expect("filename").to_string();
+            let sha = file["hashes"]["sha256"].as_str().expect("sha").to_string();
+            assert!(
+                html.contains(&format!("#sha256={sha}")),
+                "{name}: the HTML and JSON pages come from one listing"
+            );
+            listed.push((filename, sha));
+        }
+    }
+    listed.sort();
+    assert_eq!(listed, expected);
+}
+
+fn temporaries(root: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy();
+            name.starts_with(".rockbuild-") && name.ends_with(".tmp")
+        })
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+/// Starts the embedded S3 server and points every later rockbuild run of `world` at it.
+fn with_s3(world: &mut World) -> S3Server {
+    let server = S3Server::start(&world.env.path("s3"));
+    for (key, value) in server.env() {
+        world.env.set(key, value);
+    }
+    world
+        .env
+        .set("ROCKBUILD_S3_ENDPOINT", server.endpoint.clone());
+    world.env.set("ROCKBUILD_S3_PATH_STYLE", "true");
+    server
+}
+
+/// Stages `input` to `to`; the run must succeed.
+#[track_caller]
+fn stage_ok(env: &TestEnv, input: &str, to: &str) {
+    succeeded(&output(&mut rockbuild(env, &stage_args(input, to))));
+}
+
+fn world_with_releases() -> (World, Vec<PathBuf>, Vec<PathBuf>) {
+    let world = gpu_world();
+    let old = release(&world.env.path("dist/old"), 0);
+    let new = release(&world.env.path("dist/new"), 1);
+    (world, old, new)
+}
+
+#[test]
+fn two_stages_into_one_prefix_take_turns_and_lose_nothing() {
+    let (world, old, new) = world_with_releases();
+    let env = &world.env;
+    let first = Held::start(
+        env,
+        &stage_args("dist/old", "staged"),
+        "confirm:0",
+        "go-first",
+    );
+    let refused = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    assert_eq!(refused.status.code(), Some(7), "{}", text(&refused.stderr));
+    settings(env).bind(|| {
+        insta::assert_snapshot!("stage_refused_lease_held_local", text(&refused.stderr));
+    });
+    succeeded(&first.release());
+    let second = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    succeeded(&second);
+    pages_list_exactly(&env.path("staged"), &[old, new].concat());
+    assert!(
+        !env.path("staged/.rockbuild-lease").exists(),
+        "a finished run releases its lease"
+    );
+}
+
+#[test]
+fn two_promotes_into_one_prefix_take_turns_and_nested_destinations_are_refused() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    let web = http::serve(&env.path("staged"));
+    world.smoke(&web.url(), "smoke.json").success();
+    let promote = |to: &'static str| -> Vec<&'static str> {
+        vec![
+            "promote",
+            "--from",
+            "staged",
+            "--to",
+            to,
+            "--test-report",
+            "smoke.json",
+        ]
+    };
+    let first = Held::start(env, &promote("release"), "confirm:0", "go-first");
+    let refused = output(&mut rockbuild(env, &promote("release")));
+    assert_eq!(refused.status.code(), Some(7), "{}", text(&refused.stderr));
+    succeeded(&first.release());
+    let again = output(&mut rockbuild(env, &promote("release")));
+    succeeded(&again);
+    assert!(
+        text(&again.stderr).contains("(0 objects copied, 0 B; 6 already there)"),
+        "{}",
+        text(&again.stderr)
+    );
+    pages_list_exactly(&env.path("release"), &old);
+
+    // `release/torch` is a project directory of the index at `release`.
+    let nested = output(&mut rockbuild(env, &promote("release/torch")));
+    assert_eq!(nested.status.code(), Some(2), "{}", text(&nested.stderr));
+    settings(env)
+        .bind(|| insta::assert_snapshot!("promote_into_a_nested_prefix", text(&nested.stderr)));
+    assert!(
+        !env.path("release/torch/index.json").exists() || {
+            let page: Value = serde_json::from_str(
+                &std::fs::read_to_string(env.path("release/torch/index.json")).expect("page"),
+            )
+            .expect("json");
+            page.get("projects").is_none()
+        }
+    );
+}
+
+#[test]
+fn nested_and_enclosing_prefixes_are_refused_naming_both() {
+    let (world, _, new) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    let before = std::fs::read(env.path("staged/torch/index.html")).expect("page");
+    let inside = output(&mut rockbuild(env, &stage_args("dist/new", "staged/torch")));
+    assert_eq!(inside.status.code(), Some(2), "{}", text(&inside.stderr));
+    assert_eq!(
+        std::fs::read(env.path("staged/torch/index.html")).expect("page"),
+        before,
+        "the enclosing index's page is untouched"
+    );
+    // An index one level down, then its parent as a destination: the parent holds it.
+    stage_ok(env, "dist/new", "outer/inner");
+    let holding = output(&mut rockbuild(env, &stage_args("dist/new", "outer")));
+    assert_eq!(holding.status.code(), Some(2), "{}", text(&holding.stderr));
+    let index = output(&mut rockbuild(env, &["index", "staged/torch"]));
+    assert_eq!(index.status.code(), Some(2), "{}", text(&index.stderr));
+    settings(env).bind(|| {
+        insta::assert_snapshot!(
+            "nested_prefixes_refused",
+            format!(
+                "stage --to staged/torch:\n{}\nstage --to outer:\n{}\nindex staged/torch:\n{}",
+                text(&inside.stderr),
+                text(&holding.stderr),
+                text(&index.stderr)
+            )
+        );
+    });
+    pages_list_exactly(&env.path("outer/inner"), &new);
+}
+
+/// The old release staged into `to`, then the new one staged with a SIGKILL before each
+/// page write in turn: at every point pip resolves all-old or all-new (new exactly once
+/// torchvision's page is written: everything it pins is listed before it), and a re-run
+/// completes the index.
+fn kill_at_every_page_write(world: &World, copy_base_to: &dyn Fn(usize) -> (String, PathBuf)) {
+    let env = &world.env;
+    let venv = Venv::create(env, &env.path("pip-venv"));
+    for n in 0..PAGES {
+        let (to, served) = copy_base_to(n);
+        let killed = rockbuild(env, &stage_args("dist/new", &to))
+            .env("ROCKBUILD_FAULT", format!("page:{n}"))
+            .output()
+            .expect("run");
+        assert_eq!(
+            killed.status.signal(),
+            Some(9),
+            "page {n}: {:?}\n{}",
+            killed.status,
+            text(&killed.stderr)
+        );
+        let web = http::serve(&served);
+        // triton's two pages, torch's two, then torchvision's HTML (what pip reads here).
+        let expected = if n >= 5 { resolved(1) } else { resolved(0) };
+        assert_eq!(
+            pip_resolves(env, &venv, &web.url(), &format!("kill-{n}")),
+            expected,
+            "killed before page write {n}"
+        );
+        let rerun = output(&mut rockbuild(env, &stage_args("dist/new", &to)));
+        succeeded(&rerun);
+        assert!(
+            text(&rerun.stderr).contains("(0 objects uploaded, 0 B; 6 already there)"),
+            "page {n}: every object was stored before the first page\n{}",
+            text(&rerun.stderr)
+        );
+        if n == 3 {
+            assert_eq!(
+                pip_resolves(env, &venv, &web.url(), "repaired"),
+                resolved(1)
+            );
+        }
+    }
+}
+
+#[test]
+fn kill_at_every_page_write_local() {
+    let (world, old, new) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "base");
+    kill_at_every_page_write(&world, &|n| {
+        let dir = env.path(&format!("killed-{n}"));
+        copy_tree(&env.path("base"), &dir);
+        (dir.display().to_string(), dir)
+    });
+    pages_list_exactly(&env.path("killed-7"), &[old, new].concat());
+}
+
+#[test]
+fn kill_at_every_page_write_s3() {
+    let (mut world, old, new) = world_with_releases();
+    let server = with_s3(&mut world);
+    let env = &world.env;
+    stage_ok(env, "dist/old", &server.url("base"));
+    kill_at_every_page_write(&world, &|n| {
+        // The bucket's objects as plain files (s3s-fs): served over HTTP, they are what a
+        // static website on the bucket serves.
+        let prefix = format!("killed-{n}");
+        copy_tree(&server.object_path("base"), &server.object_path(&prefix));
+        (server.url(&prefix), server.object_path(&prefix))
+    });
+    pages_list_exactly(&server.object_path("killed-7"), &[old, new].concat());
+}
+
+#[test]
+fn s3_lease_refuses_a_second_writer_and_a_broken_lease_stops_its_run() {
+    let (mut world, old, new) = world_with_releases();
+    let server = with_s3(&mut world);
+    let env = &world.env;
+    let staging = server.url("staging");
+    let first = Held::start(
+        env,
+        &stage_args("dist/old", &staging),
+        "confirm:0",
+        "go-first",
+    );
+    let refused = output(&mut rockbuild(env, &stage_args("dist/new", &staging)));
+    assert_eq!(refused.status.code(), Some(7), "{}", text(&refused.stderr));
+
+    // The holder is alive (held), so only --break-lease takes its lease.
+    let mut breaking = stage_args("dist/new", &staging);
+    breaking.push("--break-lease");
+    let broke = output(&mut rockbuild(env, &breaking));
+    succeeded(&broke);
+    let lost = first.release();
+    assert_eq!(lost.status.code(), Some(7), "{}", text(&lost.stderr));
+    settings(env).bind(|| {
+        insta::assert_snapshot!(
+            "s3_lease_refusals",
+            format!(
+                "second writer:\n{}\nthe run whose lease was broken:\n{}",
+                text(&refused.stderr),
+                text(&lost.stderr)
+            )
+        );
+    });
+    // The breaking run's pages list both sets: the first run's objects were stored before
+    // it was held, and it wrote no page after losing its lease.
+    pages_list_exactly(&server.object_path("staging"), &[old, new].concat());
+    assert!(
+        !server.object_path("staging/.rockbuild-lease").exists(),
+        "the lease is released"
+    );
+
+    let nested = output(&mut rockbuild(
+        env,
+        &stage_args("dist/new", &server.url("staging/torch")),
+    ));
+    assert_eq!(nested.status.code(), Some(2), "{}", text(&nested.stderr));
+}
+
+#[test]
+fn a_kill_mid_upload_leaves_temporaries_no_reader_sees_and_the_next_run_removes() {
+    let (world, old, new) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    // One transfer at a time: killed with exactly one object's temporary file written.
+    let mut one_at_a_time = stage_args("dist/new", "staged");
+    one_at_a_time.extend(["--transfer-jobs", "1"]);
+    let killed = rockbuild(env, &one_at_a_time)
+        .env("ROCKBUILD_FAULT", "upload:1")
+        .output()
+        .expect("run");
+    assert_eq!(killed.status.signal(), Some(9), "{}", text(&killed.stderr));
+    let left = temporaries(&env.path("staged"));
+    assert_eq!(left.len(), 1, "{left:?}");
+    let name = left[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    for page in walkdir::WalkDir::new(env.path("staged"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("index."))
+    {
+        let body = std::fs::read_to_string(page.path()).expect("page");
+        assert!(
+            !body.contains(&name),
+            "{} lists {name}",
+            page.path().display()
+        );
+    }
+    let venv = Venv::create(env, &env.path("pip-venv"));
+    let web = http::serve(&env.path("staged"));
+    assert_eq!(
+        pip_resolves(env, &venv, &web.url(), "after-kill"),
+        resolved(0)
+    );
+
+    let rerun = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    succeeded(&rerun);
+    assert!(
+        text(&rerun.stderr).contains("removed 1 temporary file an interrupted run left in"),
+        "{}",
+        text(&rerun.stderr)
+    );
+    assert_eq!(temporaries(&env.path("staged")), Vec::<PathBuf>::new());
+    pages_list_exactly(&env.path("staged"), &[old, new].concat());
+    assert_eq!(
+        pip_resolves(env, &venv, &web.url(), "after-rerun"),
+        resolved(1)
+    );
+}
+
+#[test]
+fn a_whl_that_is_not_a_wheel_is_never_indexed() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    let before = std::fs::read(env.path("staged/torch/index.html")).expect("page");
+    // What a failed download or a proxy's error page saved under a wheel's name looks like.
+    std::fs::write(
+        env.path("staged/torch/torch-9.9.9-cp311-cp311-linux_x86_64.whl"),
+        b"<html><body>502 Bad Gateway</body></html>\n",
+    )
+    .expect("plant");
+    let index = output(&mut rockbuild(env, &["index", "staged"]));
+    assert_eq!(index.status.code(), Some(5), "{}", text(&index.stderr));
+    settings(env)
+        .bind(|| insta::assert_snapshot!("index_refuses_a_non_wheel", text(&index.stderr)));
+    assert_eq!(
+        std::fs::read(env.path("staged/torch/index.html")).expect("page"),
+        before,
+        "no page changed"
+    );
+    std::fs::remove_file(env.path("staged/torch/torch-9.9.9-cp311-cp311-linux_x86_64.whl"))
+        .expect("remove");
+    succeeded(&output(&mut rockbuild(env, &["index", "staged"])));
+    pages_list_exactly(&env.path("staged"), &old);
+}
+
+#[test]
+fn an_s3_endpoint_that_never_answers_ends_bounded_and_in_words() {
+    let env = TestEnv::new();
+    // Accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let mut command = rockbuild(
+        &env,
+        &[
+            "index",
+            "s3://wheels/staging",
+            "--s3-endpoint",
+            &format!("http://127.0.0.1:{port}"),
+            "--s3-path-style",
+            "--s3-timeout",
+            "1",
+            "--s3-attempts",
+            "2",
+        ],
+    );
+    command.envs([
+        ("AWS_ACCESS_KEY_ID", "AKNEVERANSWERS"),
+        ("AWS_SECRET_ACCESS_KEY", "never-answers"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]);
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Bounded: 2 attempts of 1 s plus backoff; a hang fails the test instead of the suite.
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("rockbuild did not give up on an endpoint that never answers");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr).replace(&port.to_string(), "[PORT]");
+    settings(&env).bind(|| insta::assert_snapshot!("s3_never_answers", stderr));
+}
+
+#[test]
+fn two_checkouts_into_one_root_never_write_a_wrong_lock() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let config = world.config.display().to_string();
+    let args = ["checkout", "--config", &config, "--root-checkout-dir", "ws"];
+    let first = Held::start(&env, &args, "checkout:0", "go-first");
+    let refused = output(&mut rockbuild(&env, &args));
+    assert_eq!(refused.status.code(), Some(7), "{}", text(&refused.stderr));
+    settings(&env).bind(|| insta::assert_snapshot!("checkout_root_busy", text(&refused.stderr)));
+    assert!(
+        !env.path("ws/rockbuild.lock").exists(),
+        "the refused checkout wrote no lock"
+    );
+    succeeded(&first.release());
+    let again = output(&mut rockbuild(&env, &args));
+    succeeded(&again);
+    assert!(!env.path("ws/.rockbuild-checkout.lock").exists());
+}
