@@ -29,6 +29,7 @@ mod redact;
 mod sdk;
 mod smoke;
 mod stack;
+mod suite;
 mod store;
 mod ui;
 mod version;
