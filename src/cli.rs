@@ -11,6 +11,9 @@ use crate::context::Context;
 pub use crate::sdk::install::Installer;
 use crate::stack::{FamilyTable, Stack};
 use crate::store::S3ChecksumMode;
+pub use crate::suite::catalog::TestConfig;
+pub use crate::suite::gpu::{DeviceQueryMode, GpuPolicy};
+pub use crate::suite::skips::Platform;
 use crate::ui::LogFormat;
 pub use crate::version::ReleaseType;
 
@@ -71,6 +74,11 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Run one shard of PyTorch's test suite (test/run_test.py) or the GPU smoke suite on the
+    /// wheels of an index
+    Test(TestArgs),
+    /// Combine test shards into one summary and the test report promote reads
+    TestReport(TestReportArgs),
 }
 
 /// Which stack config to use.
@@ -582,6 +590,158 @@ pub struct PromoteArgs {
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Index under test (the staging index): torch and the dependencies it has are installed
+    /// from it, and the report names every file installed from it
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Extra index for what the index under test does not have (pytest, numpy, ...); repeatable
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
+    pub extra_index_url: Vec<String>,
+    /// Directory or page of wheels pip may also install from (pip --find-links); repeatable
+    #[arg(long, value_name = "PATH")]
+    pub find_links: Vec<String>,
+    /// Lock naming the torch version and commit under test (default: the newest torch on the
+    /// index, and no commit check)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// PyTorch checkout at the tested version, without hipify or submodules: its test/run_test.py
+    /// runs the tests
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_PYTORCH_DIR")]
+    pub pytorch_dir: Option<PathBuf>,
+    /// Which tests: default, distributed, inductor (run_test.py) or gpu-smoke (built in)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "default",
+        env = "ROCKBUILD_TEST_CONFIG"
+    )]
+    pub test_config: TestConfig,
+    /// Run shard N of M (1-based), as run_test.py --shard N M
+    #[arg(long, num_args = 2, value_names = ["N", "M"])]
+    pub shard: Option<Vec<u32>>,
+    /// Only these test modules (run_test.py --include test_nn nn/test_pooling ...)
+    #[arg(long, num_args = 1.., value_name = "TEST")]
+    pub include: Vec<String>,
+    /// Also exclude these test modules (run_test.py --exclude), besides the hang list
+    #[arg(long, num_args = 1.., value_name = "TEST")]
+    pub exclude: Vec<String>,
+    /// Seconds one test may run before pytest-timeout stops it (0: no limit)
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 900,
+        env = "ROCKBUILD_TIMEOUT"
+    )]
+    pub timeout: u64,
+    /// Seconds one run_test.py invocation may run before rockbuild stops it
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 6 * 3600,
+        env = "ROCKBUILD_RUN_TIMEOUT"
+    )]
+    pub run_timeout: u64,
+    /// Stop at the first failing test module (run_test.py without --keep-going)
+    #[arg(long)]
+    pub no_keep_going: bool,
+    /// Run tests from sources of another major.minor than the wheel, or another commit than
+    /// the lock's
+    #[arg(long)]
+    pub allow_version_mismatch: bool,
+    /// GPU family under test: which devices are used (gfx94X-dcgpu: targets starting with
+    /// gfx94; gfx950-dcgpu: gfx950) and which skip-list sections apply
+    #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    pub amdgpu_family: Option<String>,
+    /// PyTorch version whose skip lists apply (default: the wheel's major.minor)
+    #[arg(long, value_name = "X.Y")]
+    pub pytorch_version: Option<String>,
+    /// Platform whose skip lists apply (default: this one)
+    #[arg(long, value_enum)]
+    pub platform: Option<Platform>,
+    /// GPU selection, stage 1: unique (first device of each target) or all devices
+    /// (default: all for distributed, else unique)
+    #[arg(long, value_enum)]
+    pub device_query: Option<DeviceQueryMode>,
+    /// GPU selection, stage 2: single (one device visible) or all candidates
+    /// (default: all for distributed, else single)
+    #[arg(long, value_enum)]
+    pub gpu_policy: Option<GpuPolicy>,
+    /// Run even without a usable GPU: GPU checks are reported as skipped, never as passed
+    #[arg(long)]
+    pub allow_no_gpu: bool,
+    /// Directory of skip-list files to use instead of the built-in configs/skip-tests
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_SKIP_LISTS")]
+    pub skip_lists: Option<PathBuf>,
+    /// Run only the tests the skip lists name (do they pass again?)
+    #[arg(long)]
+    pub only_skipped: bool,
+    /// Keep the JIT executor tests (no run_test.py --exclude-jit-executor)
+    #[arg(long)]
+    pub no_exclude_jit_executor: bool,
+    /// Keep the distributed tests in the default config (no --exclude-distributed-tests)
+    #[arg(long)]
+    pub no_exclude_distributed: bool,
+    /// Keep the quantization tests (no --exclude-quantization-tests)
+    #[arg(long)]
+    pub no_exclude_quantization: bool,
+    /// pip requirements file for the test venv besides the wheels (default: the list in
+    /// configs/pytorch-tests.yaml)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_TEST_REQUIREMENTS")]
+    pub test_requirements: Option<PathBuf>,
+    /// Where the shard's results go: shard.json, junit/, logs/ (default:
+    /// test-results/<config>-<N>-<M>)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Directory for the test venv, emptied first if it holds one (default: a temporary one)
+    #[arg(long, value_name = "DIR")]
+    pub venv: Option<PathBuf>,
+    /// Python used to create the venv
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Print which skip lists and sections apply to this run and why, then exit
+    #[arg(long)]
+    pub print_skips: bool,
+    /// Print the plan without installing or running anything
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --dry-run or --print-skips: print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Arguments for run_test.py after `--` (it hands what it does not know to pytest)
+    #[arg(last = true, value_name = "ARGS")]
+    pub passthrough: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TestReportArgs {
+    /// Directories holding shard results (searched for shard.json), e.g. downloaded artifacts
+    #[arg(required = true, value_name = "DIR")]
+    pub results: Vec<PathBuf>,
+    /// A config every shard of which must be there: CONFIG, or CONFIG=SHARDS; repeatable
+    /// (default: the configs found, with the shard counts they declare)
+    #[arg(long, value_name = "CONFIG[=SHARDS]")]
+    pub expect: Vec<String>,
+    /// Where to write the combined test report (JSON) that promote reads
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "test-report.json",
+        env = "ROCKBUILD_REPORT"
+    )]
+    pub report: PathBuf,
+    /// Also write the Markdown summary to this file (it goes to $GITHUB_STEP_SUMMARY anyway)
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Print the summary as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
 pub fn flag(yes: bool, no: bool) -> Option<bool> {
     match (yes, no) {
         (true, _) => Some(true),

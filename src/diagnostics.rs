@@ -40,7 +40,7 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
         return Some(ExitStatus::Signal(*signal));
     }
-    stage_errors!(Classified);
+    stage_errors!(Classified, crate::suite::Error);
     None
 }
 

@@ -39,6 +39,19 @@ pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
 /// PyTorch's profiler switch: kept when set, else ON (the reference's default on Linux).
 pub const USE_KINETO: &str = "USE_KINETO";
 
+// GPU visibility and PyTorch's test environment (`rockbuild test`; TheRock's
+// run_pytorch_tests_full.py). A preset HIP_VISIBLE_DEVICES is respected; GPU_DEVICE_ORDINAL is
+// removed because HIP aborts when it conflicts with HIP_VISIBLE_DEVICES. The others keep a
+// value the job already set (the reference's `os.environ.setdefault`).
+pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+pub const GPU_DEVICE_ORDINAL: &str = "GPU_DEVICE_ORDINAL";
+pub const CI: &str = "CI";
+pub const BUILD_ENVIRONMENT: &str = "BUILD_ENVIRONMENT";
+pub const PYTORCH_TEST_WITH_ROCM: &str = "PYTORCH_TEST_WITH_ROCM";
+pub const PYTORCH_TESTING_DEVICE_ONLY_FOR: &str = "PYTORCH_TESTING_DEVICE_ONLY_FOR";
+pub const PYTORCH_PRINT_REPRO_ON_FAILURE: &str = "PYTORCH_PRINT_REPRO_ON_FAILURE";
+pub const OPENBLAS_NUM_THREADS: &str = "OPENBLAS_NUM_THREADS";
+
 /// Variables a parent git process may leak into ours; they would redirect every git command
 /// to another repository, so the git runner removes them (uv and cargo do the same).
 pub const GIT_LEAKS: &[&str] = &[

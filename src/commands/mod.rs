@@ -9,6 +9,8 @@ mod lock;
 mod promote;
 mod smoke;
 mod stage;
+mod test;
+mod test_report;
 mod verify;
 
 use crate::cli::Command;
@@ -27,5 +29,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Test(args) => test::run(args, ctx),
+        Command::TestReport(args) => test_report::run(args, ctx),
     }
 }

@@ -79,7 +79,7 @@ impl Serialize for MajorMinor {
 }
 
 /// The operating system a test run is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     Linux,
@@ -317,7 +317,10 @@ fn parse_file(source: &ConfigSource, families: &FamilyTable) -> Result<SkipFile,
     })
 }
 
-fn parse_versions(source: &ConfigSource, value: &yaml_serde::Value) -> Result<Versions, ConfigError> {
+fn parse_versions(
+    source: &ConfigSource,
+    value: &yaml_serde::Value,
+) -> Result<Versions, ConfigError> {
     use yaml_serde::Value;
     let one = |value: &Value| -> Result<MajorMinor, String> {
         match value {
@@ -843,17 +846,16 @@ hang:
 
     #[test]
     fn builtin_lists_match_the_directory_and_load() {
-        let mut on_disk: Vec<String> = std::fs::read_dir(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/skip-tests"),
-        )
-        .expect("dir")
-        .map(|e| {
-            format!(
-                "configs/skip-tests/{}",
-                e.expect("entry").file_name().to_string_lossy()
-            )
-        })
-        .collect();
+        let mut on_disk: Vec<String> =
+            fs_err::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/skip-tests"))
+                .expect("dir")
+                .map(|e| {
+                    format!(
+                        "configs/skip-tests/{}",
+                        e.expect("entry").file_name().to_string_lossy()
+                    )
+                })
+                .collect();
         on_disk.sort();
         let builtin: Vec<&str> = BUILTIN.iter().map(|(name, _)| *name).collect();
         assert_eq!(builtin, on_disk, "BUILTIN must list every shipped file");
@@ -896,7 +898,15 @@ hang:
     #[test]
     fn selection_table() {
         let lists = load(LIST).expect("load");
-        let cases: &[(&str, Option<&[&str]>, Option<&str>, &[&str], &[&str])] = &[
+        // (version, targets under test, --amdgpu-family, names skipped, modules excluded)
+        type Case<'a> = (
+            &'a str,
+            Option<&'a [&'a str]>,
+            Option<&'a str>,
+            &'a [&'a str],
+            &'a [&'a str],
+        );
+        let cases: &[Case] = &[
             // Another version: the file does not apply at all.
             ("2.13", Some(&["gfx942"]), None, &[], &[]),
             // No targets known: only common (and the platform).
@@ -909,10 +919,28 @@ hang:
                 &["nn/test_convolution"],
             ),
             // gfx950 is exact: it does not hit gfx95x prefixes nor the gfx94 prefix.
-            ("2.12", Some(&["gfx950"]), None, &["test_only_gfx950", "test_print"], &[]),
+            (
+                "2.12",
+                Some(&["gfx950"]),
+                None,
+                &["test_only_gfx950", "test_print"],
+                &[],
+            ),
             // A family section applies through one of its targets, or through --amdgpu-family.
-            ("2.12", Some(&["gfx1101"]), None, &["test_family_navi3", "test_print"], &[]),
-            ("2.12", None, Some("gfx110X-all"), &["test_family_navi3", "test_print"], &[]),
+            (
+                "2.12",
+                Some(&["gfx1101"]),
+                None,
+                &["test_family_navi3", "test_print"],
+                &[],
+            ),
+            (
+                "2.12",
+                None,
+                Some("gfx110X-all"),
+                &["test_family_navi3", "test_print"],
+                &[],
+            ),
             (
                 "2.12",
                 Some(&["gfx942", "gfx1100"]),
@@ -1014,7 +1042,10 @@ hang:
             selection.to_text(KMode::Skip, Some(&["nn/test_convolution".to_string()]))
         );
         let unknown = select(&lists, &facts("2.13", None, None));
-        insta::assert_snapshot!("print_skips_other_version", unknown.to_text(KMode::Skip, None));
+        insta::assert_snapshot!(
+            "print_skips_other_version",
+            unknown.to_text(KMode::Skip, None)
+        );
     }
 
     #[test]
@@ -1023,7 +1054,10 @@ hang:
             MajorMinor::of_version("2.10.0a0+git1234567").map(|v| v.to_string()),
             Some("2.10".into())
         );
-        assert_eq!(MajorMinor::parse("2.12").map(|v| v.to_string()), Some("2.12".into()));
+        assert_eq!(
+            MajorMinor::parse("2.12").map(|v| v.to_string()),
+            Some("2.12".into())
+        );
         assert_eq!(MajorMinor::parse("2.12.1"), None);
         assert_eq!(MajorMinor::parse("x.1"), None);
     }

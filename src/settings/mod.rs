@@ -1,0 +1,40 @@
+//! Settings: the one place where flags, config files, the lock and the environment meet. One
+//! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
+//! never read flags or the environment themselves.
+
+use std::fmt;
+
+pub mod test;
+pub mod test_report;
+
+/// Where a resolved value came from; printed beside the value.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+pub enum Source {
+    Default,
+    Flag(String),
+    Env(String),
+    Config(String),
+    Lock(String),
+    Inferred(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => write!(f, "default"),
+            Source::Flag(flag) => write!(f, "{flag}"),
+            Source::Env(name) => write!(f, "${name}"),
+            Source::Config(place) => write!(f, "{place}"),
+            Source::Lock(place) => write!(f, "lock {place}"),
+            Source::Inferred(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+/// A value with where it came from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}

@@ -1,0 +1,610 @@
+//! Combining shards (F43): the results of every shard of every test config become one summary
+//! (terminal, Markdown for $GITHUB_STEP_SUMMARY, JSON) and one test report that `promote`
+//! reads. Every expected shard must be there: a missing or cancelled shard makes the report
+//! fail, so a cancelled workflow can never pass for a tested set (TheRock#1579).
+//!
+//! Pure: the files are read by the caller ([`LoadedShard`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Error;
+use super::catalog::{Catalog, TestConfig};
+use super::report::ShardReport;
+use crate::junit::{self, CaseStatus};
+use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
+use crate::ui::{markdown_table, plural, text_table};
+
+/// How long a failure message may be in a summary.
+const MESSAGE_CHARS: usize = 200;
+
+/// One JUnit file of a shard, parsed or not.
+#[derive(Clone, Debug)]
+pub struct JunitFile {
+    pub path: String,
+    pub report: Result<junit::Report, String>,
+}
+
+/// A shard report as read from disk, with its JUnit files.
+#[derive(Clone, Debug)]
+pub struct LoadedShard {
+    /// Where it was found (for messages).
+    pub file: String,
+    pub report: ShardReport,
+    pub junit: Vec<JunitFile>,
+}
+
+/// Test case counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub skipped: usize,
+    pub seconds: f64,
+}
+
+impl Counts {
+    fn add(&mut self, other: &Counts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
+        self.seconds += other.seconds;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardOutcome {
+    Passed,
+    Failed,
+    Cancelled,
+    /// No results for an expected shard.
+    Missing,
+    /// Ran, but no test passed or failed.
+    Empty,
+}
+
+impl ShardOutcome {
+    fn word(self) -> &'static str {
+        match self {
+            ShardOutcome::Passed => "passed",
+            ShardOutcome::Failed => "failed",
+            ShardOutcome::Cancelled => "cancelled",
+            ShardOutcome::Missing => "missing",
+            ShardOutcome::Empty => "ran no tests",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ShardLine {
+    pub config: TestConfig,
+    pub shard: u32,
+    pub num_shards: u32,
+    pub outcome: ShardOutcome,
+    pub counts: Option<Counts>,
+    /// `HIP_VISIBLE_DEVICES` and targets, or why no GPU.
+    pub gpus: String,
+    pub detail: String,
+}
+
+/// A failed test case or step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailureLine {
+    pub config: TestConfig,
+    pub shard: String,
+    pub test: String,
+    pub status: CaseStatus,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub result: Outcome,
+    pub shards: Vec<ShardLine>,
+    pub totals: Counts,
+    pub failures: Vec<FailureLine>,
+    /// Files every present shard installed from the index under test.
+    pub wheels: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// What `--expect` asks for: a config, with or without its shard count.
+pub type Expectation = (TestConfig, Option<u32>);
+
+/// Combines shards into the summary and the report promote reads.
+pub fn combine(
+    shards: &[LoadedShard],
+    expect: &[Expectation],
+    catalog: &Catalog,
+    generated_by: &str,
+) -> Result<(Summary, TestReport), Error> {
+    let Some(first) = shards.first() else {
+        return Err(Error::NoShards {
+            dirs: "the given directories".into(),
+        });
+    };
+    // Configs and their shard counts: what was expected, else what the shards declare.
+    let mut totals: BTreeMap<&'static str, (TestConfig, u32, String)> = BTreeMap::new();
+    let mut seen: BTreeMap<(&'static str, u32), &LoadedShard> = BTreeMap::new();
+    for shard in shards {
+        let report = &shard.report;
+        if report.index_url != first.report.index_url {
+            return Err(Error::IndexesDisagree {
+                first: first.file.clone(),
+                first_url: first.report.index_url.clone(),
+                second: shard.file.clone(),
+                second_url: report.index_url.clone(),
+            });
+        }
+        if report.shard == 0 || report.shard > report.num_shards {
+            return Err(Error::BadShard {
+                file: shard.file.clone(),
+                message: format!(
+                    "shard {} of {} is out of range",
+                    report.shard, report.num_shards
+                ),
+            });
+        }
+        let name = report.config.name();
+        match totals.get(name) {
+            Some((_, total, declared_in)) if *total != report.num_shards => {
+                return Err(Error::ShardCountsDisagree {
+                    config: name.to_string(),
+                    first: declared_in.clone(),
+                    first_count: *total,
+                    second: shard.file.clone(),
+                    second_count: report.num_shards,
+                });
+            }
+            Some(_) => {}
+            None => {
+                totals.insert(name, (report.config, report.num_shards, shard.file.clone()));
+            }
+        }
+        if let Some(other) = seen.insert((name, report.shard), shard) {
+            return Err(Error::DuplicateShard {
+                config: name.to_string(),
+                shard: format!("{}/{}", report.shard, report.num_shards),
+                first: other.file.clone(),
+                second: shard.file.clone(),
+            });
+        }
+    }
+    for (config, count) in expect {
+        let name = config.name();
+        match (totals.get(name), count) {
+            (Some((_, total, file)), Some(count)) if total != count => {
+                return Err(Error::ShardCountsDisagree {
+                    config: name.to_string(),
+                    first: "--expect".into(),
+                    first_count: *count,
+                    second: file.clone(),
+                    second_count: *total,
+                });
+            }
+            (Some(_), _) => {}
+            (None, count) => {
+                totals.insert(
+                    name,
+                    (
+                        *config,
+                        count.unwrap_or_else(|| catalog.shards(*config)),
+                        "--expect".into(),
+                    ),
+                );
+            }
+        }
+    }
+
+    let mut lines = Vec::new();
+    let mut failures: Vec<FailureLine> = Vec::new();
+    let mut sum = Counts::default();
+    let mut checks = Vec::new();
+    let mut notes = Vec::new();
+    for (name, (config, total, _)) in &totals {
+        for number in 1..=*total {
+            let label = format!("{name} {number}/{total}");
+            let Some(shard) = seen.get(&(*name, number)) else {
+                lines.push(ShardLine {
+                    config: *config,
+                    shard: number,
+                    num_shards: *total,
+                    outcome: ShardOutcome::Missing,
+                    counts: None,
+                    gpus: String::new(),
+                    detail: "no results: the shard did not run, or its results were not collected"
+                        .into(),
+                });
+                checks.push(Check {
+                    name: label,
+                    kind: "test-shard".into(),
+                    project: None,
+                    result: Outcome::Failed,
+                    started: first.report.started,
+                    finished: first.report.started,
+                    detail: "missing: no results for this shard".into(),
+                });
+                continue;
+            };
+            let (line, shard_failures) = judge(shard);
+            if let Some(counts) = &line.counts {
+                sum.add(counts);
+            }
+            checks.push(Check {
+                name: label,
+                kind: "test-shard".into(),
+                project: None,
+                result: match line.outcome {
+                    ShardOutcome::Passed => Outcome::Passed,
+                    ShardOutcome::Cancelled => Outcome::Cancelled,
+                    ShardOutcome::Empty => Outcome::Empty,
+                    ShardOutcome::Failed | ShardOutcome::Missing => Outcome::Failed,
+                },
+                started: shard.report.started,
+                finished: shard.report.finished,
+                detail: line.detail.clone(),
+            });
+            lines.push(line);
+            failures.extend(shard_failures);
+        }
+    }
+
+    // A wheel counts as tested only when every shard that ran installed those very bytes.
+    let present: Vec<&LoadedShard> = shards.iter().collect();
+    let mut wheels: Vec<TestedWheel> = first.report.wheels.clone();
+    for shard in &present[1..] {
+        wheels.retain(|w| shard.report.wheels.contains(w));
+    }
+    wheels.sort_by(|a, b| a.filename.cmp(&b.filename));
+    let mut differing: Vec<String> = present
+        .iter()
+        .flat_map(|s| s.report.wheels.iter())
+        .filter(|w| !wheels.contains(w))
+        .map(|w| w.filename.clone())
+        .collect();
+    differing.sort();
+    differing.dedup();
+    if !differing.is_empty() {
+        checks.push(Check {
+            name: "same wheels in every shard".into(),
+            kind: "install".into(),
+            project: None,
+            result: Outcome::Failed,
+            started: first.report.started,
+            finished: first.report.finished,
+            detail: format!(
+                "not every shard installed the same bytes of: {}",
+                differing.join(", ")
+            ),
+        });
+        notes.push(format!(
+            "shards installed different builds of {}; none of them counts as tested",
+            differing.join(", ")
+        ));
+    }
+
+    let failed = checks
+        .iter()
+        .any(|c| matches!(c.result, Outcome::Failed | Outcome::Cancelled));
+    let result = if failed {
+        Outcome::Failed
+    } else if checks.iter().any(|c| c.result == Outcome::Passed) {
+        Outcome::Passed
+    } else {
+        Outcome::Empty
+    };
+    let started = shards
+        .iter()
+        .map(|s| s.report.started)
+        .min()
+        .unwrap_or(first.report.started);
+    let finished = shards
+        .iter()
+        .map(|s| s.report.finished)
+        .max()
+        .unwrap_or(first.report.finished);
+    let summary = Summary {
+        result,
+        shards: lines,
+        totals: sum,
+        failures,
+        wheels: wheels.iter().map(|w| w.filename.clone()).collect(),
+        notes,
+    };
+    let report = TestReport {
+        schema: REPORT_SCHEMA,
+        kind: "test".into(),
+        generated_by: generated_by.to_string(),
+        index_url: first.report.index_url.clone(),
+        python: first.report.python.clone(),
+        started,
+        finished,
+        result,
+        wheels,
+        checks,
+    };
+    Ok((summary, report))
+}
+
+/// One shard's line and its failures.
+fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
+    let report = &shard.report;
+    let label = format!("{}/{}", report.shard, report.num_shards);
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut unreadable = Vec::new();
+    for file in &shard.junit {
+        match &file.report {
+            Err(message) => unreadable.push(format!("{}: {message}", file.path)),
+            Ok(parsed) => {
+                for case in &parsed.cases {
+                    counts.seconds += case.time;
+                    match case.status {
+                        CaseStatus::Passed => counts.passed += 1,
+                        CaseStatus::Skipped => counts.skipped += 1,
+                        CaseStatus::Failed => counts.failed += 1,
+                        CaseStatus::Error => counts.errors += 1,
+                    }
+                    let test = if case.classname.is_empty() {
+                        case.name.clone()
+                    } else {
+                        format!("{}.{}", case.classname, case.name)
+                    };
+                    if matches!(case.status, CaseStatus::Failed | CaseStatus::Error)
+                        && seen.insert(test.clone())
+                    {
+                        failures.push(FailureLine {
+                            config: report.config,
+                            shard: label.clone(),
+                            test,
+                            status: case.status,
+                            message: truncate(&case.message),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    // Steps that failed outside any test case (install, device query, a crashed run_test.py).
+    for step in &report.steps {
+        if step.result == Outcome::Failed {
+            failures.push(FailureLine {
+                config: report.config,
+                shard: label.clone(),
+                test: format!("(step) {}", step.name),
+                status: CaseStatus::Error,
+                message: truncate(
+                    step.detail
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or_default()
+                        .trim(),
+                ),
+            });
+        }
+    }
+    for problem in &unreadable {
+        failures.push(FailureLine {
+            config: report.config,
+            shard: label.clone(),
+            test: "(junit)".into(),
+            status: CaseStatus::Error,
+            message: truncate(problem),
+        });
+    }
+    let bad_cases = counts.failed + counts.errors;
+    let outcome = if report.result == Outcome::Cancelled {
+        ShardOutcome::Cancelled
+    } else if report.result == Outcome::Failed || bad_cases > 0 || !unreadable.is_empty() {
+        ShardOutcome::Failed
+    } else if counts.passed == 0 {
+        ShardOutcome::Empty
+    } else {
+        ShardOutcome::Passed
+    };
+    let mut detail = format!(
+        "{} passed, {} skipped, {} failed, {} errors",
+        counts.passed, counts.skipped, counts.failed, counts.errors
+    );
+    if outcome == ShardOutcome::Cancelled {
+        detail.insert_str(0, "cancelled; ");
+    }
+    let names: Vec<&str> = failures.iter().take(5).map(|f| f.test.as_str()).collect();
+    if !names.is_empty() {
+        let _ = write!(detail, ": {}", names.join(", "));
+        if failures.len() > names.len() {
+            let _ = write!(detail, " and {} more", failures.len() - names.len());
+        }
+    }
+    let gpus = match &report.gpus.hip_visible_devices {
+        Some(devices) => format!(
+            "HIP_VISIBLE_DEVICES={devices} ({})",
+            report.gpus.archs.join(", ")
+        ),
+        None => report
+            .gpus
+            .notes
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no GPU".into()),
+    };
+    (
+        ShardLine {
+            config: report.config,
+            shard: report.shard,
+            num_shards: report.num_shards,
+            outcome,
+            counts: Some(counts),
+            gpus,
+            detail,
+        },
+        failures,
+    )
+}
+
+fn truncate(message: &str) -> String {
+    let line = message.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Passed => "passed",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Empty => "ran no tests",
+        Outcome::Skipped => "skipped",
+    }
+}
+
+impl Summary {
+    fn headline(&self) -> String {
+        let count =
+            |outcome: ShardOutcome| self.shards.iter().filter(|s| s.outcome == outcome).count();
+        let mut parts = vec![format!(
+            "{} of {} shard{} passed",
+            count(ShardOutcome::Passed),
+            self.shards.len(),
+            plural(self.shards.len())
+        )];
+        for outcome in [
+            ShardOutcome::Failed,
+            ShardOutcome::Cancelled,
+            ShardOutcome::Missing,
+            ShardOutcome::Empty,
+        ] {
+            let n = count(outcome);
+            if n > 0 {
+                parts.push(format!("{n} {}", outcome.word()));
+            }
+        }
+        format!(
+            "tests {}: {}; {} passed, {} skipped, {} failed, {} errors",
+            outcome_word(self.result),
+            parts.join(", "),
+            self.totals.passed,
+            self.totals.skipped,
+            self.totals.failed,
+            self.totals.errors
+        )
+    }
+
+    fn shard_rows(&self) -> Vec<Vec<String>> {
+        self.shards
+            .iter()
+            .map(|line| {
+                let cell = |f: fn(&Counts) -> usize| {
+                    line.counts
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| f(c).to_string())
+                };
+                vec![
+                    line.config.to_string(),
+                    format!("{}/{}", line.shard, line.num_shards),
+                    line.outcome.word().to_string(),
+                    cell(|c| c.passed),
+                    cell(|c| c.skipped),
+                    cell(|c| c.failed),
+                    cell(|c| c.errors),
+                    line.counts
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| format!("{:.1}s", c.seconds)),
+                    line.gpus.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn failure_rows(&self) -> Vec<Vec<String>> {
+        self.failures
+            .iter()
+            .map(|f| {
+                vec![
+                    format!("{} {}", f.config, f.shard),
+                    f.test.clone(),
+                    match f.status {
+                        CaseStatus::Error => "error".to_string(),
+                        _ => "failed".to_string(),
+                    },
+                    f.message.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    const SHARD_HEADERS: [&'static str; 9] = [
+        "config", "shard", "result", "passed", "skipped", "failed", "errors", "time", "GPUs",
+    ];
+    const FAILURE_HEADERS: [&'static str; 4] = ["shard", "test", "result", "message"];
+
+    /// For the terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{}\n\n", self.headline());
+        out.push_str(&text_table(&Self::SHARD_HEADERS, &self.shard_rows()));
+        out.push('\n');
+        if !self.failures.is_empty() {
+            let _ = write!(
+                out,
+                "\n{} failure{}:\n{}\n",
+                self.failures.len(),
+                plural(self.failures.len()),
+                text_table(&Self::FAILURE_HEADERS, &self.failure_rows())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nwheels from the index under test, installed by every shard: {}",
+            if self.wheels.is_empty() {
+                "none".to_string()
+            } else {
+                self.wheels.join(", ")
+            }
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out
+    }
+
+    /// For $GITHUB_STEP_SUMMARY.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("### PyTorch tests\n\n**{}**\n\n", self.headline());
+        out.push_str(&markdown_table(&Self::SHARD_HEADERS, &self.shard_rows()));
+        if !self.failures.is_empty() {
+            let _ = write!(
+                out,
+                "\n<details><summary>{} failure{}</summary>\n\n{}\n</details>\n",
+                self.failures.len(),
+                plural(self.failures.len()),
+                markdown_table(&Self::FAILURE_HEADERS, &self.failure_rows())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nWheels from the index under test, installed by every shard: {}",
+            if self.wheels.is_empty() {
+                "none".to_string()
+            } else {
+                self.wheels
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "\n> {note}");
+        }
+        out
+    }
+}
