@@ -15,7 +15,7 @@ use crate::suite::{self as stage, Error};
 pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = TestSettings::resolve(args, ctx)?;
     let work = tempfile::Builder::new()
-        .prefix("rockbuild-test-")
+        .prefix("rockbuild-shard-")
         .tempdir()
         .context("creating a work directory")?;
     let world = stage::run::inspect(&settings, ctx, work.path())?;
@@ -48,12 +48,7 @@ pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         report: shard.report.clone(),
         junit: shard.junit,
     };
-    let (summary, _) = summary::combine(
-        &[loaded],
-        &[],
-        &settings.catalog,
-        &shard.report.generated_by,
-    )?;
+    let summary = summary::shard_summary(&loaded);
     ctx.ui.status(summary.to_text());
     ctx.ui.step_summary(&summary.to_markdown());
     ctx.ui.status(format!(
@@ -71,9 +66,8 @@ pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         crate::promote::evidence::Outcome::Passed => Ok(ExitStatus::Success),
         _ => Err(Error::TestsFailed {
             summary: format!(
-                "{} {} shard {}/{} did not pass; logs in {}",
+                "{} shard {}/{} did not pass; logs in {}",
                 settings.config,
-                "test",
                 settings.shard.number,
                 settings.shard.total,
                 settings.output_dir.join("logs").display()

@@ -65,6 +65,15 @@ pub enum DeviceQueryMode {
     All,
 }
 
+impl DeviceQueryMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceQueryMode::Unique => "unique",
+            DeviceQueryMode::All => "all",
+        }
+    }
+}
+
 /// Stage 2: how many candidates a test process sees (`--gpu-policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -73,6 +82,15 @@ pub enum GpuPolicy {
     Single,
     /// Every candidate at once (multi-GPU tests).
     All,
+}
+
+impl GpuPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuPolicy::Single => "single",
+            GpuPolicy::All => "all",
+        }
+    }
 }
 
 /// One device of a selection.

@@ -42,7 +42,7 @@ pub enum Error {
         wheel_version: String,
     },
     #[error(
-        "{dir} is at commit {head}, but {lock} pins torch at {locked}: check out the locked commit (`rockbuild checkout --project torch --no-hipify --no-submodules --from-lock {lock}`), or pass --allow-version-mismatch"
+        "{dir} is at commit {head}, but {lock} pins torch at {locked}: check out the locked commit (`rockbuild checkout --project torch --no-hipify --no-submodules --from-lock {lock} --checkout-dir {dir}`), or pass --allow-version-mismatch"
     )]
     CommitMismatch {
         dir: String,

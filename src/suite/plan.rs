@@ -616,10 +616,10 @@ impl TestPlan {
         let gpu = &self.gpu;
         let _ = writeln!(
             out,
-            "\nGPUs: device query {:?} ({}), policy {:?} ({}){}{}",
-            gpu.device_query.value,
+            "\nGPUs: device query {} ({}), policy {} ({}){}{}",
+            gpu.device_query.value.name(),
             gpu.device_query.source,
-            gpu.gpu_policy.value,
+            gpu.gpu_policy.value.name(),
             gpu.gpu_policy.source,
             gpu.family
                 .as_ref()
@@ -644,13 +644,18 @@ impl TestPlan {
         );
         let _ = writeln!(
             out,
-            "  {} test names {}; -k {}",
+            "  {} test name{} {}{}",
             skips.names,
+            crate::ui::plural(skips.names),
             match skips.mode {
                 KMode::Skip => "skipped",
                 KMode::Only => "run, nothing else (--only-skipped)",
             },
-            skips.k.as_deref().unwrap_or("(none)")
+            if skips.k.is_some() {
+                " through -k (rockbuild test --print-skips lists them)"
+            } else {
+                "; no -k filter"
+            }
         );
         let _ = writeln!(
             out,

@@ -207,9 +207,15 @@ impl Steps<'_> {
     }
 }
 
+/// The first line (what failed) and the last lines (why) of a long text.
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    if all.len() <= lines {
+        return all.join("\n");
+    }
+    let mut kept = vec![all[0], "…"];
+    kept.extend(&all[all.len() - (lines - 2)..]);
+    kept.join("\n")
 }
 
 /// A Python or pip command of the run, with the plan's environment (the venv first, PYTHONPATH

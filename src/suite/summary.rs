@@ -201,57 +201,99 @@ pub fn combine(
         }
     }
 
+    let mut slots = Vec::new();
+    for (name, (config, total, _)) in &totals {
+        for number in 1..=*total {
+            slots.push(Slot {
+                config: *config,
+                number,
+                total: *total,
+                shard: seen.get(&(*name, number)).copied(),
+            });
+        }
+    }
+    Ok(assemble(shards, &slots, generated_by))
+}
+
+/// The summary of one shard on its own (what `rockbuild test` prints at the end).
+pub fn shard_summary(shard: &LoadedShard) -> Summary {
+    let slot = Slot {
+        config: shard.report.config,
+        number: shard.report.shard,
+        total: shard.report.num_shards,
+        shard: Some(shard),
+    };
+    assemble(
+        std::slice::from_ref(shard),
+        &[slot],
+        &shard.report.generated_by,
+    )
+    .0
+}
+
+/// One expected shard and its results, if they are there.
+struct Slot<'a> {
+    config: TestConfig,
+    number: u32,
+    total: u32,
+    shard: Option<&'a LoadedShard>,
+}
+
+fn assemble(
+    shards: &[LoadedShard],
+    slots: &[Slot<'_>],
+    generated_by: &str,
+) -> (Summary, TestReport) {
+    let first = &shards[0];
     let mut lines = Vec::new();
     let mut failures: Vec<FailureLine> = Vec::new();
     let mut sum = Counts::default();
     let mut checks = Vec::new();
     let mut notes = Vec::new();
-    for (name, (config, total, _)) in &totals {
-        for number in 1..=*total {
-            let label = format!("{name} {number}/{total}");
-            let Some(shard) = seen.get(&(*name, number)) else {
-                lines.push(ShardLine {
-                    config: *config,
-                    shard: number,
-                    num_shards: *total,
-                    outcome: ShardOutcome::Missing,
-                    counts: None,
-                    gpus: String::new(),
-                    detail: "no results: the shard did not run, or its results were not collected"
-                        .into(),
-                });
-                checks.push(Check {
-                    name: label,
-                    kind: "test-shard".into(),
-                    project: None,
-                    result: Outcome::Failed,
-                    started: first.report.started,
-                    finished: first.report.started,
-                    detail: "missing: no results for this shard".into(),
-                });
-                continue;
-            };
-            let (line, shard_failures) = judge(shard);
-            if let Some(counts) = &line.counts {
-                sum.add(counts);
-            }
+    for slot in slots {
+        let label = format!("{} {}/{}", slot.config, slot.number, slot.total);
+        let Some(shard) = slot.shard else {
+            lines.push(ShardLine {
+                config: slot.config,
+                shard: slot.number,
+                num_shards: slot.total,
+                outcome: ShardOutcome::Missing,
+                counts: None,
+                gpus: String::new(),
+                detail: "no results: the shard did not run, or its results were not collected"
+                    .into(),
+            });
             checks.push(Check {
                 name: label,
                 kind: "test-shard".into(),
                 project: None,
-                result: match line.outcome {
-                    ShardOutcome::Passed => Outcome::Passed,
-                    ShardOutcome::Cancelled => Outcome::Cancelled,
-                    ShardOutcome::Empty => Outcome::Empty,
-                    ShardOutcome::Failed | ShardOutcome::Missing => Outcome::Failed,
-                },
-                started: shard.report.started,
-                finished: shard.report.finished,
-                detail: line.detail.clone(),
+                result: Outcome::Failed,
+                started: first.report.started,
+                finished: first.report.started,
+                detail: "missing: no results for this shard".into(),
             });
-            lines.push(line);
-            failures.extend(shard_failures);
+            continue;
+        };
+        let (line, shard_failures) = judge(shard);
+        if let Some(counts) = &line.counts {
+            sum.add(counts);
         }
+        checks.push(Check {
+            name: label,
+            kind: "test-shard".into(),
+            project: None,
+            result: match line.outcome {
+                ShardOutcome::Passed => Outcome::Passed,
+                ShardOutcome::Cancelled => Outcome::Cancelled,
+                ShardOutcome::Empty => Outcome::Empty,
+                ShardOutcome::Failed | ShardOutcome::Missing => Outcome::Failed,
+            },
+            started: shard.report.started,
+            finished: shard.report.finished,
+            detail: line.detail.clone(),
+        });
+        lines.push(line);
+        failures.extend(shard_failures);
     }
 
     // A wheel counts as tested only when every shard that ran installed those very bytes.
@@ -328,7 +370,7 @@ pub fn combine(
         wheels,
         checks,
     };
-    Ok((summary, report))
+    (summary, report)
 }
 
 /// One shard's line and its failures.
@@ -371,22 +413,18 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
             }
         }
     }
-    // Steps that failed outside any test case (install, device query, a crashed run_test.py).
+    // Steps that failed outside any test case: the install, the device query, a run_test.py
+    // that crashed or timed out. A run that exits 1 because tests failed is already told by
+    // those tests.
+    let failed_cases = counts.failed + counts.errors > 0;
     for step in &report.steps {
-        if step.result == Outcome::Failed {
+        if step.result == Outcome::Failed && !(step.kind == "run" && failed_cases) {
             failures.push(FailureLine {
                 config: report.config,
                 shard: label.clone(),
                 test: format!("(step) {}", step.name),
                 status: CaseStatus::Error,
-                message: truncate(
-                    step.detail
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or_default()
-                        .trim(),
-                ),
+                message: truncate(step.detail.trim()),
             });
         }
     }

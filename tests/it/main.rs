@@ -14,4 +14,5 @@ mod ci_files;
 mod cli;
 mod publish;
 mod sample;
+mod suite;
 mod verify;
