@@ -646,3 +646,267 @@ impl Summary {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::report::{GpuRecord, SHARD_KIND, SHARD_SCHEMA, SkipRecord};
+    use crate::suite::skips::Platform;
+
+    const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn at(minute: u32) -> jiff::Timestamp {
+        format!("2026-11-24T10:{minute:02}:00Z")
+            .parse()
+            .expect("time")
+    }
+
+    fn wheel(name: &str, sha: &str) -> TestedWheel {
+        TestedWheel {
+            name: name.into(),
+            version: "2.12.0+rocm7.10.0".into(),
+            filename: format!("{name}-2.12.0+rocm7.10.0-cp312-cp312-linux_x86_64.whl"),
+            sha256: sha.into(),
+        }
+    }
+
+    fn junit(cases: &[(&str, &str)]) -> JunitFile {
+        let mut xml = String::from("<testsuites><testsuite name=\"pytest\">");
+        for (name, outcome) in cases {
+            xml.push_str(&format!(
+                "<testcase classname=\"test_nn.TestNN\" name=\"{name}\" time=\"1.5\">{}</testcase>",
+                match *outcome {
+                    "failed" =>
+                        "<failure message=\"AssertionError: Tensor-likes are not close!\"/>",
+                    "error" =>
+                        "<error message=\"RuntimeError: HIP error: invalid device function\"/>",
+                    "skipped" => "<skipped message=\"not on ROCm\"/>",
+                    _ => "",
+                }
+            ));
+        }
+        xml.push_str("</testsuite></testsuites>");
+        JunitFile {
+            path: "junit/python-pytest/test_nn/test_nn-1.xml".into(),
+            report: crate::junit::parse(&xml).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn shard(
+        config: TestConfig,
+        number: u32,
+        total: u32,
+        result: Outcome,
+        cases: &[(&str, &str)],
+    ) -> LoadedShard {
+        LoadedShard {
+            file: format!("results/{config}-{number}-{total}/shard.json"),
+            report: ShardReport {
+                schema: SHARD_SCHEMA,
+                kind: SHARD_KIND.into(),
+                generated_by: "rockbuild 0.1.0".into(),
+                config,
+                shard: number,
+                num_shards: total,
+                index_url: "https://example.org/staging/gfx94X-dcgpu/".into(),
+                python: Some("3.12.3".into()),
+                torch: Some("2.12.0+rocm7.10.0".into()),
+                source: None,
+                platform: Platform::Linux,
+                amdgpu_family: Some("gfx94X-dcgpu".into()),
+                gpus: GpuRecord {
+                    hip_visible_devices: Some("0".into()),
+                    archs: vec!["gfx942".into()],
+                    notes: Vec::new(),
+                },
+                skips: SkipRecord::default(),
+                started: at(number),
+                finished: at(number + 30),
+                result,
+                wheels: vec![wheel("torch", SHA_A), wheel("rocm", SHA_B)],
+                steps: Vec::new(),
+                junit: vec!["junit/python-pytest/test_nn/test_nn-1.xml".into()],
+            },
+            junit: vec![junit(cases)],
+        }
+    }
+
+    fn catalog() -> Catalog {
+        Catalog::builtin(&crate::stack::load_families(None).expect("families")).expect("catalog")
+    }
+
+    /// Two default shards of three (one failed, one missing), an inductor shard that was
+    /// cancelled and one that passed.
+    fn mixed() -> Vec<LoadedShard> {
+        vec![
+            shard(
+                TestConfig::Default,
+                1,
+                3,
+                Outcome::Failed,
+                &[
+                    ("test_conv", "passed"),
+                    ("test_rnn", "failed"),
+                    ("test_rnn", "failed"),
+                    ("test_pool", "error"),
+                    ("test_fft", "skipped"),
+                ],
+            ),
+            shard(
+                TestConfig::Default,
+                2,
+                3,
+                Outcome::Passed,
+                &[("test_a", "passed")],
+            ),
+            shard(
+                TestConfig::Inductor,
+                1,
+                2,
+                Outcome::Cancelled,
+                &[("test_b", "passed")],
+            ),
+            shard(
+                TestConfig::Inductor,
+                2,
+                2,
+                Outcome::Passed,
+                &[("test_c", "passed")],
+            ),
+        ]
+    }
+
+    #[test]
+    fn summaries_name_every_shard_and_failure() {
+        let (summary, report) =
+            combine(&mixed(), &[], &catalog(), "rockbuild 0.1.0").expect("combine");
+        insta::assert_snapshot!("summary_text", summary.to_text());
+        insta::assert_snapshot!("summary_markdown", summary.to_markdown());
+        insta::assert_snapshot!(
+            "summary_json",
+            serde_json::to_string_pretty(&summary).expect("json")
+        );
+        assert_eq!(report.result, Outcome::Failed);
+        assert_eq!(
+            crate::promote::evidence::parse(
+                "test-report.json",
+                &serde_json::to_string(&report).expect("json")
+            )
+            .expect("promote reads it")
+            .outcome,
+            Outcome::Failed
+        );
+    }
+
+    #[test]
+    fn only_a_complete_passing_set_passes() {
+        let passing = vec![
+            shard(
+                TestConfig::Default,
+                1,
+                2,
+                Outcome::Passed,
+                &[("test_a", "passed")],
+            ),
+            shard(
+                TestConfig::Default,
+                2,
+                2,
+                Outcome::Passed,
+                &[("test_b", "passed")],
+            ),
+        ];
+        let (summary, report) = combine(&passing, &[], &catalog(), "rockbuild").expect("combine");
+        assert_eq!(
+            (summary.result, report.result),
+            (Outcome::Passed, Outcome::Passed)
+        );
+        assert_eq!(report.wheels.len(), 2);
+        // A config expected but absent: all its shards (the catalog's count) are missing.
+        let (summary, _) = combine(
+            &passing,
+            &[(TestConfig::Distributed, None)],
+            &catalog(),
+            "rockbuild",
+        )
+        .expect("combine");
+        assert_eq!(summary.result, Outcome::Failed);
+        assert_eq!(
+            summary
+                .shards
+                .iter()
+                .filter(|s| s.outcome == ShardOutcome::Missing)
+                .count(),
+            3
+        );
+        // Shards that installed different builds of a wheel: none of them counts as tested.
+        let mut other = passing.clone();
+        other[1].report.wheels[0].sha256 = SHA_B.into();
+        let (summary, report) = combine(&other, &[], &catalog(), "rockbuild").expect("combine");
+        assert_eq!(report.result, Outcome::Failed);
+        assert_eq!(report.wheels.len(), 1, "only rocm was the same everywhere");
+        assert_eq!(
+            summary.notes,
+            [
+                "shards installed different builds of torch-2.12.0+rocm7.10.0-cp312-cp312-linux_x86_64.whl; none of them counts as tested"
+            ]
+        );
+    }
+
+    #[test]
+    fn inconsistent_shards_are_errors() {
+        let one = shard(
+            TestConfig::Default,
+            1,
+            2,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        let mut again = one.clone();
+        again.file = "elsewhere/shard.json".into();
+        let error = combine(&[one.clone(), again], &[], &catalog(), "r").expect_err("duplicate");
+        assert_eq!(
+            error.to_string(),
+            "default shard 1/2 is in both results/default-1-2/shard.json and elsewhere/shard.json"
+        );
+        let three = shard(
+            TestConfig::Default,
+            2,
+            3,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        let error = combine(&[one.clone(), three], &[], &catalog(), "r").expect_err("counts");
+        assert_eq!(
+            error.to_string(),
+            "the default config has 2 shards according to results/default-1-2/shard.json but 3 according to results/default-2-3/shard.json"
+        );
+        let error = combine(
+            std::slice::from_ref(&one),
+            &[(TestConfig::Default, Some(6))],
+            &catalog(),
+            "r",
+        )
+        .expect_err("expect");
+        assert_eq!(
+            error.to_string(),
+            "the default config has 6 shards according to --expect but 2 according to results/default-1-2/shard.json"
+        );
+        let mut elsewhere = shard(
+            TestConfig::Default,
+            2,
+            2,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        elsewhere.report.index_url = "https://example.org/other/".into();
+        let error = combine(&[one, elsewhere], &[], &catalog(), "r").expect_err("index");
+        assert!(
+            error
+                .to_string()
+                .starts_with("shards tested different indexes"),
+            "{error}"
+        );
+    }
+}
