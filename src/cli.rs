@@ -620,7 +620,7 @@ pub struct TestArgs {
     pub test_config: TestConfig,
     /// Run shard N of M (1-based), as run_test.py --shard N M
     #[arg(long, num_args = 2, value_names = ["N", "M"])]
-    pub shard: Option<Vec<u32>>,
+    pub shard: Option<Vec<String>>,
     /// Only these test modules (run_test.py --include test_nn nn/test_pooling ...)
     #[arg(long, num_args = 1.., value_name = "TEST")]
     pub include: Vec<String>,

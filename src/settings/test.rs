@@ -141,20 +141,21 @@ impl TestSettings {
                 number: 1,
                 total: 1,
             },
-            Some(&[number, total]) if number >= 1 && number <= total => Shard { number, total },
             Some(values) => {
-                return Err(flag(
-                    "--shard",
-                    format!(
-                        "`{}` is not a shard: N and M count from 1 and N is at most M (--shard 2 6)",
-                        values
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    ),
-                )
-                .into());
+                let numbers: Vec<u32> = values.iter().filter_map(|v| v.parse().ok()).collect();
+                match numbers[..] {
+                    [number, total] if number >= 1 && number <= total => Shard { number, total },
+                    _ => {
+                        return Err(flag(
+                            "--shard",
+                            format!(
+                                "`{}` is not a shard: N and M are whole numbers from 1 and N is at most M (--shard 2 6)",
+                                values.join(" ")
+                            ),
+                        )
+                        .into());
+                    }
+                }
             }
         };
         let index_url = match index_url {
