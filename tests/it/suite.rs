@@ -109,6 +109,11 @@ impl World {
         command
     }
 
+    /// `rockbuild test-report ARGS`.
+    fn test_report(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+        self.env.rockbuild().arg("test-report").args(args).assert()
+    }
+
     fn shard(&self, dir: &str) -> Value {
         read_json(&self.env.path(dir).join("shard.json"))
     }
@@ -276,10 +281,7 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     );
 
     let combined = world
-        .env
-        .rockbuild()
-        .args([
-            "test-report",
+        .test_report(&[
             "test-results",
             "--expect",
             "default",
@@ -287,7 +289,6 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
             "summary.md",
             "--json",
         ])
-        .assert()
         .success();
     insta::assert_snapshot!(
         "test_report_passed_text",
@@ -310,15 +311,7 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
 
     // One shard's results missing: the combined report fails, whatever the other says.
     let missing = world
-        .env
-        .rockbuild()
-        .args([
-            "test-report",
-            "test-results/default-1-2",
-            "--report",
-            "partial.json",
-        ])
-        .assert()
+        .test_report(&["test-results/default-1-2", "--report", "partial.json"])
         .code(1);
     insta::assert_snapshot!(
         "test_report_missing_shard",
@@ -334,10 +327,7 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
 
     // A config expected but not run at all is missing in full.
     let absent = world
-        .env
-        .rockbuild()
-        .args([
-            "test-report",
+        .test_report(&[
             "test-results",
             "--expect",
             "default",
@@ -346,7 +336,6 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
             "--report",
             "absent.json",
         ])
-        .assert()
         .code(1);
     assert!(
         stderr(&absent).contains("tests failed: 2 of 4 shards passed, 2 missing"),
