@@ -9,7 +9,8 @@ use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::settings::test::TestSettings;
 use crate::suite::plan::{self, GpuState};
-use crate::suite::summary::{self, LoadedShard};
+use crate::suite::report::LoadedShard;
+use crate::suite::summary;
 use crate::suite::{self as stage, Error};
 
 pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -18,7 +19,7 @@ pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         .prefix("rockbuild-shard-")
         .tempdir()
         .context("creating a work directory")?;
-    let world = stage::run::inspect(&settings, ctx, work.path())?;
+    let world = stage::inspect::world(&settings, ctx, work.path())?;
     if settings.print_skips {
         let (selection, present) = plan::skip_selection(&settings, &world, &GpuState::Pending)?;
         if settings.json {

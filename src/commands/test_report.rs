@@ -12,7 +12,7 @@ use crate::suite::{Error, summary};
 
 pub fn run(args: TestReportArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = TestReportSettings::resolve(args, ctx)?;
-    let shards = crate::suite::run::load_shards(&settings.results)?;
+    let shards = crate::suite::report::load_shards(&settings.results)?;
     let (summary, report) = summary::combine(
         &shards,
         &settings.expect,

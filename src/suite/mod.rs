@@ -6,12 +6,14 @@
 //! * [`gpu`]: the device query and the choice of GPUs before torch is imported;
 //! * [`catalog`]: test configs, shard counts, `BUILD_ENVIRONMENT`, requirements;
 //! * [`runtest`]: run_test.py's command lines;
+//! * [`inspect`]: the test sources and the torch to install, as found;
 //! * [`plan`]: the plan of a shard, a pure function of settings and the inspected world;
 //! * [`run`]: its execution (venv, install with pip's report, query, runs, JUnit);
 //! * [`report`]: what a shard leaves behind; [`summary`]: shards combined.
 
 pub mod catalog;
 pub mod gpu;
+pub mod inspect;
 pub mod plan;
 pub mod report;
 pub mod run;

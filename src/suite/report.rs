@@ -3,10 +3,11 @@
 //! JUnit files `rockbuild test-report` combines. A shard is not evidence on its own: only the
 //! combined report, which checks that every expected shard is there, is.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::Error;
 use super::catalog::TestConfig;
 use super::skips::Platform;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
@@ -100,4 +101,74 @@ impl ShardReport {
         }
         serde_json::from_value(value).map_err(|e| format!("not a valid shard report: {e}"))
     }
+}
+
+/// One JUnit file of a shard, parsed or not.
+#[derive(Clone, Debug)]
+pub struct JunitFile {
+    pub path: String,
+    pub report: Result<crate::junit::Report, String>,
+}
+
+/// A shard report as read from disk, with its JUnit files.
+#[derive(Clone, Debug)]
+pub struct LoadedShard {
+    /// Where it was found (for messages).
+    pub file: String,
+    pub report: ShardReport,
+    pub junit: Vec<JunitFile>,
+}
+
+/// Every shard report (`shard.json`) under the given directories, with its JUnit files.
+pub fn load_shards(dirs: &[PathBuf]) -> Result<Vec<LoadedShard>, Error> {
+    let mut shards = Vec::new();
+    for dir in dirs {
+        if !dir.is_dir() {
+            return Err(Error::BadShard {
+                file: dir.display().to_string(),
+                message: "not a directory".into(),
+            });
+        }
+        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+            .max_depth(4)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file() && e.file_name() == SHARD_FILE)
+            .map(|e| e.into_path())
+            .collect();
+        found.sort();
+        for path in found {
+            let file = path.display().to_string();
+            let report = ShardReport::read(&path).map_err(|message| Error::BadShard {
+                file: file.clone(),
+                message,
+            })?;
+            let base = path.parent().unwrap_or(dir);
+            let junit = report
+                .junit
+                .iter()
+                .map(|relative| JunitFile {
+                    path: relative.clone(),
+                    report: fs_err::read_to_string(base.join(relative))
+                        .map_err(|e| e.to_string())
+                        .and_then(|text| crate::junit::parse(&text).map_err(|e| e.to_string())),
+                })
+                .collect();
+            shards.push(LoadedShard {
+                file,
+                report,
+                junit,
+            });
+        }
+    }
+    if shards.is_empty() {
+        return Err(Error::NoShards {
+            dirs: dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(shards)
 }

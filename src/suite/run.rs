@@ -11,18 +11,16 @@ use anyhow::Context as _;
 use super::Error;
 use super::catalog::TestConfig;
 use super::gpu::{self, DeviceQuery, GpuError};
-use super::plan::{self, GPU_SMOKE_FILE, GpuState, SourceFacts, TestPlan, WheelFacts, World};
+use super::plan::{self, GPU_SMOKE_FILE, GpuState, TestPlan, World};
 use super::report::{
-    GpuRecord, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord, SourceRecord,
+    GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
+    SourceRecord,
 };
-use super::summary::{JunitFile, LoadedShard};
 use crate::context::Context;
-use crate::env_vars;
 use crate::exec::{Cmd, ProcessError, Retry};
 use crate::index::client::IndexClient;
 use crate::install_report;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
-use crate::settings::Source;
 use crate::settings::test::TestSettings;
 
 /// The built-in GPU smoke suite (F41), written into the work directory and run with pytest.
@@ -37,90 +35,6 @@ pub struct ShardRun {
     pub junit: Vec<JunitFile>,
     /// Set when a signal stopped the run.
     pub interrupted: Option<i32>,
-}
-
-/// What the run needs to know before planning: the sources and the torch to install.
-pub fn inspect(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow::Result<World> {
-    let source = match &settings.pytorch_dir {
-        None => None,
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(Error::Flag {
-                    flag: "--pytorch-dir",
-                    message: format!("{} is not a directory", dir.display()),
-                }
-                .into());
-            }
-            let commit = crate::git::local::open(dir)
-                .ok()
-                .and_then(|repo| crate::git::local::head_commit(&repo))
-                .map(|oid| oid.to_string());
-            Some(SourceFacts {
-                dir: dir.clone(),
-                version: fs_err::read_to_string(dir.join("version.txt"))
-                    .ok()
-                    .map(|v| v.trim().to_string())
-                    .filter(|v| !v.is_empty()),
-                commit,
-                has_run_test: dir.join("test/run_test.py").is_file(),
-                has_verify_dynamo: dir.join("tools/dynamo/verify_dynamo.py").is_file(),
-                present_modules: plan::hang_candidates(settings)
-                    .into_iter()
-                    .filter(|m| plan::module_present(dir, m))
-                    .collect(),
-            })
-        }
-    };
-    let locked = settings
-        .lock
-        .as_ref()
-        .and_then(|l| l.torch_version.clone().map(|v| (v, l.path.clone())));
-    let wheel = match (locked, &settings.index_url) {
-        (Some((version, path)), _) => Some(WheelFacts {
-            version,
-            source: Source::Lock(path.display().to_string()),
-        }),
-        (None, Some(url)) => Some(newest_torch(url)?),
-        (None, None) => None,
-    };
-    Ok(World {
-        source,
-        wheel,
-        work_dir: work_dir.to_path_buf(),
-        path: ctx
-            .env()
-            .get(env_vars::PATH)
-            .unwrap_or_default()
-            .to_string(),
-    })
-}
-
-/// The newest torch version the index offers.
-fn newest_torch(index_url: &str) -> anyhow::Result<WheelFacts> {
-    let client = IndexClient::new(index_url).map_err(|e| Error::Flag {
-        flag: "--index-url",
-        message: e.to_string(),
-    })?;
-    let files = client
-        .project("torch")
-        .with_context(|| format!("reading torch's page from {}", client.display_url()))?
-        .unwrap_or_default();
-    let newest = files
-        .iter()
-        .filter(|f| !f.yanked && f.filename.ends_with(".whl"))
-        .filter_map(|f| crate::index::dist_name_and_version(&f.filename).map(|(_, v)| v))
-        .max()
-        .ok_or_else(|| Error::Flag {
-            flag: "--index-url",
-            message: format!(
-                "{} has no torch wheels; pass the index the set was staged to (or --lock)",
-                client.display_url()
-            ),
-        })?;
-    Ok(WheelFacts {
-        version: newest.to_string(),
-        source: Source::Inferred(format!("newest torch on {}", client.display_url())),
-    })
 }
 
 /// The steps of a run so far.
@@ -671,58 +585,4 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         junit,
         interrupted,
     })
-}
-
-/// Every shard report (`shard.json`) under the given directories, with its JUnit files.
-pub fn load_shards(dirs: &[PathBuf]) -> Result<Vec<LoadedShard>, Error> {
-    let mut shards = Vec::new();
-    for dir in dirs {
-        if !dir.is_dir() {
-            return Err(Error::BadShard {
-                file: dir.display().to_string(),
-                message: "not a directory".into(),
-            });
-        }
-        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-            .max_depth(4)
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_file() && e.file_name() == SHARD_FILE)
-            .map(|e| e.into_path())
-            .collect();
-        found.sort();
-        for path in found {
-            let file = path.display().to_string();
-            let report = ShardReport::read(&path).map_err(|message| Error::BadShard {
-                file: file.clone(),
-                message,
-            })?;
-            let base = path.parent().unwrap_or(dir);
-            let junit = report
-                .junit
-                .iter()
-                .map(|relative| JunitFile {
-                    path: relative.clone(),
-                    report: fs_err::read_to_string(base.join(relative))
-                        .map_err(|e| e.to_string())
-                        .and_then(|text| crate::junit::parse(&text).map_err(|e| e.to_string())),
-                })
-                .collect();
-            shards.push(LoadedShard {
-                file,
-                report,
-                junit,
-            });
-        }
-    }
-    if shards.is_empty() {
-        return Err(Error::NoShards {
-            dirs: dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    Ok(shards)
 }

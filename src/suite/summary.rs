@@ -3,7 +3,7 @@
 //! reads. Every expected shard must be there: a missing or cancelled shard makes the report
 //! fail, so a cancelled workflow can never pass for a tested set (TheRock#1579).
 //!
-//! Pure: the files are read by the caller ([`LoadedShard`]).
+//! Pure: the files are read by [`super::report::load_shards`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,29 +12,13 @@ use serde::Serialize;
 
 use super::Error;
 use super::catalog::{Catalog, TestConfig};
-use super::report::ShardReport;
-use crate::junit::{self, CaseStatus};
+use super::report::LoadedShard;
+use crate::junit::CaseStatus;
 use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
 use crate::ui::{markdown_table, plural, text_table};
 
 /// How long a failure message may be in a summary.
 const MESSAGE_CHARS: usize = 200;
-
-/// One JUnit file of a shard, parsed or not.
-#[derive(Clone, Debug)]
-pub struct JunitFile {
-    pub path: String,
-    pub report: Result<junit::Report, String>,
-}
-
-/// A shard report as read from disk, with its JUnit files.
-#[derive(Clone, Debug)]
-pub struct LoadedShard {
-    /// Where it was found (for messages).
-    pub file: String,
-    pub report: ShardReport,
-    pub junit: Vec<JunitFile>,
-}
 
 /// Test case counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -650,7 +634,9 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::report::{GpuRecord, SHARD_KIND, SHARD_SCHEMA, SkipRecord};
+    use crate::suite::report::{
+        GpuRecord, JunitFile, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
+    };
     use crate::suite::skips::Platform;
 
     const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
