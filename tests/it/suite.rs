@@ -388,6 +388,60 @@ def test_side_stream_backward_overlap():
     let shard = world.shard("test-results/default-1-1");
     assert_eq!(shard["result"], "failed");
 
+    // A shard stopped by a signal (a cancelled workflow) says so in its report, and the
+    // combined report fails.
+    let mut child = world
+        .env
+        .command(env!("CARGO_BIN_EXE_rockbuild"))
+        .args(["test", "--index-url", &world.index()])
+        .arg("--pytorch-dir")
+        .arg(&world.sources)
+        .arg("--find-links")
+        .arg(wheelhouse())
+        .arg("--test-requirements")
+        .arg(&world.requirements)
+        .args([
+            "--include",
+            "test_autograd",
+            "--timeout",
+            "0",
+            "--allow-no-gpu",
+            "--output-dir",
+            "cancelled/default-1-1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start rockbuild test");
+    let log = world.env.path("cancelled/default-1-1/logs/run_test.log");
+    let started = std::time::Instant::now();
+    // run_test.py names the module as it starts it (pytest's own output is buffered).
+    while !std::fs::read_to_string(&log).is_ok_and(|text| text.contains("Running test_autograd")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "run_test.py did not start the module"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    run_ok(
+        world
+            .env
+            .command("kill")
+            .args(["-TERM", &child.id().to_string()]),
+    );
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(128 + 15), "exit 143 after SIGTERM");
+    let cancelled = world.shard("cancelled/default-1-1");
+    assert_eq!(cancelled["result"], "cancelled");
+    world
+        .test_report(&["cancelled", "--report", "cancelled.json"])
+        .code(1);
+    assert_eq!(
+        read_json(&world.env.path("cancelled.json"))["result"],
+        "failed"
+    );
+
     // --only-skipped runs the skip-listed tests and nothing else: here they still fail.
     let only = world
         .test(&[
