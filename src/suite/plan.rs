@@ -260,6 +260,11 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         ));
     }
     env.push(fixed(
+        "PYTHONUNBUFFERED",
+        Some("1".into()),
+        "live logs: a stopped run shows the test it was in",
+    ));
+    env.push(fixed(
         "MIOPEN_CUSTOM_CACHE_DIR",
         Some(world.work_dir.join("miopen-cache").display().to_string()),
         "a fresh MIOpen cache per run",
