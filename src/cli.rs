@@ -307,21 +307,18 @@ pub struct BuildArgs {
     /// Directory holding the project checkouts
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
     pub root_checkout_dir: Option<PathBuf>,
-    /// torch checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_dir: Option<PathBuf>,
-    /// torchaudio checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_audio_dir: Option<PathBuf>,
-    /// torchvision checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub pytorch_vision_dir: Option<PathBuf>,
-    /// triton checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub triton_dir: Option<PathBuf>,
-    /// apex checkout (overrides the root)
-    #[arg(long, value_name = "DIR")]
-    pub apex_dir: Option<PathBuf>,
+    /// Checkout of a project of the stack, by its name there (overrides the root; repeatable)
+    #[arg(long = "dir", value_name = "NAME=DIR")]
+    pub dirs: Vec<String>,
+    /// Build this project; its checkout must exist (default: every project whose checkout
+    /// exists; repeatable)
+    #[arg(long = "build", value_name = "NAME")]
+    pub build: Vec<String>,
+    /// Leave this project out (repeatable)
+    #[arg(long = "skip", value_name = "NAME")]
+    pub skip: Vec<String>,
+    #[command(flatten)]
+    pub reference: ReferenceProjectArgs,
     /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
@@ -353,26 +350,6 @@ pub struct BuildArgs {
         env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
     )]
     pub pytorch_build_number: u32,
-    /// Build triton (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_triton")]
-    pub build_triton: bool,
-    #[arg(long, overrides_with = "build_triton", hide = true)]
-    pub no_build_triton: bool,
-    /// Build torchaudio (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_pytorch_audio")]
-    pub build_pytorch_audio: bool,
-    #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
-    pub no_build_pytorch_audio: bool,
-    /// Build torchvision (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_pytorch_vision")]
-    pub build_pytorch_vision: bool,
-    #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
-    pub no_build_pytorch_vision: bool,
-    /// Build apex (default: when its checkout exists)
-    #[arg(long, overrides_with = "no_build_apex")]
-    pub build_apex: bool,
-    #[arg(long, overrides_with = "build_apex", hide = true)]
-    pub no_build_apex: bool,
     /// Force flash-attention on (default: on when a target supports it and triton is built)
     #[arg(long, overrides_with = "no_enable_pytorch_flash_attention")]
     pub enable_pytorch_flash_attention: bool,
@@ -415,6 +392,48 @@ pub struct BuildArgs {
     /// Print the plan as JSON (with --dry-run or `plan`)
     #[arg(long)]
     pub json: bool,
+}
+
+/// The reference's per-project flags (build_prod_wheels.py), kept with the same behaviour:
+/// each names the project its recipe builds (`--pytorch-audio-dir DIR` is `--dir audio=DIR`
+/// in the shipped stack).
+#[derive(Debug, Args, Default)]
+pub struct ReferenceProjectArgs {
+    /// Same as --dir for the project of the `torch` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `audio` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_audio_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `vision` recipe
+    #[arg(long, value_name = "DIR")]
+    pub pytorch_vision_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `triton` recipe
+    #[arg(long, value_name = "DIR")]
+    pub triton_dir: Option<PathBuf>,
+    /// Same as --dir for the project of the `apex` recipe
+    #[arg(long, value_name = "DIR")]
+    pub apex_dir: Option<PathBuf>,
+    /// Same as --build for the project of the `triton` recipe (--no-build-triton: --skip)
+    #[arg(long, overrides_with = "no_build_triton")]
+    pub build_triton: bool,
+    #[arg(long, overrides_with = "build_triton", hide = true)]
+    pub no_build_triton: bool,
+    /// Same as --build for the project of the `audio` recipe (--no-…: --skip)
+    #[arg(long, overrides_with = "no_build_pytorch_audio")]
+    pub build_pytorch_audio: bool,
+    #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
+    pub no_build_pytorch_audio: bool,
+    /// Same as --build for the project of the `vision` recipe (--no-…: --skip)
+    #[arg(long, overrides_with = "no_build_pytorch_vision")]
+    pub build_pytorch_vision: bool,
+    #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
+    pub no_build_pytorch_vision: bool,
+    /// Same as --build for the project of the `apex` recipe (--no-build-apex: --skip)
+    #[arg(long, overrides_with = "no_build_apex")]
+    pub build_apex: bool,
+    #[arg(long, overrides_with = "build_apex", hide = true)]
+    pub no_build_apex: bool,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,22 @@ impl Context {
         Context { ui, runner, cwd }
     }
 
+    /// A context over exactly these environment variables instead of the process's, for a
+    /// program that runs rockbuild's stages in-process (the integration tests do, to build a
+    /// project whose recipe rockbuild does not ship). No signal handlers are installed.
+    pub fn with_environment(
+        vars: impl IntoIterator<Item = (String, String)>,
+        cwd: PathBuf,
+    ) -> Self {
+        let env = Environment::from_pairs(vars);
+        let ui = Ui::new(&env, false, LogFormat::Text);
+        Context {
+            ui,
+            runner: Runner::new(env),
+            cwd,
+        }
+    }
+
     /// The start-up environment (never the live process environment).
     pub fn env(&self) -> &Environment {
         self.runner.base_env()

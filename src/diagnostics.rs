@@ -40,17 +40,22 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
         return Some(ExitStatus::Signal(*signal));
     }
-    stage_errors!(Classified, crate::suite::Error);
+    stage_errors!(Classified, crate::build::Error, crate::suite::Error);
     None
 }
 
 /// `error: ...`, then each cause on its own line, then hints.
 pub fn render(error: &anyhow::Error) -> String {
+    render_with(error, &[])
+}
+
+/// [`render`], with more known failures (a build recipe's) to recognise.
+pub fn render_with(error: &anyhow::Error, known: &[(&str, &str)]) -> String {
     let mut out = format!("error: {error}");
     for cause in error.chain().skip(1) {
         out.push_str(&format!("\n  caused by: {cause}"));
     }
-    for hint in hints(error) {
+    for hint in hints_with(error, known) {
         out.push_str(&format!("\n\nhint: {hint}"));
     }
     out
@@ -96,10 +101,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
         "the compiler was killed, most likely by the OOM killer: lower MAX_JOBS (fewer parallel compiles per project) or --jobs (fewer projects at once)",
     ),
     (
-        "No module named 'torch'",
-        "this project builds against the installed torch, which is missing from the venv: build torch in the same run (its checkout must exist) or install a matching torch wheel first",
-    ),
-    (
         "No module named 'rocm_sdk'",
         "the ROCm SDK is not installed in the build's venv: run `rockbuild install-rocm` or add --install-rocm",
     ),
@@ -119,19 +120,22 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
         "invalid target ID",
         "a gfx target reached the compiler in a form it does not accept: pass plain targets (gfx942), not families (gfx94X-dcgpu)",
     ),
-    (
-        "supported by aotriton",
-        "flash-attention is ON but no target has aotriton kernels: drop --enable-pytorch-flash-attention or add a supported target (gfx90a, gfx942, gfx950, gfx11*, gfx12*)",
-    ),
 ];
 
 /// Hints for an error: known failure patterns in the tail of a failed step.
 pub fn hints(error: &anyhow::Error) -> Vec<String> {
+    hints_with(error, &[])
+}
+
+fn hints_with(error: &anyhow::Error, known: &[(&str, &str)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut text = String::new();
     for cause in error.chain() {
         // A failed build already rendered each project's failure with its own hints.
-        if cause.is::<crate::build::BuildFailed>() {
+        if matches!(
+            cause.downcast_ref::<crate::build::Error>(),
+            Some(crate::build::Error::Failed { .. })
+        ) {
             continue;
         }
         if let Some(process) = cause.downcast_ref::<ProcessError>() {
@@ -139,7 +143,7 @@ pub fn hints(error: &anyhow::Error) -> Vec<String> {
         }
         text.push_str(&cause.to_string());
     }
-    for (pattern, hint) in KNOWN_FAILURES {
+    for (pattern, hint) in KNOWN_FAILURES.iter().chain(known) {
         if text.contains(pattern) && !out.iter().any(|h: &String| h == hint) {
             out.push((*hint).to_string());
         }
@@ -187,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn build_failures_get_hints() {
+    fn build_failures_get_the_recipes_hints() {
         let error = anyhow::Error::new(ProcessError::Failed {
             label: "audio: build wheel".into(),
             repro: "python setup.py bdist_wheel".into(),
@@ -196,12 +200,9 @@ mod tests {
             tail: vec!["ModuleNotFoundError: No module named 'torch'".into()],
             log: None,
         });
-        let hints = hints(&error);
-        assert_eq!(hints.len(), 1);
-        assert!(
-            hints[0].starts_with("this project builds against the installed torch"),
-            "{hints:?}"
-        );
+        assert!(hints(&error).is_empty());
+        let known = [("No module named 'torch'", "build torch first")];
+        assert!(render_with(&error, &known).ends_with("\n\nhint: build torch first"));
     }
 
     #[test]

@@ -85,7 +85,6 @@ impl Environment {
     }
 
     /// An environment with exactly these variables.
-    #[cfg(test)]
     pub fn from_pairs<K: Into<OsString>, V: Into<OsString>>(
         pairs: impl IntoIterator<Item = (K, V)>,
     ) -> Self {

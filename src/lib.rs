@@ -14,7 +14,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod wheel;
 
-mod build;
+pub mod build;
 mod checkout;
 #[cfg(test)]
 mod docgen;

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::error::Error;
 use crate::env_vars::{self, Environment};
 use crate::exec::Cmd;
 
@@ -32,7 +33,7 @@ impl CompilerCache {
         use_sccache: bool,
         no_wrap: bool,
         env: &Environment,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, Error> {
         let path = env.get(env_vars::PATH).unwrap_or_default();
         let on_path = |name: &str| {
             std::env::split_paths(path)
@@ -40,8 +41,11 @@ impl CompilerCache {
                 .find(|p| is_executable(p))
         };
         if use_ccache {
-            let program = on_path("ccache").ok_or_else(|| {
-                crate::exit::usage(format!("--use-ccache: `ccache` is not on PATH ({path}); install it (apt-get install ccache)"))
+            let program = on_path("ccache").ok_or_else(|| Error::NoCompilerCache {
+                flag: "--use-ccache",
+                tool: "ccache",
+                looked: format!(" ({path})"),
+                install: " (apt-get install ccache)",
             })?;
             return Ok(CompilerCache::Ccache { program });
         }
@@ -55,8 +59,11 @@ impl CompilerCache {
             }
             let program = on_path("sccache")
                 .or_else(|| fallbacks.into_iter().find(|p| is_executable(p)))
-                .ok_or_else(|| {
-                    crate::exit::usage("--use-sccache: `sccache` is not on PATH, in /usr/local/bin, /opt/cache/bin or ~/.cargo/bin; install it")
+                .ok_or_else(|| Error::NoCompilerCache {
+                    flag: "--use-sccache",
+                    tool: "sccache",
+                    looked: ", in /usr/local/bin, /opt/cache/bin or ~/.cargo/bin".into(),
+                    install: "",
                 })?;
             return Ok(CompilerCache::Sccache {
                 program,

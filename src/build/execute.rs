@@ -17,7 +17,6 @@ use super::plan::{Action, Plan, ProjectPlan, Step};
 use super::report::{BuildReport, Status};
 use crate::context::Context;
 use crate::exec::ProcessError;
-use crate::stack::RecipeKind;
 use crate::ui::Task;
 use crate::version;
 use crate::wheel::filename::{WheelFilename, escape_name};
@@ -115,10 +114,10 @@ pub fn execute(
         tasks.insert(&project.name, task);
     }
 
-    // Ready projects start in the reference's order (triton, torch, audio, vision, apex), so
-    // `--jobs 1` runs exactly the reference's serial sequence.
+    // Ready projects start in their recipes' order (the reference's: triton, torch, audio,
+    // vision, apex), so `--jobs 1` runs exactly the reference's serial sequence.
     let mut order: Vec<&ProjectPlan> = plan.projects.iter().collect();
-    order.sort_by_key(|p| start_priority(p.recipe));
+    order.sort_by_key(|p| p.priority);
 
     let mut outcomes: BTreeMap<String, ProjectOutcome> = BTreeMap::new();
     let (sender, receiver) = mpsc::channel::<Event>();
@@ -208,16 +207,6 @@ pub fn execute(
         .iter()
         .filter_map(|p| outcomes.remove(&p.name))
         .collect())
-}
-
-fn start_priority(kind: RecipeKind) -> u8 {
-    match kind {
-        RecipeKind::Triton => 0,
-        RecipeKind::Torch => 1,
-        RecipeKind::Audio => 2,
-        RecipeKind::Vision => 3,
-        RecipeKind::Apex => 4,
-    }
 }
 
 fn run_project(
@@ -471,19 +460,12 @@ pub fn collect(
         .version
         .to_string();
     if found != project.version {
-        let hint = match project.recipe {
-            RecipeKind::Triton => {
-                "triton's setup.py computed its version differently (its TRITON_VERSION line, the branch it is on, or TRITON_WHEEL_VERSION_SUFFIX handling); torch pins the planned version, so this wheel would not satisfy it"
-            }
-            RecipeKind::Torch => "the build ignored PYTORCH_BUILD_VERSION / PYTORCH_BUILD_NUMBER",
-            _ => "the build ignored BUILD_VERSION",
-        };
         return Err(CollectError::VersionMismatch {
             project: project.name.clone(),
             wheel: name,
             found,
             expected: project.version.clone(),
-            hint,
+            hint: project.version_hint,
         }
         .into());
     }
@@ -531,13 +513,13 @@ pub fn interrupted(error: &anyhow::Error) -> bool {
 mod tests {
     use super::*;
     use crate::build::source::SourceState;
-    use crate::stack::RecipeKind;
 
     fn plan(dir: &Path) -> ProjectPlan {
         ProjectPlan {
             name: "vision".into(),
             dist: "torchvision".into(),
-            recipe: RecipeKind::Vision,
+            recipe: "vision",
+            priority: 3,
             dir: dir.to_path_buf(),
             version: "0.25.0a0+rocm7.10.0".into(),
             wheel_glob: String::new(),
@@ -552,6 +534,8 @@ mod tests {
                 digest: None,
             },
             fingerprint: None,
+            hints: &[],
+            version_hint: "the build ignored BUILD_VERSION",
         }
     }
 

@@ -10,6 +10,9 @@ use anyhow::Context as _;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+use super::execute::ProjectOutcome;
+use super::plan::Plan;
+
 /// The report format version.
 pub const SCHEMA: u32 = 1;
 pub const REPORT_FILE: &str = "build-report.json";
@@ -176,6 +179,69 @@ impl BuildReport {
             ));
         }
         out
+    }
+}
+
+/// The report of a finished (or failed) build.
+pub fn of_build(
+    plan: &Plan,
+    outcomes: &[ProjectOutcome],
+    started_at: jiff::Timestamp,
+    wall: std::time::Duration,
+    compiler_stats: Option<String>,
+) -> BuildReport {
+    let mut projects = IndexMap::new();
+    for project in &plan.projects {
+        let outcome = outcomes.iter().find(|o| o.name == project.name);
+        let status = outcome.map_or(Status::Skipped, |o| o.status);
+        let wheel = outcome.and_then(|o| o.wheel.as_ref());
+        projects.insert(
+            project.name.clone(),
+            ProjectReport {
+                status,
+                dist: project.dist.clone(),
+                version: project.version.clone(),
+                wheel: wheel.map(|w| w.name.clone()),
+                sha256: wheel.map(|w| w.sha256.clone()),
+                size: wheel.map(|w| w.size),
+                start_seconds: outcome.map_or(0.0, |o| o.started.as_secs_f64()),
+                duration_seconds: outcome.map_or(0.0, |o| o.duration.as_secs_f64()),
+                targets: plan.targets.targets.iter().map(|t| t.to_string()).collect(),
+                cache_hit: status == Status::Cached,
+                fingerprint: project.fingerprint.clone(),
+                after: project.after.clone(),
+                log: project.log.display().to_string(),
+                error: outcome.and_then(|o| o.error.as_ref()).map(|e| {
+                    e.chain()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join("\n  caused by: ")
+                }),
+            },
+        );
+    }
+    BuildReport {
+        schema: SCHEMA,
+        generated_by: format!("rockbuild {}", env!("CARGO_PKG_VERSION")),
+        started_at: started_at.to_string(),
+        wall_seconds: wall.as_secs_f64(),
+        critical_path_seconds: critical_path(&projects),
+        serial_seconds: projects.values().map(|p| p.duration_seconds).sum(),
+        sdk_version: plan.sdk.info.version.clone(),
+        targets: plan.targets.targets.iter().map(|t| t.to_string()).collect(),
+        target_source: plan.targets.source.to_string(),
+        release_type: plan.release_type.as_str().to_string(),
+        version_suffix: plan.suffix.clone(),
+        jobs: plan.jobs,
+        compiler_cache: plan
+            .compiler_cache
+            .name()
+            .zip(compiler_stats)
+            .map(|(tool, stats)| CompilerCacheReport {
+                tool: tool.to_string(),
+                stats,
+            }),
+        projects,
     }
 }
 

@@ -4,6 +4,7 @@
 //! build cache. With a lock, the checkout must be at the locked commit (or at the hipify
 //! commit on top of it): one lock, one truth.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use git2::{DiffFormat, DiffOptions, Repository};
@@ -118,6 +119,18 @@ pub fn inspect(
         upstream: Some(upstream),
         digest: Some(digest),
     })
+}
+
+/// Which of `paths` (relative to the checkout `dir`) git ignores there; none without git.
+pub fn ignored(dir: &Path, paths: &[&str]) -> BTreeSet<String> {
+    let Ok(repo) = Repository::open(dir) else {
+        return BTreeSet::new();
+    };
+    paths
+        .iter()
+        .filter(|path| repo.is_path_ignored(path).unwrap_or(false))
+        .map(|path| path.to_string())
+        .collect()
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

@@ -1,7 +1,7 @@
 //! One module per verb. Each exposes `run(args, &Context) -> anyhow::Result<ExitStatus>` and
 //! only wires stages together; the domain logic lives in the stage modules.
 
-mod build;
+pub mod build;
 mod checkout;
 mod index;
 mod install_rocm;
@@ -22,8 +22,8 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Checkout(args) => checkout::run(args, ctx),
         Command::Lock(args) => lock::run(args, ctx),
         Command::InstallRocm(args) => install_rocm::run(args, ctx),
-        Command::Build(args) => build::run(args, ctx, false),
-        Command::Plan(args) => build::run(args, ctx, true),
+        Command::Build(args) => build::run(args, ctx),
+        Command::Plan(args) => build::plan(args, ctx),
         Command::Verify(args) => verify::run(args, ctx),
         Command::Stage(args) => stage::run(args, ctx),
         Command::Index(args) => index::run(args, ctx),

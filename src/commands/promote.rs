@@ -239,7 +239,7 @@ fn promote_rewritten(
     let options = VerifyOptions {
         targets: Vec::new(),
         stack_wheels: set.iter().map(|s| normalize_name(&s.project)).collect(),
-        hip_wheels: Default::default(),
+        expectations: Default::default(),
         expected: Default::default(),
         index_url: None,
         memory_budget: DEFAULT_MEMORY_BUDGET,

@@ -61,7 +61,8 @@ pub(super) fn expectations(
     targets: Option<&str>,
     index_url: Option<String>,
 ) -> anyhow::Result<(VerifyOptions, Option<String>)> {
-    let mut options = VerifyOptions::for_stack(stack);
+    let recipes = crate::build::recipes::Recipes::builtin().wheel_expectations(stack)?;
+    let mut options = VerifyOptions::for_stack(stack, recipes);
     let mut targets_from = None;
     let mut lock_index = None;
     if let Some(lock_path) = lock {

@@ -2,10 +2,12 @@
 //! `<Verb>Settings::resolve` per verb, each in a file of its own; commands call it first and
 //! never read flags or the environment themselves.
 
-use std::fmt;
-
+pub mod build;
+pub mod sdk;
 pub mod test;
 pub mod test_report;
+
+use std::fmt;
 
 /// Where a resolved value came from; printed beside the value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -28,14 +28,14 @@ fn sample_stack_config_loads_and_mirrors_the_shipped_stack() {
             (
                 &project.checkout_dir,
                 &project.wheel,
-                project.recipe,
+                &project.recipe,
                 project.submodules,
                 &project.pin
             ),
             (
                 &real.checkout_dir,
                 &real.wheel,
-                real.recipe,
+                &real.recipe,
                 real.submodules,
                 &real.pin
             ),

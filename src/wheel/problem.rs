@@ -129,6 +129,13 @@ pub enum Problem {
         requirement: String,
         detail: String,
     },
+    /// A wheel built against another wheel of the set does not pin its version exactly.
+    PinNotExact {
+        dist: String,
+        version: String,
+        /// Its requirements on `dist`, as written (empty: none).
+        found: Vec<String>,
+    },
     /// A requested extra that the providing wheel does not declare (pip only warns).
     MissingExtra {
         requirement: String,
@@ -173,6 +180,7 @@ impl Problem {
             Problem::Elf { .. } => "elf",
             Problem::Unresolved { .. } => "unresolved",
             Problem::MissingExtra { .. } => "missing-extra",
+            Problem::PinNotExact { .. } => "pin-not-exact",
         }
     }
 }
@@ -319,6 +327,19 @@ impl fmt::Display for Problem {
             } => write!(
                 f,
                 "Requires-Dist '{requirement}' does not resolve: {detail}"
+            ),
+            Problem::PinNotExact {
+                dist,
+                version,
+                found,
+            } => write!(
+                f,
+                "it is built against {dist} and must pin the set's version exactly ({dist}=={version}: a mismatched pair fails at import), but it requires {}",
+                if found.is_empty() {
+                    format!("no {dist} at all")
+                } else {
+                    format!("'{}'", found.join("', '"))
+                }
             ),
             Problem::MissingExtra {
                 requirement,

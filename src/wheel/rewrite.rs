@@ -995,10 +995,10 @@ mod tests {
             );
 
             // The strict verifier accepts the result, closure included (these pure-Python
-            // stand-ins have no GPU libraries, so the HIP runtime rule is off).
+            // stand-ins have no GPU libraries, so no recipe expectations apply).
             let stack = crate::stack::Stack::load(None).expect("stack");
-            let mut options = crate::wheel::verify::VerifyOptions::for_stack(&stack);
-            options.hip_wheels.clear();
+            let options =
+                crate::wheel::verify::VerifyOptions::for_stack(&stack, Default::default());
             let report = crate::wheel::verify::verify_set(
                 &[rewritten[0].path.clone(), rewritten[1].path.clone()],
                 &options,
@@ -1128,7 +1128,8 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
             let source = staged.join("big-1.0a3-py3-none-any.whl");
             run(command("python3", root).arg("-c").arg(script).arg(&source));
             let stack = crate::stack::Stack::load(None).expect("stack");
-            let options = crate::wheel::verify::VerifyOptions::for_stack(&stack);
+            let options =
+                crate::wheel::verify::VerifyOptions::for_stack(&stack, Default::default());
             let before = crate::wheel::verify::verify_set(std::slice::from_ref(&source), &options)
                 .expect("verifies");
             assert!(before.ok && before.wheels[0].zip64, "{before:?}");

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::index::client::IndexClient;
 use crate::lock::Lock;
-use crate::stack::{RecipeKind, Stack, Target};
+use crate::stack::{Stack, Target};
 use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE, METHOD_STORED};
 use crate::wheel::elf::{self, ELF_MAGIC, ElfInfo};
 use crate::wheel::filename::{WheelFilename, dist_name_and_version, normalize_name};
@@ -48,8 +48,9 @@ pub struct VerifyOptions {
     pub targets: Vec<Target>,
     /// Normalized names of the stack's wheels (`torch`, `torchvision`, `triton`, …).
     pub stack_wheels: BTreeSet<String>,
-    /// Normalized names of wheels that must link the HIP runtime (the torch recipe's wheel).
-    pub hip_wheels: BTreeSet<String>,
+    /// What each stack project's recipe expects of its wheel, by normalized wheel name
+    /// (`build::recipes::Recipes::wheel_expectations`).
+    pub expectations: BTreeMap<String, WheelExpectation>,
     /// Versions the lock's build record expects, by normalized wheel name.
     pub expected: BTreeMap<String, ExpectedVersion>,
     /// Index that may provide pinned stack dependencies the set does not hold.
@@ -62,6 +63,16 @@ pub struct VerifyOptions {
     pub check_pins_outside_set: bool,
 }
 
+/// What a project's build recipe promises of its wheel, beyond what every wheel must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WheelExpectation {
+    /// Some ELF file links the HIP runtime (libamdhip64): a GPU build, not a CPU-only one.
+    pub links_hip_runtime: bool,
+    /// Normalized names of stack wheels it is built against and must pin exactly (`==`) to
+    /// the set's version when the set holds them: a mismatched pair fails at import.
+    pub pins: BTreeSet<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpectedVersion {
     pub project: String,
@@ -70,8 +81,11 @@ pub struct ExpectedVersion {
 
 impl VerifyOptions {
     /// Options for a stack: its wheel names count as "inside the stack" for the closure
-    /// check, and the torch recipe's wheel must link libamdhip64.
-    pub fn for_stack(stack: &Stack) -> VerifyOptions {
+    /// check, and each wheel must meet its recipe's expectation.
+    pub fn for_stack(
+        stack: &Stack,
+        expectations: BTreeMap<String, WheelExpectation>,
+    ) -> VerifyOptions {
         VerifyOptions {
             targets: Vec::new(),
             stack_wheels: stack
@@ -79,12 +93,7 @@ impl VerifyOptions {
                 .values()
                 .map(|p| normalize_name(&p.wheel))
                 .collect(),
-            hip_wheels: stack
-                .projects
-                .values()
-                .filter(|p| p.recipe == RecipeKind::Torch)
-                .map(|p| normalize_name(&p.wheel))
-                .collect(),
+            expectations,
             expected: BTreeMap::new(),
             index_url: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,
@@ -352,6 +361,13 @@ fn check_set(
             continue;
         };
         let own = normalize_name(&metadata.name);
+        if let Some(expected) = options.expectations.get(&own) {
+            let only_version = |name: &str| match provided.get(name).map(Vec::as_slice) {
+                Some([(version, _, _)]) => Some(version),
+                _ => None,
+            };
+            check_pins(&expected.pins, metadata, only_version, &mut report.problems);
+        }
         for requirement in &metadata.requires_dist {
             let name = requirement.normalized_name();
             if name == own || !options.inside_stack(&name) {
@@ -444,6 +460,36 @@ fn check_set(
         }
     }
     problems
+}
+
+/// Each wheel the recipe says this one pins, when the set holds exactly one version of it,
+/// must be required as `==` that version.
+fn check_pins<'a>(
+    pins: &BTreeSet<String>,
+    metadata: &CoreMetadata,
+    only_version: impl Fn(&str) -> Option<&'a Version>,
+    problems: &mut Vec<Problem>,
+) {
+    for dist in pins {
+        let Some(version) = only_version(dist) else {
+            continue;
+        };
+        let on_it: Vec<_> = metadata
+            .requires_dist
+            .iter()
+            .filter(|r| r.normalized_name() == *dist)
+            .collect();
+        if !on_it
+            .iter()
+            .any(|r| r.pinned_version().is_some_and(|v| v == version))
+        {
+            problems.push(Problem::PinNotExact {
+                dist: dist.clone(),
+                version: version.to_string(),
+                found: on_it.iter().map(|r| r.raw.clone()).collect(),
+            });
+        }
+    }
 }
 
 /// Versions of a project's wheels and sdists on an index page, with their yanked flag.
@@ -1310,7 +1356,10 @@ fn check_elves(
         });
     }
     if let Some(name) = wheel_name
-        && options.hip_wheels.contains(name)
+        && options
+            .expectations
+            .get(name)
+            .is_some_and(|e| e.links_hip_runtime)
         && !elves.iter().any(|(_, info)| info.links_hip_runtime())
     {
         problems.push(Problem::NoHipRuntime {
@@ -1393,7 +1442,8 @@ mod tests {
         let path = dir.path().join("demo-1.0-py3-none-any.whl");
         fs_err::write(&path, bytes).expect("write");
         let stack = crate::stack::Stack::load(None).expect("stack");
-        let report = verify_set(&[path], &VerifyOptions::for_stack(&stack)).expect("verifies");
+        let report = verify_set(&[path], &VerifyOptions::for_stack(&stack, BTreeMap::new()))
+            .expect("verifies");
         report.wheels[0]
             .problems
             .iter()
@@ -1434,7 +1484,7 @@ mod tests {
         )
         .expect("write");
         let stack = crate::stack::Stack::load(None).expect("stack");
-        let mut options = VerifyOptions::for_stack(&stack);
+        let mut options = VerifyOptions::for_stack(&stack, BTreeMap::new());
         let report = verify_set(std::slice::from_ref(&path), &options).expect("verifies");
         assert_eq!(report.problem_count, 1, "{:?}", report.wheels[0].problems);
         options.check_pins_outside_set = false;

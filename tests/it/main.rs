@@ -14,5 +14,6 @@ mod ci_files;
 mod cli;
 mod publish;
 mod sample;
+mod sixth_project;
 mod suite;
 mod verify;

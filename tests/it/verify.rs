@@ -654,3 +654,26 @@ fn zip64_wheels_pass_and_the_wheel_692_defect_is_caught() {
         stderr(&output)
     );
 }
+
+/// What each project's build recipe expects of its wheel: torchvision is built against torch
+/// (its recipe pins it), so with torch in the set it must require exactly that torch; a
+/// looser requirement, or none, would let pip pair it with another torch (pain point D20).
+#[test]
+fn a_wheel_built_against_another_of_the_set_must_pin_it_exactly() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    torch(&["gfx906", "gfx1030"]).build(&dist);
+    triton().build(&dist);
+    WheelBuilder::new("torchvision", VISION)
+        .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+        .requires("torch>=2.9")
+        .build(&dist);
+    let server = sdk_index(&env);
+    let text = assert_fails(&env, &["--index-url", &format!("{}/", server.url)], &[]);
+    // Everything but the lines with the time it took and the size (the compiler's).
+    let report: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.ends_with('s') && !l.contains("KiB"))
+        .collect();
+    insta::assert_snapshot!(report.join("\n"));
+}

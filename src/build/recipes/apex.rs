@@ -1,27 +1,58 @@
 //! apex (F23): setuptools' PEP 517 backend with apex's own options, against the installed
 //! torch. Its version is version.txt + suffix, never tagged with the commit (as the reference).
 
-use super::{EnvDiff, Recipe, RecipeInput, Steps};
+use super::audio::NEEDS_INSTALLED_TORCH;
+use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, version_txt};
+use crate::build::error::Error;
+use crate::build::plan::EnvDiff;
 
-pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
-    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-    env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
-    let dir = input.dir;
-    let mut steps = Steps::new(input, &env);
-    steps.clean(dir);
-    steps.build(
-        "build wheel",
-        &[
-            "-m",
-            "build",
-            "--wheel",
-            "--no-isolation",
-            "-C--build-option=--cpp_ext",
-            "-C--build-option=--cuda_ext",
-        ],
-        dir,
-    );
-    steps.collect(&dir.join("dist"));
-    let steps = steps.steps;
-    Recipe { env, steps }
+/// ROCm's apex.
+pub struct Apex;
+
+impl Recipe for Apex {
+    fn name(&self) -> &'static str {
+        "apex"
+    }
+
+    fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
+        let build = version_txt(input, false)?;
+        Ok(Versions {
+            wheel: build.clone(),
+            build,
+        })
+    }
+
+    fn builds_against(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn start_priority(&self) -> u8 {
+        4
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
+        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+        env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
+        let dir = input.dir;
+        let mut steps = Steps::new(input, env);
+        steps.clean(dir);
+        steps.build(
+            "build wheel",
+            &[
+                "-m",
+                "build",
+                "--wheel",
+                "--no-isolation",
+                "-C--build-option=--cpp_ext",
+                "-C--build-option=--cuda_ext",
+            ],
+            dir,
+        );
+        steps.collect(&dir.join("dist"));
+        Ok(steps.finish())
+    }
+
+    fn failure_hints(&self) -> &'static [Hint] {
+        NEEDS_INSTALLED_TORCH
+    }
 }

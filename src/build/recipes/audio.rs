@@ -1,36 +1,72 @@
 //! torchaudio (F23): `setup.py bdist_wheel` against the torch installed in the venv.
 
-use super::{EnvDiff, Recipe, RecipeInput, Steps};
+use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps};
+use crate::build::error::Error;
+use crate::build::plan::EnvDiff;
 
-pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
-    let shared = input.shared;
-    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-    env.insert("BUILD_NUMBER".into(), shared.build_number.to_string());
-    for (key, value) in [
-        ("USE_ROCM", "1"),
-        ("USE_CUDA", "0"),
-        ("USE_FFMPEG", "1"),
-        ("USE_OPENMP", "1"),
-        ("BUILD_SOX", "0"),
-    ] {
-        env.insert(key.into(), value.into());
+/// torchaudio.
+pub struct Audio;
+
+impl Recipe for Audio {
+    fn name(&self) -> &'static str {
+        "audio"
     }
-    on_installed_torch(input, env)
+
+    fn builds_against(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn pins(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn start_priority(&self) -> u8 {
+        2
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, env: EnvDiff) -> Result<ProjectSteps, Error> {
+        let options = [
+            ("USE_ROCM", "1"),
+            ("USE_CUDA", "0"),
+            ("USE_FFMPEG", "1"),
+            ("USE_OPENMP", "1"),
+            ("BUILD_SOX", "0"),
+        ];
+        Ok(on_installed_torch(input, env, &options))
+    }
+
+    fn failure_hints(&self) -> &'static [Hint] {
+        NEEDS_INSTALLED_TORCH
+    }
 }
 
-/// The part torchaudio and torchvision share: pinned to the torch just built, then
-/// `setup.py bdist_wheel` in the checkout.
-pub fn on_installed_torch(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
+/// The hint of every project that compiles against the installed torch.
+pub const NEEDS_INSTALLED_TORCH: &[Hint] = &[(
+    "No module named 'torch'",
+    "this project builds against the installed torch, which is missing from the venv: build torch in the same run (its checkout must exist) or install a matching torch wheel first",
+)];
+
+/// The part torchaudio and torchvision share: their version and build number, their own
+/// options, pinned to the torch just built, then `setup.py bdist_wheel` in the checkout.
+pub fn on_installed_torch(
+    input: &RecipeInput<'_>,
+    mut env: EnvDiff,
+    options: &[(&str, &str)],
+) -> ProjectSteps {
+    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+    env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
+    for (key, value) in options {
+        env.insert(key.to_string(), value.to_string());
+    }
     // PYTORCH_VERSION makes the wheel require exactly the torch it was built against
     // (`torch==<v>`): a mismatched pair fails at import (pain point D20).
-    if let Some(version) = input.shared.torch_version.as_deref() {
-        env.insert("PYTORCH_VERSION".into(), version.to_string());
+    if let Some(torch) = input.pinned.get("torch") {
+        env.insert("PYTORCH_VERSION".into(), torch.version.clone());
     }
     let dir = input.dir;
-    let mut steps = Steps::new(input, &env);
+    let mut steps = Steps::new(input, env);
     steps.clean(dir);
     steps.build("build wheel", &["setup.py", "bdist_wheel"], dir);
     steps.collect(&dir.join("dist"));
-    let steps = steps.steps;
-    Recipe { env, steps }
+    steps.finish()
 }

@@ -1,38 +1,277 @@
-//! Build recipes: for each project, the environment and the steps that turn its checkout into
-//! a wheel. Recipes are data: they return commands with their own explicit environment, and
-//! nothing here starts a process or touches the process environment (W10). The executor runs
-//! what they return; `plan` prints it.
+//! Build recipes: everything that makes a project of the stack special, one file per recipe.
+//! A recipe says which files of its checkout it reads, how its version is computed, which
+//! projects it builds against and pins, when it starts among ready projects, the environment
+//! and steps that turn the checkout into a wheel, what verification expects of that wheel, and
+//! hints for its known failures.
+//!
+//! Recipes are data: they return commands with their own explicit environment, and nothing
+//! here starts a process, reads a file or touches the process environment (W10). The
+//! inspection reads what they ask for; the executor runs what they return; `plan` prints it.
+//!
+//! Adding a project: a file here with a type implementing [`Recipe`], its line in
+//! [`Recipes::builtin`], and its entry in configs/stack.yaml (`recipe: <name>`).
 
 mod apex;
 mod audio;
+mod env;
+mod steps;
 mod torch;
 mod triton;
 mod vision;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::env_vars::{self, Environment};
-use crate::exec::{Cmd, Retry};
+use super::error::Error;
+use super::plan::Step;
+use super::source::SourceState;
+use super::targets::TargetChoice;
+use crate::env_vars::Environment;
 use crate::sdk::install::Installer;
 use crate::sdk::{SdkInfo, Venv};
-use crate::stack::{Project, RecipeKind};
+use crate::stack::{FamilyTable, Project, Stack};
+use crate::version::{self, ReleaseType};
+use crate::wheel::filename::normalize_name;
+use crate::wheel::verify::WheelExpectation;
 
-use super::compilers::CompilerCache;
-use super::plan::{Action, EnvDiff, Step};
-use super::targets::TargetChoice;
+pub use super::plan::EnvDiff;
+pub use env::{append_flags, common_env, prepend_path};
+pub use steps::Steps;
 
-pub use torch::ROCM_INIT;
-pub use triton::{SUFFIX_KEY as TRITON_SUFFIX_KEY, setup_dir as triton_setup_dir};
+/// A known failure of one recipe's build: a text its failed step prints, and the fix.
+pub type Hint = (&'static str, &'static str);
 
-/// A single build step may run this long before it is stopped.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(8 * 3600);
-/// ... and stay silent this long (linking libtorch prints nothing for minutes).
-const BUILD_IDLE: Duration = Duration::from_secs(45 * 60);
-const PIP_TIMEOUT: Duration = Duration::from_secs(3600);
-const PIP_IDLE: Duration = Duration::from_secs(15 * 60);
-const QUICK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// One project kind of the stack. Implemented once per project, in a file of its own.
+pub trait Recipe: Send + Sync {
+    /// The name stack.yaml gives in `recipe:`.
+    fn name(&self) -> &'static str;
+
+    /// Files of the checkout the recipe reads (relative paths); the inspection reads each one
+    /// (or notes it absent) before the plan is made, so planning reads nothing itself.
+    fn reads(&self) -> &'static [&'static str] {
+        &["version.txt"]
+    }
+
+    /// Files rockbuild writes into the checkout before building: left out of the source
+    /// digest, and the inspection notes which of them git ignores.
+    fn generates(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Directories of the SDK root the recipe looks for (optional parts of the SDK).
+    fn sdk_dirs(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The version handed to the build and the one its wheel carries. By default F28:
+    /// `version.txt` + the stack's suffix, with the source commit in the local segment for
+    /// dev builds.
+    fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
+        let build = version_txt(input, true)?;
+        Ok(Versions {
+            wheel: build.clone(),
+            build,
+        })
+    }
+
+    /// Recipes whose wheel must be built and installed into the venv before this one starts
+    /// (it compiles against them).
+    fn builds_against(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Recipes whose wheel version this one's wheel pins exactly (`==`), when they are part of
+    /// the same build. A pin alone does not order the builds: the version is known up front.
+    fn pins(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Among projects ready at the same moment, lower starts first; the built-in recipes
+    /// follow the reference's serial order, so `--jobs 1` runs exactly its sequence.
+    fn start_priority(&self) -> u8;
+
+    /// The project's environment and steps. `env` is the environment every project gets.
+    fn steps(&self, input: &RecipeInput<'_>, env: EnvDiff) -> Result<ProjectSteps, Error>;
+
+    /// What verification expects of the wheel.
+    fn wheel(&self) -> WheelExpectation {
+        WheelExpectation::default()
+    }
+
+    /// Known failures of this project's build.
+    fn failure_hints(&self) -> &'static [Hint] {
+        &[]
+    }
+
+    /// What to suspect when the wheel's version is not the planned one.
+    fn version_mismatch_hint(&self) -> &'static str {
+        "the build ignored BUILD_VERSION"
+    }
+}
+
+/// The recipes a build knows, by name.
+pub struct Recipes {
+    recipes: Vec<Box<dyn Recipe>>,
+}
+
+impl Recipes {
+    /// The recipes of the ROCm PyTorch stack.
+    pub fn builtin() -> Recipes {
+        Recipes {
+            recipes: vec![
+                Box::new(torch::Torch),
+                Box::new(audio::Audio),
+                Box::new(vision::Vision),
+                Box::new(triton::Triton),
+                Box::new(apex::Apex),
+            ],
+        }
+    }
+
+    /// These recipes and one more (replacing a recipe of the same name).
+    pub fn with(mut self, recipe: impl Recipe + 'static) -> Recipes {
+        self.recipes.retain(|r| r.name() != recipe.name());
+        self.recipes.push(Box::new(recipe));
+        self
+    }
+
+    /// The recipe a project of `stack` names; an unknown name is an error at its line.
+    pub fn of(&self, stack: &Stack, project: &Project) -> Result<&dyn Recipe, Error> {
+        if let Some(recipe) = self.recipes.iter().find(|r| r.name() == project.recipe) {
+            return Ok(recipe.as_ref());
+        }
+        let names: Vec<&str> = self.recipes.iter().map(|r| r.name()).collect();
+        let hint = crate::stack::source::did_you_mean(&project.recipe, names.iter().copied())
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        Err(Error::Config(crate::stack::ConfigError {
+            file: stack.source_name.clone(),
+            line: project.recipe_line,
+            column: None,
+            message: format!(
+                "project '{}' names recipe `{}`, which this rockbuild does not have{hint}; recipes: {}",
+                project.name,
+                project.recipe,
+                names.join(", ")
+            ),
+        }))
+    }
+
+    /// The optional SDK directories the environment and the recipes look for.
+    pub fn sdk_dirs(&self) -> Vec<&'static str> {
+        let mut dirs: Vec<&'static str> = env::COMMON_SDK_DIRS.to_vec();
+        for dir in self.recipes.iter().flat_map(|r| r.sdk_dirs()) {
+            if !dirs.contains(dir) {
+                dirs.push(dir);
+            }
+        }
+        dirs
+    }
+
+    /// What verification expects of each wheel of the stack, by normalized wheel name: the
+    /// recipe's expectation, with its pins named by the stack's wheels.
+    pub fn wheel_expectations(
+        &self,
+        stack: &Stack,
+    ) -> Result<BTreeMap<String, WheelExpectation>, Error> {
+        let mut out = BTreeMap::new();
+        for project in stack.projects.values() {
+            let recipe = self.of(stack, project)?;
+            let mut expectation = recipe.wheel();
+            for pinned in recipe.pins() {
+                for other in stack.projects.values().filter(|p| p.recipe == *pinned) {
+                    expectation.pins.insert(normalize_name(&other.wheel));
+                }
+            }
+            out.insert(normalize_name(&project.wheel), expectation);
+        }
+        Ok(out)
+    }
+}
+
+/// What the inspection read of a checkout for its recipe.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckoutFiles {
+    /// Each path of [`Recipe::reads`], with its text (`None`: absent).
+    pub files: BTreeMap<String, Option<String>>,
+    /// Paths of [`Recipe::generates`] that git ignores in this checkout.
+    pub ignored: BTreeSet<String>,
+}
+
+impl CheckoutFiles {
+    /// The text of a file the recipe reads.
+    pub fn text(&self, path: &str) -> Option<&str> {
+        debug_assert!(
+            self.files.contains_key(path),
+            "{path} is not among the recipe's reads()"
+        );
+        self.files.get(path).and_then(Option::as_deref)
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.text(path).is_some()
+    }
+}
+
+/// What a version rule is computed from.
+#[derive(Clone, Debug)]
+pub struct VersionInput<'a> {
+    pub project: &'a str,
+    pub dir: &'a Path,
+    pub files: &'a CheckoutFiles,
+    pub source: &'a SourceState,
+    /// The stack's local version suffix (`+rocm7.10.0`).
+    pub suffix: &'a str,
+    pub release_type: ReleaseType,
+    pub build_number: u32,
+}
+
+/// A project's versions: the one handed to the build, and the one its wheel carries (they
+/// differ when the build adds to it, as torch does with `.post<N>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versions {
+    pub build: String,
+    pub wheel: String,
+}
+
+/// F28 over `version.txt`: its first line + the suffix; the upstream commit merged into the
+/// local segment for dev builds when `tags_commit`.
+pub fn version_txt(input: &VersionInput<'_>, tags_commit: bool) -> Result<String, Error> {
+    let path = input.dir.join("version.txt");
+    let base = input
+        .files
+        .text("version.txt")
+        .ok_or_else(|| Error::VersionSource {
+            project: input.project.to_string(),
+            path: path.clone(),
+            line: None,
+            problem: "does not exist; it must hold the project's base version (e.g. 2.10.0a0)"
+                .into(),
+        })?
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim();
+    if base.is_empty() {
+        return Err(Error::VersionSource {
+            project: input.project.to_string(),
+            path,
+            line: Some(1),
+            problem: "is empty; it must hold the project's base version (e.g. 2.10.0a0)".into(),
+        });
+    }
+    let commit = input
+        .source
+        .upstream
+        .as_deref()
+        .filter(|_| tags_commit && input.release_type.tags_commit());
+    Ok(version::project_version(
+        input.project,
+        base,
+        input.suffix,
+        commit,
+    )?)
+}
 
 /// What the SDK looks like to the recipes. `known` is false when `plan` runs without an
 /// installed SDK: paths are then placeholders and optional SDK directories count as present.
@@ -40,12 +279,14 @@ const QUICK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub struct SdkFacts {
     pub info: SdkInfo,
     pub known: bool,
+    /// Which of the directories the recipes look for ([`Recipe::sdk_dirs`]) the root has.
+    pub dirs: BTreeSet<String>,
 }
 
 impl SdkFacts {
     /// Whether `<root>/<relative>` is a directory (assumed when the SDK is not known yet).
     pub fn has_dir(&self, relative: &str) -> bool {
-        !self.known || self.info.root.join(relative).is_dir()
+        !self.known || self.dirs.contains(relative)
     }
 
     pub fn path(&self, relative: &str) -> String {
@@ -63,17 +304,29 @@ pub struct Shared<'a> {
     pub output_dir: &'a Path,
     pub logs_dir: &'a Path,
     pub targets: &'a TargetChoice,
+    pub families: &'a FamilyTable,
     /// The stack's local version suffix (`+rocm7.10.0`).
-    pub suffix: String,
+    pub suffix: &'a str,
     pub build_number: u32,
     pub clean: bool,
-    pub flash_attention: bool,
-    pub compiler_cache: &'a CompilerCache,
-    /// `triton==<version>` when triton is part of this build (torch pins it).
-    pub triton_requirement: Option<String>,
-    /// torch's wheel version when torch is part of this build (audio and vision pin it).
-    pub torch_version: Option<String>,
+    /// `--[no-]enable-pytorch-flash-attention`, as given.
+    pub flash_attention: Option<bool>,
+    pub compiler_cache: &'a super::compilers::CompilerCache,
     pub base_env: &'a Environment,
+}
+
+/// A wheel of the same build that a recipe pins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    pub dist: String,
+    pub version: String,
+}
+
+impl Pin {
+    /// `dist==version`.
+    pub fn requirement(&self) -> String {
+        format!("{}=={}", self.dist, self.version)
+    }
 }
 
 /// One project's inputs.
@@ -81,268 +334,65 @@ pub struct Shared<'a> {
 pub struct RecipeInput<'a> {
     pub project: &'a Project,
     pub dir: &'a Path,
-    /// The version handed to the build (torch appends `.post<N>` itself when N > 1).
+    pub files: &'a CheckoutFiles,
+    /// The version handed to the build ([`Versions::build`]).
     pub build_version: &'a str,
-    /// Keys of triton's build_env.json (see [`triton`]).
-    pub triton_build_env: &'a BTreeMap<String, String>,
+    /// By recipe name: the wheels of this build that the recipe pins ([`Recipe::pins`]).
+    pub pinned: &'a BTreeMap<&'static str, Pin>,
     pub shared: &'a Shared<'a>,
 }
 
-/// What a recipe produces.
+impl RecipeInput<'_> {
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir.join(relative)
+    }
+}
+
+/// What a recipe produces for its project.
 #[derive(Clone, Debug)]
-pub struct Recipe {
+pub struct ProjectSteps {
     /// The project's environment difference (every step runs with it).
     pub env: EnvDiff,
     pub steps: Vec<Step>,
 }
 
-/// Builds the recipe of a project.
-pub fn recipe(input: &RecipeInput<'_>) -> anyhow::Result<Recipe> {
-    let common = common_env(input.shared);
-    match input.project.recipe {
-        RecipeKind::Torch => torch::recipe(input, common),
-        RecipeKind::Audio => Ok(audio::recipe(input, common)),
-        RecipeKind::Vision => Ok(vision::recipe(input, common)),
-        RecipeKind::Triton => Ok(triton::recipe(input, common)),
-        RecipeKind::Apex => Ok(apex::recipe(input, common)),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::ConfigSource;
 
-/// The environment every project gets (F18). build_env.json is not merged here: its keys
-/// only concern triton and go to triton's recipe (W9).
-pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
-    let sdk = shared.sdk;
-    let base = shared.base_env;
-    let mut env = EnvDiff::new();
-    let mut set = |key: &str, value: String| {
-        env.insert(key.to_string(), value);
-    };
-    set("PYTHONUTF8", "1".into());
-    // The venv acts as if activated: build scripts that run `python` or `pip` get the venv's.
-    set("VIRTUAL_ENV", shared.venv.dir.display().to_string());
-    set(
-        env_vars::PATH,
-        prepend_path(
-            &[&sdk.info.bin, &shared.venv.bin()],
-            base.get(env_vars::PATH),
-        ),
-    );
-    set("CMAKE_PREFIX_PATH", sdk.info.cmake.display().to_string());
-    set("ROCM_HOME", sdk.info.root.display().to_string());
-    set("ROCM_PATH", sdk.info.root.display().to_string());
-    set("PYTORCH_ROCM_ARCH", shared.targets.cmake_list());
-    if base.get(env_vars::USE_KINETO).is_none() {
-        set("USE_KINETO", "ON".into());
-    }
-    set("USE_GLOO", "ON".into());
-    // clang's device-library search breaks when ROCM_PATH points at the SDK root.
-    if sdk.has_dir("lib/llvm/amdgcn/bitcode") {
-        set("HIP_DEVICE_LIB_PATH", sdk.path("lib/llvm/amdgcn/bitcode"));
-    }
-    if sdk.has_dir("lib/host-math") {
-        set("BLAS", "OpenBLAS".into());
-        set("OpenBLAS_HOME", sdk.path("lib/host-math"));
-        set("OpenBLAS_LIB_NAME", "rocm-openblas".into());
-    }
-    // GCC 12+ false positives that -Werror turns into failures in PyTorch's tree.
-    const WARNINGS: &str =
-        "-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=restrict";
-    set(
-        "CXXFLAGS",
-        append_flags(base.get(env_vars::CXXFLAGS), WARNINGS),
-    );
-    set(
-        "CPPFLAGS",
-        append_flags(base.get(env_vars::CPPFLAGS), WARNINGS),
-    );
-    for (key, value) in shared.compiler_cache.env() {
-        set(&key, value);
-    }
-    env
-}
-
-/// `a:b:<inherited>`.
-pub fn prepend_path(dirs: &[&Path], inherited: Option<&str>) -> String {
-    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    if let Some(rest) = inherited.filter(|r| !r.is_empty()) {
-        parts.push(rest.to_string());
-    }
-    parts.join(":")
-}
-
-/// `<inherited> <ours>`: the user's flags stay, ours come last.
-pub fn append_flags(inherited: Option<&str>, ours: &str) -> String {
-    match inherited.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(inherited) => format!("{inherited} {ours}"),
-        None => ours.to_string(),
-    }
-}
-
-/// Steps of one project share its env, cwd and log file.
-pub(crate) struct Steps<'a> {
-    input: &'a RecipeInput<'a>,
-    env: &'a EnvDiff,
-    log: PathBuf,
-    pub steps: Vec<Step>,
-}
-
-impl<'a> Steps<'a> {
-    pub fn new(input: &'a RecipeInput<'a>, env: &'a EnvDiff) -> Self {
-        let log = input
-            .shared
-            .logs_dir
-            .join(format!("{}.log", input.project.name));
-        Steps {
-            input,
-            env,
-            log,
-            steps: Vec::new(),
-        }
-    }
-
-    fn cmd(&self, label: &str, cmd: Cmd, cwd: &Path) -> Cmd {
-        cmd.label(format!("{}: {label}", self.input.project.name))
-            .envs(self.env.iter().map(|(k, v)| (k.clone(), v.clone())))
-            .cwd(cwd)
-            .log_to(&self.log)
-    }
-
-    fn python(&self) -> Cmd {
-        Cmd::new(self.input.shared.venv.python())
-    }
-
-    /// `rm -rf <dir>` (done by rockbuild, not a shell).
-    pub fn remove(&mut self, dir: PathBuf) {
-        let label = format!(
-            "remove {}/",
-            dir.strip_prefix(self.input.dir).unwrap_or(&dir).display()
+    #[test]
+    fn unknown_recipes_are_named_at_their_line() {
+        let stack = Stack::parse(&ConfigSource {
+            name: "stack.yaml".into(),
+            text: "schema: 1\nprojects:\n  torch:\n    checkout-dir: pytorch\n    origin: file:///o\n    ref: main\n    wheel: torch\n    recipe: torhc\n    hipify: {mode: off}\n    smoke: pass\n".into(),
+        })
+        .expect("parses");
+        let error = Recipes::builtin()
+            .of(&stack, &stack.projects["torch"])
+            .err()
+            .expect("unknown recipe");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:8: project 'torch' names recipe `torhc`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex"
         );
-        self.steps.push(Step {
-            label,
-            action: Action::Remove { path: dir },
-            mutates_venv: false,
-        });
     }
 
-    /// The usual clean-up: dist/ always (exactly one wheel must come out), build/ with --clean.
-    pub fn clean(&mut self, build_root: &Path) {
-        self.remove(build_root.join("dist"));
-        if self.input.shared.clean {
-            self.remove(build_root.join("build"));
-        }
-    }
-
-    /// A venv-changing installer step (serialized with other projects' installer steps).
-    pub fn installer(&mut self, label: &str, cmd: Cmd) {
-        let cmd = self
-            .cmd(label, cmd, self.input.dir)
-            .timeout(PIP_TIMEOUT)
-            .idle_timeout(PIP_IDLE)
-            .retry(Retry {
-                attempts: 3,
-                backoff: Duration::from_secs(5),
-                is_transient: crate::sdk::install::is_transient_download_error,
-            });
-        self.steps.push(Step {
-            label: label.to_string(),
-            action: Action::Run(cmd),
-            mutates_venv: true,
-        });
-    }
-
-    pub fn uninstall(&mut self, dist: &str) {
-        let cmd = self
-            .input
-            .shared
-            .installer
-            .uninstall(self.input.shared.venv, &[dist]);
-        self.installer(&format!("uninstall {dist}"), cmd);
-    }
-
-    /// `pip install -r <file>` when the file exists in the checkout.
-    pub fn install_requirements(&mut self, relative: &str) {
-        if self.input.dir.join(relative).is_file() {
-            let cmd = self.install_cmd().args(["-r", relative]);
-            self.installer(&format!("install {relative}"), cmd);
-        }
-    }
-
-    pub fn install_cmd(&self) -> Cmd {
-        self.input
-            .shared
-            .installer
-            .install(self.input.shared.venv, self.input.shared.cache_dir)
-    }
-
-    /// The long step: `python <args>` in `cwd`.
-    pub fn build(&mut self, label: &str, args: &[&str], cwd: &Path) {
-        let cmd = self
-            .cmd(label, self.python().args(args.iter().copied()), cwd)
-            .timeout(BUILD_TIMEOUT)
-            .idle_timeout(BUILD_IDLE);
-        self.steps.push(Step {
-            label: label.to_string(),
-            action: Action::Run(cmd),
-            mutates_venv: false,
-        });
-    }
-
-    pub fn write(&mut self, path: PathBuf, content: String) {
-        let label = format!(
-            "write {}",
-            path.strip_prefix(self.input.dir).unwrap_or(&path).display()
+    #[test]
+    fn expectations_name_pinned_wheels() {
+        let stack = Stack::load(None).expect("stack");
+        let expected = Recipes::builtin()
+            .wheel_expectations(&stack)
+            .expect("expectations");
+        assert!(expected["torch"].links_hip_runtime);
+        assert_eq!(
+            expected["torch"].pins,
+            BTreeSet::from(["triton".to_string()])
         );
-        self.steps.push(Step {
-            label,
-            action: Action::Write { path, content },
-            mutates_venv: false,
-        });
-    }
-
-    /// Find exactly one `<dist>-<version>-*.whl` in `dist_dir` and copy it to the output.
-    pub fn collect(&mut self, dist_dir: &Path) {
-        self.steps.push(Step {
-            label: "collect wheel".into(),
-            action: Action::Collect {
-                dist_dir: dist_dir.to_path_buf(),
-            },
-            mutates_venv: false,
-        });
-    }
-
-    /// Install the collected wheel into the venv (its dependencies are the build's business).
-    pub fn install_wheel(&mut self) {
-        let shared = self.input.shared;
-        let cmd = self
-            .install_cmd()
-            .arg(shared.installer.reinstall_flag())
-            .arg("--no-deps");
-        let cmd = self
-            .cmd("install wheel", cmd, shared.output_dir)
-            .timeout(PIP_TIMEOUT)
-            .idle_timeout(PIP_IDLE);
-        self.steps.push(Step {
-            label: "install wheel".into(),
-            action: Action::InstallWheel(cmd),
-            mutates_venv: true,
-        });
-    }
-
-    /// `python -c <code>` outside the source tree; fails unless it prints something (F24).
-    pub fn smoke(&mut self, code: &str) {
-        let shared = self.input.shared;
-        let cmd = self
-            .cmd(
-                "smoke test",
-                self.python().args(["-c", code]),
-                shared.output_dir,
-            )
-            .timeout(QUICK_TIMEOUT)
-            .capture_stdout();
-        self.steps.push(Step {
-            label: "smoke test".into(),
-            action: Action::Smoke(cmd),
-            mutates_venv: false,
-        });
+        assert_eq!(
+            expected["torchvision"].pins,
+            BTreeSet::from(["torch".to_string()])
+        );
+        assert!(!expected["triton"].links_hip_runtime && expected["triton"].pins.is_empty());
     }
 }

@@ -3,11 +3,16 @@
 //! generated so the wheel preloads the SDK's libraries, and the wheel pinned to the SDK and
 //! the triton built alongside it.
 
-use anyhow::bail;
-
-use super::{Recipe, RecipeInput, Steps, append_flags, prepend_path};
+use super::{
+    Hint, Pin, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
+    prepend_path, version_txt,
+};
+use crate::build::error::Error;
+use crate::build::plan::EnvDiff;
 use crate::env_vars;
 use crate::sdk::ROCM_DIST;
+use crate::version;
+use crate::wheel::verify::WheelExpectation;
 
 /// Libraries `_rocm_init.py` preloads (RTLD_GLOBAL) on Linux, as TheRock's build lists them.
 pub const LINUX_PRELOADS: &[&str] = &[
@@ -54,105 +59,190 @@ pub fn rocm_init_py(sdk_version: &str) -> String {
     text
 }
 
-pub fn recipe(input: &RecipeInput<'_>, mut env: super::EnvDiff) -> anyhow::Result<Recipe> {
-    let shared = input.shared;
-    let sdk = shared.sdk;
-    let base = shared.base_env;
-    for (key, value) in [
-        ("USE_ROCM", "ON"),
-        ("USE_CUDA", "OFF"),
-        ("USE_MPI", "OFF"),
-        ("USE_NUMA", "OFF"),
-    ] {
-        env.insert(key.into(), value.into());
-    }
-    env.insert(
-        "PYTORCH_BUILD_VERSION".into(),
-        input.build_version.to_string(),
-    );
-    env.insert(
-        "PYTORCH_BUILD_NUMBER".into(),
-        shared.build_number.to_string(),
-    );
-    let mut requires = vec![format!("{ROCM_DIST}[libraries]=={}", sdk.info.version)];
-    requires.extend(shared.triton_requirement.clone());
-    env.insert(
-        "PYTORCH_EXTRA_INSTALL_REQUIREMENTS".into(),
-        requires.join("|"),
-    );
-    let attention = if shared.flash_attention { "ON" } else { "OFF" };
-    env.insert("USE_FLASH_ATTENTION".into(), attention.into());
-    env.insert("USE_MEM_EFF_ATTENTION".into(), attention.into());
+/// PyTorch.
+pub struct Torch;
 
-    // The SDK's bundled system libraries (liblzma for aotriton, libdrm headers, roctracer):
-    // on this project's paths only, appended to what the user had (W10).
-    if !sdk.has_dir("lib/rocm_sysdeps") {
-        bail!(
-            "torch: the ROCm SDK at {} has no lib/rocm_sysdeps, which torch's build needs; the SDK install is incomplete: reinstall it with `rockbuild install-rocm`",
-            sdk.info.root.display()
+const REQUIREMENTS: &str = "requirements.txt";
+const BUILD_REQUIREMENTS: &str = "requirements-build.txt";
+const PYPROJECT: &str = "pyproject.toml";
+/// The SDK's bundled system libraries (liblzma for aotriton, libdrm headers, roctracer).
+const SYSDEPS: &str = "lib/rocm_sysdeps";
+
+impl Recipe for Torch {
+    fn name(&self) -> &'static str {
+        "torch"
+    }
+
+    fn reads(&self) -> &'static [&'static str] {
+        &["version.txt", REQUIREMENTS, BUILD_REQUIREMENTS, PYPROJECT]
+    }
+
+    fn generates(&self) -> &'static [&'static str] {
+        &[ROCM_INIT]
+    }
+
+    fn sdk_dirs(&self) -> &'static [&'static str] {
+        &[SYSDEPS]
+    }
+
+    /// F28, and PyTorch's own rule on top: it appends `.post<N>` to PYTORCH_BUILD_VERSION
+    /// for build numbers above 1, so the wheel's version is not the one handed to it.
+    fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
+        let build = version_txt(input, true)?;
+        let wheel = if input.build_number > 1 {
+            version::normalize(
+                &format!("{}: version with build number", input.project),
+                &format!("{build}.post{}", input.build_number),
+            )?
+        } else {
+            build.clone()
+        };
+        Ok(Versions { build, wheel })
+    }
+
+    fn pins(&self) -> &'static [&'static str] {
+        &["triton"]
+    }
+
+    fn start_priority(&self) -> u8 {
+        1
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
+        let shared = input.shared;
+        let sdk = shared.sdk;
+        let base = shared.base_env;
+        for (key, value) in [
+            ("USE_ROCM", "ON"),
+            ("USE_CUDA", "OFF"),
+            ("USE_MPI", "OFF"),
+            ("USE_NUMA", "OFF"),
+        ] {
+            env.insert(key.into(), value.into());
+        }
+        env.insert(
+            "PYTORCH_BUILD_VERSION".into(),
+            input.build_version.to_string(),
         );
-    }
-    let sysdeps = sdk.info.root.join("lib/rocm_sysdeps");
-    let includes = format!(
-        "-I{} -I{}",
-        sysdeps.join("include").display(),
-        sdk.path("include/roctracer")
-    );
-    let cxxflags = env.get("CXXFLAGS").cloned().unwrap_or_default();
-    env.insert("CXXFLAGS".into(), append_flags(Some(&cxxflags), &includes));
-    env.insert(
-        "LDFLAGS".into(),
-        append_flags(
-            base.get(env_vars::LDFLAGS),
-            &format!("-L{}", sysdeps.join("lib").display()),
-        ),
-    );
-    env.insert(
-        "PKG_CONFIG_PATH".into(),
-        prepend_path(
-            &[&sysdeps.join("lib/pkgconfig")],
-            base.get(env_vars::PKG_CONFIG_PATH),
-        ),
-    );
-    env.insert(
-        "LD_LIBRARY_PATH".into(),
-        prepend_path(&[&sysdeps.join("lib")], base.get(env_vars::LD_LIBRARY_PATH)),
-    );
+        env.insert(
+            "PYTORCH_BUILD_NUMBER".into(),
+            shared.build_number.to_string(),
+        );
+        let triton = input.pinned.get("triton");
+        let mut requires = vec![format!("{ROCM_DIST}[libraries]=={}", sdk.info.version)];
+        requires.extend(triton.map(Pin::requirement));
+        env.insert(
+            "PYTORCH_EXTRA_INSTALL_REQUIREMENTS".into(),
+            requires.join("|"),
+        );
+        let attention = flash_attention(input, triton.is_some())?;
+        let attention = if attention { "ON" } else { "OFF" };
+        env.insert("USE_FLASH_ATTENTION".into(), attention.into());
+        env.insert("USE_MEM_EFF_ATTENTION".into(), attention.into());
 
-    let dir = input.dir;
-    let mut steps = Steps::new(input, &env);
-    steps.clean(dir);
-    steps.uninstall(&input.project.wheel);
-    steps.install_requirements("requirements.txt");
-    let mut build_deps = steps.install_cmd().arg("build");
-    if dir.join("requirements-build.txt").is_file() {
-        build_deps = build_deps.args(["-r", "requirements-build.txt"]);
+        // The SDK's system libraries on this project's paths only, appended to what the user
+        // had (W10).
+        if !sdk.has_dir(SYSDEPS) {
+            return Err(Error::Recipe {
+                project: input.project.name.clone(),
+                message: format!(
+                    "the ROCm SDK at {} has no {SYSDEPS}, which torch's build needs; the SDK install is incomplete: reinstall it with `rockbuild install-rocm`",
+                    sdk.info.root.display()
+                ),
+            });
+        }
+        let sysdeps = sdk.info.root.join(SYSDEPS);
+        let includes = format!(
+            "-I{} -I{}",
+            sysdeps.join("include").display(),
+            sdk.path("include/roctracer")
+        );
+        let cxxflags = env.get("CXXFLAGS").cloned().unwrap_or_default();
+        env.insert("CXXFLAGS".into(), append_flags(Some(&cxxflags), &includes));
+        env.insert(
+            "LDFLAGS".into(),
+            append_flags(
+                base.get(env_vars::LDFLAGS),
+                &format!("-L{}", sysdeps.join("lib").display()),
+            ),
+        );
+        env.insert(
+            "PKG_CONFIG_PATH".into(),
+            prepend_path(
+                &[&sysdeps.join("lib/pkgconfig")],
+                base.get(env_vars::PKG_CONFIG_PATH),
+            ),
+        );
+        env.insert(
+            "LD_LIBRARY_PATH".into(),
+            prepend_path(&[&sysdeps.join("lib")], base.get(env_vars::LD_LIBRARY_PATH)),
+        );
+
+        let dir = input.dir;
+        let mut steps = Steps::new(input, env);
+        steps.clean(dir);
+        steps.uninstall(&input.project.wheel);
+        steps.install_requirements(REQUIREMENTS);
+        let mut build_deps = steps.install_cmd().arg("build");
+        if input.files.exists(BUILD_REQUIREMENTS) {
+            build_deps = build_deps.args(["-r", BUILD_REQUIREMENTS]);
+        }
+        steps.installer("install build requirements", build_deps);
+        steps.write(input.path(ROCM_INIT), rocm_init_py(&sdk.info.version));
+        let force_include = format!("-Cwheel.force-include.{ROCM_INIT}={ROCM_INIT}");
+        let mut args = vec!["-m", "build", "--wheel", "--no-isolation"];
+        if needs_force_include(input) {
+            args.push(&force_include);
+        }
+        steps.build("build wheel", &args, dir);
+        steps.collect(&dir.join("dist"));
+        steps.install_wheel();
+        steps.smoke("import torch; print(torch.cuda.is_available())");
+        Ok(steps.finish())
     }
-    steps.installer("install build requirements", build_deps);
-    steps.write(dir.join(ROCM_INIT), rocm_init_py(&sdk.info.version));
-    let force_include = format!("-Cwheel.force-include.{ROCM_INIT}={ROCM_INIT}");
-    let mut args = vec!["-m", "build", "--wheel", "--no-isolation"];
-    if needs_force_include(dir) {
-        args.push(&force_include);
+
+    fn wheel(&self) -> WheelExpectation {
+        WheelExpectation {
+            links_hip_runtime: true,
+            ..WheelExpectation::default()
+        }
     }
-    steps.build("build wheel", &args, dir);
-    steps.collect(&dir.join("dist"));
-    steps.install_wheel();
-    steps.smoke("import torch; print(torch.cuda.is_available())");
-    let steps = steps.steps;
-    Ok(Recipe { env, steps })
+
+    fn failure_hints(&self) -> &'static [Hint] {
+        &[(
+            "supported by aotriton",
+            "flash-attention is ON but no target has aotriton kernels: drop --enable-pytorch-flash-attention or add a supported target (gfx90a, gfx942, gfx950, gfx11*, gfx12*)",
+        )]
+    }
+
+    fn version_mismatch_hint(&self) -> &'static str {
+        "the build ignored PYTORCH_BUILD_VERSION / PYTORCH_BUILD_NUMBER"
+    }
+}
+
+/// F21: an explicit flag wins (on needs triton in the same build: aotriton builds its
+/// kernels with it); without a triton build, off; else on when a target has aotriton kernels.
+fn flash_attention(input: &RecipeInput<'_>, with_triton: bool) -> Result<bool, Error> {
+    let shared = input.shared;
+    match shared.flash_attention {
+        Some(true) if !with_triton => Err(Error::Recipe {
+            project: input.project.name.clone(),
+            message: "--enable-pytorch-flash-attention needs triton in the same build on Linux (aotriton builds its kernels with it): build triton too (--build triton) or drop the flag".into(),
+        }),
+        Some(explicit) => Ok(explicit),
+        None => Ok(with_triton && shared.families.any_flash_attention(&shared.targets.targets)),
+    }
 }
 
 /// scikit-build-core packages only what git tracks, and `_rocm_init.py` is gitignored in
 /// PyTorch's tree, so it must be forced in. Decided from the tree itself: git ignores the file,
 /// or the build backend is scikit-build-core.
-fn needs_force_include(dir: &std::path::Path) -> bool {
-    let ignored = git2::Repository::open(dir)
-        .and_then(|repo| repo.is_path_ignored(ROCM_INIT))
-        .unwrap_or(false);
-    ignored
-        || fs_err::read_to_string(dir.join("pyproject.toml"))
-            .is_ok_and(|text| text.contains("scikit_build_core"))
+fn needs_force_include(input: &RecipeInput<'_>) -> bool {
+    input.files.ignored.contains(ROCM_INIT)
+        || input
+            .files
+            .text(PYPROJECT)
+            .is_some_and(|text| text.contains("scikit_build_core"))
 }
 
 #[cfg(test)]

@@ -1,63 +1,168 @@
 //! triton (F22): `setup.py bdist_wheel` from `python/` or, since it moved (~torch 2.9), the
-//! repository root; installed into the venv afterwards. Its version is computed up front
-//! (`crate::version::triton_version`) so torch can pin it while both build at once.
+//! repository root; installed into the venv afterwards. Its version is computed up front, the
+//! way its setup.py does, so torch can pin it while both build at once.
 //!
 //! build_env.json, written by triton's checkout, only ever carried
 //! `TRITON_WHEEL_VERSION_SUFFIX` (W9). Its keys go to triton's environment alone, not to
 //! every project as in the reference; the suffix key is composed with the stack's suffix.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{EnvDiff, Recipe, RecipeInput, Steps, append_flags};
+use super::{
+    CheckoutFiles, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
+};
+use crate::build::error::Error;
+use crate::build::plan::EnvDiff;
 use crate::env_vars;
+use crate::version;
+
+/// ROCm's triton.
+pub struct Triton;
 
 /// The build_env.json key that prefixes the version suffix.
-pub const SUFFIX_KEY: &str = "TRITON_WHEEL_VERSION_SUFFIX";
+const SUFFIX_KEY: &str = "TRITON_WHEEL_VERSION_SUFFIX";
+const BUILD_ENV: &str = "build_env.json";
+/// setup.py before and after it moved to the repository root.
+const SETUP_IN_PYTHON: &str = "python/setup.py";
+const SETUP_AT_ROOT: &str = "setup.py";
+const REQUIREMENTS: &str = "python/requirements.txt";
 
-/// Where triton's setup.py lives.
-pub fn setup_dir(dir: &Path) -> PathBuf {
-    let python = dir.join("python");
-    if python.join("setup.py").is_file() {
-        python
-    } else {
-        dir.to_path_buf()
+impl Recipe for Triton {
+    fn name(&self) -> &'static str {
+        "triton"
+    }
+
+    fn reads(&self) -> &'static [&'static str] {
+        &[SETUP_IN_PYTHON, SETUP_AT_ROOT, BUILD_ENV, REQUIREMENTS]
+    }
+
+    /// setup.py's rule: `TRITON_VERSION`, `+git<sha8>` unless on a release* branch (or not in
+    /// git), then TRITON_WHEEL_VERSION_SUFFIX (build_env.json's value + the stack's suffix).
+    fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
+        let base = base_version(input.files, input.dir)?;
+        let build_env = build_env(input.files, input.dir)?;
+        let on_release = input
+            .source
+            .branch
+            .as_deref()
+            .is_some_and(|b| b.starts_with("release"));
+        let git = input.source.head.as_deref().filter(|_| !on_release);
+        let env_suffix =
+            version::triton_env_suffix(build_env.get(SUFFIX_KEY).map(String::as_str), input.suffix);
+        let v = version::triton_version(&base, git, &env_suffix)?;
+        Ok(Versions {
+            build: v.clone(),
+            wheel: v,
+        })
+    }
+
+    fn start_priority(&self) -> u8 {
+        0
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
+        let shared = input.shared;
+        let build_env = build_env(input.files, input.dir)?;
+        for (key, value) in &build_env {
+            if key != SUFFIX_KEY {
+                env.insert(key.clone(), value.clone());
+            }
+        }
+        // The value triton's setup.py appends; the version computed from it is the one torch
+        // pins.
+        env.insert(
+            SUFFIX_KEY.into(),
+            version::triton_env_suffix(
+                build_env.get(SUFFIX_KEY).map(String::as_str),
+                shared.suffix,
+            ),
+        );
+        // Keep triton's MLIR from finding ROCm's LLVM through the environment (TheRock#1999).
+        env.insert(
+            "TRITON_APPEND_CMAKE_ARGS".into(),
+            append_flags(
+                shared.base_env.get(env_vars::TRITON_APPEND_CMAKE_ARGS),
+                "-DCMAKE_FIND_USE_CMAKE_ENVIRONMENT_PATH=FALSE",
+            ),
+        );
+        let setup: PathBuf = input
+            .path(setup_py(input.files))
+            .parent()
+            .map_or_else(|| input.dir.to_path_buf(), PathBuf::from);
+        let mut steps = Steps::new(input, env);
+        steps.clean(&setup);
+        steps.uninstall(&input.project.wheel);
+        steps.install_requirements(REQUIREMENTS);
+        steps.build("build wheel", &["setup.py", "bdist_wheel"], &setup);
+        steps.collect(&setup.join("dist"));
+        steps.install_wheel();
+        Ok(steps.finish())
+    }
+
+    fn version_mismatch_hint(&self) -> &'static str {
+        "triton's setup.py computed its version differently (its TRITON_VERSION line, the branch it is on, or TRITON_WHEEL_VERSION_SUFFIX handling); torch pins the planned version, so this wheel would not satisfy it"
     }
 }
 
-pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
-    let shared = input.shared;
-    for (key, value) in input.triton_build_env {
-        if key != SUFFIX_KEY {
-            env.insert(key.clone(), value.clone());
-        }
+/// Where triton's setup.py is: `python/` when it has one there, else the root.
+fn setup_py(files: &CheckoutFiles) -> &'static str {
+    if files.exists(SETUP_IN_PYTHON) {
+        SETUP_IN_PYTHON
+    } else {
+        SETUP_AT_ROOT
     }
-    // The value triton's setup.py appends; the version computed from it is the one torch pins.
-    let suffix = input
-        .triton_build_env
-        .get(SUFFIX_KEY)
-        .cloned()
-        .unwrap_or_default();
-    env.insert(
-        SUFFIX_KEY.into(),
-        crate::version::triton_env_suffix(Some(&suffix), &shared.suffix),
-    );
-    // Keep triton's MLIR from finding ROCm's LLVM through the environment (TheRock#1999).
-    env.insert(
-        "TRITON_APPEND_CMAKE_ARGS".into(),
-        append_flags(
-            shared.base_env.get(env_vars::TRITON_APPEND_CMAKE_ARGS),
-            "-DCMAKE_FIND_USE_CMAKE_ENVIRONMENT_PATH=FALSE",
-        ),
-    );
-    let dir = input.dir;
-    let setup = setup_dir(dir);
-    let mut steps = Steps::new(input, &env);
-    steps.clean(&setup);
-    steps.uninstall(&input.project.wheel);
-    steps.install_requirements("python/requirements.txt");
-    steps.build("build wheel", &["setup.py", "bdist_wheel"], &setup);
-    steps.collect(&setup.join("dist"));
-    steps.install_wheel();
-    let steps = steps.steps;
-    Recipe { env, steps }
+}
+
+/// `TRITON_VERSION = "X"` (or the older `version="X" + ...`) in setup.py.
+fn base_version(files: &CheckoutFiles, dir: &Path) -> Result<String, Error> {
+    let relative = setup_py(files);
+    let error = |problem: &str| Error::VersionSource {
+        project: "triton".into(),
+        path: dir.join(relative),
+        line: None,
+        problem: problem.to_string(),
+    };
+    let text = files.text(relative).ok_or_else(|| {
+        error("does not exist (nor python/setup.py); triton's version is read from it")
+    })?;
+    text.lines()
+        .find_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("TRITON_VERSION")
+                .or_else(|| line.strip_prefix("version"))?
+                .trim_start()
+                .strip_prefix('=')?
+                .trim_start();
+            let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            rest[1..].split(quote).next().map(str::to_string)
+        })
+        .ok_or_else(|| {
+            error("has no `TRITON_VERSION = \"X.Y.Z\"` line; rockbuild computes triton's version up front so torch can pin it")
+        })
+}
+
+/// build_env.json (written by triton's checkout), as string pairs; absent: none.
+fn build_env(files: &CheckoutFiles, dir: &Path) -> Result<BTreeMap<String, String>, Error> {
+    let Some(text) = files.text(BUILD_ENV) else {
+        return Ok(BTreeMap::new());
+    };
+    let invalid = |line: Option<usize>, problem: String| Error::VersionSource {
+        project: "triton".into(),
+        path: dir.join(BUILD_ENV),
+        line,
+        problem,
+    };
+    let map: BTreeMap<String, serde_json::Value> = serde_json::from_str(text)
+        .map_err(|e| invalid(Some(e.line()), format!("not a JSON object of strings: {e}")))?;
+    map.into_iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => Ok((k, s)),
+            other => Err(invalid(
+                None,
+                format!("`{k}` must be a string, not {other}"),
+            )),
+        })
+        .collect()
 }

@@ -1,18 +1,41 @@
 //! torchvision (F23): `setup.py bdist_wheel` against the torch installed in the venv.
 
-use super::{EnvDiff, Recipe, RecipeInput};
+use super::audio::{NEEDS_INSTALLED_TORCH, on_installed_torch};
+use super::{Hint, ProjectSteps, Recipe, RecipeInput};
+use crate::build::error::Error;
+use crate::build::plan::EnvDiff;
 
-pub fn recipe(input: &RecipeInput<'_>, mut env: EnvDiff) -> Recipe {
-    let shared = input.shared;
-    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-    env.insert("VERSION_NAME".into(), input.build_version.to_string());
-    env.insert("BUILD_NUMBER".into(), shared.build_number.to_string());
-    for (key, value) in [
-        ("FORCE_CUDA", "1"),
-        ("TORCHVISION_USE_NVJPEG", "0"),
-        ("TORCHVISION_USE_VIDEO_CODEC", "0"),
-    ] {
-        env.insert(key.into(), value.into());
+/// torchvision.
+pub struct Vision;
+
+impl Recipe for Vision {
+    fn name(&self) -> &'static str {
+        "vision"
     }
-    super::audio::on_installed_torch(input, env)
+
+    fn builds_against(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn pins(&self) -> &'static [&'static str] {
+        &["torch"]
+    }
+
+    fn start_priority(&self) -> u8 {
+        3
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
+        env.insert("VERSION_NAME".into(), input.build_version.to_string());
+        let options = [
+            ("FORCE_CUDA", "1"),
+            ("TORCHVISION_USE_NVJPEG", "0"),
+            ("TORCHVISION_USE_VIDEO_CODEC", "0"),
+        ];
+        Ok(on_installed_torch(input, env, &options))
+    }
+
+    fn failure_hints(&self) -> &'static [Hint] {
+        NEEDS_INSTALLED_TORCH
+    }
 }

@@ -1,0 +1,176 @@
+//! Running a plan: the lock records every computed version first, then the compiler cache is
+//! readied, the DAG runs, and the report, the summary and the table tell what happened. A
+//! failed project becomes part of one [`Error::Failed`], each failure rendered with its log
+//! tail, repro line and the hints of its recipe.
+
+use std::path::Path;
+
+use super::error::Error;
+use super::execute::{self, ProjectOutcome};
+use super::plan::Plan;
+use super::report::{self, BuildReport, SUMMARY_FILE, Status};
+use crate::context::Context;
+use crate::exit::ExitStatus;
+use crate::lock::{BuildRecord, Lock};
+
+/// What the lock records about a build: every computed version, before anything runs, so a
+/// re-run from the same lock names its wheels the same way.
+pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
+    BuildRecord {
+        sdk_version: plan.sdk.info.version.clone(),
+        index_url,
+        sdk_targets: plan.sdk.info.targets.clone(),
+        targets: plan.targets.targets.clone(),
+        release_type: plan.release_type.as_str().to_string(),
+        version_suffix: plan.suffix.clone(),
+        versions: plan
+            .projects
+            .iter()
+            .map(|p| (p.name.clone(), p.version.clone()))
+            .collect(),
+    }
+}
+
+/// Records the plan in the lock (when there is one), runs it, and reports.
+pub fn apply(
+    ctx: &Context,
+    plan: &Plan,
+    lock: Option<(&Path, &Lock)>,
+    index_url: Option<String>,
+) -> anyhow::Result<ExitStatus> {
+    if let Some((path, lock)) = lock {
+        let mut lock = lock.clone();
+        lock.build = Some(build_record(plan, index_url));
+        lock.write(path)?;
+    }
+    ctx.ui.status(format!(
+        "building {} for {} with rocm {} ({} at a time)",
+        plan.projects
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.version))
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.targets.cmake_list(),
+        plan.sdk.info.version,
+        plan.jobs
+    ));
+    let previous = if plan.clean {
+        None
+    } else {
+        BuildReport::read(&plan.output_dir)
+    };
+    fs_err::create_dir_all(&plan.logs_dir)?;
+    let cache_log = plan.logs_dir.join("compiler-cache.log");
+    for (cmd, tolerate) in plan.compiler_cache.before(&cache_log) {
+        if let Err(error) = ctx.runner.run(&cmd)
+            && !tolerate
+        {
+            return Err(error.into());
+        }
+    }
+    let started_at = jiff::Timestamp::now();
+    let clock = std::time::Instant::now();
+    let outcomes = execute::execute(ctx, plan, previous.as_ref())?;
+    let wall = clock.elapsed();
+    let stats = compiler_stats(ctx, plan, &cache_log);
+    let report = report::of_build(plan, &outcomes, started_at, wall, stats);
+    show(ctx, plan, &report)?;
+    failures(ctx, plan, outcomes)
+}
+
+/// The compiler cache's statistics for this build, shown in a group; a failure to read them
+/// is a warning.
+fn compiler_stats(ctx: &Context, plan: &Plan, log: &Path) -> Option<String> {
+    let cmd = plan.compiler_cache.stats(log)?;
+    match ctx.runner.run(&cmd) {
+        Ok(output) => {
+            ctx.ui.group(
+                &format!(
+                    "{} statistics",
+                    plan.compiler_cache.name().unwrap_or_default()
+                ),
+                output.stdout.trim_end(),
+            );
+            Some(output.stdout)
+        }
+        Err(error) => {
+            ctx.ui.warn(format!(
+                "could not read the compiler cache statistics: {error}"
+            ));
+            None
+        }
+    }
+}
+
+/// Writes the report and the Markdown summary, and prints the table.
+fn show(ctx: &Context, plan: &Plan, report: &BuildReport) -> anyhow::Result<()> {
+    let report_path = report.write(&plan.output_dir)?;
+    let markdown = report.markdown();
+    crate::fsutil::write_atomic(&plan.output_dir.join(SUMMARY_FILE), markdown.as_bytes())?;
+    ctx.ui.step_summary(&markdown);
+    let rows: Vec<Vec<String>> = report
+        .projects
+        .iter()
+        .map(|(name, p)| {
+            vec![
+                name.clone(),
+                p.status.as_str().into(),
+                p.version.clone(),
+                p.wheel.clone().unwrap_or_else(|| "-".into()),
+                format!("{:.1}s", p.duration_seconds),
+            ]
+        })
+        .collect();
+    ctx.ui.status(crate::ui::text_table(
+        &["project", "status", "version", "wheel", "time"],
+        &rows,
+    ));
+    ctx.ui.status(format!(
+        "wall {:.1}s (critical path {:.1}s, serial {:.1}s); report {}; wheels in {}",
+        report.wall_seconds,
+        report.critical_path_seconds,
+        report.serial_seconds,
+        report_path.display(),
+        plan.output_dir.display()
+    ));
+    Ok(())
+}
+
+/// Success, the signal that stopped the build, or every failure as one error.
+fn failures(
+    ctx: &Context,
+    plan: &Plan,
+    outcomes: Vec<ProjectOutcome>,
+) -> anyhow::Result<ExitStatus> {
+    let mut failures = Vec::new();
+    let mut skipped = Vec::new();
+    for outcome in outcomes {
+        match (outcome.status, outcome.error) {
+            (Status::Failed, Some(error)) => {
+                if execute::interrupted(&error) {
+                    return Err(error);
+                }
+                let hints = plan
+                    .projects
+                    .iter()
+                    .find(|p| p.name == outcome.name)
+                    .map_or(&[][..], |p| p.hints);
+                failures.push((outcome.name, crate::diagnostics::render_with(&error, hints)));
+            }
+            (Status::Skipped, _) => skipped.push(outcome.name),
+            _ => {}
+        }
+    }
+    if let Some(signal) = ctx.runner.interrupted() {
+        return Ok(ExitStatus::Signal(signal));
+    }
+    if !failures.is_empty() {
+        return Err(Error::Failed {
+            failures,
+            skipped,
+            total: plan.projects.len(),
+        }
+        .into());
+    }
+    Ok(ExitStatus::Success)
+}

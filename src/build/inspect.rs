@@ -1,0 +1,85 @@
+//! Inspecting the world before the plan is made: which checkouts exist, what git says about
+//! each selected one (commit, branch, digest; checked against the lock), and the files its
+//! recipe reads. The plan is then a pure function of the settings and this snapshot.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::error::Error;
+use super::recipes::{CheckoutFiles, Recipes, SdkFacts};
+use super::select;
+use super::source::{self, SourceState};
+use crate::lock::LockedProject;
+use crate::settings::build::BuildSettings;
+use crate::stack::Project;
+
+/// What the plan is computed from, besides the settings.
+#[derive(Clone, Debug)]
+pub struct Snapshot<'a> {
+    pub sdk: SdkFacts,
+    pub projects: Vec<ProjectSnapshot<'a>>,
+    /// Things a reader of the plan should know (placeholders, ignored inputs).
+    pub notes: Vec<String>,
+}
+
+/// One selected project, as found on disk.
+#[derive(Clone, Debug)]
+pub struct ProjectSnapshot<'a> {
+    pub project: &'a Project,
+    pub dir: PathBuf,
+    pub locked: Option<&'a LockedProject>,
+    pub source: SourceState,
+    pub files: CheckoutFiles,
+}
+
+/// Selects the projects and reads what their recipes need.
+pub fn checkouts<'a>(
+    settings: &'a BuildSettings,
+    recipes: &Recipes,
+) -> Result<Vec<ProjectSnapshot<'a>>, Error> {
+    let lock = settings.lock.as_ref().map(|l| &l.lock);
+    let selected = select::select(&settings.stack, &settings.selection, lock, Path::is_dir)?;
+    let mut projects = Vec::new();
+    for selected in selected {
+        let recipe = recipes.of(&settings.stack, selected.project)?;
+        let name = &selected.project.name;
+        let source = source::inspect(name, &selected.dir, selected.locked, recipe.generates())?;
+        let files = CheckoutFiles {
+            files: read_files(name, &selected.dir, recipe.reads())?,
+            ignored: source::ignored(&selected.dir, recipe.generates()),
+        };
+        projects.push(ProjectSnapshot {
+            project: selected.project,
+            dir: selected.dir,
+            locked: selected.locked,
+            source,
+            files,
+        });
+    }
+    Ok(projects)
+}
+
+/// Each file's text, `None` when it does not exist.
+fn read_files(
+    project: &str,
+    dir: &Path,
+    paths: &[&str],
+) -> Result<BTreeMap<String, Option<String>>, Error> {
+    let mut files = BTreeMap::new();
+    for relative in paths {
+        let path = dir.join(relative);
+        let text = match fs_err::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(Error::Read {
+                    project: project.to_string(),
+                    path,
+                    source,
+                });
+            }
+        };
+        files.insert(relative.to_string(), text);
+    }
+    Ok(files)
+}

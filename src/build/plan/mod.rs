@@ -1,0 +1,277 @@
+//! The build plan: for every project its version, wheel name, dependencies, environment and
+//! steps, computed before anything runs by a pure function of the settings and the inspected
+//! world ([`assemble`]). `plan` and `build --dry-run` print it ([`render`]); the executor
+//! walks it; the build cache fingerprints it ([`fingerprint`]).
+
+mod fingerprint;
+pub mod render;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::compilers::CompilerCache;
+use super::error::Error;
+use super::inspect::{ProjectSnapshot, Snapshot};
+use super::recipes::{
+    self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions,
+};
+use super::source::SourceState;
+use super::targets::{self, TargetChoice};
+use crate::exec::Cmd;
+use crate::sdk::Venv;
+use crate::sdk::install::Installer;
+use crate::settings::Sourced;
+use crate::settings::build::BuildSettings;
+use crate::version::{self, ReleaseType};
+
+/// An environment difference: variables a step sets on top of the start-up environment.
+pub type EnvDiff = BTreeMap<String, String>;
+
+/// What one step does.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// A process.
+    Run(Cmd),
+    /// `rm -rf`, done by rockbuild.
+    Remove { path: PathBuf },
+    /// A generated file, written only when its content changes (mtimes stay stable).
+    Write { path: PathBuf, content: String },
+    /// Exactly one `<dist>-<version>-*.whl` must be in `dist_dir`; it is copied to the output.
+    Collect { dist_dir: PathBuf },
+    /// Installs the collected wheel: the command gets the wheel's path appended.
+    InstallWheel(Cmd),
+    /// A process that must print something (only an empty answer means failure: F24).
+    Smoke(Cmd),
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub label: String,
+    pub action: Action,
+    /// Changes the venv (installs, uninstalls): such steps of different projects never overlap.
+    pub mutates_venv: bool,
+}
+
+/// One project's part of the plan.
+#[derive(Clone, Debug)]
+pub struct ProjectPlan {
+    pub name: String,
+    /// Distribution name of the wheel (`torch`, `torchaudio`, ...).
+    pub dist: String,
+    /// The recipe that builds it.
+    pub recipe: &'static str,
+    /// Among projects ready at once, lower starts first ([`recipes::Recipe::start_priority`]).
+    pub priority: u8,
+    pub dir: PathBuf,
+    /// The version the wheel carries (normalized PEP 440).
+    pub version: String,
+    /// `torch-2.10.0a0+rocm7.10.0-*.whl`.
+    pub wheel_glob: String,
+    /// Projects whose wheel must be built and installed first.
+    pub after: Vec<String>,
+    pub env: EnvDiff,
+    pub steps: Vec<Step>,
+    pub log: PathBuf,
+    pub source: SourceState,
+    /// Cache key over every input; `None` when the sources cannot be fingerprinted (no git).
+    pub fingerprint: Option<String>,
+    /// The recipe's known failures, and what to suspect when the version comes out wrong.
+    pub hints: &'static [Hint],
+    pub version_hint: &'static str,
+}
+
+/// The whole build.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub root: Sourced<PathBuf>,
+    pub output_dir: PathBuf,
+    pub logs_dir: PathBuf,
+    pub venv: Venv,
+    pub installer: Installer,
+    pub sdk: SdkFacts,
+    /// The SDK install commands (`--install-rocm`), shown by `plan`.
+    pub sdk_install: Vec<Cmd>,
+    pub targets: TargetChoice,
+    pub release_type: ReleaseType,
+    pub suffix: String,
+    pub build_number: u32,
+    pub compiler_cache: CompilerCache,
+    pub jobs: usize,
+    pub clean: bool,
+    pub projects: Vec<ProjectPlan>,
+    /// Things a reader of the plan should know (placeholders, ignored inputs).
+    pub notes: Vec<String>,
+}
+
+/// Computes the plan from the settings and the inspected world. Reads nothing, runs nothing.
+pub fn assemble(
+    settings: &BuildSettings,
+    recipes: &Recipes,
+    world: &Snapshot<'_>,
+) -> Result<Plan, Error> {
+    let sdk = &world.sdk;
+    let targets = targets::choose(&settings.families, &settings.targets, sdk)?;
+    let suffix = match settings
+        .version_suffix
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(given) => given.to_string(),
+        None => version::rocm_suffix(&sdk.info.version)?,
+    };
+    let output_dir = settings.output_dir.clone();
+    let logs_dir = output_dir.join("logs");
+
+    // Versions first: a project's pins name the versions of others (torch pins triton's,
+    // audio and vision pin torch's), and those are known before anything is built.
+    let mut versions: Vec<Versions> = Vec::new();
+    for snapshot in &world.projects {
+        let recipe = recipes.of(&settings.stack, snapshot.project)?;
+        versions.push(recipe.version(&VersionInput {
+            project: &snapshot.project.name,
+            dir: &snapshot.dir,
+            files: &snapshot.files,
+            source: &snapshot.source,
+            suffix: &suffix,
+            release_type: settings.release_type,
+            build_number: settings.build_number,
+        })?);
+    }
+    // By recipe: the project of this build it names, and its wheel. With two projects of one
+    // recipe, the first in the stack is the one others build against.
+    let mut provided: BTreeMap<&str, (&str, Pin)> = BTreeMap::new();
+    for (snapshot, version) in world.projects.iter().zip(&versions) {
+        provided
+            .entry(snapshot.project.recipe.as_str())
+            .or_insert_with(|| {
+                (
+                    snapshot.project.name.as_str(),
+                    Pin {
+                        dist: snapshot.project.wheel.clone(),
+                        version: version.wheel.clone(),
+                    },
+                )
+            });
+    }
+
+    let shared = Shared {
+        sdk,
+        venv: &settings.sdk.venv,
+        installer: settings.sdk.installer,
+        cache_dir: &settings.sdk.cache_dir,
+        output_dir: &output_dir,
+        logs_dir: &logs_dir,
+        targets: &targets,
+        families: &settings.families,
+        suffix: &suffix,
+        build_number: settings.build_number,
+        clean: settings.clean,
+        flash_attention: settings.flash_attention,
+        compiler_cache: &settings.compiler_cache,
+        base_env: &settings.base_env,
+    };
+    let mut projects: Vec<ProjectPlan> = Vec::new();
+    for (snapshot, version) in world.projects.iter().zip(&versions) {
+        let plan = project_plan(settings, recipes, &shared, &provided, snapshot, version)?;
+        let deps: Vec<Option<String>> = plan
+            .after
+            .iter()
+            .map(|d| {
+                projects
+                    .iter()
+                    .find(|p| &p.name == d)
+                    .and_then(|p| p.fingerprint.clone())
+            })
+            .collect();
+        let fingerprint = fingerprint::fingerprint(&plan, snapshot.locked, sdk, &targets, &deps);
+        projects.push(ProjectPlan {
+            fingerprint,
+            ..plan
+        });
+    }
+
+    Ok(Plan {
+        root: settings.selection.root.clone(),
+        output_dir,
+        logs_dir,
+        venv: settings.sdk.venv.clone(),
+        installer: settings.sdk.installer,
+        sdk: sdk.clone(),
+        sdk_install: settings
+            .sdk
+            .install
+            .as_ref()
+            .map(|s| vec![s.install_cmd(&sdk.info.version)])
+            .unwrap_or_default(),
+        targets,
+        release_type: settings.release_type,
+        suffix,
+        build_number: settings.build_number,
+        compiler_cache: settings.compiler_cache.clone(),
+        jobs: settings.jobs,
+        clean: settings.clean,
+        projects,
+        notes: world.notes.clone(),
+    })
+}
+
+/// One project's plan, without its fingerprint (which needs the others').
+fn project_plan(
+    settings: &BuildSettings,
+    recipes: &Recipes,
+    shared: &Shared<'_>,
+    provided: &BTreeMap<&str, (&str, Pin)>,
+    snapshot: &ProjectSnapshot<'_>,
+    version: &Versions,
+) -> Result<ProjectPlan, Error> {
+    let project = snapshot.project;
+    let recipe = recipes.of(&settings.stack, project)?;
+    let pinned: BTreeMap<&'static str, Pin> = recipe
+        .pins()
+        .iter()
+        .filter_map(|name| provided.get(name).map(|(_, pin)| (*name, pin.clone())))
+        .collect();
+    // Building against a project of this build means waiting for it; without one in the
+    // build, the wheel already in the venv is used.
+    let after: Vec<String> = recipe
+        .builds_against()
+        .iter()
+        .filter_map(|name| provided.get(name).map(|(project, _)| project.to_string()))
+        .filter(|name| *name != project.name)
+        .collect();
+    let steps = recipe.steps(
+        &RecipeInput {
+            project,
+            dir: &snapshot.dir,
+            files: &snapshot.files,
+            build_version: &version.build,
+            pinned: &pinned,
+            shared,
+        },
+        recipes::common_env(shared),
+    )?;
+    Ok(ProjectPlan {
+        name: project.name.clone(),
+        dist: project.wheel.clone(),
+        recipe: recipe.name(),
+        priority: recipe.start_priority(),
+        dir: snapshot.dir.clone(),
+        version: version.wheel.clone(),
+        wheel_glob: format!(
+            "{}-{}-*.whl",
+            crate::wheel::filename::escape_name(&project.wheel),
+            version.wheel
+        ),
+        after,
+        env: steps.env,
+        steps: steps.steps,
+        log: shared.logs_dir.join(format!("{}.log", project.name)),
+        source: snapshot.source.clone(),
+        fingerprint: None,
+        hints: recipe.failure_hints(),
+        version_hint: recipe.version_mismatch_hint(),
+    })
+}

@@ -1,0 +1,342 @@
+//! The plan as people read it (`plan`, `build --dry-run`) and as machines do (`--json`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{Action, EnvDiff, Plan, ProjectPlan, Step};
+use crate::build::targets::TargetChoice;
+use crate::exec::Cmd;
+use crate::sdk::install::Installer;
+use crate::settings::Sourced;
+use crate::version::ReleaseType;
+
+/// A step as shown by `plan` and recorded in fingerprints.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepView {
+    pub label: String,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The full environment difference of the step (`null` = removed).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
+    pub changes_venv: bool,
+}
+
+impl StepView {
+    pub fn of(step: &Step) -> Self {
+        let mut view = StepView {
+            label: step.label.clone(),
+            kind: "",
+            argv: Vec::new(),
+            cwd: None,
+            env: BTreeMap::new(),
+            path: None,
+            content_sha256: None,
+            changes_venv: step.mutates_venv,
+        };
+        let from_cmd = |cmd: &Cmd, view: &mut StepView| {
+            view.argv = cmd.argv_display();
+            view.cwd = cmd.get_cwd().map(|p| p.display().to_string());
+            view.env = cmd.env_display().into_iter().collect();
+        };
+        match &step.action {
+            Action::Run(cmd) => {
+                view.kind = "run";
+                from_cmd(cmd, &mut view);
+            }
+            Action::InstallWheel(cmd) => {
+                view.kind = "install-wheel";
+                from_cmd(cmd, &mut view);
+                view.argv.push("<collected wheel>".into());
+            }
+            Action::Smoke(cmd) => {
+                view.kind = "smoke";
+                from_cmd(cmd, &mut view);
+            }
+            Action::Remove { path } => {
+                view.kind = "remove";
+                view.path = Some(path.display().to_string());
+            }
+            Action::Write { path, content } => {
+                view.kind = "write";
+                view.path = Some(path.display().to_string());
+                view.content_sha256 = Some(crate::fsutil::sha256_hex(content.as_bytes()));
+            }
+            Action::Collect { dist_dir } => {
+                view.kind = "collect";
+                view.path = Some(dist_dir.display().to_string());
+            }
+        }
+        view
+    }
+}
+
+#[derive(Serialize)]
+struct PlanView<'a> {
+    root: &'a Sourced<PathBuf>,
+    output_dir: String,
+    venv: String,
+    installer: Installer,
+    sdk: SdkView<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sdk_install: Vec<Vec<String>>,
+    targets: &'a TargetChoice,
+    release_type: ReleaseType,
+    version_suffix: &'a str,
+    build_number: u32,
+    compiler_cache: Option<&'static str>,
+    jobs: usize,
+    clean: bool,
+    projects: Vec<ProjectView<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
+}
+
+#[derive(Serialize)]
+struct SdkView<'a> {
+    version: &'a str,
+    root: String,
+    known: bool,
+    targets: &'a [String],
+    python: &'a str,
+}
+
+#[derive(Serialize)]
+struct ProjectView<'a> {
+    name: &'a str,
+    dist: &'a str,
+    recipe: &'a str,
+    dir: String,
+    commit: Option<&'a str>,
+    version: &'a str,
+    wheel: &'a str,
+    targets: Vec<&'a str>,
+    after: &'a [String],
+    log: String,
+    fingerprint: Option<&'a str>,
+    env: &'a EnvDiff,
+    steps: Vec<StepView>,
+}
+
+impl Plan {
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        let view = PlanView {
+            root: &self.root,
+            output_dir: self.output_dir.display().to_string(),
+            venv: self.venv.dir.display().to_string(),
+            installer: self.installer,
+            sdk: SdkView {
+                version: &self.sdk.info.version,
+                root: self.sdk.info.root.display().to_string(),
+                known: self.sdk.known,
+                targets: &self.sdk.info.targets,
+                python: &self.sdk.info.python,
+            },
+            sdk_install: self.sdk_install.iter().map(Cmd::argv_display).collect(),
+            targets: &self.targets,
+            release_type: self.release_type,
+            version_suffix: &self.suffix,
+            build_number: self.build_number,
+            compiler_cache: self.compiler_cache.name(),
+            jobs: self.jobs,
+            clean: self.clean,
+            projects: self
+                .projects
+                .iter()
+                .map(|p| ProjectView {
+                    name: &p.name,
+                    dist: &p.dist,
+                    recipe: p.recipe,
+                    dir: p.dir.display().to_string(),
+                    commit: p.source.head.as_deref(),
+                    version: &p.version,
+                    wheel: &p.wheel_glob,
+                    targets: self.targets.targets.iter().map(|t| t.as_str()).collect(),
+                    after: &p.after,
+                    log: p.log.display().to_string(),
+                    fingerprint: p.fingerprint.as_deref(),
+                    env: &p.env,
+                    steps: p.steps.iter().map(StepView::of).collect(),
+                })
+                .collect(),
+            notes: &self.notes,
+        };
+        let mut text = serde_json::to_string_pretty(&view)?;
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// The plan for people: a header, then per project its version, wheel, order, env and
+    /// steps (each step shows only what it adds to the project's env).
+    pub fn to_text(&self) -> String {
+        let mut out = self.header();
+        for project in &self.projects {
+            out.push('\n');
+            out.push_str(&self.project_text(project));
+        }
+        out
+    }
+
+    fn header(&self) -> String {
+        let mut out = String::new();
+        let sdk = &self.sdk.info;
+        let _ = writeln!(out, "build plan");
+        let _ = writeln!(
+            out,
+            "  sdk        rocm {} ({}), root {}",
+            sdk.version,
+            if self.sdk.known {
+                "installed"
+            } else {
+                "not installed: paths are placeholders"
+            },
+            sdk.root.display()
+        );
+        let _ = writeln!(
+            out,
+            "  checkouts  {} (from {})",
+            self.root.value.display(),
+            self.root.source
+        );
+        let _ = writeln!(
+            out,
+            "  venv       {} ({}, python {})",
+            self.venv.dir.display(),
+            self.installer.as_str(),
+            sdk.python
+        );
+        for cmd in &self.sdk_install {
+            let _ = writeln!(out, "  install    {}", cmd.repro());
+        }
+        let _ = writeln!(out, "  targets    {}", self.targets.describe());
+        let _ = writeln!(
+            out,
+            "  release    {}, suffix {}, build number {}",
+            self.release_type.as_str(),
+            self.suffix,
+            self.build_number
+        );
+        let _ = writeln!(
+            out,
+            "  cache      {}",
+            self.compiler_cache.name().unwrap_or("no compiler cache")
+        );
+        let _ = writeln!(
+            out,
+            "  jobs       {} project(s) at a time{}",
+            self.jobs,
+            if self.clean { ", --clean" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "  output     {} (logs in {})",
+            self.output_dir.display(),
+            self.logs_dir.display()
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "  note       {note}");
+        }
+        out
+    }
+
+    fn project_text(&self, project: &ProjectPlan) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} {} -> {}",
+            project.name, project.version, project.wheel_glob
+        );
+        let _ = writeln!(out, "  recipe {}", project.recipe);
+        let _ = writeln!(out, "  dir    {}", project.dir.display());
+        if let Some(head) = &project.source.head {
+            let _ = writeln!(out, "  commit {head}");
+        }
+        let _ = writeln!(
+            out,
+            "  after  {}",
+            if project.after.is_empty() {
+                "(nothing: starts at once)".to_string()
+            } else {
+                format!("{} (built and installed)", project.after.join(", "))
+            }
+        );
+        let _ = writeln!(out, "  log    {}", project.log.display());
+        let _ = writeln!(out, "  env");
+        for (key, value) in &project.env {
+            let shown = if crate::redact::is_secret_env_name(key) {
+                "****".to_string()
+            } else {
+                crate::redact::redact_url(value)
+            };
+            let _ = writeln!(out, "    {key}={shown}");
+        }
+        let _ = writeln!(out, "  steps");
+        for (index, step) in project.steps.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "    {}. {:<26} {}{}",
+                index + 1,
+                step.label,
+                self.step_line(project, step),
+                if step.mutates_venv { "  [venv]" } else { "" }
+            );
+        }
+        out
+    }
+
+    /// A step as a shell line: what it does, with only the env it adds to the project's.
+    fn step_line(&self, project: &ProjectPlan, step: &Step) -> String {
+        let view = StepView::of(step);
+        match view.kind {
+            "remove" => format!("rm -rf {}", view.path.unwrap_or_default()),
+            "write" => format!(
+                "write {} (sha256 {})",
+                view.path.unwrap_or_default(),
+                &view.content_sha256.unwrap_or_default()[..12]
+            ),
+            "collect" => format!(
+                "collect exactly one {} from {} into {}",
+                project.wheel_glob,
+                view.path.unwrap_or_default(),
+                self.output_dir.display()
+            ),
+            _ => {
+                let quote = |s: &str| {
+                    shlex::try_quote(s)
+                        .map(|q| q.into_owned())
+                        .unwrap_or_else(|_| s.to_string())
+                };
+                let extra: Vec<String> = view
+                    .env
+                    .iter()
+                    .filter(|(k, v)| project.env.get(*k).map(String::as_str) != v.as_deref())
+                    .map(|(k, v)| match v {
+                        Some(v) => format!("{k}={}", quote(v)),
+                        None => format!("-u {k}"),
+                    })
+                    .collect();
+                let env = if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!("env {} ", extra.join(" "))
+                };
+                let argv: Vec<String> = view.argv.iter().map(|a| quote(a)).collect();
+                format!(
+                    "(cd {} && {env}{})",
+                    view.cwd.unwrap_or_default(),
+                    argv.join(" ")
+                )
+            }
+        }
+    }
+}

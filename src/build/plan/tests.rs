@@ -1,0 +1,546 @@
+//! The plan is a pure function of settings and an inspected world: these tests build both as
+//! values (no repositories, no files) and check versions, pins, order, environments and the
+//! printed plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::build::inspect::{ProjectSnapshot, Snapshot};
+use crate::build::recipes::{CheckoutFiles, Recipes, SdkFacts};
+use crate::build::select::Selection;
+use crate::build::targets::{TargetRequest, family_of_index};
+use crate::env_vars::Environment;
+use crate::sdk::SdkInfo;
+use crate::settings::build::{BuildSettings, SdkSettings};
+use crate::settings::{Source, Sourced};
+use crate::stack::{Project, Stack};
+
+const SDK_VERSION: &str = "7.10.0a20251124";
+
+fn settings() -> BuildSettings {
+    BuildSettings {
+        stack: Stack::load(None).expect("stack"),
+        families: crate::stack::load_families(None).expect("families"),
+        output_dir: PathBuf::from("/out"),
+        selection: Selection {
+            root: Sourced {
+                value: PathBuf::from("/src"),
+                source: Source::Flag("--root-checkout-dir".into()),
+            },
+            dirs: BTreeMap::new(),
+            build: BTreeMap::new(),
+        },
+        lock: None,
+        sdk: SdkSettings {
+            venv: Venv::new("/out/venv"),
+            install: None,
+            spec_text: ">1.0".into(),
+            installer: Installer::Pip,
+            cache_dir: PathBuf::from("/cache/pip"),
+            locked_version: None,
+            record_index_url: None,
+        },
+        targets: targets("gfx906,gfx1030"),
+        release_type: ReleaseType::Nightly,
+        version_suffix: None,
+        build_number: 1,
+        flash_attention: None,
+        compiler_cache: CompilerCache::None,
+        clean: false,
+        jobs: 3,
+        dry_run: true,
+        json: false,
+        base_env: Environment::from_pairs([
+            ("PATH", "/usr/bin:/bin"),
+            ("LD_LIBRARY_PATH", "/opt/lib"),
+        ]),
+    }
+}
+
+fn targets(list: &str) -> TargetRequest {
+    TargetRequest {
+        flag: Some(list.into()),
+        max: 8,
+        ..TargetRequest::default()
+    }
+}
+
+/// An SDK not installed yet (placeholder paths), as `plan` sees it.
+fn planned_sdk() -> SdkFacts {
+    let root = PathBuf::from("/sdk");
+    SdkFacts {
+        info: SdkInfo {
+            version: SDK_VERSION.into(),
+            bin: root.join("bin"),
+            cmake: root.join("lib/cmake"),
+            root,
+            targets: vec![],
+            python: "3.11.7".into(),
+        },
+        known: false,
+        dirs: BTreeSet::new(),
+    }
+}
+
+/// An installed SDK that ships gfx906 and gfx1030, with the optional directories.
+fn installed_sdk() -> SdkFacts {
+    let mut sdk = planned_sdk();
+    sdk.known = true;
+    sdk.info.targets = vec!["gfx906".into(), "gfx1030".into()];
+    sdk.dirs = ["lib/rocm_sysdeps", "lib/llvm/amdgcn/bitcode"]
+        .map(String::from)
+        .into();
+    sdk
+}
+
+/// A checkout's contents as its recipe reads them: `given` files, the rest absent.
+fn files(
+    recipes: &Recipes,
+    stack: &Stack,
+    project: &Project,
+    given: &[(&str, &str)],
+) -> CheckoutFiles {
+    let recipe = recipes.of(stack, project).expect("recipe");
+    CheckoutFiles {
+        files: recipe
+            .reads()
+            .iter()
+            .map(|path| {
+                let text = given
+                    .iter()
+                    .find(|(p, _)| p == path)
+                    .map(|(_, t)| t.to_string());
+                (path.to_string(), text)
+            })
+            .collect(),
+        ignored: recipe.generates().iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+/// A git checkout at `commit` on `branch` (`None`: detached, as after `rockbuild checkout`).
+fn source(commit: char, branch: Option<&str>) -> SourceState {
+    let head = commit.to_string().repeat(40);
+    SourceState {
+        head: Some(head.clone()),
+        branch: branch.map(str::to_string),
+        upstream: Some(head),
+        digest: Some(format!("digest-{commit}")),
+    }
+}
+
+/// The five checkouts of the shipped stack as the real projects lay them out: version.txt
+/// (torch, audio, vision, apex), triton's TRITON_VERSION line in setup.py at the root (as
+/// since ~2.9) and the build_env.json its checkout writes.
+fn contents(name: &str) -> (Vec<(&'static str, &'static str)>, SourceState) {
+    match name {
+        "torch" => (
+            vec![
+                ("version.txt", "2.10.0a0\n"),
+                ("requirements.txt", "numpy\n"),
+                ("requirements-build.txt", "cmake\nninja\n"),
+                (
+                    "pyproject.toml",
+                    "[build-system]\nbuild-backend = \"scikit_build_core.build\"\n",
+                ),
+            ],
+            source('1', None),
+        ),
+        "audio" => (vec![("version.txt", "2.10.0a0\n")], source('2', None)),
+        "vision" => (vec![("version.txt", "0.25.0a0\n")], source('3', None)),
+        "triton" => (
+            vec![
+                (
+                    "setup.py",
+                    "import os\nTRITON_VERSION = \"3.5.0\" + suffix()\n",
+                ),
+                (
+                    "build_env.json",
+                    "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\", \"EXTRA\": \"x\"}",
+                ),
+            ],
+            source('4', Some("main")),
+        ),
+        _ => (vec![("version.txt", "1.10.0\n")], source('5', None)),
+    }
+}
+
+fn world<'a>(settings: &'a BuildSettings, recipes: &Recipes, sdk: SdkFacts) -> Snapshot<'a> {
+    world_of(settings, recipes, sdk, &[])
+}
+
+/// The world with `skip`'s checkouts absent.
+fn world_of<'a>(
+    settings: &'a BuildSettings,
+    recipes: &Recipes,
+    sdk: SdkFacts,
+    skip: &[&str],
+) -> Snapshot<'a> {
+    let projects = settings
+        .stack
+        .projects
+        .values()
+        .filter(|p| !skip.contains(&p.name.as_str()))
+        .map(|project| {
+            let (given, source) = contents(&project.name);
+            ProjectSnapshot {
+                project,
+                dir: settings.selection.root.value.join(&project.checkout_dir),
+                locked: None,
+                source,
+                files: files(recipes, &settings.stack, project, &given),
+            }
+        })
+        .collect();
+    Snapshot {
+        sdk,
+        projects,
+        notes: vec![],
+    }
+}
+
+fn assemble_with(settings: &BuildSettings, sdk: SdkFacts) -> Result<Plan, Error> {
+    let recipes = Recipes::builtin();
+    assemble(settings, &recipes, &world(settings, &recipes, sdk))
+}
+
+fn project<'a>(plan: &'a Plan, name: &str) -> &'a ProjectPlan {
+    plan.projects
+        .iter()
+        .find(|p| p.name == name)
+        .expect("project in plan")
+}
+
+#[test]
+fn versions_pins_and_order() {
+    let plan = assemble_with(&settings(), planned_sdk()).expect("plan");
+    let versions: Vec<(&str, &str)> = plan
+        .projects
+        .iter()
+        .map(|p| (p.name.as_str(), p.version.as_str()))
+        .collect();
+    let triton = "3.5.0+git44444444.rocm7.10.0a20251124";
+    assert_eq!(
+        versions,
+        [
+            ("torch", "2.10.0a0+rocm7.10.0a20251124"),
+            ("audio", "2.10.0a0+rocm7.10.0a20251124"),
+            ("vision", "0.25.0a0+rocm7.10.0a20251124"),
+            ("triton", triton),
+            ("apex", "1.10.0+rocm7.10.0a20251124"),
+        ]
+    );
+    let torch = project(&plan, "torch");
+    assert_eq!(
+        torch.env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"],
+        format!("rocm[libraries]=={SDK_VERSION}|triton=={triton}")
+    );
+    assert_eq!(
+        torch.env["USE_FLASH_ATTENTION"], "OFF",
+        "gfx906/gfx1030 have no aotriton kernels"
+    );
+    assert!(torch.after.is_empty() && project(&plan, "triton").after.is_empty());
+    for name in ["audio", "vision", "apex"] {
+        assert_eq!(project(&plan, name).after, ["torch"], "{name}");
+    }
+    assert_eq!(
+        project(&plan, "audio").env["PYTORCH_VERSION"],
+        torch.version
+    );
+    assert!(!project(&plan, "apex").env.contains_key("PYTORCH_VERSION"));
+    // Start order among ready projects: the reference's serial order.
+    let mut order: Vec<&ProjectPlan> = plan.projects.iter().collect();
+    order.sort_by_key(|p| p.priority);
+    let order: Vec<&str> = order.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(order, ["triton", "torch", "audio", "vision", "apex"]);
+    // triton: build_env.json's keys go to triton only (W9), with the composed suffix.
+    let triton_plan = project(&plan, "triton");
+    assert_eq!(
+        triton_plan.env["TRITON_WHEEL_VERSION_SUFFIX"],
+        "+rocm7.10.0a20251124"
+    );
+    assert_eq!(triton_plan.env["EXTRA"], "x");
+    assert!(!torch.env.contains_key("EXTRA"));
+    // torch's library paths stay in torch's env and keep the user's (W10).
+    assert_eq!(
+        torch.env["LD_LIBRARY_PATH"],
+        "/sdk/lib/rocm_sysdeps/lib:/opt/lib"
+    );
+    for other in ["audio", "vision", "triton", "apex"] {
+        assert!(
+            !project(&plan, other).env.contains_key("LD_LIBRARY_PATH"),
+            "{other}"
+        );
+    }
+    // Every step of a project carries the project's env explicitly.
+    for step in &torch.steps {
+        if let Action::Run(_) = &step.action {
+            let view = render::StepView::of(step);
+            assert_eq!(
+                view.env.get("ROCM_HOME").cloned().flatten().as_deref(),
+                Some("/sdk"),
+                "{}",
+                step.label
+            );
+        }
+    }
+}
+
+#[test]
+fn dev_builds_tag_the_commit_and_build_numbers_post() {
+    let mut dev = settings();
+    dev.targets = targets("gfx942");
+    dev.release_type = ReleaseType::Dev;
+    dev.build_number = 2;
+    let plan = assemble_with(&dev, planned_sdk()).expect("plan");
+    let torch = project(&plan, "torch");
+    assert_eq!(
+        torch.version,
+        "2.10.0a0+git11111111.rocm7.10.0a20251124.post2"
+    );
+    assert_eq!(
+        torch.env["PYTORCH_BUILD_VERSION"],
+        "2.10.0a0+git11111111.rocm7.10.0a20251124"
+    );
+    assert_eq!(
+        project(&plan, "vision").version,
+        "0.25.0a0+git33333333.rocm7.10.0a20251124"
+    );
+    assert_eq!(
+        project(&plan, "apex").version,
+        "1.10.0+rocm7.10.0a20251124",
+        "apex is never tagged"
+    );
+    // gfx942 has flash-attention kernels and triton is built: on.
+    assert_eq!(torch.env["USE_FLASH_ATTENTION"], "ON");
+    assert_eq!(torch.env["USE_MEM_EFF_ATTENTION"], "ON");
+}
+
+#[test]
+fn fingerprints_follow_inputs() {
+    let recipes = Recipes::builtin();
+    let base = settings();
+    let key = |settings: &BuildSettings, world: &Snapshot<'_>, name: &str| {
+        project(&assemble(settings, &recipes, world).expect("plan"), name)
+            .fingerprint
+            .clone()
+            .expect("fingerprint")
+    };
+    let world = world(&base, &recipes, planned_sdk());
+    assert_eq!(key(&base, &world, "torch"), key(&base, &world, "torch"));
+    let mut other_targets = settings();
+    other_targets.targets = targets("gfx906");
+    assert_ne!(
+        key(&base, &world, "torch"),
+        key(&other_targets, &world, "torch")
+    );
+    // A source edit changes the project and what builds against it, not triton.
+    let mut edited = world.clone();
+    edited.projects[0].source.digest = Some("digest-edited".into());
+    assert_ne!(key(&base, &world, "torch"), key(&base, &edited, "torch"));
+    assert_ne!(key(&base, &world, "audio"), key(&base, &edited, "audio"));
+    assert_eq!(key(&base, &world, "triton"), key(&base, &edited, "triton"));
+    // Neither --clean nor a compiler cache changes what is built.
+    let mut clean = settings();
+    clean.clean = true;
+    assert_eq!(key(&base, &world, "torch"), key(&clean, &world, "torch"));
+    let mut cached = settings();
+    cached.compiler_cache = CompilerCache::Ccache {
+        program: "/usr/bin/ccache".into(),
+    };
+    assert_eq!(key(&base, &world, "triton"), key(&cached, &world, "triton"));
+    // Without git there is nothing to fingerprint, for it and what builds against it.
+    let mut no_git = world.clone();
+    no_git.projects[0].source.digest = None;
+    let plan = assemble(&base, &recipes, &no_git).expect("plan");
+    assert!(project(&plan, "torch").fingerprint.is_none());
+    assert!(project(&plan, "audio").fingerprint.is_none());
+}
+
+#[test]
+fn plan_for_two_targets() {
+    let plan = assemble_with(&settings(), planned_sdk()).expect("plan");
+    insta::assert_snapshot!("two_targets", plan.to_text());
+    insta::assert_snapshot!("two_targets_json", plan.to_json().expect("json"));
+}
+
+#[test]
+fn plan_for_a_family_dev_build_with_ccache() {
+    let mut dev = settings();
+    dev.targets = TargetRequest {
+        family: Some(Sourced {
+            value: "gfx90a".into(),
+            source: Source::Flag("--amdgpu-family".into()),
+        }),
+        max: 8,
+        ..TargetRequest::default()
+    };
+    dev.release_type = ReleaseType::DevBkc;
+    dev.build_number = 3;
+    dev.compiler_cache = CompilerCache::Ccache {
+        program: "/usr/bin/ccache".into(),
+    };
+    dev.clean = true;
+    dev.jobs = 1;
+    let plan = assemble_with(&dev, installed_sdk());
+    // The installed SDK has no gfx90a: refused before anything is built.
+    insta::assert_snapshot!(
+        "family_not_in_sdk",
+        plan.expect_err("gfx90a missing").to_string()
+    );
+    let mut sdk = installed_sdk();
+    sdk.info.targets.push("gfx90a".into());
+    let plan = assemble_with(&dev, sdk).expect("plan");
+    insta::assert_snapshot!("family_dev_build", plan.to_text());
+}
+
+#[test]
+fn plan_for_a_family_inferred_from_the_index_without_triton() {
+    let recipes = Recipes::builtin();
+    let mut inferred = settings();
+    let url = "https://rocm.nightlies.amd.com/v2/gfx110X-all/";
+    inferred.targets = TargetRequest {
+        family: Some(Sourced {
+            value: family_of_index(url, &inferred.families).expect("a family"),
+            source: Source::Inferred(format!("the last path segment of --index-url {url}")),
+        }),
+        max: 8,
+        ..TargetRequest::default()
+    };
+    inferred.release_type = ReleaseType::Prerelease;
+    inferred.version_suffix = Some("+rocm7.10.0rc2".into());
+    let world = world_of(&inferred, &recipes, planned_sdk(), &["triton", "apex"]);
+    let plan = assemble(&inferred, &recipes, &world).expect("plan");
+    insta::assert_snapshot!("family_inferred_without_triton", plan.to_text());
+
+    // Forcing flash-attention on without triton is refused by torch's recipe.
+    let forced = BuildSettings {
+        flash_attention: Some(true),
+        ..inferred.clone()
+    };
+    insta::assert_snapshot!(
+        "flash_attention_without_triton",
+        assemble(&forced, &recipes, &world)
+            .expect_err("refused")
+            .to_string()
+    );
+}
+
+#[test]
+fn what_the_plan_refuses() {
+    let recipes = Recipes::builtin();
+    let mut cases: Vec<(&str, String)> = Vec::new();
+    let mut refuse = |what: &'static str, settings: &BuildSettings, world: &Snapshot<'_>| {
+        let error = assemble(settings, &recipes, world).expect_err(what);
+        cases.push((what, error.to_string()));
+    };
+    let base = settings();
+    let good = world(&base, &recipes, planned_sdk());
+    let with_targets = |request: TargetRequest| {
+        let mut s = settings();
+        s.targets = request;
+        s
+    };
+    refuse(
+        "unknown target",
+        &with_targets(targets("gfx906,gfx94x")),
+        &good,
+    );
+    refuse(
+        "unknown family",
+        &with_targets(TargetRequest {
+            family: Some(Sourced {
+                value: "gfx11".into(),
+                source: Source::Flag("--amdgpu-family".into()),
+            }),
+            max: 8,
+            ..TargetRequest::default()
+        }),
+        &good,
+    );
+    refuse(
+        "too many targets",
+        &with_targets(TargetRequest {
+            max: 2,
+            ..targets("gfx906,gfx908,gfx90a")
+        }),
+        &good,
+    );
+    refuse(
+        "no targets",
+        &with_targets(TargetRequest {
+            max: 8,
+            ..TargetRequest::default()
+        }),
+        &good,
+    );
+    refuse(
+        "an index URL naming no family",
+        &with_targets(TargetRequest {
+            max: 8,
+            unnamed_index: family_of_index("https://pypi.example/simple/", &base.families).err(),
+            ..TargetRequest::default()
+        }),
+        &good,
+    );
+    refuse(
+        "--arch-from-sdk without an SDK",
+        &with_targets(TargetRequest {
+            from_sdk: true,
+            max: 8,
+            ..TargetRequest::default()
+        }),
+        &good,
+    );
+    let mut broken = good.clone();
+    broken.projects[2]
+        .files
+        .files
+        .insert("version.txt".into(), None);
+    refuse("no version.txt", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[1]
+        .files
+        .files
+        .insert("version.txt".into(), Some("\n".into()));
+    refuse("an empty version.txt", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[3]
+        .files
+        .files
+        .insert("setup.py".into(), Some("setup(version=get())\n".into()));
+    refuse("no TRITON_VERSION", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[3]
+        .files
+        .files
+        .insert("build_env.json".into(), Some("{\n  \"A\": 1\n}".into()));
+    refuse(
+        "a build_env.json value that is not a string",
+        &base,
+        &broken,
+    );
+    let mut broken = good.clone();
+    broken.projects[3]
+        .files
+        .files
+        .insert("build_env.json".into(), Some("{\n  \"A\": \n".into()));
+    refuse("a malformed build_env.json", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[0]
+        .files
+        .files
+        .insert("version.txt".into(), Some("2.10.0-garbage!\n".into()));
+    refuse("a version that is not PEP 440", &base, &broken);
+    let mut no_sysdeps = installed_sdk();
+    no_sysdeps.dirs.clear();
+    refuse(
+        "an SDK without lib/rocm_sysdeps",
+        &base,
+        &world(&base, &recipes, no_sysdeps),
+    );
+    let text: Vec<String> = cases
+        .iter()
+        .map(|(what, error)| format!("{what}:\n  {error}"))
+        .collect();
+    insta::assert_snapshot!(text.join("\n\n"));
+}

@@ -1,0 +1,86 @@
+//! The environment every project gets (F18), and the two ways rockbuild extends a variable
+//! the user already set: paths in front, flags behind.
+
+use std::path::Path;
+
+use super::Shared;
+use crate::build::plan::EnvDiff;
+use crate::env_vars;
+
+/// The environment every project gets (F18). build_env.json is not merged here: its keys
+/// only concern triton and go to triton's recipe (W9).
+pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
+    let sdk = shared.sdk;
+    let base = shared.base_env;
+    let mut env = EnvDiff::new();
+    let mut set = |key: &str, value: String| {
+        env.insert(key.to_string(), value);
+    };
+    set("PYTHONUTF8", "1".into());
+    // The venv acts as if activated: build scripts that run `python` or `pip` get the venv's.
+    set("VIRTUAL_ENV", shared.venv.dir.display().to_string());
+    set(
+        env_vars::PATH,
+        prepend_path(
+            &[&sdk.info.bin, &shared.venv.bin()],
+            base.get(env_vars::PATH),
+        ),
+    );
+    set("CMAKE_PREFIX_PATH", sdk.info.cmake.display().to_string());
+    set("ROCM_HOME", sdk.info.root.display().to_string());
+    set("ROCM_PATH", sdk.info.root.display().to_string());
+    set("PYTORCH_ROCM_ARCH", shared.targets.cmake_list());
+    if base.get(env_vars::USE_KINETO).is_none() {
+        set("USE_KINETO", "ON".into());
+    }
+    set("USE_GLOO", "ON".into());
+    // clang's device-library search breaks when ROCM_PATH points at the SDK root.
+    if sdk.has_dir(DEVICE_LIBS) {
+        set("HIP_DEVICE_LIB_PATH", sdk.path(DEVICE_LIBS));
+    }
+    if sdk.has_dir(HOST_MATH) {
+        set("BLAS", "OpenBLAS".into());
+        set("OpenBLAS_HOME", sdk.path(HOST_MATH));
+        set("OpenBLAS_LIB_NAME", "rocm-openblas".into());
+    }
+    // GCC 12+ false positives that -Werror turns into failures in PyTorch's tree.
+    const WARNINGS: &str =
+        "-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=restrict";
+    set(
+        "CXXFLAGS",
+        append_flags(base.get(env_vars::CXXFLAGS), WARNINGS),
+    );
+    set(
+        "CPPFLAGS",
+        append_flags(base.get(env_vars::CPPFLAGS), WARNINGS),
+    );
+    for (key, value) in shared.compiler_cache.env() {
+        set(&key, value);
+    }
+    env
+}
+
+/// The SDK's device libraries (`HIP_DEVICE_LIB_PATH`).
+const DEVICE_LIBS: &str = "lib/llvm/amdgcn/bitcode";
+/// The SDK's host math libraries (OpenBLAS).
+const HOST_MATH: &str = "lib/host-math";
+
+/// The optional SDK directories the common environment looks for.
+pub const COMMON_SDK_DIRS: &[&str] = &[DEVICE_LIBS, HOST_MATH];
+
+/// `a:b:<inherited>`.
+pub fn prepend_path(dirs: &[&Path], inherited: Option<&str>) -> String {
+    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if let Some(rest) = inherited.filter(|r| !r.is_empty()) {
+        parts.push(rest.to_string());
+    }
+    parts.join(":")
+}
+
+/// `<inherited> <ours>`: the user's flags stay, ours come last.
+pub fn append_flags(inherited: Option<&str>, ours: &str) -> String {
+    match inherited.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(inherited) => format!("{inherited} {ours}"),
+        None => ours.to_string(),
+    }
+}

@@ -1,0 +1,520 @@
+//! `build` and `plan`: the flags, the stack and family tables, the lock and the environment,
+//! resolved once into [`BuildSettings`]. Nothing else in the build reads a flag or an
+//! environment variable.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use pep440_rs::Version;
+
+use super::sdk::{install_settings, resolve_venv};
+use super::{Source, Sourced};
+use crate::build::Error;
+use crate::build::compilers::CompilerCache;
+use crate::build::select::Selection;
+use crate::build::targets::{self, TargetRequest};
+use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
+use crate::context::Context;
+use crate::env_vars::{self, Environment};
+use crate::lock::{self, Lock};
+use crate::sdk::Venv;
+use crate::sdk::install::{InstallSettings, Installer};
+use crate::stack::{FamilyTable, Stack};
+use crate::version::ReleaseType;
+
+/// Everything `build` and `plan` act on.
+#[derive(Clone, Debug)]
+pub struct BuildSettings {
+    pub stack: Stack,
+    pub families: FamilyTable,
+    pub output_dir: PathBuf,
+    pub selection: Selection,
+    pub lock: Option<LockFile>,
+    pub sdk: SdkSettings,
+    pub targets: TargetRequest,
+    pub release_type: ReleaseType,
+    /// `--version-suffix` (unset: derived from the SDK version, as the reference).
+    pub version_suffix: Option<String>,
+    pub build_number: u32,
+    /// `--[no-]enable-pytorch-flash-attention`.
+    pub flash_attention: Option<bool>,
+    pub compiler_cache: CompilerCache,
+    pub clean: bool,
+    pub jobs: usize,
+    /// Print the plan instead of running it (`plan`, `--dry-run`), as JSON with `--json`.
+    pub dry_run: bool,
+    pub json: bool,
+    /// The start-up environment the build steps inherit.
+    pub base_env: Environment,
+}
+
+/// The lock the build follows and records its versions in.
+#[derive(Clone, Debug)]
+pub struct LockFile {
+    pub path: PathBuf,
+    pub lock: Lock,
+}
+
+/// The ROCm SDK of the build.
+#[derive(Clone, Debug)]
+pub struct SdkSettings {
+    pub venv: Venv,
+    /// `--install-rocm`: how to install it first.
+    pub install: Option<InstallSettings>,
+    /// `--rocm-sdk-version`, as given.
+    pub spec_text: String,
+    pub installer: Installer,
+    pub cache_dir: PathBuf,
+    /// The SDK version the lock records.
+    pub locked_version: Option<Version>,
+    /// The index the lock's build record names: the one installed from now, else the lock's.
+    pub record_index_url: Option<String>,
+}
+
+/// The reference's names for the projects of the built-in recipes: `--<name>-dir` and
+/// `--[no-]build-<name>` (torch has no build flag: it builds whenever its checkout exists).
+const REFERENCE_NAMES: &[(&str, &str)] = &[
+    ("torch", "pytorch"),
+    ("audio", "pytorch-audio"),
+    ("vision", "pytorch-vision"),
+    ("triton", "triton"),
+    ("apex", "apex"),
+];
+
+impl BuildSettings {
+    pub fn resolve(args: BuildArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let BuildArgs {
+            config,
+            output_dir,
+            install_rocm,
+            sdk: sdk_args,
+            root_checkout_dir,
+            dirs,
+            build,
+            skip,
+            reference,
+            lock,
+            pytorch_rocm_arch,
+            amdgpu_family,
+            arch_from_sdk,
+            max_targets,
+            allow_many_targets,
+            pytorch_build_number,
+            enable_pytorch_flash_attention,
+            no_enable_pytorch_flash_attention,
+            version_suffix,
+            release_type,
+            use_ccache,
+            use_sccache,
+            sccache_no_wrap,
+            clean,
+            jobs,
+            dry_run,
+            json,
+        } = args;
+        if jobs == 0 {
+            return Err(Error::NoJobs.into());
+        }
+        let output_dir = ctx.absolute(&output_dir);
+        let stack = config.stack(ctx)?;
+        let families = config.family_table(ctx)?;
+
+        let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
+        let selection = select_projects(ctx, &stack, root, dirs, build, skip, reference)?;
+        let sdk = sdk_settings(ctx, &sdk_args, install_rocm, &output_dir, lock.as_ref())?;
+        let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
+        let mut targets = TargetRequest {
+            flag: pytorch_rocm_arch,
+            env: ctx
+                .env()
+                .get(env_vars::PYTORCH_ROCM_ARCH)
+                .map(str::to_string),
+            family: amdgpu_family
+                .map(|family| sourced(family, Source::Flag("--amdgpu-family".into()))),
+            from_sdk: arch_from_sdk,
+            lock: lock_build
+                .map(|b| b.targets.clone())
+                .filter(|t| !t.is_empty()),
+            max: max_targets,
+            allow_many: allow_many_targets,
+            unnamed_index: None,
+        };
+        infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
+
+        let compiler_cache =
+            CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
+        Ok(BuildSettings {
+            stack,
+            families,
+            output_dir,
+            selection,
+            lock,
+            sdk,
+            targets,
+            release_type,
+            version_suffix,
+            build_number: pytorch_build_number,
+            flash_attention: flag(
+                enable_pytorch_flash_attention,
+                no_enable_pytorch_flash_attention,
+            ),
+            compiler_cache,
+            clean,
+            jobs,
+            dry_run,
+            json,
+            base_env: ctx.env().clone(),
+        })
+    }
+}
+
+/// The lock: `--lock`, or `<root>/rockbuild.lock.json` when it exists. The checkout root:
+/// `--root-checkout-dir`, else the lock's directory, else the working directory.
+fn lock_and_root(
+    ctx: &Context,
+    root_checkout_dir: Option<PathBuf>,
+    lock: Option<PathBuf>,
+) -> anyhow::Result<(Option<LockFile>, Sourced<PathBuf>)> {
+    let explicit_root = root_checkout_dir.map(|d| ctx.absolute(&d));
+    let default_lock = explicit_root
+        .as_ref()
+        .unwrap_or(&ctx.cwd)
+        .join(lock::DEFAULT_FILE_NAME);
+    let lock_path = match lock {
+        Some(path) => Some(ctx.absolute(&path)),
+        None => default_lock.is_file().then_some(default_lock),
+    };
+    let lock = match lock_path {
+        Some(path) => Some(LockFile {
+            lock: Lock::read(&path)?,
+            path,
+        }),
+        None => None,
+    };
+    let root = match (explicit_root, lock.as_ref().and_then(|l| l.path.parent())) {
+        (Some(dir), _) => sourced(dir, Source::Flag("--root-checkout-dir".into())),
+        (None, Some(dir)) => sourced(
+            dir.to_path_buf(),
+            Source::Inferred("the lock's directory".into()),
+        ),
+        (None, None) => sourced(
+            ctx.cwd.clone(),
+            Source::Inferred("the working directory".into()),
+        ),
+    };
+    Ok((lock, root))
+}
+
+/// The venv, the install `--install-rocm` asks for (held to the lock's SDK), and the index
+/// the lock's build record will name.
+fn sdk_settings(
+    ctx: &Context,
+    args: &SdkArgs,
+    install_rocm: bool,
+    output_dir: &Path,
+    lock: Option<&LockFile>,
+) -> anyhow::Result<SdkSettings> {
+    let venv = resolve_venv(ctx, args.venv.as_deref(), Some(output_dir))?;
+    let locked_version = lock.map(|l| l.lock.sdk_version()).transpose()?.flatten();
+    let install = if install_rocm {
+        Some(install_settings(
+            ctx,
+            args,
+            venv.clone(),
+            output_dir.join("logs/install-rocm.log"),
+            locked_version.clone(),
+        )?)
+    } else {
+        None
+    };
+    let record_index_url = install
+        .as_ref()
+        .and_then(|s| s.index_url.as_deref())
+        .map(crate::redact::redact_url)
+        .or_else(|| {
+            lock.and_then(|l| l.lock.build.as_ref())
+                .and_then(|b| b.index_url.clone())
+        });
+    Ok(SdkSettings {
+        venv,
+        install,
+        spec_text: args.rocm_sdk_version.clone(),
+        installer: args.installer,
+        cache_dir: args.cache_dir(ctx),
+        locked_version,
+        record_index_url,
+    })
+}
+
+fn sourced<T>(value: T, source: Source) -> Sourced<T> {
+    Sourced { value, source }
+}
+
+/// With no target flag, no `PYTORCH_ROCM_ARCH` and no targets in the lock, an `--index-url`
+/// whose last path segment is a family (TheRock's per-family indexes) stands for
+/// `--amdgpu-family` of it. When it names none, the error for missing targets says so.
+fn infer_family(request: &mut TargetRequest, index_url: Option<&str>, families: &FamilyTable) {
+    let given = |value: Option<&String>| value.is_some_and(|v| !v.trim().is_empty());
+    let no_targets = !given(request.flag.as_ref())
+        && !given(request.env.as_ref())
+        && !given(request.family.as_ref().map(|f| &f.value))
+        && !request.from_sdk
+        && request.lock.is_none();
+    let Some(url) = index_url.filter(|u| !u.trim().is_empty()) else {
+        return;
+    };
+    if !no_targets {
+        return;
+    }
+    match targets::family_of_index(url, families) {
+        Ok(family) => {
+            request.family = Some(sourced(
+                family,
+                Source::Inferred(format!(
+                    "the last path segment of --index-url {}",
+                    crate::redact::redact_url(url)
+                )),
+            ));
+        }
+        Err(unnamed) => request.unnamed_index = Some(unnamed),
+    }
+}
+
+/// Which projects to build and where their checkouts are, from the generic flags and the
+/// reference's per-project ones. The same project named twice with different answers is an
+/// error, never a silent choice.
+fn select_projects(
+    ctx: &Context,
+    stack: &Stack,
+    root: Sourced<PathBuf>,
+    dirs: Vec<String>,
+    build: Vec<String>,
+    skip: Vec<String>,
+    reference: ReferenceProjectArgs,
+) -> Result<Selection, Error> {
+    let ReferenceProjectArgs {
+        pytorch_dir,
+        pytorch_audio_dir,
+        pytorch_vision_dir,
+        triton_dir,
+        apex_dir,
+        build_triton,
+        no_build_triton,
+        build_pytorch_audio,
+        no_build_pytorch_audio,
+        build_pytorch_vision,
+        no_build_pytorch_vision,
+        build_apex,
+        no_build_apex,
+    } = reference;
+    let mut selection = Selection {
+        root,
+        dirs: BTreeMap::new(),
+        build: BTreeMap::new(),
+    };
+    for given in dirs {
+        let Some((name, dir)) = given
+            .split_once('=')
+            .filter(|(name, dir)| !name.trim().is_empty() && !dir.is_empty())
+        else {
+            return Err(Error::DirSyntax { given });
+        };
+        let name = project_named(stack, "--dir", name.trim())?;
+        let flag = format!("--dir {name}");
+        choose(&mut selection.dirs, name, ctx.absolute(dir.as_ref()), flag)?;
+    }
+    for (names, value, verb) in [(build, true, "--build"), (skip, false, "--skip")] {
+        for name in names {
+            let name = project_named(stack, verb, &name)?;
+            let flag = format!("{verb} {name}");
+            choose(&mut selection.build, name, value, flag)?;
+        }
+    }
+    let reference_dirs = [
+        ("torch", pytorch_dir),
+        ("audio", pytorch_audio_dir),
+        ("vision", pytorch_vision_dir),
+        ("triton", triton_dir),
+        ("apex", apex_dir),
+    ];
+    for (recipe, dir) in reference_dirs {
+        if let Some(dir) = dir {
+            let flag = format!("--{}-dir", reference_name(recipe));
+            let name = project_of_recipe(stack, &flag, recipe)?;
+            choose(&mut selection.dirs, name, ctx.absolute(&dir), flag)?;
+        }
+    }
+    let reference_builds = [
+        ("triton", flag(build_triton, no_build_triton)),
+        ("audio", flag(build_pytorch_audio, no_build_pytorch_audio)),
+        (
+            "vision",
+            flag(build_pytorch_vision, no_build_pytorch_vision),
+        ),
+        ("apex", flag(build_apex, no_build_apex)),
+    ];
+    for (recipe, value) in reference_builds {
+        if let Some(value) = value {
+            let name = reference_name(recipe);
+            let flag = if value {
+                format!("--build-{name}")
+            } else {
+                format!("--no-build-{name}")
+            };
+            let project = project_of_recipe(stack, &flag, recipe)?;
+            choose(&mut selection.build, project, value, flag)?;
+        }
+    }
+    Ok(selection)
+}
+
+fn reference_name(recipe: &str) -> &'static str {
+    REFERENCE_NAMES
+        .iter()
+        .find(|(r, _)| *r == recipe)
+        .map_or("", |(_, name)| name)
+}
+
+/// Records `value` for `project`; the same answer twice is fine, a different one is not.
+fn choose<T: PartialEq>(
+    choices: &mut BTreeMap<String, Sourced<T>>,
+    project: String,
+    value: T,
+    flag: String,
+) -> Result<(), Error> {
+    match choices.get(&project) {
+        Some(earlier) if earlier.value != value => Err(Error::Contradiction {
+            project,
+            first: earlier.source.to_string(),
+            second: flag,
+        }),
+        Some(_) => Ok(()),
+        None => {
+            choices.insert(project, sourced(value, Source::Flag(flag)));
+            Ok(())
+        }
+    }
+}
+
+/// A project named on the command line, with a suggestion when it is misspelled or named by
+/// its checkout directory.
+fn project_named(stack: &Stack, flag: &str, name: &str) -> Result<String, Error> {
+    if stack.projects.contains_key(name) {
+        return Ok(name.to_string());
+    }
+    let names: Vec<&str> = stack.projects.keys().map(String::as_str).collect();
+    let hint = match stack.projects.values().find(|p| p.checkout_dir == name) {
+        Some(project) => format!(
+            " (did you mean '{}'? '{name}' is its checkout directory)",
+            project.name
+        ),
+        None => crate::stack::source::did_you_mean(name, names.iter().copied())
+            .map(|s| format!(" (did you mean '{s}'?)"))
+            .unwrap_or_default(),
+    };
+    Err(Error::UnknownProject {
+        flag: flag.to_string(),
+        name: name.to_string(),
+        hint,
+        stack: stack.source_name.clone(),
+        known: names.join(", "),
+    })
+}
+
+/// The project a reference flag means: the first of the stack built by `recipe`.
+fn project_of_recipe(stack: &Stack, flag: &str, recipe: &str) -> Result<String, Error> {
+    stack
+        .projects
+        .values()
+        .find(|p| p.recipe == recipe)
+        .map(|p| p.name.clone())
+        .ok_or_else(|| Error::NoProjectForRecipe {
+            flag: flag.to_string(),
+            recipe: recipe.to_string(),
+            stack: stack.source_name.clone(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> TargetRequest {
+        TargetRequest {
+            max: 8,
+            ..TargetRequest::default()
+        }
+    }
+
+    #[test]
+    fn the_index_url_names_the_family_only_when_nothing_else_gives_targets() {
+        let families = crate::stack::load_families(None).expect("families");
+        let url = "https://rocm.nightlies.amd.com/v2/gfx110X-all/";
+        let mut inferred = request();
+        infer_family(&mut inferred, Some(url), &families);
+        assert_eq!(
+            inferred.family,
+            Some(sourced(
+                "gfx110X-all".to_string(),
+                Source::Inferred(format!("the last path segment of --index-url {url}"))
+            ))
+        );
+        let given = [
+            TargetRequest {
+                flag: Some("gfx906".into()),
+                ..request()
+            },
+            TargetRequest {
+                env: Some("gfx906".into()),
+                ..request()
+            },
+            TargetRequest {
+                from_sdk: true,
+                ..request()
+            },
+            TargetRequest {
+                lock: Some(vec![families.target("gfx906").expect("target")]),
+                ..request()
+            },
+        ];
+        for mut request in given {
+            let before = request.clone();
+            infer_family(&mut request, Some(url), &families);
+            assert_eq!(
+                (request.family, request.unnamed_index),
+                (before.family, None)
+            );
+        }
+        let mut unnamed = request();
+        infer_family(
+            &mut unnamed,
+            Some("https://pypi.example/simple/"),
+            &families,
+        );
+        assert_eq!(unnamed.family, None);
+        assert_eq!(
+            unnamed.unnamed_index.map(|u| u.segment).as_deref(),
+            Some("simple")
+        );
+        let mut none = request();
+        infer_family(&mut none, Some("  "), &families);
+        assert_eq!((none.family, none.unnamed_index), (None, None));
+    }
+
+    #[test]
+    fn one_project_one_answer() {
+        let mut choices = BTreeMap::new();
+        choose(&mut choices, "triton".into(), true, "--build-triton".into()).expect("first");
+        choose(&mut choices, "triton".into(), true, "--build triton".into()).expect("same");
+        assert_eq!(
+            choose(&mut choices, "triton".into(), false, "--skip triton".into())
+                .expect_err("contradiction")
+                .to_string(),
+            "--build-triton and --skip triton contradict each other for project 'triton': keep one"
+        );
+        assert_eq!(
+            choices["triton"].source,
+            Source::Flag("--build-triton".into())
+        );
+    }
+}

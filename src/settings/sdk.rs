@@ -1,0 +1,89 @@
+//! The ROCm SDK flags shared by `install-rocm` and `build --install-rocm`: which venv, and how
+//! to install into it.
+
+use std::path::{Path, PathBuf};
+
+use pep440_rs::Version;
+
+use crate::cli::{SdkArgs, flag};
+use crate::context::Context;
+use crate::env_vars;
+use crate::exit;
+use crate::sdk::install::InstallSettings;
+use crate::sdk::{self, Venv, preflight};
+
+/// `--venv`, else the active `$VIRTUAL_ENV`, else `<output-dir>/venv`.
+pub fn resolve_venv(
+    ctx: &Context,
+    venv: Option<&Path>,
+    output_dir: Option<&Path>,
+) -> anyhow::Result<Venv> {
+    if let Some(dir) = venv {
+        return Ok(Venv::new(ctx.absolute(dir)));
+    }
+    if let Some(active) = ctx.env().non_empty(env_vars::VIRTUAL_ENV) {
+        return Ok(Venv::new(PathBuf::from(active)));
+    }
+    match output_dir {
+        Some(output) => Ok(Venv::new(output.join("venv"))),
+        None => Err(exit::usage(
+            "no venv to install into: pass --venv DIR, activate a venv, or pass --output-dir DIR (the venv then goes to DIR/venv)",
+        )),
+    }
+}
+
+/// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
+pub fn install_settings(
+    ctx: &Context,
+    args: &SdkArgs,
+    venv: Venv,
+    log: PathBuf,
+    locked: Option<Version>,
+) -> anyhow::Result<InstallSettings> {
+    let SdkArgs {
+        venv: _,
+        index_url,
+        find_links,
+        pip_cache_dir: _,
+        rocm_sdk_version,
+        pre,
+        no_pre,
+        rocm_extras,
+        installer,
+    } = args;
+    let spec = preflight::parse_spec(rocm_sdk_version).map_err(exit::usage)?;
+    let pre = flag(*pre, *no_pre).unwrap_or(true);
+    if let Some(version) = &locked
+        && !spec.contains(version)
+    {
+        return Err(exit::usage(format!(
+            "the lock records rocm {version}, which --rocm-sdk-version `{rocm_sdk_version}` excludes: drop the flag to install the locked SDK, or start from a new lock"
+        )));
+    }
+    let extras = sdk::install::parse_extras(rocm_extras.as_deref()).map_err(exit::usage)?;
+    let cache_dir = args.cache_dir(ctx);
+    let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
+    Ok(InstallSettings {
+        venv,
+        base_python: PathBuf::from("python3"),
+        installer: *installer,
+        index_url: non_empty(index_url),
+        find_links: non_empty(find_links).map(|links| absolute_links(ctx, &links)),
+        cache_dir,
+        spec_text: rocm_sdk_version.clone(),
+        spec,
+        pre,
+        extras,
+        locked_version: locked,
+        log,
+    })
+}
+
+/// A relative find-links directory is relative to where rockbuild was started.
+fn absolute_links(ctx: &Context, links: &str) -> String {
+    if links.contains("://") {
+        links.to_string()
+    } else {
+        ctx.absolute(Path::new(links)).display().to_string()
+    }
+}
