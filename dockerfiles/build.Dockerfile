@@ -1,27 +1,31 @@
-# Build image for rockbuild jobs: compilers, compiler caches, git and Python. The ROCm SDK is
-# not baked in: `rockbuild build --install-rocm` installs it from the package index into a venv,
-# so one image serves every SDK version and GPU family.
+# Build image of rockbuild's CI: manylinux_2_28 (AlmaLinux 8, glibc 2.28), so every wheel built
+# here needs at most GLIBC_2.28 and can carry the manylinux_2_28 tag (`rockbuild verify` checks
+# the tag against the glibc symbol versions each library needs). On top of the base:
+# scripts/image-setup build (the only set-up step; the tests run it too) and rockbuild itself.
+# The ROCm SDK is not baked in: `rockbuild build --install-rocm` installs it from the package
+# index, so one image serves every SDK version and GPU family. hipcc comes with the SDK wheels.
 #
 #   docker build -f dockerfiles/build.Dockerfile -t rockbuild-build .
-#   docker run --rm -v "$PWD/work:/work" rockbuild-build rockbuild checkout --root-checkout-dir /work/src
+#
+# The base is pinned by digest (the same one TheRock's build_manylinux_x86_64.Dockerfile pins);
+# docs/ci.md says how to move it.
 
-FROM rust:1.95-bookworm AS rockbuild
+# rockbuild as a static (musl) binary, so it runs on any glibc, the base's 2.28 included.
+FROM rust:1.95-alpine AS rockbuild
+RUN apk add --no-cache build-base cmake perl
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY configs ./configs
 RUN cargo build --release --locked
 
-FROM debian:12-slim
-# Build tools the PyTorch stack expects (CMake and Ninja come from pip per project).
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential ca-certificates ccache git patchelf python3 python3-dev python3-venv sccache \
-    && rm -rf /var/lib/apt/lists/*
+FROM quay.io/pypa/manylinux_2_28_x86_64@sha256:d632b5e68ab39e59e128dcf0e59e438b26f122d7f2d45f3eea69ffd2877ab017
+# Every CPython the release table (configs/releases.yaml) builds; a test keeps the two equal.
+ARG PYTHONS="3.10 3.11 3.12 3.13 3.14"
+COPY scripts/image-setup /opt/rockbuild-setup/scripts/image-setup
+COPY dockerfiles/build-tools.txt /opt/rockbuild-setup/dockerfiles/build-tools.txt
+RUN /opt/rockbuild-setup/scripts/image-setup build --pythons "$PYTHONS"
 COPY --from=rockbuild /src/target/release/rockbuild /usr/local/bin/rockbuild
-# Checkouts are bind-mounted and owned by the host user.
-RUN git config --system --add safe.directory '*'
 ENV NO_COLOR=1
 WORKDIR /work
-ENTRYPOINT []
 CMD ["rockbuild", "--help"]

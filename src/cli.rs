@@ -74,6 +74,10 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Give verified linux_<arch> wheels a manylinux tag their libraries' glibc needs allow
+    Retag(RetagArgs),
+    /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
+    Matrix(MatrixArgs),
     /// Run one shard of PyTorch's test suite (test/run_test.py) or the GPU smoke suite on the
     /// wheels of an index
     Test(TestArgs),
@@ -453,6 +457,10 @@ pub struct VerifyArgs {
     /// Print the report as JSON on stdout
     #[arg(long)]
     pub json: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -531,6 +539,10 @@ pub struct StageArgs {
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
+    /// and retags)
+    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    pub allow_linux_tag: bool,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -606,6 +618,46 @@ pub struct PromoteArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RetagArgs {
+    /// Wheels or directories of wheels (rewritten in place: renamed, WHEEL and RECORD updated)
+    #[arg(value_name = "WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The manylinux tag to give them, e.g. manylinux_2_28_x86_64 (the build image's glibc)
+    #[arg(long, value_name = "TAG", env = "ROCKBUILD_PLATFORM")]
+    pub platform: String,
+    /// Print what would be retagged (or refused) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+}
+
+/// The matrix is computed from the family table and the release table; these narrow it.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// Release type: its row of the release table decides refs, families, Pythons and tests
+    #[arg(long, value_enum, env = "ROCKBUILD_RELEASE_TYPE")]
+    pub release_type: ReleaseType,
+    /// PyTorch refs to build, comma separated (default, or empty: the release type's)
+    #[arg(long, value_name = "REF[,REF]", env = "ROCKBUILD_PYTORCH_REF")]
+    pub pytorch_ref: Option<String>,
+    /// GPU families to build, `;` or `,` separated (default, or empty: the release type's)
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILIES")]
+    pub amdgpu_families: Option<String>,
+    /// Python versions to build, comma separated: some of the release type's (default, or
+    /// empty: all of them)
+    #[arg(long, value_name = "3.X[,3.Y]", env = "ROCKBUILD_PYTHON_VERSION")]
+    pub python_version: Option<String>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Release table to use instead of the built-in configs/releases.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    pub releases: Option<PathBuf>,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

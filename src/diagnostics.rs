@@ -40,7 +40,13 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
         return Some(ExitStatus::Signal(*signal));
     }
-    stage_errors!(Classified, crate::build::Error, crate::suite::Error);
+    stage_errors!(
+        Classified,
+        crate::build::Error,
+        crate::ci::Error,
+        crate::suite::Error,
+        crate::wheel::retag::RetagError
+    );
     None
 }
 

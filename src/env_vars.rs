@@ -11,6 +11,8 @@ use std::ffi::{OsStr, OsString};
 
 /// Set by GitHub Actions on every runner.
 pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+/// File whose `name=value` lines become the step's outputs in GitHub Actions.
+pub const GITHUB_OUTPUT: &str = "GITHUB_OUTPUT";
 /// File that GitHub Actions renders as the job summary (Markdown appended per step).
 pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 /// Target list for PyTorch builds, as the reference reads it (`gfxA;gfxB` or `gfxA,gfxB`).

@@ -16,6 +16,7 @@ pub mod wheel;
 
 pub mod build;
 mod checkout;
+mod ci;
 #[cfg(test)]
 mod docgen;
 mod env_vars;

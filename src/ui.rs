@@ -69,6 +69,16 @@ impl Ui {
         }
     }
 
+    /// Something the user should know that is not a problem (GitHub: a notice annotation).
+    pub fn note(&self, message: impl AsRef<str>) {
+        let message = message.as_ref();
+        if self.github {
+            self.eprintln(&format!("::notice::{}", escape_annotation(message)));
+        } else if !self.quiet {
+            self.eprintln(&format!("note: {message}"));
+        }
+    }
+
     /// Reports a failure; in GitHub Actions also as an error annotation.
     pub fn error_annotation(&self, title: &str, message: &str) {
         if self.github {

@@ -6,7 +6,9 @@ mod checkout;
 mod index;
 mod install_rocm;
 mod lock;
+mod matrix;
 mod promote;
+mod retag;
 mod smoke;
 mod stage;
 mod test;
@@ -29,6 +31,8 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Retag(args) => retag::run(args, ctx),
+        Command::Matrix(args) => matrix::run(args, ctx),
         Command::Test(args) => test::run(args, ctx),
         Command::TestReport(args) => test_report::run(args, ctx),
     }

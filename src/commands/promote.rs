@@ -244,6 +244,8 @@ fn promote_rewritten(
         index_url: None,
         memory_budget: DEFAULT_MEMORY_BUDGET,
         check_pins_outside_set: false,
+        // The platform tag was judged when the set was staged; a rewrite does not change it.
+        allow_linux_tag: true,
     };
     let report = verify_wheels(ctx, &check, &options)?;
     if !report.ok {

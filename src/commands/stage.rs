@@ -26,6 +26,7 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         targets,
         index_url,
         dry_run,
+        allow_linux_tag,
         store: store_args,
         config,
     } = args;
@@ -57,6 +58,7 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         targets.as_deref(),
         index_url,
     )?;
+    options.allow_linux_tag = allow_linux_tag;
     // Without a lock record or --targets, the family names the targets the set was built for.
     if options.targets.is_empty()
         && let Some(family) = family

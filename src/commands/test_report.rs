@@ -16,7 +16,7 @@ pub fn run(args: TestReportArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let (summary, report) = summary::combine(
         &shards,
         &settings.expect,
-        &settings.catalog,
+        &settings.shard_counts,
         &format!("rockbuild {}", env!("CARGO_PKG_VERSION")),
     )?;
     let mut text = serde_json::to_string_pretty(&report).context("serializing the test report")?;

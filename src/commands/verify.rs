@@ -22,11 +22,12 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         targets,
         index_url,
         json,
+        allow_linux_tag,
         config,
     } = args;
     let stack = config.stack(ctx)?;
     let table = config.family_table(ctx)?;
-    let (options, _) = expectations(
+    let (mut options, _) = expectations(
         ctx,
         &stack,
         &table,
@@ -34,6 +35,7 @@ pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         targets.as_deref(),
         index_url,
     )?;
+    options.allow_linux_tag = allow_linux_tag;
 
     let inputs: Vec<_> = paths.iter().map(|p| ctx.absolute(p)).collect();
     let wheels = collect(&inputs)?;

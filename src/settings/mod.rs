@@ -3,6 +3,8 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod matrix;
+pub mod retag;
 pub mod sdk;
 pub mod test;
 pub mod test_report;

@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 
+use crate::ci::releases::{DEFAULT_RELEASES, ReleaseTable};
 use crate::cli::TestReportArgs;
 use crate::context::Context;
+use crate::stack::ConfigSource;
 use crate::suite::Error;
-use crate::suite::catalog::{Catalog, TestConfig};
-use crate::suite::summary::Expectation;
+use crate::suite::catalog::TestConfig;
+use crate::suite::summary::{Expectation, ShardCounts};
 
 #[derive(Debug)]
 pub struct TestReportSettings {
@@ -15,7 +17,8 @@ pub struct TestReportSettings {
     pub report: PathBuf,
     pub markdown: Option<PathBuf>,
     pub json: bool,
-    pub catalog: Catalog,
+    /// Shards per config when neither `--expect` nor the shards say.
+    pub shard_counts: ShardCounts,
 }
 
 impl TestReportSettings {
@@ -28,7 +31,18 @@ impl TestReportSettings {
             json,
         } = args;
         let families = crate::stack::load_families(None)?;
-        let catalog = Catalog::builtin(&families).map_err(Error::from)?;
+        let releases = ReleaseTable::load(
+            &ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
+            &families,
+        )
+        .map_err(Error::from)?;
+        let shard_counts = TestConfig::all()
+            .into_iter()
+            .map(|config| {
+                let shards = releases.test_config(config.name()).map_or(1, |c| c.shards);
+                (config, shards)
+            })
+            .collect();
         let expect = expect
             .iter()
             .map(|given| parse_expectation(given))
@@ -39,7 +53,7 @@ impl TestReportSettings {
             report: ctx.absolute(&report),
             markdown: markdown.map(|m| ctx.absolute(&m)),
             json,
-            catalog,
+            shard_counts,
         })
     }
 }

@@ -70,7 +70,9 @@ pub struct Family {
     pub windows: Option<PlatformEntry>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, serde::Serialize)]
+/// The trigger set that includes a family; ordered, as each set contains the previous one
+/// (presubmit ⊂ postsubmit ⊂ nightly).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
     Presubmit,
@@ -127,15 +129,7 @@ pub struct FamilyTable {
 impl FamilyTable {
     pub fn load(source: &ConfigSource) -> Result<Self, ConfigError> {
         let file: FamiliesFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.check_schema(file.schema)?;
         let mut seen: IndexMap<Target, String> = IndexMap::new();
         let mut families = IndexMap::new();
         for (name, mut family) in file.families {

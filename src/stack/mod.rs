@@ -184,15 +184,7 @@ impl Stack {
 
     pub fn parse(source: &ConfigSource) -> Result<Stack, ConfigError> {
         let file: StackFile = source.parse()?;
-        if file.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    file.schema
-                ),
-            ));
-        }
+        source.check_schema(file.schema)?;
         if file.projects.is_empty() {
             return Err(source.error_at(&["projects"], "the stack has no projects"));
         }

@@ -50,6 +50,17 @@ impl ConfigSource {
         })
     }
 
+    /// Config files carry `schema: 1`; another number is a format this rockbuild cannot read.
+    pub fn check_schema(&self, schema: u32) -> Result<(), ConfigError> {
+        if schema == 1 {
+            return Ok(());
+        }
+        Err(self.error_at(
+            &["schema"],
+            format!("unsupported schema {schema} (this rockbuild reads schema 1)"),
+        ))
+    }
+
     /// An error about the value at a key path, located by [`locate`].
     pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> ConfigError {
         ConfigError {

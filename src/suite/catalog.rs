@@ -1,5 +1,5 @@
-//! configs/pytorch-tests.yaml: the test configs and their shard counts, `BUILD_ENVIRONMENT`
-//! per family, the inductor config's two test lists, and the test venv's requirements.
+//! configs/pytorch-tests.yaml: `BUILD_ENVIRONMENT` per family, the inductor config's two test
+//! lists, and the test venv's requirements. (Shard counts are the release table's.)
 
 use std::fmt;
 
@@ -60,7 +60,6 @@ impl fmt::Display for TestConfig {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct RawCatalog {
     schema: u32,
-    shards: IndexMap<TestConfig, u32>,
     build_environment: RawBuildEnvironment,
     inductor: Inductor,
     requirements: Vec<String>,
@@ -83,7 +82,6 @@ pub struct Inductor {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Catalog {
-    shards: IndexMap<TestConfig, u32>,
     default_build_environment: String,
     build_environments: IndexMap<String, String>,
     pub inductor: Inductor,
@@ -100,32 +98,7 @@ impl Catalog {
 
     pub fn parse(source: &ConfigSource, families: &FamilyTable) -> Result<Self, ConfigError> {
         let raw: RawCatalog = source.parse()?;
-        if raw.schema != 1 {
-            return Err(source.error_at(
-                &["schema"],
-                format!(
-                    "unsupported schema {} (this rockbuild reads schema 1)",
-                    raw.schema
-                ),
-            ));
-        }
-        for config in TestConfig::all() {
-            match raw.shards.get(&config) {
-                None => {
-                    return Err(source.error_at(
-                        &["shards"],
-                        format!("shards: no count for the `{config}` config"),
-                    ));
-                }
-                Some(0) => {
-                    return Err(source.error_at(
-                        &["shards", config.name()],
-                        format!("shards: `{config}` needs at least one shard"),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
+        source.check_schema(raw.schema)?;
         for family in raw.build_environment.families.keys() {
             // A key no family has is how TheRock's gfx90X-dcgpu went unnoticed (W13).
             if let Err(error) = families.family_named(family) {
@@ -136,17 +109,11 @@ impl Catalog {
             }
         }
         Ok(Catalog {
-            shards: raw.shards,
             default_build_environment: raw.build_environment.default,
             build_environments: raw.build_environment.families,
             inductor: raw.inductor,
             requirements: raw.requirements,
         })
-    }
-
-    /// How many shards a config is split into by default.
-    pub fn shards(&self, config: TestConfig) -> u32 {
-        self.shards.get(&config).copied().unwrap_or(1)
     }
 
     /// `BUILD_ENVIRONMENT` for a family (run_test.py's key into test-times.json).
@@ -168,11 +135,6 @@ mod tests {
     #[test]
     fn builtin_catalog_follows_upstream() {
         let catalog = Catalog::builtin(&families()).expect("catalog");
-        let shards: Vec<u32> = TestConfig::all()
-            .into_iter()
-            .map(|c| catalog.shards(c))
-            .collect();
-        assert_eq!(shards, [6, 3, 2, 1]);
         assert_eq!(
             catalog.build_environment(Some("gfx90a")),
             "linux-jammy-rocm-py3.10-mi200",
@@ -189,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_families_and_missing_configs_are_errors() {
+    fn unknown_families_and_keys_are_errors() {
         let text = BUILTIN.replace("    gfx90a: linux", "    gfx90X-dcgpu: linux");
         let error = Catalog::parse(
             &ConfigSource {
@@ -202,10 +164,10 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .starts_with("tests.yaml:26: build-environment: unknown GPU family 'gfx90X-dcgpu'"),
+                .starts_with("tests.yaml:19: build-environment: unknown GPU family 'gfx90X-dcgpu'"),
             "{error}"
         );
-        let text = BUILTIN.replace("  gpu-smoke: 1\n", "");
+        let text = BUILTIN.replace("requirements:", "requirement:");
         let error = Catalog::parse(
             &ConfigSource {
                 name: "tests.yaml".into(),
@@ -213,10 +175,12 @@ mod tests {
             },
             &families(),
         )
-        .expect_err("missing");
-        assert_eq!(
-            error.to_string(),
-            "tests.yaml:11: shards: no count for the `gpu-smoke` config"
+        .expect_err("misspelled");
+        assert!(
+            error
+                .to_string()
+                .contains("unknown field `requirement` (did you mean `requirements`?)"),
+            "{error}"
         );
     }
 }

@@ -5,6 +5,7 @@ use object::elf;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader as _};
 use object::{Endianness, FileKind};
 
+use crate::wheel::manylinux::{self, Glibc};
 use crate::wheel::offload::{SectionScan, scan_section};
 
 pub const ELF_MAGIC: &[u8] = b"\x7fELF";
@@ -17,6 +18,8 @@ pub struct ElfInfo {
     pub runpath: Vec<String>,
     /// The bundles of `.hip_fatbin`, when the file has GPU code.
     pub gpu: Option<SectionScan>,
+    /// The highest `GLIBC_x.y` among its version needs.
+    pub glibc: Option<Glibc>,
 }
 
 impl ElfInfo {
@@ -64,6 +67,7 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
             target.extend(value.split(':').map(str::to_string));
         }
     }
+    info.glibc = manylinux::glibc_needed(sections, endian, data)?;
     if let Some((_, section)) = sections.section_by_name(endian, FATBIN_SECTION) {
         let bytes = section
             .data(endian, data)

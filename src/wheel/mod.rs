@@ -4,16 +4,20 @@
 //! - [`archive`]: the strict zip reader (ZIP64, header consistency, positioned reads).
 //! - [`record`], [`metadata`]: RECORD, METADATA (core metadata, PEP 658 bytes), WHEEL.
 //! - [`elf`], [`offload`]: DT_NEEDED, RPATH/RUNPATH and the gfx targets of `.hip_fatbin`.
+//! - [`manylinux`]: the platform tag against the glibc versions the libraries need.
 //! - [`verify`]: [`verify::verify_set`], the gate before staging and promotion.
+//! - [`retag`]: [`retag::plan`], a verified `linux_<arch>` wheel to its manylinux tag.
 //! - [`rewrite`]: [`rewrite::rewrite_set`], promotion's a → rc → final version rewrite.
 
 pub mod archive;
 pub mod elf;
 pub mod filename;
+pub mod manylinux;
 pub mod metadata;
 pub mod offload;
 pub mod problem;
 pub mod record;
+pub mod retag;
 pub mod rewrite;
 pub mod verify;
 pub mod zipwrite;

@@ -119,6 +119,19 @@ pub enum Problem {
         path: String,
         reason: String,
     },
+    /// A `linux_<arch>` platform tag where a portable (manylinux) one is required.
+    LinuxTag {
+        tag: String,
+        /// The highest glibc the wheel's libraries need, if any.
+        needs: Option<String>,
+    },
+    /// A library needs a newer glibc than the wheel's manylinux tag promises.
+    GlibcTooNew {
+        entry: String,
+        needs: String,
+        tag: String,
+        allows: String,
+    },
     /// An ELF file object cannot parse.
     Elf {
         entry: String,
@@ -177,6 +190,8 @@ impl Problem {
             Problem::GpuCode { .. } => "gpu-code",
             Problem::NoHipRuntime { .. } => "no-hip-runtime",
             Problem::Rpath { .. } => "rpath",
+            Problem::LinuxTag { .. } => "linux-tag",
+            Problem::GlibcTooNew { .. } => "glibc-too-new",
             Problem::Elf { .. } => "elf",
             Problem::Unresolved { .. } => "unresolved",
             Problem::MissingExtra { .. } => "missing-extra",
@@ -318,6 +333,33 @@ impl fmt::Display for Problem {
                 path,
                 reason,
             } => write!(f, "'{entry}' has {tag} entry '{path}': {reason}"),
+            Problem::LinuxTag { tag, needs } => {
+                let arch = tag.strip_prefix("linux_").unwrap_or(tag);
+                let needs = needs
+                    .as_ref()
+                    .map(|glibc| format!(" (its libraries need glibc {glibc})"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "platform tag {tag} promises nothing beyond the machine that built it{needs}: \
+                     build in the manylinux image and run `rockbuild retag --platform \
+                     manylinux_2_28_{arch}`, or pass --allow-linux-tag for a local build"
+                )
+            }
+            Problem::GlibcTooNew {
+                entry,
+                needs,
+                tag,
+                allows,
+            } => {
+                let level = needs.replace('.', "_");
+                write!(
+                    f,
+                    "{entry} needs GLIBC_{needs}, but the platform tag {tag} promises glibc \
+                     {allows} or newer is enough: build in the manylinux_2_28 image \
+                     (dockerfiles/build.Dockerfile), or tag it manylinux_{level}"
+                )
+            }
             Problem::Elf { entry, detail } => {
                 write!(f, "'{entry}' is not a readable ELF file: {detail}")
             }

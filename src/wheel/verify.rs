@@ -61,6 +61,8 @@ pub struct VerifyOptions {
     /// `index_url`). Off to re-check a set whose versions promotion rewrote: its pins
     /// outside the set are the verified original's, unchanged.
     pub check_pins_outside_set: bool,
+    /// Whether a `linux_<arch>` platform tag passes (local builds); release staging refuses it.
+    pub allow_linux_tag: bool,
 }
 
 /// What a project's build recipe promises of its wheel, beyond what every wheel must be.
@@ -98,6 +100,7 @@ impl VerifyOptions {
             index_url: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             check_pins_outside_set: true,
+            allow_linux_tag: false,
         }
     }
 
@@ -203,6 +206,9 @@ pub struct LibraryReport {
     pub rpath: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runpath: Vec<String>,
+    /// The highest glibc it needs (`rockbuild retag` reads it; the report does not show it).
+    #[serde(skip)]
+    pub glibc: Option<crate::wheel::manylinux::Glibc>,
 }
 
 /// The verdict on one wheel.
@@ -900,6 +906,17 @@ fn check_wheel(
     }
     elves.sort_by_key(|(index, _)| archive.entries[*index].name.clone());
     report.libraries = check_elves(archive, &elves, options, report.name.as_deref(), problems);
+    if let Some(filename) = filename {
+        let needs = report
+            .libraries
+            .iter()
+            .filter_map(|l| l.glibc.map(|g| (l.entry.as_str(), g)));
+        report.problems.extend(crate::wheel::manylinux::check(
+            &filename.platform,
+            crate::wheel::manylinux::highest_need(needs),
+            options.allow_linux_tag,
+        ));
+    }
 }
 
 /// Reads one entry: validates its local header, inflates, hashes and inspects ELF files.
@@ -1353,6 +1370,7 @@ fn check_elves(
             needed: info.needed.clone(),
             rpath: info.rpath.clone(),
             runpath: info.runpath.clone(),
+            glibc: info.glibc,
         });
     }
     if let Some(name) = wheel_name

@@ -291,6 +291,20 @@ pub fn cpu_library(rpath: Option<&str>) -> PathBuf {
     })
 }
 
+/// A C shared library compiled from `source` by the system compiler (glibc symbol versions
+/// as this machine's glibc assigns them).
+#[track_caller]
+pub fn c_library(source: &str) -> PathBuf {
+    cached_build(&["cc"], "lib.c", source, |source, output| {
+        let mut command = Command::new("cc");
+        command
+            .args(["-fPIC", "-shared", "-o"])
+            .arg(output)
+            .arg(source);
+        command
+    })
+}
+
 /// `python3 -m http.server` over a directory on 127.0.0.1; stopped on drop.
 pub struct HttpServer {
     child: std::process::Child,

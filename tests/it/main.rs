@@ -10,8 +10,10 @@ mod common;
 
 mod build;
 mod checkout;
+mod ci;
 mod ci_files;
 mod cli;
+mod manylinux;
 mod publish;
 mod sample;
 mod sixth_project;

@@ -257,6 +257,8 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     ];
     // torch's pin on the SDK resolves on the index it was installed from.
     options.index_url = Some(index_url);
+    // Built here, outside the manylinux image: the local build's `linux_x86_64` tag.
+    options.allow_linux_tag = true;
     let report = verify_set(&[torch, ops], &options).expect("verifies");
     assert!(report.ok, "{:#?}", report.wheels);
     let ops = report

@@ -26,15 +26,7 @@ pub(super) fn parse_file(
     families: &FamilyTable,
 ) -> Result<SkipFile, ConfigError> {
     let raw: RawFile = source.parse()?;
-    if raw.schema != 1 {
-        return Err(source.error_at(
-            &["schema"],
-            format!(
-                "unsupported schema {} (this rockbuild reads schema 1)",
-                raw.schema
-            ),
-        ));
-    }
+    source.check_schema(raw.schema)?;
     let versions = parse_versions(source, &raw.pytorch)?;
     let mut skip = Vec::new();
     for (key, modules) in &raw.skip {

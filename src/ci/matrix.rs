@@ -1,0 +1,570 @@
+//! The GitHub Actions matrix of a release: a pure function of the release table's entry, the
+//! family table and what the run selected (refs, families, Python versions).
+//!
+//! Its shape follows the workflows' per-family chains: one row per PyTorch ref (the lock is
+//! resolved once per ref), each holding one row per family (the chain: build for every Python,
+//! stage, test, promote), each holding its build matrix (Pythons) and its test matrix
+//! (Python × test configuration × shard, on the family's runner). A family is never given a
+//! runner it does not have: without a test runner it has no test rows and is not promoted, and
+//! the matrix says so in `notes`.
+
+use serde::Serialize;
+
+use super::Error;
+use super::releases::{Python, Release, RunnerKind};
+use crate::stack::families::{Family, PlatformEntry};
+use crate::stack::{FamilyTable, families};
+use crate::version::ReleaseType;
+
+/// GitHub refuses a matrix of more than 256 jobs.
+pub const GITHUB_MATRIX_LIMIT: usize = 256;
+
+/// What a run builds, after flags and the table were reconciled (see `settings::matrix`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub refs: Vec<String>,
+    /// Family names known to the family table, each with a linux entry.
+    pub families: Vec<String>,
+    pub python: Vec<Python>,
+}
+
+/// A GitHub matrix: `strategy.matrix: ${{ fromJSON(...) }}` takes it as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Include<T> {
+    pub include: Vec<T>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Matrix {
+    pub release_type: ReleaseType,
+    /// Whether chains stage and promote (false: build and verify only).
+    pub publish: bool,
+    /// Key prefix of the compiler cache in the sccache bucket (per release type, F32).
+    pub sccache_prefix: String,
+    pub refs: Include<RefRow>,
+    /// Why something the tables mention is not in the matrix.
+    pub notes: Vec<String>,
+}
+
+/// One PyTorch ref: one lock, then one chain per family.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RefRow {
+    pub pytorch_ref: String,
+    /// The ref as it may appear in artifact names (no `/`).
+    pub ref_slug: String,
+    pub families: Include<ChainRow>,
+}
+
+/// One family's chain: build (per Python) → stage → test (per row) → promote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChainRow {
+    pub family: String,
+    pub targets: String,
+    pub build_runs_on: String,
+    pub build: Include<BuildRow>,
+    /// Empty when the family has no test runner (then `tested` is false).
+    pub test: Include<TestRow>,
+    pub tested: bool,
+    /// Promotion needs passing evidence: only tested families of a publishing release.
+    pub promote: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BuildRow {
+    pub python: Python,
+    /// `/opt/python/<cpython>/bin/python` in the build image.
+    pub cpython: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TestRow {
+    pub python: Python,
+    pub test_config: String,
+    pub shard: u32,
+    pub num_shards: u32,
+    pub runs_on: String,
+}
+
+/// Computes the matrix. Errors only when nothing at all would be built or a matrix exceeds
+/// what GitHub runs.
+pub fn plan(
+    release: &Release,
+    table: &FamilyTable,
+    selection: &Selection,
+) -> Result<Matrix, Error> {
+    let mut notes = Notes::default();
+    let chosen: Vec<(&Family, &PlatformEntry)> = table
+        .families()
+        .filter(|f| selection.families.contains(&f.name))
+        .filter_map(|f| f.linux.as_ref().map(|linux| (f, linux)))
+        .collect();
+    if !release.publish {
+        notes.push(format!(
+            "release type '{}' does not publish: wheels are built and verified, nothing is \
+             staged, tested or promoted",
+            release.release_type.as_str()
+        ));
+    }
+    for (family, linux) in &chosen {
+        let excluded: Vec<&str> = selection
+            .refs
+            .iter()
+            .filter(|r| linux.excluded_refs.contains(r))
+            .map(String::as_str)
+            .collect();
+        if !excluded.is_empty() {
+            notes.push(format!(
+                "{}: not built for {} (excluded-refs in the family table)",
+                family.name,
+                excluded.join(", ")
+            ));
+        }
+        let built = excluded.len() < selection.refs.len();
+        if built && release.publish && linux.test_runner.is_empty() {
+            notes.push(format!(
+                "{}: no linux test-runner in the family table: built and staged, never tested, \
+                 so never promoted",
+                family.name
+            ));
+        }
+    }
+    let mut refs = Vec::new();
+    for pytorch_ref in &selection.refs {
+        let mut chains = Vec::new();
+        for (family, linux) in &chosen {
+            if linux.excluded_refs.contains(pytorch_ref) {
+                continue;
+            }
+            chains.push(chain(release, selection, family, linux, &mut notes)?);
+        }
+        if chains.is_empty() {
+            notes.push(format!(
+                "{pytorch_ref}: every selected family is excluded from this ref; nothing to build"
+            ));
+            continue;
+        }
+        refs.push(RefRow {
+            pytorch_ref: pytorch_ref.clone(),
+            ref_slug: pytorch_ref.replace('/', "-"),
+            families: Include { include: chains },
+        });
+    }
+    if refs.is_empty() {
+        return Err(Error::NothingToBuild {
+            release_type: release.release_type.as_str().to_string(),
+            families: selection.families.join(", "),
+            refs: selection.refs.join(", "),
+        });
+    }
+    check_size("refs", refs.len())?;
+    Ok(Matrix {
+        release_type: release.release_type,
+        publish: release.publish,
+        sccache_prefix: format!("{}/linux/", release.cache),
+        refs: Include { include: refs },
+        notes: notes.0,
+    })
+}
+
+fn chain(
+    release: &Release,
+    selection: &Selection,
+    family: &Family,
+    linux: &PlatformEntry,
+    notes: &mut Notes,
+) -> Result<ChainRow, Error> {
+    let build: Vec<BuildRow> = selection
+        .python
+        .iter()
+        .map(|python| BuildRow {
+            python: *python,
+            cpython: python.cpython_tag(),
+        })
+        .collect();
+    let mut test = Vec::new();
+    if release.publish && !linux.test_runner.is_empty() {
+        for rule in &release.tests {
+            let runs_on = match rule.config.runner {
+                RunnerKind::Test => &linux.test_runner,
+                RunnerKind::MultiGpu => &linux.multi_gpu_runner,
+            };
+            let pythons: Vec<Python> = selection
+                .python
+                .iter()
+                .copied()
+                .filter(|p| rule.covers(*p, &family.name))
+                .collect();
+            if pythons.is_empty() {
+                continue;
+            }
+            if runs_on.is_empty() {
+                notes.push(format!(
+                    "{}: no multi-gpu-runner in the family table: test config '{}' skipped",
+                    family.name, rule.config.name
+                ));
+                continue;
+            }
+            for python in pythons {
+                for shard in 1..=rule.config.shards {
+                    test.push(TestRow {
+                        python,
+                        test_config: rule.config.name.clone(),
+                        shard,
+                        num_shards: rule.config.shards,
+                        runs_on: runs_on.clone(),
+                    });
+                }
+            }
+        }
+    }
+    check_size("build", build.len())?;
+    check_size("test", test.len())?;
+    let tested = !test.is_empty();
+    Ok(ChainRow {
+        family: family.name.clone(),
+        targets: families::join(&family.targets),
+        build_runs_on: linux.build_runner.clone(),
+        build: Include { include: build },
+        test: Include { include: test },
+        tested,
+        promote: release.publish && tested,
+    })
+}
+
+fn check_size(matrix: &'static str, jobs: usize) -> Result<(), Error> {
+    if jobs > GITHUB_MATRIX_LIMIT {
+        return Err(Error::MatrixTooLarge { matrix, jobs });
+    }
+    Ok(())
+}
+
+/// Notes in the order they arose, each once (a family's note is not repeated per ref).
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn push(&mut self, note: String) {
+        if !self.0.contains(&note) {
+            self.0.push(note);
+        }
+    }
+}
+
+impl Matrix {
+    /// `name=value` lines for `$GITHUB_OUTPUT`: the whole matrix, the refs matrix, and the
+    /// scalars, each on one line (compact JSON never contains a newline).
+    pub fn github_outputs(&self) -> Result<String, serde_json::Error> {
+        Ok(format!(
+            "matrix={}\nrefs={}\nrelease_type={}\npublish={}\nsccache_prefix={}\n",
+            serde_json::to_string(self)?,
+            serde_json::to_string(&self.refs)?,
+            self.release_type.as_str(),
+            self.publish,
+            self.sccache_prefix
+        ))
+    }
+
+    /// A table for people (stderr, the step summary, docs/ci.md): one line per chain.
+    pub fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows = Vec::new();
+        for row in &self.refs.include {
+            for chain in &row.families.include {
+                let pythons: Vec<String> = chain
+                    .build
+                    .include
+                    .iter()
+                    .map(|b| b.python.to_string())
+                    .collect();
+                let tests = if chain.tested {
+                    summarize_tests(&chain.test.include)
+                } else {
+                    "-".to_string()
+                };
+                rows.push(vec![
+                    row.pytorch_ref.clone(),
+                    chain.family.clone(),
+                    chain.targets.clone(),
+                    pythons.join(" "),
+                    chain.build_runs_on.clone(),
+                    tests,
+                    if chain.promote { "yes" } else { "no" }.to_string(),
+                ]);
+            }
+        }
+        rows
+    }
+
+    pub const HEADERS: [&'static str; 7] = [
+        "ref",
+        "family",
+        "targets",
+        "python",
+        "build runner",
+        "test jobs (config×shards on runner)",
+        "promote",
+    ];
+}
+
+/// `smoke×5, default×6 on linux-gfx942-…`: test jobs per configuration and their runners.
+fn summarize_tests(rows: &[TestRow]) -> String {
+    let mut parts: Vec<(String, usize, String)> = Vec::new();
+    for row in rows {
+        match parts
+            .iter_mut()
+            .find(|(config, _, runner)| *config == row.test_config && *runner == row.runs_on)
+        {
+            Some(part) => part.1 += 1,
+            None => parts.push((row.test_config.clone(), 1, row.runs_on.clone())),
+        }
+    }
+    parts
+        .into_iter()
+        .map(|(config, jobs, runner)| format!("{config}×{jobs} on {runner}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ci::releases::{DEFAULT_RELEASES, ReleaseTable};
+    use crate::stack::ConfigSource;
+
+    fn tables() -> (FamilyTable, ReleaseTable) {
+        let families = FamilyTable::load(&ConfigSource::embedded(
+            "configs/families.yaml",
+            crate::stack::DEFAULT_FAMILIES,
+        ))
+        .expect("families");
+        let releases = ReleaseTable::load(
+            &ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
+            &families,
+        )
+        .expect("releases");
+        (families, releases)
+    }
+
+    fn default_selection(release: &Release) -> Selection {
+        Selection {
+            refs: release.pytorch_refs.clone(),
+            families: release.families.clone(),
+            python: release.python.clone(),
+        }
+    }
+
+    /// One golden file per release type: the whole JSON the workflows consume.
+    #[test]
+    fn golden_matrix_per_release_type() {
+        let (families, releases) = tables();
+        for release_type in <ReleaseType as clap::ValueEnum>::value_variants() {
+            let release = releases.release(*release_type).expect("entry");
+            let matrix = plan(release, &families, &default_selection(release)).expect("plans");
+            insta::assert_snapshot!(
+                format!("matrix-{}", release_type.as_str()),
+                serde_json::to_string_pretty(&matrix).expect("json")
+            );
+        }
+    }
+
+    /// Counts that follow from the reference's tables (F45, F46, §2), one row per case.
+    #[test]
+    fn matrix_counts() {
+        let (families, releases) = tables();
+        struct Case {
+            release_type: ReleaseType,
+            refs: usize,
+            chains: usize,
+            build_jobs: usize,
+            test_jobs: usize,
+            promoted_chains: usize,
+        }
+        let cases = [
+            // 4 refs × 16 families, gfx90c excluded from 2.13 and 2.14; 9 tested families.
+            Case {
+                release_type: ReleaseType::Nightly,
+                refs: 4,
+                chains: 62,
+                build_jobs: 310,
+                test_jobs: 4 * 9 * 5,
+                promoted_chains: 36,
+            },
+            // No nightly ref; gfx94X-dcgpu adds default 6 + distributed 3 + inductor 2 on 3.12.
+            Case {
+                release_type: ReleaseType::Prerelease,
+                refs: 3,
+                chains: 46,
+                build_jobs: 230,
+                test_jobs: 3 * (9 * 5 + 11),
+                promoted_chains: 27,
+            },
+            Case {
+                release_type: ReleaseType::Ci,
+                refs: 1,
+                chains: 1,
+                build_jobs: 1,
+                test_jobs: 0,
+                promoted_chains: 0,
+            },
+        ];
+        for case in cases {
+            let release = releases.release(case.release_type).expect("entry");
+            let matrix = plan(release, &families, &default_selection(release)).expect("plans");
+            let chains: Vec<&ChainRow> = matrix
+                .refs
+                .include
+                .iter()
+                .flat_map(|r| &r.families.include)
+                .collect();
+            let name = case.release_type.as_str();
+            assert_eq!(matrix.refs.include.len(), case.refs, "{name} refs");
+            assert_eq!(chains.len(), case.chains, "{name} chains");
+            let builds: usize = chains.iter().map(|c| c.build.include.len()).sum();
+            assert_eq!(builds, case.build_jobs, "{name} build jobs");
+            let tests: usize = chains.iter().map(|c| c.test.include.len()).sum();
+            assert_eq!(tests, case.test_jobs, "{name} test jobs");
+            let promoted = chains.iter().filter(|c| c.promote).count();
+            assert_eq!(promoted, case.promoted_chains, "{name} promoted");
+        }
+    }
+
+    #[test]
+    fn families_without_runners_are_left_out_with_a_note() {
+        let (families, releases) = tables();
+        let release = releases.release(ReleaseType::Prerelease).expect("entry");
+        let selection = Selection {
+            refs: vec!["release/2.13".into()],
+            families: vec!["gfx900".into(), "gfx90c".into(), "gfx110X-all".into()],
+            python: release.python.clone(),
+        };
+        let matrix = plan(release, &families, &selection).expect("plans");
+        let chains = &matrix.refs.include[0].families.include;
+        let names: Vec<&str> = chains.iter().map(|c| c.family.as_str()).collect();
+        assert_eq!(names, ["gfx110X-all", "gfx900"]);
+        let gfx900 = &chains[1];
+        assert!(gfx900.test.include.is_empty() && !gfx900.tested && !gfx900.promote);
+        assert_eq!(
+            matrix.notes,
+            [
+                "gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted",
+                "gfx90c: not built for release/2.13 (excluded-refs in the family table)",
+            ]
+        );
+        // No `null` anywhere a runner label is expected.
+        let json = serde_json::to_string(&matrix).expect("json");
+        assert!(!json.contains("null"), "{json}");
+    }
+
+    #[test]
+    fn multi_gpu_configs_need_a_multi_gpu_runner() {
+        let (families, _) = tables();
+        let table = ReleaseTable::load(
+            &ConfigSource {
+                name: "r.yaml".into(),
+                text: "schema: 1\ntest-configs:\n  smoke: {shards: 1}\n  distributed: {shards: 3, runner: multi-gpu}\nrelease-types:\n  nightly:\n    python: [\"3.12\"]\n    pytorch-refs: [nightly]\n    families: {only: [gfx94X-dcgpu, gfx1151]}\n    tests:\n      smoke: {}\n      distributed: {}\n    publish: true\n    cache: nightly\n".into(),
+            },
+            &families,
+        )
+        .expect("loads");
+        let release = table.release(ReleaseType::Nightly).expect("entry");
+        let matrix = plan(release, &families, &default_selection(release)).expect("plans");
+        let chains = &matrix.refs.include[0].families.include;
+        let distributed: Vec<(&str, u32, &str)> = chains
+            .iter()
+            .flat_map(|c| c.test.include.iter().map(move |t| (c.family.as_str(), t)))
+            .filter(|(_, t)| t.test_config == "distributed")
+            .map(|(f, t)| (f, t.shard, t.runs_on.as_str()))
+            .collect();
+        assert_eq!(
+            distributed,
+            [
+                ("gfx94X-dcgpu", 1, "linux-gfx942-8gpu-ossci-rocm"),
+                ("gfx94X-dcgpu", 2, "linux-gfx942-8gpu-ossci-rocm"),
+                ("gfx94X-dcgpu", 3, "linux-gfx942-8gpu-ossci-rocm"),
+            ]
+        );
+        assert_eq!(
+            matrix.notes,
+            ["gfx1151: no multi-gpu-runner in the family table: test config 'distributed' skipped"]
+        );
+    }
+
+    #[test]
+    fn nothing_to_build_is_an_error() {
+        let (families, releases) = tables();
+        let release = releases.release(ReleaseType::Nightly).expect("entry");
+        let selection = Selection {
+            refs: vec!["release/2.14".into()],
+            families: vec!["gfx90c".into()],
+            python: release.python.clone(),
+        };
+        assert_eq!(
+            plan(release, &families, &selection)
+                .expect_err("excluded")
+                .to_string(),
+            "release type 'nightly' builds nothing: every family (gfx90c) is excluded from every ref (release/2.14) in the family table"
+        );
+    }
+
+    /// Replaces what follows `<!-- generated: {command} -->` up to the end marker.
+    fn fill(doc: &str, command: &str, content: &str) -> String {
+        let start = format!("<!-- generated: {command} -->\n");
+        let end = "<!-- end of generated matrix -->";
+        let at = doc.find(&start).expect("start marker") + start.len();
+        let stop = at + doc[at..].find(end).expect("end marker");
+        format!("{}{content}{}", &doc[..at], &doc[stop..])
+    }
+
+    /// docs/ci.md shows the matrix as `rockbuild matrix` computes it.
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bless switch is for developers running tests"
+    )]
+    fn docs_show_the_generated_matrix() {
+        let (families, releases) = tables();
+        let nightly = releases.release(ReleaseType::Nightly).expect("nightly");
+        let one_ref = Selection {
+            refs: vec!["release/2.13".into()],
+            ..default_selection(nightly)
+        };
+        let matrix = plan(nightly, &families, &one_ref).expect("plans");
+        let mut table = crate::ui::markdown_table(&Matrix::HEADERS, &matrix.rows());
+        table.push('\n');
+        for note in &matrix.notes {
+            table.push_str(&format!("- note: {note}\n"));
+        }
+        let ci = releases.release(ReleaseType::Ci).expect("ci");
+        let ci_json = serde_json::to_string_pretty(
+            &plan(ci, &families, &default_selection(ci)).expect("plans"),
+        )
+        .expect("json");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md");
+        let current = fs_err::read_to_string(&path).expect("docs/ci.md");
+        let want = fill(
+            &current,
+            "rockbuild matrix --release-type nightly --pytorch-ref release/2.13",
+            &format!("\n{table}\n"),
+        );
+        let want = fill(
+            &want,
+            "rockbuild matrix --release-type ci",
+            &format!("\n```json\n{ci_json}\n```\n\n"),
+        );
+        if std::env::var_os("ROCKBUILD_BLESS").is_some() {
+            fs_err::write(&path, &want).expect("write docs/ci.md");
+        } else {
+            assert!(
+                current == want,
+                "docs/ci.md's generated matrix is out of date; run `ROCKBUILD_BLESS=1 cargo test docs_show` and commit it"
+            );
+        }
+    }
+
+    #[test]
+    fn github_outputs_are_one_line_each() {
+        let (families, releases) = tables();
+        let release = releases.release(ReleaseType::Ci).expect("entry");
+        let matrix = plan(release, &families, &default_selection(release)).expect("plans");
+        insta::assert_snapshot!(matrix.github_outputs().expect("outputs"));
+    }
+}

@@ -1,0 +1,51 @@
+//! `rockbuild matrix`: the GitHub Actions matrix of a release type as JSON on stdout, the same
+//! as step outputs in `$GITHUB_OUTPUT`, a table for people on stderr and in the step summary.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+
+use crate::ci::matrix::{self, Matrix};
+use crate::cli::MatrixArgs;
+use crate::context::Context;
+use crate::env_vars::GITHUB_OUTPUT;
+use crate::exit::ExitStatus;
+use crate::settings::matrix::MatrixSettings;
+use crate::ui;
+
+pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let settings = MatrixSettings::resolve(args, ctx)?;
+    let matrix = matrix::plan(&settings.release, &settings.families, &settings.selection())?;
+    let table = ui::text_table(&Matrix::HEADERS, &matrix.rows());
+    ctx.ui.group(
+        "rockbuild matrix",
+        &format!("{}\n\n{table}", settings.describe()),
+    );
+    for note in &matrix.notes {
+        ctx.ui.note(note);
+    }
+    if let Some(path) = ctx.env().non_empty(GITHUB_OUTPUT) {
+        let lines = matrix.github_outputs()?;
+        fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut file| file.write_all(lines.as_bytes()))
+            .with_context(|| format!("writing the step outputs to ${GITHUB_OUTPUT} ({path})"))?;
+    }
+    ctx.ui.step_summary(&summary(&matrix));
+    ctx.ui.data(&serde_json::to_string_pretty(&matrix)?);
+    Ok(ExitStatus::Success)
+}
+
+fn summary(matrix: &Matrix) -> String {
+    let mut out = format!(
+        "### Matrix: {}\n\n{}",
+        matrix.release_type.as_str(),
+        ui::markdown_table(&Matrix::HEADERS, &matrix.rows())
+    );
+    for note in &matrix.notes {
+        out.push_str(&format!("\n- {note}"));
+    }
+    out
+}

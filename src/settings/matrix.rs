@@ -1,0 +1,179 @@
+//! `rockbuild matrix`: the release table's entry for the release type, narrowed by the flags
+//! (refs, families, Python versions), each value with where it came from.
+
+use crate::ci::Error;
+use crate::ci::matrix::Selection;
+use crate::ci::releases::{
+    DEFAULT_RELEASES, Python, Release, ReleaseTable, check_ref, family_error,
+};
+use crate::cli::MatrixArgs;
+use crate::context::Context;
+use crate::settings::{Source, Sourced};
+use crate::stack::families::split_list;
+use crate::stack::{ConfigSource, FamilyTable};
+
+#[derive(Clone, Debug)]
+pub struct MatrixSettings {
+    pub release: Release,
+    pub families: FamilyTable,
+    pub refs: Sourced<Vec<String>>,
+    pub amdgpu_families: Sourced<Vec<String>>,
+    pub python: Sourced<Vec<Python>>,
+}
+
+impl MatrixSettings {
+    pub fn resolve(args: MatrixArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let MatrixArgs {
+            release_type,
+            pytorch_ref,
+            amdgpu_families,
+            python_version,
+            families,
+            releases,
+        } = args;
+        let families =
+            crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
+        let source = match releases {
+            Some(path) => ConfigSource::read(&ctx.absolute(&path))?,
+            None => ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
+        };
+        let table = ReleaseTable::load(&source, &families).map_err(Error::from)?;
+        let release = table
+            .release(release_type)
+            .ok_or_else(|| Error::NoRelease {
+                table: table.source_name.clone(),
+                release_type: release_type.as_str().to_string(),
+            })?
+            .clone();
+        let from_table = |key: &str| {
+            Source::Config(format!(
+                "{}, release-types.{}.{key}",
+                table.source_name,
+                release_type.as_str()
+            ))
+        };
+        // An empty list is "not given": a workflow passes an optional input through as "".
+        let given = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
+        let refs = match given(pytorch_ref) {
+            Some(list) => Sourced {
+                value: parse_refs(&list)?,
+                source: Source::Flag("--pytorch-ref".into()),
+            },
+            None => Sourced {
+                value: release.pytorch_refs.clone(),
+                source: from_table("pytorch-refs"),
+            },
+        };
+        let amdgpu_families = match given(amdgpu_families) {
+            Some(list) => Sourced {
+                value: parse_families(&families, &list)?,
+                source: Source::Flag("--amdgpu-families".into()),
+            },
+            None => Sourced {
+                value: release.families.clone(),
+                source: from_table("families"),
+            },
+        };
+        let python = match given(python_version) {
+            Some(list) => Sourced {
+                value: parse_pythons(&release, &table.source_name, &list)?,
+                source: Source::Flag("--python-version".into()),
+            },
+            None => Sourced {
+                value: release.python.clone(),
+                source: from_table("python"),
+            },
+        };
+        Ok(MatrixSettings {
+            release,
+            families,
+            refs,
+            amdgpu_families,
+            python,
+        })
+    }
+
+    pub fn selection(&self) -> Selection {
+        Selection {
+            refs: self.refs.value.clone(),
+            families: self.amdgpu_families.value.clone(),
+            python: self.python.value.clone(),
+        }
+    }
+
+    /// What was selected and from where, for the log.
+    pub fn describe(&self) -> String {
+        let pythons: Vec<String> = self.python.value.iter().map(ToString::to_string).collect();
+        format!(
+            "release type: {}\nrefs: {} (from {})\nfamilies: {} (from {})\npython: {} (from {})",
+            self.release.release_type.as_str(),
+            self.refs.value.join(", "),
+            self.refs.source,
+            self.amdgpu_families.value.join(", "),
+            self.amdgpu_families.source,
+            pythons.join(", "),
+            self.python.source,
+        )
+    }
+}
+
+fn parse_refs(list: &str) -> Result<Vec<String>, Error> {
+    let mut refs: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        check_ref(name).map_err(Error::Ref)?;
+        if !refs.iter().any(|r| r == name) {
+            refs.push(name.to_string());
+        }
+    }
+    if refs.is_empty() {
+        return Err(Error::Ref("empty ref list".into()));
+    }
+    Ok(refs)
+}
+
+fn parse_families(table: &FamilyTable, list: &str) -> Result<Vec<String>, Error> {
+    let mut chosen: Vec<String> = Vec::new();
+    for name in split_list(list) {
+        let family = table
+            .family_named(name)
+            .map_err(|e| Error::Family(family_error(e)))?;
+        if family.linux.is_none() {
+            return Err(Error::NotBuiltOnLinux(family.name.clone()));
+        }
+        if !chosen.contains(&family.name) {
+            chosen.push(family.name.clone());
+        }
+    }
+    if chosen.is_empty() {
+        return Err(Error::NoFamilies);
+    }
+    Ok(chosen)
+}
+
+/// Python versions must be ones the release type builds: its tests are written for those.
+fn parse_pythons(release: &Release, table: &str, list: &str) -> Result<Vec<Python>, Error> {
+    let mut chosen: Vec<Python> = Vec::new();
+    for text in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let python: Python = text.parse().map_err(Error::Python)?;
+        if !release.python.contains(&python) {
+            return Err(Error::PythonNotInRelease {
+                python: python.to_string(),
+                release_type: release.release_type.as_str().to_string(),
+                table: table.to_string(),
+                known: release
+                    .python
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        if !chosen.contains(&python) {
+            chosen.push(python);
+        }
+    }
+    if chosen.is_empty() {
+        return Err(Error::Python("empty Python list".into()));
+    }
+    Ok(chosen)
+}

@@ -1,0 +1,82 @@
+//! `rockbuild matrix` as a workflow step runs it: JSON on stdout, the same values as step
+//! outputs in `$GITHUB_OUTPUT`, notes as annotations; bad tables refused with `file:line`.
+
+use crate::common::TestEnv;
+
+#[test]
+fn matrix_writes_step_outputs_that_match_stdout() {
+    let mut env = TestEnv::new();
+    let outputs = env.path("github_output");
+    std::fs::write(&outputs, "earlier=step\n").expect("seed");
+    env.set("GITHUB_ACTIONS", "true");
+    env.set("GITHUB_OUTPUT", outputs.to_str().expect("utf-8"));
+    // An optional workflow input that was left empty arrives as "": the table's default.
+    env.set("ROCKBUILD_PYTORCH_REF", "");
+    let run = env
+        .rockbuild()
+        .args(["matrix", "--release-type", "nightly"])
+        .args([
+            "--amdgpu-families",
+            "gfx110X-all;gfx900",
+            "--python-version",
+            "3.12",
+        ])
+        .assert()
+        .success();
+    let stdout: serde_json::Value =
+        serde_json::from_slice(&run.get_output().stdout).expect("stdout is JSON");
+    let written = std::fs::read_to_string(&outputs).expect("outputs");
+    let mut lines = written.lines();
+    assert_eq!(lines.next(), Some("earlier=step"), "appended, not replaced");
+    let values: std::collections::BTreeMap<&str, &str> = lines
+        .map(|line| line.split_once('=').expect("name=value"))
+        .collect();
+    let matrix: serde_json::Value = serde_json::from_str(values["matrix"]).expect("matrix");
+    assert_eq!(matrix, stdout);
+    let refs: serde_json::Value = serde_json::from_str(values["refs"]).expect("refs");
+    assert_eq!(refs, stdout["refs"]);
+    assert_eq!(values["release_type"], "nightly");
+    assert_eq!(values["publish"], "true");
+    assert_eq!(values["sccache_prefix"], "nightly/linux/");
+    let stderr = String::from_utf8_lossy(&run.get_output().stderr);
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("::notice::"))
+        .collect();
+    insta::assert_snapshot!(notices.join("\n"), @"::notice::gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted");
+}
+
+#[test]
+fn matrix_refuses_bad_input_with_its_location() {
+    let env = TestEnv::new();
+    let table = env.path("releases.yaml");
+    std::fs::write(
+        &table,
+        "schema: 1\nrelease-types:\n  nightly:\n    python: [\"3.12\"]\n    pytorch-refs: [nightly]\n    families: {only: [gfx942]}\n    publish: false\n    cache: nightly\n",
+    )
+    .expect("write");
+    let cases = [
+        vec!["--releases", "releases.yaml"],
+        vec!["--amdgpu-families", "gfx94"],
+        vec!["--amdgpu-families", "gfx1100"],
+        vec!["--pytorch-ref", "release/2.12;rm -rf"],
+        vec!["--python-version", "3.9"],
+    ];
+    let mut errors = Vec::new();
+    for args in cases {
+        let run = env
+            .rockbuild()
+            .args(["matrix", "--release-type", "nightly"])
+            .args(&args)
+            .assert()
+            .code(2);
+        assert!(run.get_output().stdout.is_empty(), "nothing on stdout");
+        errors.push(format!(
+            "$ rockbuild matrix --release-type nightly {}\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&run.get_output().stderr).trim_end()
+        ));
+    }
+    let root = env.root().to_str().expect("utf-8");
+    insta::assert_snapshot!(errors.join("\n\n").replace(root, "[TMP]"));
+}
