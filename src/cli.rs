@@ -74,6 +74,12 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Promote a tested set from one index to another, all or nothing
     Promote(PromoteArgs),
+    /// Find this machine's AMD GPUs: gfx target, family, index, and what a build would target
+    Detect(DetectArgs),
+    /// Check this machine before a build: tools, venv and SDK, hipcc for the targets, disk, index
+    Doctor(DoctorArgs),
+    /// What a venv or a set of wheels contains: versions, gfx targets, ROCm libraries, features
+    Compat(CompatArgs),
     /// Give verified linux_<arch> wheels a manylinux tag their libraries' glibc needs allow
     Retag(RetagArgs),
     /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
@@ -253,7 +259,8 @@ pub struct SdkArgs {
     /// Virtual environment to install into (default: $VIRTUAL_ENV, else <output-dir>/venv)
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
     pub venv: Option<PathBuf>,
-    /// Package index to install the SDK from (PEP 503)
+    /// Package index to install the SDK from (PEP 503); `auto`: the index of this machine's GPU
+    /// family (`rockbuild detect`)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Extra find-links page or directory
@@ -326,10 +333,12 @@ pub struct BuildArgs {
     /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
-    /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family)
+    /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family); `auto`: the
+    /// targets of this machine's GPUs (`rockbuild detect`)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
     pub pytorch_rocm_arch: Option<String>,
-    /// GPU families to build for, `;` separated, expanded through the family table
+    /// GPU families to build for, `;` separated, expanded through the family table; `auto`:
+    /// the families of this machine's GPUs (`rockbuild detect`)
     #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
     pub amdgpu_family: Option<String>,
     /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)
@@ -438,6 +447,85 @@ pub struct ReferenceProjectArgs {
     pub build_apex: bool,
     #[arg(long, overrides_with = "build_apex", hide = true)]
     pub no_build_apex: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DetectArgs {
+    /// Directory under which the kernel's sys/ tree is read (KFD topology, PCI devices); a
+    /// copy or a fake tree can stand in for a machine
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "/",
+        env = "ROCKBUILD_SYSFS_ROOT"
+    )]
+    pub sysfs_root: PathBuf,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Print the detection as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Virtual environment with the ROCm SDK (default: $VIRTUAL_ENV, else <output-dir>/venv)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
+    pub venv: Option<PathBuf>,
+    /// Where wheels and logs will go (default: the working directory)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Directory holding the project checkouts (default: the working directory)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    pub root_checkout_dir: Option<PathBuf>,
+    /// rockbuild's cache directory (default: ~/.cache/rockbuild)
+    #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Lock to check the SDK, targets and index against (default: <root>/rockbuild.lock.json)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    /// gfx targets hipcc must compile for (default: the lock's)
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    pub pytorch_rocm_arch: Option<String>,
+    /// GPU families whose targets hipcc must compile for
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    pub amdgpu_family: Option<String>,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Package index the SDK comes from (default: the lock's)
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Only look for the device libraries; do not compile a test kernel
+    #[arg(long)]
+    pub no_compile: bool,
+    /// Seconds the index may take to answer
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 10,
+        env = "ROCKBUILD_NETWORK_TIMEOUT"
+    )]
+    pub network_timeout: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompatArgs {
+    /// A venv, or wheels and directories of wheels
+    #[arg(value_name = "VENV|WHEEL|DIR", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Lock whose versions, SDK and targets the stack must match (exit 5 when it does not)
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print the report as JSON instead of Markdown
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -43,9 +43,14 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     stage_errors!(
         Classified,
         crate::build::Error,
+        crate::detect::Error,
+        crate::detect::SelectionError,
+        crate::doctor::Error,
+        crate::compat::Error,
         crate::ci::Error,
+        crate::hipify::leftover::Error,
         crate::suite::Error,
-        crate::wheel::retag::RetagError
+        crate::wheel::retag::RetagError,
     );
     None
 }

@@ -17,6 +17,19 @@ pub const GITHUB_OUTPUT: &str = "GITHUB_OUTPUT";
 pub const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 /// Target list for PyTorch builds, as the reference reads it (`gfxA;gfxB` or `gfxA,gfxB`).
 pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+/// The ROCm runtime reports (and loads code for) this ISA on every GPU instead of the
+/// hardware's (`major.minor.stepping`, e.g. `10.3.0`); `rockbuild detect` follows it.
+pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
+/// The GPUs HIP shows, by index (`0,2`); `rockbuild detect` builds for those only, `rockbuild
+/// test` chooses among them.
+pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+/// Where a ROCm installation is (`/opt/rocm`); doctor looks for device libraries under it.
+pub const ROCM_PATH: &str = "ROCM_PATH";
+/// clang's device-library directory for HIP, when it is not under the ROCm root.
+pub const HIP_DEVICE_LIB_PATH: &str = "HIP_DEVICE_LIB_PATH";
+/// Where `auto` (`--amdgpu-family auto`, `--index-url auto`) reads the kernel's sys/ tree:
+/// `/` unless set (`rockbuild detect --sysfs-root` takes the same variable).
+pub const ROCKBUILD_SYSFS_ROOT: &str = "ROCKBUILD_SYSFS_ROOT";
 /// The active virtual environment (install-rocm's default venv).
 pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
 /// Standard switch to turn off colour.
@@ -42,10 +55,9 @@ pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
 pub const USE_KINETO: &str = "USE_KINETO";
 
 // GPU visibility and PyTorch's test environment (`rockbuild test`; TheRock's
-// run_pytorch_tests_full.py). A preset HIP_VISIBLE_DEVICES is respected; GPU_DEVICE_ORDINAL is
-// removed because HIP aborts when it conflicts with HIP_VISIBLE_DEVICES. The others keep a
-// value the job already set (the reference's `os.environ.setdefault`).
-pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+// run_pytorch_tests_full.py). A preset HIP_VISIBLE_DEVICES (above) is respected;
+// GPU_DEVICE_ORDINAL is removed because HIP aborts when it conflicts with HIP_VISIBLE_DEVICES.
+// The others keep a value the job already set (the reference's `os.environ.setdefault`).
 pub const GPU_DEVICE_ORDINAL: &str = "GPU_DEVICE_ORDINAL";
 pub const CI: &str = "CI";
 pub const BUILD_ENVIRONMENT: &str = "BUILD_ENVIRONMENT";

@@ -17,8 +17,11 @@ pub mod wheel;
 pub mod build;
 mod checkout;
 mod ci;
+mod compat;
+mod detect;
 #[cfg(test)]
 mod docgen;
+mod doctor;
 mod env_vars;
 mod exec;
 mod git;

@@ -3,6 +3,9 @@
 
 pub mod build;
 mod checkout;
+mod compat;
+mod detect;
+mod doctor;
 mod index;
 mod install_rocm;
 mod lock;
@@ -31,6 +34,9 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Index(args) => index::run(args, ctx),
         Command::Smoke(args) => smoke::run(args, ctx),
         Command::Promote(args) => promote::run(args, ctx),
+        Command::Detect(args) => detect::run(args, ctx),
+        Command::Doctor(args) => doctor::run(args, ctx),
+        Command::Compat(args) => compat::run(args, ctx),
         Command::Retag(args) => retag::run(args, ctx),
         Command::Matrix(args) => matrix::run(args, ctx),
         Command::Test(args) => test::run(args, ctx),

@@ -118,6 +118,12 @@ impl BuildSettings {
         let output_dir = ctx.absolute(&output_dir);
         let stack = config.stack(ctx)?;
         let families = config.family_table(ctx)?;
+        let (pytorch_rocm_arch, amdgpu_family) =
+            super::detect::auto_targets(ctx, &families, pytorch_rocm_arch, amdgpu_family)?;
+        let sdk_args = SdkArgs {
+            index_url: super::detect::auto_index_url(ctx, sdk_args.index_url)?,
+            ..sdk_args
+        };
 
         let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
         let selection = select_projects(ctx, &stack, root, dirs, build, skip, reference)?;
@@ -129,8 +135,7 @@ impl BuildSettings {
                 .env()
                 .get(env_vars::PYTORCH_ROCM_ARCH)
                 .map(str::to_string),
-            family: amdgpu_family
-                .map(|family| sourced(family, Source::Flag("--amdgpu-family".into()))),
+            family: amdgpu_family,
             from_sdk: arch_from_sdk,
             lock: lock_build
                 .map(|b| b.targets.clone())

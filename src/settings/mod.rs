@@ -3,6 +3,9 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod compat;
+pub mod detect;
+pub mod doctor;
 pub mod matrix;
 pub mod retag;
 pub mod sdk;

@@ -67,7 +67,7 @@ pub fn install_settings(
         venv,
         base_python: PathBuf::from("python3"),
         installer: *installer,
-        index_url: non_empty(index_url),
+        index_url: super::detect::auto_index_url(ctx, non_empty(index_url))?,
         find_links: non_empty(find_links).map(|links| absolute_links(ctx, &links)),
         cache_dir,
         spec_text: rocm_sdk_version.clone(),

@@ -10,6 +10,9 @@ use serde::Deserialize;
 
 use super::source::{ConfigError, ConfigSource, did_you_mean};
 
+/// The placeholder of the `index-url` template.
+const FAMILY_PLACEHOLDER: &str = "{family}";
+
 /// A gfx target (ISA) such as `gfx942` or `gfx90a`: what `--offload-arch` takes.
 #[derive(
     Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -84,6 +87,9 @@ pub enum Tier {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct FamiliesFile {
     schema: u32,
+    /// Where a family's packages are published: a URL with `{family}` in it.
+    #[serde(default)]
+    index_url: Option<String>,
     families: IndexMap<String, Family>,
 }
 
@@ -124,12 +130,23 @@ pub enum NameError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FamilyTable {
     families: IndexMap<String, Family>,
+    index_url: Option<String>,
 }
 
 impl FamilyTable {
     pub fn load(source: &ConfigSource) -> Result<Self, ConfigError> {
         let file: FamiliesFile = source.parse()?;
         source.check_schema(file.schema)?;
+        if let Some(template) = &file.index_url
+            && !template.contains(FAMILY_PLACEHOLDER)
+        {
+            return Err(source.error_at(
+                &["index-url"],
+                format!(
+                    "index-url '{template}' has no {FAMILY_PLACEHOLDER} to put the family name in"
+                ),
+            ));
+        }
         let mut seen: IndexMap<Target, String> = IndexMap::new();
         let mut families = IndexMap::new();
         for (name, mut family) in file.families {
@@ -166,7 +183,17 @@ impl FamilyTable {
             family.name = name.clone();
             families.insert(name, family);
         }
-        Ok(FamilyTable { families })
+        Ok(FamilyTable {
+            families,
+            index_url: file.index_url,
+        })
+    }
+
+    /// The package index of a family, from the table's `index-url` template.
+    pub fn index_url(&self, family: &Family) -> Option<String> {
+        self.index_url
+            .as_ref()
+            .map(|template| template.replace(FAMILY_PLACEHOLDER, &family.name))
     }
 
     pub fn families(&self) -> impl Iterator<Item = &Family> {
@@ -365,6 +392,25 @@ mod tests {
                 .expect("linux")
                 .excluded_refs,
             ["release/2.13", "release/2.14"]
+        );
+    }
+
+    #[test]
+    fn index_url_template_names_each_family() {
+        let table = table();
+        let family = table.family_named("gfx1151").expect("family");
+        assert_eq!(
+            table.index_url(family).as_deref(),
+            Some("https://rocm.nightlies.amd.com/v2/gfx1151/")
+        );
+        let error = FamilyTable::load(&ConfigSource {
+            name: "families.yaml".into(),
+            text: "schema: 1\nindex-url: https://example.com/v2/\nfamilies: {}\n".into(),
+        })
+        .expect_err("no placeholder");
+        assert_eq!(
+            error.to_string(),
+            "families.yaml:2: index-url 'https://example.com/v2/' has no {family} to put the family name in"
         );
     }
 

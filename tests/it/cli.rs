@@ -19,6 +19,9 @@ fn help_lists_every_verb() {
         "index",
         "smoke",
         "promote",
+        "detect",
+        "doctor",
+        "compat",
     ] {
         assert!(text.contains(verb), "--help lacks {verb}:\n{text}");
     }

@@ -13,6 +13,7 @@ mod checkout;
 mod ci;
 mod ci_files;
 mod cli;
+mod local;
 mod manylinux;
 mod publish;
 mod sample;

@@ -14,4 +14,4 @@ else:
     _rocm_init.initialize()
     del _rocm_init
 
-from . import cuda, utils  # noqa: E402,F401
+from . import __config__, backends, cuda, distributed, utils  # noqa: E402,F401

@@ -26,6 +26,18 @@ def is_available():
     return device_count() > 0
 
 
+def _runtime_version():
+    """hipRuntimeGetVersion(), formatted as real torch's showConfig() does for ROCm builds
+    (major.minor.patch from major*10000000 + minor*100000 + patch)."""
+    lib = _lib()
+    value = ctypes.c_int(0)
+    # libamdhip64 is a dependency of libtorch_hip, so the symbol resolves through its handle.
+    if lib is None or lib.hipRuntimeGetVersion(ctypes.byref(value)) != 0:
+        return "unknown"
+    v = value.value
+    return f"{v // 10000000}.{v // 100000 % 100}.{v % 100000}"
+
+
 def get_arch_list():
     """The targets this build has code for (PYTORCH_ROCM_ARCH at build time)."""
     return list(version.rocm_arch)

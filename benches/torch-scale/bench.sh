@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; not part of scripts/test): the whole-stack checkout at torch scale —
+# PyTorch 2.6.0's real source with 32 submodules (benches/torch-scale/make-origins.py builds
+# the local origins once, in a cache directory outside the repo) — measured in alternating
+# rounds of
+#   benches/reference-checkout.sh    the reference's git steps (TheRock repo_management.py,
+#                                    F3/F4), one repository after another, build_amd.py and the
+#                                    hipify commit per changed submodule included
+#   rockbuild checkout, cold         new root, empty --cache-dir
+#   rockbuild checkout, warm         new root, the --cache-dir the cold run just filled
+# then the up-to-date re-run. The torch path is broken into phases (phases.py) from the
+# reference's step timings and rockbuild's runner log. Results: target/bench/torch-scale/;
+# docs/performance.md quotes torch-scale.md.
+#
+#   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
+#
+# ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
+# checkouts go to its runs/ (three trees of ~0.6 GB at a time). A round takes about 2-3 minutes
+# on 2 cores.
+set -euo pipefail
+rounds=${1:-5}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cargo build --release --locked --quiet
+rb="${CARGO_TARGET_DIR:-$repo/target}/release/rockbuild"
+work="$cache/runs"
+rm -rf "$out" "$work" && mkdir -p "$out" "$work"
+ref=release/2.6
+timed() { # name command...: wall seconds to $out/name.time
+  local name=$1
+  shift
+  if ! /usr/bin/time -f %e -o "$out/$name.time" "$@" >"$out/$name.out" 2>&1; then
+    echo "bench: $name failed:" >&2
+    tail -20 "$out/$name.out" >&2
+    exit 1
+  fi
+}
+reference() { REFERENCE_TIMINGS="$out/reference-$1.timings" timed "reference-$1" benches/reference-checkout.sh "$world/origins" "$work/ref" "$ref"; }
+rockbuild() { # side round
+  timed "$1-$2" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
+    --root-checkout-dir "$work/$1" --repo-hashtag "$ref"
+}
+
+loads=()
+for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
+  rm -rf "$work/ref" "$work/cold" "$work/warm" "$work/cache"
+  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+  # Alternate which side goes first; warm follows cold (it uses cold's cache).
+  if [ $((i % 2)) -eq 0 ]; then
+    reference "$i"
+    rockbuild cold "$i"
+    rockbuild warm "$i"
+  else
+    rockbuild cold "$i"
+    rockbuild warm "$i"
+    reference "$i"
+  fi
+  [ "$i" -eq 0 ] && continue
+  python3 - "$out" "$work" "$i" <<'PY'
+import json, subprocess, sys
+out, work, i = sys.argv[1:]
+def phases(kind, path):
+    return json.loads(subprocess.run([sys.executable, "benches/torch-scale/phases.py", kind, path], check=True, capture_output=True, text=True).stdout)
+def wall(name):
+    return float(open(f"{out}/{name}.time").read().split()[-1])
+run = {"reference": {"wall": wall(f"reference-{i}"), "torch": phases("reference", f"{out}/reference-{i}.timings")}}
+for side in ("cold", "warm"):
+    run[side] = {"wall": wall(f"{side}-{i}"), "torch": phases("rockbuild", f"{work}/{side}/pytorch/.git/rockbuild/checkout.log")}
+json.dump(run, open(f"{out}/run-{i}.json", "w"), indent=1)
+PY
+done
+
+# Up to date: the same pins again on the last warm tree.
+up=()
+for i in 1 2 3 4 5; do
+  timed "up-to-date-$i" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
+    --root-checkout-dir "$work/warm" --repo-hashtag "$ref"
+  up+=("$(cat "$out/up-to-date-$i.time")")
+done
+loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+python3 - "$out" "${loads[*]}" "${up[*]}" <<'PY'
+import json, sys
+out, loads, up = sys.argv[1:]
+loads = [float(x) for x in loads.split()]
+json.dump({"load": f"{min(loads):.1f}–{max(loads):.1f} (1-minute, at each round's start)", "up_to_date": [float(x) for x in up.split()]}, open(f"{out}/extra.json", "w"))
+PY
+python3 benches/torch-scale/phases.py report "$out" | tee "$out/torch-scale.md"
+rm -rf "$work"
