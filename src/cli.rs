@@ -56,8 +56,11 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Check out the stack at consistent pins, hipify it and write the lock
     Checkout(CheckoutArgs),
-    /// Resolve every pin to a commit and write the lock, without working trees
+    /// Resolve every pin, the SDK, targets and wheel names up front and write the lock,
+    /// without working trees
     Lock(LockArgs),
+    /// Print the version presets: which origin and ref each project uses for a torch ref
+    Presets(PresetsArgs),
     /// Install the ROCm SDK Python packages into a venv
     InstallRocm(InstallRocmArgs),
     /// Build the stack's wheels for a list of gfx targets
@@ -195,9 +198,14 @@ pub struct SelectionArgs {
     /// Parallel submodule fetches per repository
     #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
     pub jobs: usize,
-    /// Where rockbuild keeps git objects for `lock` (default: ~/.cache/rockbuild)
+    /// Cache of git mirrors (one per origin) and hipify results; safe to share between
+    /// checkouts and to restore in CI (default: $XDG_CACHE_HOME/rockbuild, else
+    /// ~/.cache/rockbuild)
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Version presets to use instead of the built-in configs/presets.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_PRESETS")]
+    pub presets: Option<PathBuf>,
     #[command(flatten)]
     pub network: NetworkArgs,
 }
@@ -238,6 +246,84 @@ pub struct CheckoutArgs {
     /// Where to write the lock (default: <root>/rockbuild.lock.json)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
+    /// Resolve and print the plan (per project: fetch, repair or up to date) and stop
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+    /// Write each project's outcome and phase timings as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
+/// What `lock` resolves beyond the sources: the SDK version (through the index preflight),
+/// the gfx targets and every wheel's name. Each part is recorded when its inputs are given.
+#[derive(Debug, Args, Clone)]
+pub struct LockBuildArgs {
+    /// Package index the SDK will be installed from: the newest `rocm` matching
+    /// --rocm-sdk-version there is locked
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
+    /// Extra find-links page or directory for the SDK
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_FIND_LINKS")]
+    pub find_links: Option<String>,
+    /// Version specifier of the `rocm` package (e.g. `==7.10.0a20251124`)
+    #[arg(
+        long,
+        value_name = "SPEC",
+        default_value = ">1.0",
+        env = "ROCKBUILD_ROCM_SDK_VERSION"
+    )]
+    pub rocm_sdk_version: String,
+    /// Only final SDK versions (default: pre-releases allowed)
+    #[arg(long)]
+    pub no_pre: bool,
+    /// gfx targets, comma separated
+    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    pub pytorch_rocm_arch: Option<String>,
+    /// GPU families, `;` separated, expanded through the family table
+    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    pub amdgpu_family: Option<String>,
+    /// Refuse target lists longer than this
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8,
+        env = "ROCKBUILD_MAX_TARGETS"
+    )]
+    pub max_targets: usize,
+    /// Allow target lists longer than --max-targets
+    #[arg(long)]
+    pub allow_many_targets: bool,
+    /// Release channel (decides version suffixes)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "nightly",
+        env = "ROCKBUILD_RELEASE_TYPE"
+    )]
+    pub release_type: ReleaseType,
+    /// Local version suffix (default: derived from the locked SDK version)
+    #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
+    pub version_suffix: Option<String>,
+    /// PYTORCH_BUILD_NUMBER / BUILD_NUMBER
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
+    )]
+    pub pytorch_build_number: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Version presets to print instead of the built-in configs/presets.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_PRESETS")]
+    pub presets: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -251,6 +337,14 @@ pub struct LockArgs {
     /// Where to write the lock
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: PathBuf,
+    #[command(flatten)]
+    pub build: LockBuildArgs,
+    /// Resolve and print the lock's plan without writing it
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (the lock as it would be written)
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where and how to install the ROCm SDK packages.
@@ -704,6 +798,9 @@ pub struct PromoteArgs {
     /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Lock the set was built from: every wheel's version must be the one it names
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    pub lock: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -43,6 +43,10 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
     stage_errors!(
         Classified,
         crate::build::Error,
+        crate::checkout::Error,
+        crate::lock::Error,
+        crate::git::Error,
+        crate::hipify::Error,
         crate::detect::Error,
         crate::detect::SelectionError,
         crate::doctor::Error,

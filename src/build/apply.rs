@@ -28,6 +28,14 @@ pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
             .iter()
             .map(|p| (p.name.clone(), p.version.clone()))
             .collect(),
+        stems: plan
+            .projects
+            .iter()
+            .map(|p| {
+                let dist = crate::wheel::filename::escape_name(&p.dist);
+                (p.name.clone(), format!("{dist}-{}", p.version))
+            })
+            .collect(),
     }
 }
 

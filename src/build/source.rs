@@ -202,6 +202,8 @@ pub(crate) mod tests {
             commit: commit.into(),
             tree: String::new(),
             pin: crate::lock::PinOrigin::Default,
+            preset: None,
+            origin_flag: None,
             submodules: vec![],
             hipify: None,
         }

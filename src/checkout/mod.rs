@@ -1,93 +1,175 @@
-//! The checkout stage: every selected project of the stack at once, each on its own thread.
-//! Projects pinned by another (audio, vision, apex and triton by torch) start as soon as the
-//! pinning project's commit is fetched. When every project succeeded the lock is written
-//! atomically; a failed run leaves the previous lock untouched.
+//! The checkout stage: resolve → inspect → plan → apply, every project on its own thread.
+//!
+//! - resolve ([`resolve`]): each project's origin and ref (flags, preset, pins), fetched into the
+//!   mirror cache with every submodule; projects pinned by another (audio, vision, apex and
+//!   triton by torch) start as soon as the pinning commit is in the cache. `lock` stops here.
+//! - inspect ([`inspect`]): what the tree must become and what the directory holds.
+//! - plan ([`plan`], pure): up to date, fetch or repair, with steps.
+//! - apply ([`apply`]): the steps, timed per phase.
+//!
+//! When every project succeeded the lock is written atomically; a failed run leaves the
+//! previous lock untouched.
 
-pub mod lockonly;
+pub mod apply;
+mod error;
+pub mod inspect;
+pub mod lockfile;
 mod pins;
-pub mod project;
+pub mod plan;
 mod repos;
+pub mod resolve;
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use indexmap::IndexMap;
 
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::git::TransferLimits;
-use crate::lock::Lock;
 use crate::lock::manifest::ReproducePin;
-use crate::lock::resolve::Overrides;
-use crate::stack::Project;
-use crate::stack::Stack;
+use crate::lock::resolve::Request;
+use crate::lock::{BuildRecord, Lock, LockedProject};
+use crate::stack::{Project, Stack};
 use crate::ui::Task;
-use pins::PinBoard;
-use project::{Job, Outcome, SummaryRow};
-
+use apply::{Outcome, SummaryRow};
+pub use error::Error;
+use pins::{PinBoard, PinFiles};
+use plan::{CheckoutPlan, ProjectPlan};
 pub use repos::resolve_submodule_url;
+use resolve::Resolved;
 
-/// What to resolve: shared by `checkout` and `lock`.
+/// What to resolve: shared by `checkout` and `lock`, made by their settings.
 #[derive(Debug)]
 pub struct Selection {
     pub stack: Stack,
     /// Selected projects, in stack order.
     pub projects: Vec<String>,
-    /// The root directory (default lock location; pins of unselected projects).
+    /// The root directory (pins of unselected projects come from its checkouts).
     pub root: PathBuf,
-    pub overrides: IndexMap<String, Overrides>,
+    /// Origin and ref rule per selected project (unused when reproducing a lock).
+    pub requests: IndexMap<String, Request>,
+    /// Which preset applies and why.
+    pub preset: Option<String>,
     pub release: bool,
-    pub require_related_commit: bool,
     /// The lock or manifest being reproduced, and its pins.
     pub from_lock: Option<(PathBuf, IndexMap<String, ReproducePin>)>,
     pub submodules: bool,
+    pub depth: Option<u32>,
     pub jobs: usize,
     pub limits: TransferLimits,
+    pub cache_dir: PathBuf,
+    /// The lock this run writes (named when the run fails: it is then left as it was).
     pub lock_path: PathBuf,
 }
 
-/// Everything a checkout run needs, resolved once from flags, environment and config.
+/// What `checkout` does to the trees (beyond resolving).
 #[derive(Debug)]
-pub struct Settings {
-    pub selection: Selection,
+pub struct TreeOptions {
     /// Checkout directory per selected project (absolute).
     pub dirs: IndexMap<String, PathBuf>,
-    pub depth: Option<u32>,
     pub hipify: bool,
     pub commit_hipify: bool,
     pub python: PathBuf,
     pub force: bool,
 }
 
-/// Checks out the selected projects concurrently, prints the summary, writes the lock.
-pub fn run(settings: &Settings, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let outcomes = run_projects(
-        &settings.selection,
+/// What a checkout run produced: the plan alone (`--dry-run`), or the outcomes.
+pub enum Checkout {
+    Planned(CheckoutPlan),
+    Done(Vec<Outcome>),
+}
+
+/// Resolves, inspects and plans every selected project, then (unless `dry_run`) applies.
+pub fn checkout(
+    selection: &Selection,
+    options: &TreeOptions,
+    dry_run: bool,
+    ctx: &Context,
+) -> anyhow::Result<Checkout> {
+    let results = run_projects(
+        "checkout",
+        selection,
         ctx,
         |project, pins_from, posts_to, task| {
-            let job = Job {
-                project,
-                dir: settings.dirs[&project.name].clone(),
-                settings,
-                pins_from,
-                posts_to,
-            };
-            project::run(&job, ctx, task)
+            let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
+            let dir = &options.dirs[&project.name];
+            let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
+            let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
+            let plan = plan::project(&target, &state)?;
+            if dry_run {
+                task.finish(plan_line(&plan));
+                return Ok((plan, None));
+            }
+            let outcome = apply::project(
+                ctx,
+                &apply::Job {
+                    project,
+                    selection,
+                    options,
+                    resolved: &resolved,
+                    target: &target,
+                    state: &state,
+                    plan: &plan,
+                },
+                task,
+            )?;
+            task.finish(format!(
+                "{} {} ({})",
+                outcome.row.state,
+                plan::short(&outcome.row.commit),
+                outcome.row.hipify
+            ));
+            Ok((plan, Some(outcome)))
         },
     )?;
-    finish(&settings.selection, ctx, outcomes)
+    let mut plans = Vec::new();
+    let mut outcomes = Vec::new();
+    for (plan, outcome) in results {
+        plans.push(plan);
+        outcomes.extend(outcome);
+    }
+    if dry_run {
+        return Ok(Checkout::Planned(CheckoutPlan {
+            preset: selection.preset.clone(),
+            projects: plans,
+        }));
+    }
+    Ok(Checkout::Done(outcomes))
+}
+
+fn plan_line(plan: &ProjectPlan) -> String {
+    match &plan.action {
+        plan::Action::UpToDate => "up to date".into(),
+        plan::Action::Fetch { .. } => format!("would fetch {}", plan::short(&plan.commit)),
+        plan::Action::Repair { .. } => format!("would repair at {}", plan::short(&plan.commit)),
+    }
+}
+
+/// Resolves every selected project into the cache, without working trees (`lock`).
+pub fn resolve_all(selection: &Selection, ctx: &Context) -> anyhow::Result<Vec<Resolved>> {
+    run_projects(
+        "lock",
+        selection,
+        ctx,
+        |project, pins_from, posts_to, task| {
+            let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
+            task.finish(format!("resolved {}", plan::short(&resolved.commit)));
+            Ok(resolved)
+        },
+    )
 }
 
 /// Runs `work` for every selected project on its own thread, wiring pin boards between
-/// pinning and pinned projects. Returns the outcomes in stack order, or every failure.
-pub(crate) fn run_projects<F>(
+/// pinning and pinned projects. Returns the results in stack order, or every failure.
+fn run_projects<T, F>(
+    verb: &str,
     selection: &Selection,
     ctx: &Context,
     work: F,
-) -> anyhow::Result<Vec<Outcome>>
+) -> anyhow::Result<Vec<T>>
 where
-    F: Fn(&Project, Option<&PinBoard>, Option<&PinBoard>, &Task) -> anyhow::Result<Outcome> + Sync,
+    T: Send,
+    F: Fn(&Project, Option<&PinBoard>, Option<&PinBoard>, &Task) -> anyhow::Result<T> + Sync,
 {
     let selected = |name: &str| selection.projects.iter().any(|s| s == name);
     // One board per pinning project that is part of this run...
@@ -105,8 +187,7 @@ where
         .map(|name| &selection.stack.projects[name])
         .filter(|p| p.pin.pinned_by().is_some_and(|from| !selected(from)))
         .filter_map(|p| {
-            project::pin_files_for_absent(p, selection)
-                .map(|files| (p.name.clone(), PinBoard::ready(files)))
+            pin_files_for_absent(p, selection).map(|files| (p.name.clone(), PinBoard::ready(files)))
         })
         .collect();
     let tasks: IndexMap<String, Task> = selection
@@ -115,7 +196,7 @@ where
         .map(|name| (name.clone(), ctx.ui.task(name)))
         .collect();
 
-    let results: Vec<(String, anyhow::Result<Outcome>)> = std::thread::scope(|scope| {
+    let results: Vec<(String, anyhow::Result<T>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = selection
             .projects
             .iter()
@@ -138,14 +219,8 @@ where
                             project.name
                         )));
                     }
-                    match &result {
-                        Ok(outcome) => task.finish(format!(
-                            "{} {} ({})",
-                            outcome.row.state,
-                            project::short(&outcome.row.commit),
-                            outcome.row.hipify
-                        )),
-                        Err(_) => task.finish("failed"),
+                    if result.is_err() {
+                        task.finish("failed");
                     }
                     result
                 });
@@ -155,111 +230,87 @@ where
         handles
             .into_iter()
             .map(|(name, handle)| {
-                let result = handle
-                    .join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the thread of '{name}' panicked")));
+                let result = handle.join().unwrap_or_else(|_| {
+                    Err(Error::Panicked {
+                        project: name.clone(),
+                    }
+                    .into())
+                });
                 (name, result)
             })
             .collect()
     });
-
-    let mut outcomes = Vec::new();
+    ctx.ui.clear_progress();
+    let mut done = Vec::new();
     let mut failures = Vec::new();
     for (name, result) in results {
         match result {
-            Ok(outcome) => outcomes.push(outcome),
+            Ok(value) => done.push(value),
             Err(error) => failures.push((name, error)),
         }
     }
-    ctx.ui.clear_progress();
-    if !outcomes.is_empty() {
-        print_summary(
-            ctx,
-            &outcomes.iter().map(|o| o.row.clone()).collect::<Vec<_>>(),
-        );
+    if failures.is_empty() {
+        Ok(done)
+    } else {
+        Err(combine_failures(verb, selection, ctx, failures).into())
     }
-    if !failures.is_empty() {
-        return Err(combine_failures(ctx, selection, failures));
-    }
-    Ok(outcomes)
 }
 
-/// Writes the lock from the outcomes and says where it is.
-pub(crate) fn finish(
-    selection: &Selection,
-    ctx: &Context,
-    outcomes: Vec<Outcome>,
-) -> anyhow::Result<ExitStatus> {
-    let locked = outcomes
-        .into_iter()
-        .map(|o| (o.row.project.clone(), o.locked))
-        .collect();
-    write_lock(selection, locked)?;
-    ctx.ui
-        .status(format!("lock: {}", selection.lock_path.display()));
-    Ok(ExitStatus::Success)
+/// Projects pinned by a project not in this run read the pins from its existing checkout (as
+/// the reference does with `--torch-dir`), or from nothing.
+fn pin_files_for_absent(project: &Project, selection: &Selection) -> Option<PinFiles> {
+    let from = project.pin.pinned_by()?;
+    let pinning = selection.stack.projects.get(from)?;
+    let dir = selection.root.join(&pinning.checkout_dir);
+    let display_prefix = format!("{}/", pinning.checkout_dir);
+    Some(if dir.exists() {
+        PinFiles::WorkTree {
+            dir,
+            display_prefix,
+        }
+    } else {
+        PinFiles::Absent { display_prefix }
+    })
 }
 
-/// Writes the lock, keeping entries of projects not selected in this run when the existing
-/// lock describes the same stack.
-fn write_lock(
-    selection: &Selection,
-    locked: IndexMap<String, crate::lock::LockedProject>,
-) -> anyhow::Result<()> {
-    let mut lock = match Lock::read(&selection.lock_path) {
-        Ok(existing) if existing.stack == selection.stack.source_name => existing,
-        _ => Lock::new(&selection.stack.source_name),
-    };
-    lock.generated_by = Lock::new("").generated_by;
-    // Sources changed: whatever a previous build resolved no longer applies.
-    if locked
-        .iter()
-        .any(|(name, project)| lock.projects.get(name) != Some(project))
-    {
-        lock.build = None;
-    }
-    for (name, project) in locked {
-        lock.projects.insert(name, project);
-    }
-    let order: Vec<String> = selection.stack.projects.keys().cloned().collect();
-    lock.projects
-        .sort_by_key(|name, _| order.iter().position(|n| n == name).unwrap_or(usize::MAX));
-    lock.write(&selection.lock_path)
-}
-
-/// Reports every failed project; the exit status is a usage error only when every failure
-/// is one (a bad ref, a dirty tree), otherwise a step failure.
+/// Every failed project in one error; a usage error only when every failure is one (a bad
+/// ref, a dirty tree), else a step failure.
 fn combine_failures(
-    ctx: &Context,
+    verb: &str,
     selection: &Selection,
+    ctx: &Context,
     failures: Vec<(String, anyhow::Error)>,
-) -> anyhow::Error {
-    let all_usage = failures.iter().all(|(_, e)| {
-        matches!(
-            crate::diagnostics::exit_status_of(ctx, e),
-            ExitStatus::Usage
-        )
-    });
+) -> Error {
+    let statuses: Vec<ExitStatus> = failures
+        .iter()
+        .map(|(_, e)| crate::diagnostics::exit_status_of(ctx, e))
+        .collect();
+    let status = if statuses.iter().all(|s| *s == ExitStatus::Usage) {
+        ExitStatus::Usage
+    } else {
+        statuses
+            .iter()
+            .find(|s| matches!(s, ExitStatus::Signal(_)))
+            .copied()
+            .unwrap_or(ExitStatus::Failure)
+    };
     let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
     let mut message = format!(
-        "checkout failed for {}; the lock {} was not written",
+        "{verb} failed for {}; the lock {} was not written",
         names.join(", "),
         selection.lock_path.display()
     );
     for (name, error) in &failures {
         let text = crate::diagnostics::render(error).replacen("error: ", "", 1);
         ctx.ui
-            .error_annotation(&format!("checkout of {name} failed"), &text);
+            .error_annotation(&format!("{verb} of {name} failed"), &text);
         message.push_str(&format!("\n\n[{name}] {}", text.replace('\n', "\n  ")));
     }
-    if all_usage {
-        crate::exit::usage(message)
-    } else {
-        anyhow::anyhow!(message)
-    }
+    Error::Failed { message, status }
 }
 
-fn print_summary(ctx: &Context, rows: &[SummaryRow]) {
+/// The summary table (stderr) and the step summary (GitHub Actions).
+pub fn print_summary(ctx: &Context, title: &str, rows: &[SummaryRow]) {
     let headers = [
         "project",
         "ref",
@@ -267,8 +318,14 @@ fn print_summary(ctx: &Context, rows: &[SummaryRow]) {
         "submodules",
         "hipify",
         "state",
-        "time",
+        "fetch",
+        "tree",
+        "subs",
+        "hipify",
+        "tags",
+        "total",
     ];
+    let seconds = |s: f64| format!("{s:.1}s");
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|row| {
@@ -280,35 +337,75 @@ fn print_summary(ctx: &Context, rows: &[SummaryRow]) {
                 } else {
                     row.reference.clone()
                 },
-                project::short(&row.commit).to_string(),
+                plan::short(&row.commit).to_string(),
                 row.submodules.to_string(),
                 row.hipify.clone(),
                 row.state.to_string(),
-                format_duration(row.elapsed),
+                seconds(row.phases.fetch),
+                seconds(row.phases.tree),
+                seconds(row.phases.submodules),
+                seconds(row.phases.hipify),
+                seconds(row.phases.tags),
+                seconds(row.seconds),
             ]
         })
         .collect();
     ctx.ui.status(crate::ui::text_table(&headers, &table));
     ctx.ui.step_summary(&format!(
-        "### rockbuild checkout\n\n{}",
+        "### rockbuild {title}\n\n{}",
         crate::ui::markdown_table(&headers, &table)
     ));
 }
 
-fn format_duration(duration: Duration) -> String {
-    format!("{:.1}s", duration.as_secs_f64())
+/// The lock this run writes: its projects over the existing lock (or the lock being
+/// reproduced) when that describes the same stack. A build record survives only if every
+/// project's sources are unchanged; a new one replaces it.
+pub fn merged_lock(
+    selection: &Selection,
+    path: &Path,
+    locked: IndexMap<String, LockedProject>,
+    build: Option<BuildRecord>,
+) -> Lock {
+    let reproduced = selection
+        .from_lock
+        .as_ref()
+        .and_then(|(file, _)| Lock::read(file).ok());
+    let mut lock = match reproduced.or_else(|| Lock::read(path).ok()) {
+        Some(existing) if existing.stack == selection.stack.source_name => existing,
+        _ => Lock::new(&selection.stack.source_name),
+    };
+    lock.generated_by = Lock::new("").generated_by;
+    let same_sources = |a: &LockedProject, b: &LockedProject| {
+        a.commit == b.commit && a.tree == b.tree && a.submodules == b.submodules
+    };
+    if locked.iter().any(|(name, project)| {
+        !lock
+            .projects
+            .get(name)
+            .is_some_and(|old| same_sources(old, project))
+    }) {
+        lock.build = None;
+    }
+    for (name, project) in locked {
+        lock.projects.insert(name, project);
+    }
+    if build.is_some() {
+        lock.build = build;
+    }
+    let order: Vec<String> = selection.stack.projects.keys().cloned().collect();
+    lock.projects
+        .sort_by_key(|name, _| order.iter().position(|n| n == name).unwrap_or(usize::MAX));
+    lock
 }
 
-/// The lock path default: `<root>/rockbuild.lock.json`.
-pub fn default_lock_path(root: &std::path::Path) -> PathBuf {
-    root.join(crate::lock::DEFAULT_FILE_NAME)
-}
-
-/// Reads `--from-lock` pins (a rockbuild lock or a TheRock manifest).
-pub fn read_from_lock(
-    path: &std::path::Path,
-    stack: &Stack,
-) -> anyhow::Result<IndexMap<String, ReproducePin>> {
-    crate::lock::manifest::read_pins(path, stack)
-        .with_context(|| format!("reading {}", path.display()))
+/// Writes [`merged_lock`] atomically and returns it.
+pub fn write_lock(
+    selection: &Selection,
+    path: &Path,
+    locked: IndexMap<String, LockedProject>,
+    build: Option<BuildRecord>,
+) -> anyhow::Result<Lock> {
+    let lock = merged_lock(selection, path, locked, build);
+    lock.write(path)?;
+    Ok(lock)
 }

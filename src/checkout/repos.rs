@@ -12,8 +12,6 @@ pub struct Node {
     pub dir: PathBuf,
     /// The commit the parent records for this submodule (the root: its checked-out commit).
     pub recorded: String,
-    /// The URL `.gitmodules` gives for it (empty for the root).
-    pub url: String,
     /// Gitlinks of this repository's HEAD (its own submodules).
     pub gitlinks: Vec<Gitlink>,
 }
@@ -36,14 +34,7 @@ pub fn discover(root: &Path, recurse: bool) -> anyhow::Result<Vec<Node>> {
     let head = local::head_commit(&repo)
         .map(|c| c.to_string())
         .unwrap_or_default();
-    visit(
-        &mut nodes,
-        root,
-        String::new(),
-        head,
-        String::new(),
-        recurse,
-    )?;
+    visit(&mut nodes, root, String::new(), head, recurse)?;
     Ok(nodes)
 }
 
@@ -52,7 +43,6 @@ fn visit(
     dir: &Path,
     rel: String,
     recorded: String,
-    url: String,
     recurse: bool,
 ) -> anyhow::Result<()> {
     let repo = local::open(dir)?;
@@ -69,7 +59,6 @@ fn visit(
         rel: rel.clone(),
         dir: dir.to_path_buf(),
         recorded,
-        url,
         gitlinks,
     });
     for link in children {
@@ -83,7 +72,7 @@ fn visit(
         } else {
             format!("{rel}/{}", link.path)
         };
-        visit(nodes, &child_dir, child_rel, link.commit, link.url, recurse)?;
+        visit(nodes, &child_dir, child_rel, link.commit, recurse)?;
     }
     Ok(())
 }

@@ -32,6 +32,18 @@ pub fn run_with(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Re
         notes,
     };
     let plan = plan::assemble(&settings, recipes, &world)?;
+    // `rockbuild lock` fixed the targets and named every wheel up front: no drift from it.
+    if let Some(lock) = &settings.lock {
+        let targets = &plan.targets;
+        lock.lock
+            .expect_targets(&lock.path, &targets.source.to_string(), &targets.targets)?;
+        let versions = plan
+            .projects
+            .iter()
+            .map(|p| (p.name.as_str(), p.version.as_str()));
+        lock.lock
+            .expect_versions(&lock.path, "the build plan", versions)?;
+    }
     ctx.ui
         .status(format!("targets: {}", plan.targets.describe()));
     if settings.dry_run {

@@ -1,62 +1,42 @@
-//! `rockbuild checkout`: resolve settings, run the checkout stage.
+//! `rockbuild checkout`: settings → resolve, inspect, plan (printed with --dry-run) → apply →
+//! summary and lock.
 
-use std::path::PathBuf;
-
-use crate::checkout::{self, Settings};
-use crate::cli::{CheckoutArgs, flag};
+use crate::checkout::{self, Checkout};
+use crate::cli::CheckoutArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::settings::checkout::CheckoutSettings;
 
 pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let CheckoutArgs {
-        selection,
-        root_checkout_dir,
-        checkout_dir,
-        hipify,
-        no_hipify,
-        commit_hipify,
-        no_commit_hipify,
-        python,
-        force,
-        lock,
-    } = args;
-    let depth = selection.depth;
-    if let Some(0) = depth {
-        return Err(crate::exit::usage("--depth must be at least 1"));
-    }
-    let (root, single_dir) = match (&root_checkout_dir, &checkout_dir) {
-        (_, Some(dir)) => {
-            let dir = ctx.absolute(dir);
-            let root = dir.parent().map_or_else(|| ctx.cwd.clone(), PathBuf::from);
-            (root, Some(dir))
+    let settings = CheckoutSettings::resolve(args, ctx)?;
+    crate::settings::lock::announce(&settings.selection, ctx);
+    let outcomes = match checkout::checkout(
+        &settings.selection,
+        &settings.options,
+        settings.dry_run,
+        ctx,
+    )? {
+        Checkout::Planned(plan) => {
+            ctx.ui.data(&if settings.json {
+                plan.to_json()
+            } else {
+                plan.to_text()
+            });
+            return Ok(ExitStatus::Success);
         }
-        (Some(root), None) => (ctx.absolute(root), None),
-        (None, None) => (ctx.cwd.clone(), None),
+        Checkout::Done(outcomes) => outcomes,
     };
-    let selection = super::lock::resolve_selection(selection, &root, lock.as_deref(), ctx)?;
-    if single_dir.is_some() && selection.projects.len() != 1 {
-        return Err(crate::exit::usage(
-            "--checkout-dir names the directory of one project: pass exactly one --project with it",
-        ));
+    let rows: Vec<_> = outcomes.iter().map(|o| o.row.clone()).collect();
+    checkout::print_summary(ctx, "checkout", &rows);
+    if let Some(report) = &settings.report {
+        crate::fsutil::write_atomic(report, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }
-    let dirs = selection
-        .projects
-        .iter()
-        .map(|name| {
-            let dir = single_dir
-                .clone()
-                .unwrap_or_else(|| root.join(&selection.stack.projects[name].checkout_dir));
-            (name.clone(), dir)
-        })
+    let locked = outcomes
+        .into_iter()
+        .map(|o| (o.row.project.clone(), o.locked))
         .collect();
-    let settings = Settings {
-        selection,
-        dirs,
-        depth,
-        hipify: flag(hipify, no_hipify).unwrap_or(true),
-        commit_hipify: flag(commit_hipify, no_commit_hipify).unwrap_or(true),
-        python: python.unwrap_or_else(|| PathBuf::from("python3")),
-        force,
-    };
-    checkout::run(&settings, ctx)
+    checkout::write_lock(&settings.selection, &settings.lock_path, locked, None)?;
+    ctx.ui
+        .status(format!("lock: {}", settings.lock_path.display()));
+    Ok(ExitStatus::Success)
 }

@@ -6,7 +6,7 @@ use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::lock::Lock;
 use crate::sdk;
-use crate::settings::sdk::{install_settings, resolve_venv};
+use crate::settings::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 
 pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let InstallRocmArgs {
@@ -22,6 +22,9 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Some(output) => output.join("logs/install-rocm.log"),
         None => venv.dir.join("rockbuild-install-rocm.log"),
     };
+    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
+        expect_locked_sdk(lock, path, &sdk_args)?;
+    }
     let locked = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
     let settings = install_settings(ctx, &sdk_args, venv, log, locked)?;
     let installed = sdk::install::install(&ctx.runner, &settings, &|line| ctx.ui.status(line))?;

@@ -10,6 +10,7 @@ mod index;
 mod install_rocm;
 mod lock;
 mod matrix;
+mod presets;
 mod promote;
 mod retag;
 mod smoke;
@@ -26,6 +27,7 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
     match command {
         Command::Checkout(args) => checkout::run(args, ctx),
         Command::Lock(args) => lock::run(args, ctx),
+        Command::Presets(args) => presets::run(args, ctx),
         Command::InstallRocm(args) => install_rocm::run(args, ctx),
         Command::Build(args) => build::run(args, ctx),
         Command::Plan(args) => build::plan(args, ctx),

@@ -38,6 +38,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         waiver,
         rewrite_version,
         dry_run,
+        lock,
         store: store_args,
     } = args;
     let settings = store_settings(&store_args);
@@ -63,6 +64,13 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             .warn(format!("{}: not part of the set: {skipped}", source.url()));
     }
     let set = staged_set(&scan);
+    if let Some(path) = lock.map(|p| ctx.absolute(&p)) {
+        crate::lock::Lock::read(&path)?.expect_wheels(
+            &path,
+            &format!("the staged set at {}", source.url()),
+            set.iter().map(|s| (s.project.as_str(), s.version.as_str())),
+        )?;
+    }
     if set.is_empty() {
         anyhow::bail!(
             "nothing to promote: {} holds no wheels in the <project>/<file> layout\n\

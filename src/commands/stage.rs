@@ -50,6 +50,14 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
+    // With a lock, the targets are the lock's: a different --targets is drift, not an override.
+    if let (Some(path), Some(list)) = (&lock, &targets) {
+        let path = ctx.absolute(path);
+        let given = table
+            .targets(list)
+            .map_err(|e| exit::usage(format!("--targets: {e}")))?;
+        crate::lock::Lock::read(&path)?.expect_targets(&path, "--targets", &given)?;
+    }
     let (mut options, mut targets_from) = expectations(
         ctx,
         &stack,

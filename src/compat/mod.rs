@@ -427,6 +427,7 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+            stems: Default::default(),
         });
         lock
     }

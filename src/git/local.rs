@@ -3,13 +3,21 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
 use git2::{ObjectType, Oid, Repository, StatusOptions};
+
+use super::Error;
+
+/// Wraps a git2 error with the repository and what was being done.
+fn at(repo: &Repository, what: impl Into<String>) -> impl FnOnce(git2::Error) -> Error {
+    let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+    let what = what.into();
+    move |source| Error::local(dir, what, source)
+}
 
 /// Opens the repository at exactly `dir` (no search upwards: a missing `.git` must not find
 /// an enclosing repository).
-pub fn open(dir: &Path) -> anyhow::Result<Repository> {
-    Repository::open(dir).with_context(|| format!("opening the git repository {}", dir.display()))
+pub fn open(dir: &Path) -> Result<Repository, Error> {
+    Repository::open(dir).map_err(|e| Error::local(dir, "opening the git repository", e))
 }
 
 /// HEAD's commit, if HEAD points at one.
@@ -18,29 +26,31 @@ pub fn head_commit(repo: &Repository) -> Option<Oid> {
 }
 
 /// Peels a tag or commit object to its commit.
-pub fn peel_to_commit(repo: &Repository, oid: Oid) -> anyhow::Result<Oid> {
+pub fn peel_to_commit(repo: &Repository, oid: Oid) -> Result<Oid, Error> {
     let object = repo
         .find_object(oid, None)
-        .with_context(|| format!("object {oid} is not in the repository"))?;
+        .map_err(at(repo, format!("object {oid} is not in the repository")))?;
     Ok(object
         .peel(ObjectType::Commit)
-        .with_context(|| format!("{oid} does not point at a commit"))?
+        .map_err(at(repo, format!("{oid} does not point at a commit")))?
         .id())
 }
 
 /// The tree of a commit.
-pub fn tree_of(repo: &Repository, commit: Oid) -> anyhow::Result<Oid> {
-    Ok(repo.find_commit(commit)?.tree_id())
-}
-
-/// The first parent of a commit.
-pub fn parent_of(repo: &Repository, commit: Oid) -> Option<Oid> {
-    repo.find_commit(commit).ok()?.parent_id(0).ok()
+pub fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Error> {
+    Ok(repo
+        .find_commit(commit)
+        .map_err(at(repo, format!("reading commit {commit}")))?
+        .tree_id())
 }
 
 /// The committer date of a commit as git accepts it in GIT_*_DATE (`<seconds> <+hhmm>`).
-pub fn commit_date(repo: &Repository, commit: Oid) -> anyhow::Result<String> {
-    let time = repo.find_commit(commit)?.committer().when();
+pub fn commit_date(repo: &Repository, commit: Oid) -> Result<String, Error> {
+    let time = repo
+        .find_commit(commit)
+        .map_err(at(repo, format!("reading commit {commit}")))?
+        .committer()
+        .when();
     let offset = time.offset_minutes();
     let sign = if offset < 0 { '-' } else { '+' };
     let offset = offset.unsigned_abs();
@@ -53,14 +63,18 @@ pub fn commit_date(repo: &Repository, commit: Oid) -> anyhow::Result<String> {
 }
 
 /// The bytes of `path` in `commit`'s tree, if it exists and is a file.
-pub fn read_file_at(repo: &Repository, commit: Oid, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
-    let tree = repo.find_commit(commit)?.tree()?;
+pub fn read_file_at(repo: &Repository, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
+    let what = || format!("reading {path} at {commit}");
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(at(repo, what()))?;
     let entry = match tree.get_path(Path::new(path)) {
         Ok(entry) => entry,
         Err(error) if error.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(error) => return Err(error.into()),
+        Err(error) => return Err(at(repo, what())(error)),
     };
-    match entry.to_object(repo)?.into_blob() {
+    match entry.to_object(repo).map_err(at(repo, what()))?.into_blob() {
         Ok(blob) => Ok(Some(blob.content().to_vec())),
         Err(_) => Ok(None),
     }
@@ -78,8 +92,12 @@ pub struct Gitlink {
 
 /// Every gitlink in `commit`'s tree (not recursive into submodules), with `.gitmodules` names
 /// and URLs. A gitlink without a `.gitmodules` entry is reported with an empty URL.
-pub fn gitlinks_at(repo: &Repository, commit: Oid) -> anyhow::Result<Vec<Gitlink>> {
-    let tree = repo.find_commit(commit)?.tree()?;
+pub fn gitlinks_at(repo: &Repository, commit: Oid) -> Result<Vec<Gitlink>, Error> {
+    let what = || format!("listing the submodules of {commit}");
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(at(repo, what()))?;
     let modules = read_file_at(repo, commit, ".gitmodules")?
         .map(|bytes| parse_gitmodules(&String::from_utf8_lossy(&bytes)))
         .unwrap_or_default();
@@ -98,7 +116,8 @@ pub fn gitlinks_at(repo: &Repository, commit: Oid) -> anyhow::Result<Vec<Gitlink
             });
         }
         git2::TreeWalkResult::Ok
-    })?;
+    })
+    .map_err(at(repo, what()))?;
     Ok(links)
 }
 
@@ -148,10 +167,11 @@ pub fn parse_gitmodules(text: &str) -> Vec<ModuleEntry> {
 
 /// Points the lightweight tag `name` at `oid`, replacing it if it exists (`git tag -f`).
 /// Lightweight tags are never signed, whatever `tag.gpgSign` says.
-pub fn force_tag(repo: &Repository, name: &str, oid: Oid) -> anyhow::Result<()> {
-    let object = repo.find_object(oid, None)?;
+pub fn force_tag(repo: &Repository, name: &str, oid: Oid) -> Result<(), Error> {
+    let what = || format!("tagging {oid} as {name}");
+    let object = repo.find_object(oid, None).map_err(at(repo, what()))?;
     repo.tag_lightweight(name, &object, true)
-        .with_context(|| format!("tagging {oid} as {name}"))?;
+        .map_err(at(repo, what()))?;
     Ok(())
 }
 
@@ -161,23 +181,24 @@ pub fn tag_target(repo: &Repository, name: &str) -> Option<Oid> {
     reference.peel_to_commit().ok().map(|c| c.id())
 }
 
-pub fn set_config(repo: &Repository, key: &str, value: &str) -> anyhow::Result<()> {
-    repo.config()?
-        .set_str(key, value)
-        .with_context(|| format!("setting {key}"))?;
-    Ok(())
+pub fn set_config(repo: &Repository, key: &str, value: &str) -> Result<(), Error> {
+    repo.config()
+        .and_then(|mut config| config.set_str(key, value))
+        .map_err(at(repo, format!("setting {key}")))
 }
 
 /// Uncommitted changes as `git status --porcelain` style lines (`M path`, `?? path`),
 /// submodules excluded (they are checked as repositories of their own).
-pub fn uncommitted_changes(repo: &Repository) -> anyhow::Result<Vec<String>> {
+pub fn uncommitted_changes(repo: &Repository) -> Result<Vec<String>, Error> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_ignored(false)
         .exclude_submodules(true);
-    let statuses = repo.statuses(Some(&mut options))?;
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(at(repo, "reading the status"))?;
     let mut lines = Vec::new();
     for entry in statuses.iter() {
         let status = entry.status();

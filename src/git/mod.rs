@@ -6,13 +6,16 @@
 //! hang), messages are in English so failures can be recognised, and credentials are left to
 //! git's own helpers — rockbuild never puts them in URLs or prints them.
 
+mod error;
 pub mod local;
+pub mod mirror;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
+pub use error::{Error, fetch_failure};
 
 /// Tag on the upstream commit of every checked-out repository and submodule.
 pub const UPSTREAM_TAG: &str = "THEROCK_UPSTREAM_DIFFBASE";
@@ -117,17 +120,19 @@ impl Git {
             })
     }
 
-    /// `git commit` with rockbuild's identity at a fixed date.
-    pub fn commit_as_rockbuild(&self, message: &str, date: &str) -> Cmd {
+    /// `git commit-tree` with rockbuild's identity at a fixed date (the upstream commit's):
+    /// the same tree on the same parent gives the same commit SHA on every machine.
+    pub fn commit_tree_as_rockbuild(&self, tree: &str, parent: &str, date: &str) -> Cmd {
         self.cmd([
             "-c",
             "commit.gpgSign=false",
-            "commit",
-            "--no-verify",
-            "--allow-empty-message",
-            "-q",
+            "commit-tree",
+            "--no-gpg-sign",
+            tree,
+            "-p",
+            parent,
             "-m",
-            message,
+            HIPIFY_COMMIT_MESSAGE,
         ])
         .env("GIT_AUTHOR_NAME", COMMIT_NAME)
         .env("GIT_AUTHOR_EMAIL", COMMIT_EMAIL)
@@ -135,6 +140,7 @@ impl Git {
         .env("GIT_COMMITTER_EMAIL", COMMIT_EMAIL)
         .env("GIT_AUTHOR_DATE", date)
         .env("GIT_COMMITTER_DATE", date)
+        .capture_stdout()
     }
 }
 
@@ -157,32 +163,6 @@ pub fn is_transient_failure(tail: &str) -> bool {
         "unexpected disconnect",
     ];
     TRANSIENT.iter().any(|pattern| tail.contains(pattern))
-}
-
-/// Turns a failed fetch into the error a user can act on: an unknown ref is a usage error
-/// (exit 2, nothing to retry), anything else a step failure naming project, ref and origin.
-pub fn fetch_failure(
-    error: crate::exec::ProcessError,
-    reference: &str,
-    project: &str,
-    origin: &str,
-) -> anyhow::Error {
-    let origin = crate::redact::redact_url(origin);
-    let tail = error.tail().join("\n");
-    if tail.contains("couldn't find remote ref") || tail.contains("not our ref") {
-        return crate::exit::usage(format!(
-            "unknown ref '{reference}' for '{project}' on {origin}: no branch, tag or commit by that name there"
-        ));
-    }
-    let what = match &error {
-        crate::exec::ProcessError::Stalled { .. } | crate::exec::ProcessError::TimedOut { .. } => {
-            "stopped"
-        }
-        _ => "failed",
-    };
-    anyhow::Error::new(error).context(format!(
-        "fetching '{reference}' of '{project}' from {origin} {what}"
-    ))
 }
 
 /// What a ref named on the command line or in a pin turned out to be.

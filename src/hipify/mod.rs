@@ -6,15 +6,76 @@
 //! upstream tree, the script's hash and the resulting tree; a checkout whose state matches its
 //! stamp is up to date and is left alone.
 
+pub mod cache;
 pub mod leftover;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::exec::Runner;
+use crate::exec::{ProcessError, Runner};
+use crate::exit::{ExitStatus, HasExitStatus};
 use crate::git::Git;
 use crate::lock::HipifyStamp;
-use anyhow::Context as _;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("hipify of '{project}' failed; the tree is left as the script left it")]
+    Script {
+        project: String,
+        #[source]
+        source: ProcessError,
+    },
+    #[error(
+        "hipify of '{project}' left {} CUDA-only include(s) that have HIP equivalents (TheRock#7266):\n    {}\n  the file(s) were skipped or mistranslated; fix the hipify mapping or list deliberate ones under `hipify: allow:` in {config} — the tree is left for inspection",
+        leftovers.len(),
+        leftovers.iter().take(20).cloned().collect::<Vec<_>>().join("\n    ")
+    )]
+    Leftovers {
+        project: String,
+        leftovers: Vec<String>,
+        config: String,
+    },
+    #[error(
+        "{project}: hipify produced tree {found} but {lock} records {expected}; the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
+    )]
+    NotDeterministic {
+        project: String,
+        found: String,
+        expected: String,
+        lock: String,
+    },
+    #[error(
+        "{project}: the cached hipify result {key} does not reproduce here ({repo} is {found}, the cache says {expected}); delete {} and run again",
+        path.display()
+    )]
+    CacheMismatch {
+        project: String,
+        key: String,
+        repo: String,
+        found: String,
+        expected: String,
+        path: PathBuf,
+    },
+    #[error("the hipify cache {}: {reason}", path.display())]
+    Cache { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+}
+
+impl HasExitStatus for Error {
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            Error::Script {
+                source: ProcessError::Interrupted { signal, .. },
+                ..
+            }
+            | Error::Process(ProcessError::Interrupted { signal, .. }) => {
+                ExitStatus::Signal(*signal)
+            }
+            _ => ExitStatus::Failure,
+        }
+    }
+}
 
 /// Where a checkout keeps its stamp, next to git's own state.
 pub fn stamp_path(repo_dir: &Path) -> PathBuf {
@@ -26,16 +87,27 @@ pub fn read_stamp(repo_dir: &Path) -> Option<HipifyStamp> {
     serde_json::from_str(&text).ok()
 }
 
-pub fn write_stamp(repo_dir: &Path, stamp: &HipifyStamp) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(stamp)?;
-    crate::fsutil::write_atomic(&stamp_path(repo_dir), text.as_bytes())
+pub fn write_stamp(repo_dir: &Path, stamp: &HipifyStamp) -> Result<(), Error> {
+    let path = stamp_path(repo_dir);
+    let text = serde_json::to_string_pretty(stamp).map_err(|e| Error::Cache {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| Error::Cache {
+        path: path.clone(),
+        reason: format!("{e:#}"),
+    })
 }
 
-pub fn remove_stamp(repo_dir: &Path) -> anyhow::Result<()> {
-    match fs_err::remove_file(stamp_path(repo_dir)) {
+pub fn remove_stamp(repo_dir: &Path) -> Result<(), Error> {
+    let path = stamp_path(repo_dir);
+    match fs_err::remove_file(&path) {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(Error::Cache {
+            path,
+            reason: error.to_string(),
+        }),
     }
 }
 
@@ -48,7 +120,7 @@ pub fn run_script(
     script: &str,
     log: &Path,
     on_line: &mut dyn FnMut(&str),
-) -> anyhow::Result<()> {
+) -> Result<(), ProcessError> {
     let cmd = crate::exec::Cmd::new(python)
         .label(format!("hipify ({script})"))
         .arg(script)
@@ -69,11 +141,14 @@ pub fn working_tree_id(
     runner: &Runner,
     git: &Git,
     gitlink_paths: &[String],
-) -> anyhow::Result<String> {
+) -> Result<String, Error> {
     let temp = tempfile::Builder::new()
         .prefix("rockbuild-index-")
         .tempdir()
-        .context("creating a temporary index directory")?;
+        .map_err(|e| Error::Cache {
+            path: std::env::temp_dir(),
+            reason: format!("creating a temporary index: {e}"),
+        })?;
     let index = temp.path().join("index");
     let with_index = |cmd: crate::exec::Cmd| cmd.env("GIT_INDEX_FILE", index.as_os_str());
     runner.run(&with_index(git.cmd(["read-tree", "HEAD"])))?;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
-use super::Lock;
+use super::{Error, Lock};
 use crate::git::is_full_sha;
 use crate::stack::Stack;
 
@@ -17,19 +17,23 @@ pub struct ReproducePin {
     pub requested_ref: String,
     pub commit: String,
     pub hipify: Option<super::HipifyStamp>,
+    /// The preset the lock recorded (none for a TheRock manifest).
+    pub preset: Option<String>,
 }
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
-pub fn read_pins(path: &Path, stack: &Stack) -> anyhow::Result<IndexMap<String, ReproducePin>> {
-    let text = fs_err::read_to_string(path).map_err(|e| crate::exit::usage(e.to_string()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
-        crate::exit::usage(format!(
-            "{}:{}:{}: not JSON: {error}",
-            path.display(),
-            error.line(),
-            error.column()
-        ))
+pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, ReproducePin>, Error> {
+    let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
     })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|error| Error::NotALock {
+            path: path.to_path_buf(),
+            line: error.line(),
+            column: error.column(),
+            reason: error.to_string(),
+        })?;
     if value.get("schema_version").is_some() || value.get("pytorch").is_some() {
         return manifest_pins(path, &value, stack);
     }
@@ -37,11 +41,13 @@ pub fn read_pins(path: &Path, stack: &Stack) -> anyhow::Result<IndexMap<String, 
     let mut pins = IndexMap::new();
     for (name, project) in lock.projects {
         if !stack.projects.contains_key(&name) {
-            return Err(crate::exit::usage(format!(
-                "{}: project '{name}' is not in the stack ({})",
-                path.display(),
-                stack.source_name
-            )));
+            return Err(invalid(
+                path,
+                format!(
+                    "project '{name}' is not in the stack ({})",
+                    stack.source_name
+                ),
+            ));
         }
         pins.insert(
             name,
@@ -50,25 +56,33 @@ pub fn read_pins(path: &Path, stack: &Stack) -> anyhow::Result<IndexMap<String, 
                 requested_ref: project.requested_ref,
                 commit: project.commit,
                 hipify: project.hipify,
+                preset: project.preset,
             },
         );
     }
     Ok(pins)
 }
 
+fn invalid(path: &Path, problem: String) -> Error {
+    Error::Manifest {
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
 fn manifest_pins(
     path: &Path,
     value: &serde_json::Value,
     stack: &Stack,
-) -> anyhow::Result<IndexMap<String, ReproducePin>> {
-    let file = path.display();
+) -> Result<IndexMap<String, ReproducePin>, Error> {
     match value.get("schema_version") {
         None => {}
         Some(serde_json::Value::Number(n)) if n.as_u64() == Some(1) => {}
         Some(other) => {
-            return Err(crate::exit::usage(format!(
-                "{file}: TheRock manifest schema_version {other} is not supported (expected 1)"
-            )));
+            return Err(invalid(
+                path,
+                format!("TheRock manifest schema_version {other} is not supported (expected 1)"),
+            ));
         }
     }
     let mut pins = IndexMap::new();
@@ -80,16 +94,22 @@ fn manifest_pins(
         let field = |key: &str| entry.get(key).and_then(|v| v.as_str()).unwrap_or_default();
         let (repo, commit) = (field("repo"), field("commit"));
         if repo.is_empty() || commit.is_empty() {
-            return Err(crate::exit::usage(format!(
-                "{file}: manifest entry `{}` needs non-empty string `repo` and `commit`",
-                project.checkout_dir
-            )));
+            return Err(invalid(
+                path,
+                format!(
+                    "manifest entry `{}` needs non-empty string `repo` and `commit`",
+                    project.checkout_dir
+                ),
+            ));
         }
         if !is_full_sha(commit) {
-            return Err(crate::exit::usage(format!(
-                "{file}: manifest entry `{}` has commit `{commit}`, which is not a full SHA",
-                project.checkout_dir
-            )));
+            return Err(invalid(
+                path,
+                format!(
+                    "manifest entry `{}` has commit `{commit}`, which is not a full SHA",
+                    project.checkout_dir
+                ),
+            ));
         }
         let branch = field("branch");
         pins.insert(
@@ -103,19 +123,23 @@ fn manifest_pins(
                 },
                 commit: commit.to_ascii_lowercase(),
                 hipify: None,
+                preset: None,
             },
         );
     }
     if pins.is_empty() {
-        return Err(crate::exit::usage(format!(
-            "{file}: the manifest names none of the stack's projects ({})",
-            stack
-                .projects
-                .values()
-                .map(|p| p.checkout_dir.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(invalid(
+            path,
+            format!(
+                "the manifest names none of the stack's projects ({})",
+                stack
+                    .projects
+                    .values()
+                    .map(|p| p.checkout_dir.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
     }
     Ok(pins)
 }

@@ -3,7 +3,9 @@
 //! and never re-resolves a branch, so a re-run of any job from the same lock produces the same
 //! sources, versions and file names.
 
+mod error;
 pub mod manifest;
+pub mod plan;
 pub mod related_commits;
 pub mod resolve;
 
@@ -14,6 +16,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::stack::Target;
+pub use error::Error;
 
 /// The lock format version this rockbuild writes and reads.
 pub const SCHEMA: u32 = 1;
@@ -51,6 +54,12 @@ pub struct LockedProject {
     pub tree: String,
     /// Where the ref came from.
     pub pin: PinOrigin,
+    /// The version preset that chose origin and ref rule (configs/presets.yaml).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// The flag that named the origin, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_flag: Option<String>,
     /// Every submodule, recursively (paths relative to the project root, nested ones joined).
     pub submodules: Vec<LockedSubmodule>,
     /// The hipify result, once a checkout ran it.
@@ -70,10 +79,26 @@ pub enum PinOrigin {
     CommitFile { file: String },
     /// The release branch derived from a version file (`--release`).
     ReleaseBranch { file: String },
+    /// A ref a version preset names (`nightly`, `master`).
+    Preset { preset: String },
     /// The stack config's default ref.
     Default,
     /// Reproduced from a lock or TheRock manifest.
     Lock { file: String },
+}
+
+impl PinOrigin {
+    /// Where a ref came from, as plans and summaries print it.
+    pub fn describe(&self) -> String {
+        match self {
+            PinOrigin::Flag { flag } => flag.clone(),
+            PinOrigin::RelatedCommits { file, line } => format!("{file}:{line}"),
+            PinOrigin::CommitFile { file } | PinOrigin::ReleaseBranch { file } => file.clone(),
+            PinOrigin::Preset { preset } => format!("preset {preset}"),
+            PinOrigin::Default => "stack default".into(),
+            PinOrigin::Lock { file } => format!("lock {file}"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,20 +149,158 @@ pub struct BuildRecord {
     /// Wheel version per project (PEP 440, normalized).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub versions: IndexMap<String, String>,
+    /// Wheel file-name stem per project (`torch-2.9.0+rocm7.10.0`): what every wheel file of
+    /// the project starts with, whatever its Python and platform tags.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub stems: IndexMap<String, String>,
 }
 
 impl Lock {
     /// The SDK version the build record holds, if any.
-    pub fn sdk_version(&self) -> anyhow::Result<Option<pep440_rs::Version>> {
-        let Some(record) = &self.build else {
+    pub fn sdk_version(&self) -> Result<Option<pep440_rs::Version>, Error> {
+        let Some(record) = self.build.as_ref().filter(|b| !b.sdk_version.is_empty()) else {
             return Ok(None);
         };
-        record.sdk_version.parse().map(Some).map_err(|e| {
-            crate::exit::usage(format!(
-                "the lock's sdk_version `{}` is not a PEP 440 version: {e}",
-                record.sdk_version
-            ))
+        record
+            .sdk_version
+            .parse()
+            .map(Some)
+            .map_err(|e: pep440_rs::VersionParseError| Error::BadSdkVersion {
+                version: record.sdk_version.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Refuses an SDK the lock does not name: `accepts(locked)` says whether what was found
+    /// (`found`, from `found_where`) is the locked version. No SDK in the lock: nothing to check.
+    pub fn expect_sdk(
+        &self,
+        path: &Path,
+        found_where: &str,
+        found: &str,
+        accepts: impl Fn(&str) -> bool,
+    ) -> Result<(), Error> {
+        match self.build.as_ref().map(|b| b.sdk_version.as_str()) {
+            Some(locked) if !locked.is_empty() && !accepts(locked) => Err(Error::Drift {
+                lock: path.to_path_buf(),
+                what: "the ROCm SDK version".into(),
+                locked: locked.to_string(),
+                found: found.to_string(),
+                found_where: found_where.to_string(),
+                fix:
+                    "drop the flag to use the lock's SDK, or write a new lock with `rockbuild lock`"
+                        .into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a target list other than the lock's (order aside). No targets in the lock:
+    /// nothing to check.
+    pub fn expect_targets(
+        &self,
+        path: &Path,
+        found_where: &str,
+        found: &[Target],
+    ) -> Result<(), Error> {
+        let Some(locked) = self
+            .build
+            .as_ref()
+            .map(|b| &b.targets)
+            .filter(|t| !t.is_empty())
+        else {
+            return Ok(());
+        };
+        let sorted = |targets: &[Target]| {
+            let mut names: Vec<String> = targets.iter().map(ToString::to_string).collect();
+            names.sort();
+            names
+        };
+        if sorted(locked) == sorted(found) {
+            return Ok(());
+        }
+        let list = |targets: &[Target]| {
+            targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        Err(Error::Drift {
+            lock: path.to_path_buf(),
+            what: "the gfx targets".into(),
+            locked: list(locked),
+            found: list(found),
+            found_where: found_where.to_string(),
+            fix:
+                "drop the target flags to use the lock's, or write a new lock with `rockbuild lock`"
+                    .into(),
         })
+    }
+
+    /// Refuses wheel versions other than the lock's, project by project. Projects the lock
+    /// has no version for are not checked.
+    pub fn expect_versions<'a>(
+        &self,
+        path: &Path,
+        found_where: &str,
+        found: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), Error> {
+        let Some(record) = &self.build else {
+            return Ok(());
+        };
+        for (project, version) in found {
+            if let Some(locked) = record.versions.get(project)
+                && locked != version
+            {
+                return Err(Error::Drift {
+                    lock: path.to_path_buf(),
+                    what: format!("the version of '{project}'"),
+                    locked: locked.clone(),
+                    found: version.to_string(),
+                    found_where: found_where.to_string(),
+                    fix: "build from the lock's sources and settings (same SDK, release type, suffix and build number), or write a new lock with `rockbuild lock`".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses wheels whose version differs from the lock's for their distribution (by the
+    /// file-name stems `lock` recorded: `torchaudio-2.9.0+rocm7.10.0`). Distributions the lock
+    /// has no stem for are not checked.
+    pub fn expect_wheels<'a>(
+        &self,
+        path: &Path,
+        found_where: &str,
+        wheels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), Error> {
+        let Some(record) = &self.build else {
+            return Ok(());
+        };
+        let normalize =
+            |v: &str| crate::version::normalize("", v).unwrap_or_else(|_| v.to_string());
+        for (dist, version) in wheels {
+            let wanted = crate::wheel::filename::escape_name(dist);
+            let locked = record.stems.values().find_map(|stem| {
+                let (name, locked) = stem.split_once('-')?;
+                (crate::wheel::filename::escape_name(name) == wanted).then_some(locked)
+            });
+            if let Some(locked) = locked
+                && normalize(locked) != normalize(version)
+            {
+                return Err(Error::Drift {
+                    lock: path.to_path_buf(),
+                    what: format!("the version of {dist}"),
+                    locked: locked.to_string(),
+                    found: version.to_string(),
+                    found_where: found_where.to_string(),
+                    fix: "promote the set built from this lock, or pass the lock it was built from"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Writes what the installed SDK reported into the build record (creating it); the index
@@ -161,6 +324,7 @@ impl Lock {
                     release_type: String::new(),
                     version_suffix: String::new(),
                     versions: Default::default(),
+                    stems: Default::default(),
                 });
             }
         }
@@ -177,22 +341,22 @@ impl Lock {
     }
 
     /// Reads a lock, refusing other schema versions with a clear message.
-    pub fn read(path: &Path) -> anyhow::Result<Lock> {
-        let text = fs_err::read_to_string(path).map_err(|e| crate::exit::usage(e.to_string()))?;
-        let lock: Lock = serde_json::from_str(&text).map_err(|error| {
-            crate::exit::usage(format!(
-                "{}:{}:{}: not a rockbuild lock: {error}",
-                path.display(),
-                error.line(),
-                error.column()
-            ))
+    pub fn read(path: &Path) -> Result<Lock, Error> {
+        let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let lock: Lock = serde_json::from_str(&text).map_err(|error| Error::NotALock {
+            path: path.to_path_buf(),
+            line: error.line(),
+            column: error.column(),
+            reason: error.to_string(),
         })?;
         if lock.schema != SCHEMA {
-            return Err(crate::exit::usage(format!(
-                "{}: lock schema {} is not supported by this rockbuild (reads schema {SCHEMA})",
-                path.display(),
-                lock.schema
-            )));
+            return Err(Error::Schema {
+                path: path.to_path_buf(),
+                found: lock.schema,
+            });
         }
         Ok(lock)
     }
@@ -227,6 +391,8 @@ mod tests {
                     file: "pytorch/related_commits".into(),
                     line: 3,
                 },
+                preset: Some("rocm-release".into()),
+                origin_flag: None,
                 submodules: vec![],
                 hipify: None,
             },
@@ -243,5 +409,72 @@ mod tests {
             error.to_string().contains("lock schema 9 is not supported"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn drift_from_the_lock_is_refused_naming_both_values() {
+        let target = |name: &str| -> Target {
+            serde_json::from_str(&format!("\"{name}\"")).expect("target")
+        };
+        let mut lock = Lock::new("configs/stack.yaml");
+        lock.build = Some(BuildRecord {
+            sdk_version: "7.10.0a20251124".into(),
+            index_url: None,
+            sdk_targets: vec![],
+            targets: vec![target("gfx906"), target("gfx1030")],
+            release_type: "nightly".into(),
+            version_suffix: "+rocm7.10.0a20251124".into(),
+            versions: IndexMap::from([(
+                "audio".to_string(),
+                "2.9.0+rocm7.10.0a20251124".to_string(),
+            )]),
+            stems: IndexMap::from([(
+                "audio".to_string(),
+                "torchaudio-2.9.0+rocm7.10.0a20251124".to_string(),
+            )]),
+        });
+        let path = Path::new("ci/rockbuild.lock.json");
+        // What matches passes, whatever the order or spelling.
+        lock.expect_sdk(path, "the venv", "7.10.0a20251124", |l| {
+            l == "7.10.0a20251124"
+        })
+        .expect("same sdk");
+        lock.expect_targets(
+            path,
+            "--pytorch-rocm-arch",
+            &[target("gfx1030"), target("gfx906")],
+        )
+        .expect("same targets");
+        lock.expect_versions(
+            path,
+            "the build plan",
+            [("audio", "2.9.0+rocm7.10.0a20251124")],
+        )
+        .expect("same version");
+        lock.expect_wheels(
+            path,
+            "the staged set",
+            [("torchaudio", "2.9.0+rocm7.10.0a20251124")],
+        )
+        .expect("same wheel");
+        let errors = [
+            lock.expect_sdk(path, "--rocm-sdk-version", "==7.11.0", |_| false),
+            lock.expect_targets(path, "--pytorch-rocm-arch", &[target("gfx90a")]),
+            lock.expect_versions(
+                path,
+                "the build plan",
+                [("audio", "2.9.1+rocm7.10.0a20251124")],
+            ),
+            lock.expect_wheels(
+                path,
+                "the staged set at s3://b/staging",
+                [("torchaudio", "2.9.0+rocm7.11.0")],
+            ),
+        ];
+        let text: Vec<String> = errors
+            .into_iter()
+            .map(|r| r.expect_err("drift").to_string())
+            .collect();
+        insta::assert_snapshot!(text.join("\n"));
     }
 }

@@ -1,17 +1,34 @@
-//! Where each project's ref comes from — a pure function of the stack entry, the flags and the
-//! pin files of the project that pins it. Precedence: flag > pin > default.
+//! Where each project's ref comes from — a pure function of what settings decided (an exact
+//! ref, or "follow the pin" with a fallback) and the pin files of the project that pins it.
+//! Precedence, decided in settings: flag > preset > stack default.
 
-use super::PinOrigin;
 use super::related_commits;
+use super::{Error, PinOrigin};
 use crate::git::is_full_sha;
 use crate::stack::{PinSource, Project};
 
-/// Flags that name this project's origin or ref (`--gitrepo-origin`, `--origin NAME=URL`,
-/// `--repo-hashtag`, `--hashtag NAME=REF`), with the flag that set each.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Overrides {
-    pub origin: Option<(String, String)>,
-    pub reference: Option<(String, String)>,
+/// What settings decided for one project: its origin and how to find its ref.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub origin: String,
+    /// The flag that set the origin, when one did (it then beats a related_commits row's).
+    pub origin_flag: Option<String>,
+    pub rule: RefRequest,
+    /// The preset that chose origin and rule, if any.
+    pub preset: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefRequest {
+    /// A ref known up front (flag, preset, stack default).
+    Exact { reference: String, pin: PinOrigin },
+    /// The project's `pinned-by` rule. Without a pin: an error naming `required_by`, or the
+    /// fallback.
+    Pinned {
+        required_by: Option<String>,
+        fallback: String,
+        fallback_pin: PinOrigin,
+    },
 }
 
 /// A project's origin and ref, and where the ref came from.
@@ -23,37 +40,39 @@ pub struct ResolvedPin {
 }
 
 /// A pin file of the pinning project: its display name and content (None when absent).
-pub type ReadPinFile<'a> = &'a dyn Fn(&str) -> anyhow::Result<(String, Option<String>)>;
+pub type ReadPinFile<'a> = &'a dyn Fn(&str) -> Result<(String, Option<String>), Error>;
 
 /// Resolves one project's origin and ref. `read` returns pin files of the project named in
 /// `pinned-by` (display name, content); it is only called when the pin is needed.
 pub fn resolve_pin(
     project: &Project,
-    overrides: &Overrides,
+    request: &Request,
     release: bool,
-    require_related_commit: bool,
     read: ReadPinFile<'_>,
-) -> anyhow::Result<ResolvedPin> {
-    let default_origin = || {
-        overrides
-            .origin
-            .as_ref()
-            .map_or_else(|| project.origin.clone(), |(url, _)| url.clone())
+) -> Result<ResolvedPin, Error> {
+    let (required_by, fallback, fallback_pin) = match &request.rule {
+        RefRequest::Exact { reference, pin } => {
+            return Ok(ResolvedPin {
+                origin: request.origin.clone(),
+                requested_ref: reference.clone(),
+                pin: pin.clone(),
+            });
+        }
+        RefRequest::Pinned {
+            required_by,
+            fallback,
+            fallback_pin,
+        } => (required_by, fallback, fallback_pin),
     };
-    if let Some((reference, flag)) = &overrides.reference {
-        return Ok(ResolvedPin {
-            origin: default_origin(),
-            requested_ref: reference.clone(),
-            pin: PinOrigin::Flag { flag: flag.clone() },
-        });
-    }
-    let default = || ResolvedPin {
-        origin: default_origin(),
-        requested_ref: project.default_ref.clone(),
-        pin: PinOrigin::Default,
+    let fallback = || {
+        Ok(ResolvedPin {
+            origin: request.origin.clone(),
+            requested_ref: fallback.clone(),
+            pin: fallback_pin.clone(),
+        })
     };
     match &project.pin {
-        PinSource::Explicit => Ok(default()),
+        PinSource::Explicit => fallback(),
         PinSource::RelatedCommits {
             from,
             file,
@@ -62,40 +81,39 @@ pub fn resolve_pin(
         } => {
             let (display, text) = read(file)?;
             let rows = match &text {
-                Some(text) => related_commits::parse(&display, text)
-                    .map_err(|e| crate::exit::usage(e.to_string()))?,
+                Some(text) => related_commits::parse(&display, text)?,
                 None => Vec::new(),
             };
-            match related_commits::find(&rows, os, key) {
-                Some(row) => Ok(ResolvedPin {
+            match (related_commits::find(&rows, os, key), required_by) {
+                (Some(row), _) => Ok(ResolvedPin {
                     // The row's origin goes with its commit; a flag still wins.
-                    origin: overrides.origin.as_ref().map_or_else(
-                        || {
-                            if row.origin.is_empty() {
-                                project.origin.clone()
-                            } else {
-                                row.origin.clone()
-                            }
-                        },
-                        |(url, _)| url.clone(),
-                    ),
+                    origin: if request.origin_flag.is_none() && !row.origin.is_empty() {
+                        row.origin.clone()
+                    } else {
+                        request.origin.clone()
+                    },
                     requested_ref: row.commit.clone(),
                     pin: PinOrigin::RelatedCommits {
                         file: display,
                         line: row.line,
                     },
                 }),
-                None if require_related_commit => Err(crate::exit::usage(match text {
-                    Some(_) => format!(
-                        "{display} has no `{os}|…|{key}|…` row for project '{}' (--require-related-commit); add the row or name a ref with --hashtag {}=REF",
-                        project.name, project.name
-                    ),
-                    None => format!(
-                        "'{from}' has no {display} to pin '{}' (--require-related-commit); check out a '{from}' ref that carries it, or name a ref with --hashtag {}=REF",
-                        project.name, project.name
-                    ),
-                })),
-                None => Ok(default()),
+                (None, Some(required_by)) => Err(match text {
+                    Some(_) => Error::MissingRow {
+                        file: display,
+                        os: os.clone(),
+                        key: key.clone(),
+                        project: project.name.clone(),
+                        required_by: required_by.clone(),
+                    },
+                    None => Error::MissingPinFile {
+                        from: from.clone(),
+                        file: display,
+                        project: project.name.clone(),
+                        required_by: required_by.clone(),
+                    },
+                }),
+                (None, None) => fallback(),
             }
         }
         PinSource::CommitFile {
@@ -105,41 +123,46 @@ pub fn resolve_pin(
         } => {
             if release {
                 let Some(version_file) = release_version_file else {
-                    return Err(crate::exit::usage(format!(
-                        "--release: project '{}' has no release-version-file in the stack config",
-                        project.name
-                    )));
+                    return Err(Error::NoReleaseVersionFile {
+                        project: project.name.clone(),
+                    });
                 };
                 let (display, text) = read(version_file)?;
                 let Some(text) = text else {
-                    return Err(crate::exit::usage(format!(
-                        "--release: '{from}' has no {display} to derive the {} release branch from",
-                        project.name
-                    )));
+                    return Err(Error::NoVersionFile {
+                        from: from.clone(),
+                        file: display,
+                        project: project.name.clone(),
+                    });
                 };
-                let branch = release_branch(&text).ok_or_else(|| {
-                    crate::exit::usage(format!(
-                        "{display}: `{}` is not a version like 3.4.0; cannot derive the release branch",
-                        text.trim()
-                    ))
+                let branch = release_branch(&text).ok_or_else(|| Error::BadVersionFile {
+                    file: display.clone(),
+                    value: text.trim().to_string(),
                 })?;
                 return Ok(ResolvedPin {
-                    origin: default_origin(),
+                    origin: request.origin.clone(),
                     requested_ref: branch,
                     pin: PinOrigin::ReleaseBranch { file: display },
                 });
             }
             let (display, text) = read(commit_file)?;
-            match text.as_deref().map(str::trim) {
-                Some(commit) if is_full_sha(commit) => Ok(ResolvedPin {
-                    origin: default_origin(),
+            match (text.as_deref().map(str::trim), required_by) {
+                (Some(commit), _) if is_full_sha(commit) => Ok(ResolvedPin {
+                    origin: request.origin.clone(),
                     requested_ref: commit.to_ascii_lowercase(),
                     pin: PinOrigin::CommitFile { file: display },
                 }),
-                Some(other) => Err(crate::exit::usage(format!(
-                    "{display}: `{other}` is not a full commit SHA"
-                ))),
-                None => Ok(default()),
+                (Some(other), _) => Err(Error::NotACommit {
+                    file: display,
+                    value: other.to_string(),
+                }),
+                (None, Some(required_by)) => Err(Error::MissingPinFile {
+                    from: from.clone(),
+                    file: display,
+                    project: project.name.clone(),
+                    required_by: required_by.clone(),
+                }),
+                (None, None) => fallback(),
             }
         }
     }
@@ -179,118 +202,131 @@ mod tests {
         ])
     }
 
+    fn pinned(required_by: Option<&str>) -> RefRequest {
+        RefRequest::Pinned {
+            required_by: required_by.map(str::to_string),
+            fallback: "nightly".into(),
+            fallback_pin: PinOrigin::Default,
+        }
+    }
+
+    fn request(origin: &str, rule: RefRequest) -> Request {
+        Request {
+            origin: origin.into(),
+            origin_flag: None,
+            rule,
+            preset: None,
+        }
+    }
+
     fn resolve(
         name: &str,
-        overrides: Overrides,
+        request: &Request,
         release: bool,
-        require: bool,
         files: &BTreeMap<&'static str, String>,
-    ) -> anyhow::Result<ResolvedPin> {
+    ) -> Result<ResolvedPin, Error> {
         let stack = Stack::load(None).expect("stack");
         let read = |path: &str| Ok((format!("pytorch/{path}"), files.get(path).cloned()));
-        resolve_pin(&stack.projects[name], &overrides, release, require, &read)
+        resolve_pin(&stack.projects[name], request, release, &read)
     }
 
     #[test]
-    fn precedence_is_flag_then_pin_then_default() {
+    fn a_pin_brings_its_origin_unless_a_flag_names_one() {
         let files = files();
-        let pinned = resolve("audio", Overrides::default(), false, false, &files).expect("pin");
-        assert_eq!(pinned.requested_ref, AUDIO_SHA);
-        assert_eq!(pinned.origin, "https://mirror/audio");
-        assert_eq!(
-            pinned.pin,
-            PinOrigin::RelatedCommits {
-                file: "pytorch/related_commits".into(),
-                line: 1
-            }
-        );
-
-        let flagged = resolve(
+        let from_row = resolve(
             "audio",
-            Overrides {
-                reference: Some(("v2.9.0".into(), "--hashtag audio=v2.9.0".into())),
-                origin: None,
-            },
+            &request("https://up/audio", pinned(None)),
             false,
-            true,
             &files,
         )
-        .expect("flag");
-        assert_eq!(flagged.requested_ref, "v2.9.0");
-        assert_eq!(flagged.origin, "https://github.com/pytorch/audio.git");
+        .expect("pin");
+        assert_eq!(
+            from_row,
+            ResolvedPin {
+                origin: "https://mirror/audio".into(),
+                requested_ref: AUDIO_SHA.into(),
+                pin: PinOrigin::RelatedCommits {
+                    file: "pytorch/related_commits".into(),
+                    line: 1
+                },
+            }
+        );
+        let mut flagged = request("file:///mine", pinned(None));
+        flagged.origin_flag = Some("--origin audio=file:///mine".into());
+        let flagged = resolve("audio", &flagged, false, &files).expect("origin flag");
+        assert_eq!(
+            (flagged.origin.as_str(), flagged.requested_ref.as_str()),
+            ("file:///mine", AUDIO_SHA)
+        );
+        let exact = resolve(
+            "audio",
+            &request(
+                "https://up/audio",
+                RefRequest::Exact {
+                    reference: "v2.9.0".into(),
+                    pin: PinOrigin::Flag {
+                        flag: "--hashtag audio=v2.9.0".into(),
+                    },
+                },
+            ),
+            false,
+            &files,
+        )
+        .expect("exact");
+        assert_eq!(
+            (exact.origin.as_str(), exact.requested_ref.as_str()),
+            ("https://up/audio", "v2.9.0")
+        );
+    }
 
-        let defaulted =
-            resolve("vision", Overrides::default(), false, false, &files).expect("default");
+    #[test]
+    fn a_missing_pin_falls_back_unless_required() {
+        let defaulted = resolve(
+            "vision",
+            &request("https://up/vision", pinned(None)),
+            false,
+            &files(),
+        )
+        .expect("default");
         assert_eq!(
             (defaulted.requested_ref.as_str(), &defaulted.pin),
             ("nightly", &PinOrigin::Default)
         );
-
-        let origin_flag = resolve(
-            "audio",
-            Overrides {
-                origin: Some(("file:///mine".into(), "--origin audio=file:///mine".into())),
-                reference: None,
-            },
-            false,
-            false,
-            &files,
-        )
-        .expect("origin flag");
-        assert_eq!(
-            (
-                origin_flag.origin.as_str(),
-                origin_flag.requested_ref.as_str()
+        let required = pinned(Some("preset 'rocm-release', presets.yaml:44"));
+        let errors: Vec<String> = [
+            resolve("vision", &request("u", required.clone()), false, &files()),
+            resolve(
+                "vision",
+                &request("u", required.clone()),
+                false,
+                &BTreeMap::new(),
             ),
-            ("file:///mine", AUDIO_SHA)
-        );
-    }
-
-    #[test]
-    fn require_related_commit_turns_a_missing_row_into_an_error() {
-        let error = resolve("vision", Overrides::default(), false, true, &files())
-            .expect_err("missing row");
-        assert!(
-            error.to_string().starts_with(
-                "pytorch/related_commits has no `ubuntu|…|torchvision|…` row for project 'vision'"
-            ),
-            "{error}"
-        );
-        let error = resolve(
-            "vision",
-            Overrides::default(),
-            false,
-            true,
-            &BTreeMap::new(),
-        )
-        .expect_err("missing file");
-        assert!(
-            error
-                .to_string()
-                .starts_with("'torch' has no pytorch/related_commits to pin 'vision'"),
-            "{error}"
-        );
+            resolve("triton", &request("u", required), false, &BTreeMap::new()),
+        ]
+        .into_iter()
+        .map(|r| r.expect_err("required").to_string())
+        .collect();
+        insta::assert_snapshot!(errors.join("\n"));
     }
 
     #[test]
     fn triton_follows_the_ci_pin_or_the_release_branch() {
         let files = files();
-        let pinned = resolve("triton", Overrides::default(), false, false, &files).expect("pin");
-        assert_eq!(pinned.requested_ref, TRITON_SHA);
+        let rule = request("https://up/triton", pinned(None));
+        let ci = resolve("triton", &rule, false, &files).expect("pin");
+        assert_eq!(ci.requested_ref, TRITON_SHA);
         assert_eq!(
-            pinned.pin,
+            ci.pin,
             PinOrigin::CommitFile {
                 file: "pytorch/.ci/docker/ci_commit_pins/triton.txt".into()
             }
         );
-        let release =
-            resolve("triton", Overrides::default(), true, false, &files).expect("release");
+        let release = resolve("triton", &rule, true, &files).expect("release");
         assert_eq!(release.requested_ref, "release/3.4.x");
 
         let mut bad = files.clone();
         bad.insert(".ci/docker/ci_commit_pins/triton.txt", "main\n".into());
-        let error =
-            resolve("triton", Overrides::default(), false, false, &bad).expect_err("not a sha");
+        let error = resolve("triton", &rule, false, &bad).expect_err("not a sha");
         assert_eq!(
             error.to_string(),
             "pytorch/.ci/docker/ci_commit_pins/triton.txt: `main` is not a full commit SHA"
@@ -298,14 +334,14 @@ mod tests {
     }
 
     #[test]
-    fn malformed_related_commits_is_a_usage_error_with_the_line() {
+    fn malformed_related_commits_is_an_error_with_the_line() {
         let mut bad = files();
         bad.insert(
             "related_commits",
             "# header\nubuntu|pytorch|torchaudio\n".into(),
         );
         let error =
-            resolve("audio", Overrides::default(), false, false, &bad).expect_err("malformed");
+            resolve("audio", &request("u", pinned(None)), false, &bad).expect_err("malformed");
         assert!(
             error
                 .to_string()

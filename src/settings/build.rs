@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use pep440_rs::Version;
 
-use super::sdk::{install_settings, resolve_venv};
+use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 use super::{Source, Sourced};
 use crate::build::Error;
 use crate::build::compilers::CompilerCache;
@@ -220,6 +220,9 @@ fn sdk_settings(
     lock: Option<&LockFile>,
 ) -> anyhow::Result<SdkSettings> {
     let venv = resolve_venv(ctx, args.venv.as_deref(), Some(output_dir))?;
+    if let Some(lock) = lock {
+        expect_locked_sdk(&lock.lock, &lock.path, args)?;
+    }
     let locked_version = lock.map(|l| l.lock.sdk_version()).transpose()?.flatten();
     let install = if install_rocm {
         Some(install_settings(

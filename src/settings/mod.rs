@@ -3,9 +3,11 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod checkout;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
+pub mod lock;
 pub mod matrix;
 pub mod retag;
 pub mod sdk;
@@ -23,6 +25,7 @@ pub enum Source {
     Env(String),
     Config(String),
     Lock(String),
+    Preset(String),
     Inferred(String),
 }
 
@@ -34,6 +37,7 @@ impl fmt::Display for Source {
             Source::Env(name) => write!(f, "${name}"),
             Source::Config(place) => write!(f, "{place}"),
             Source::Lock(place) => write!(f, "lock {place}"),
+            Source::Preset(name) => write!(f, "preset {name}"),
             Source::Inferred(why) => write!(f, "{why}"),
         }
     }

@@ -9,6 +9,7 @@ use crate::cli::{SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
 use crate::exit;
+use crate::lock::Lock;
 use crate::sdk::install::InstallSettings;
 use crate::sdk::{self, Venv, preflight};
 
@@ -32,6 +33,19 @@ pub fn resolve_venv(
     }
 }
 
+/// A lock that names an SDK version: `--rocm-sdk-version` must admit it (drift is refused,
+/// naming both). Every caller of [`install_settings`] with a lock checks this first.
+pub fn expect_locked_sdk(lock: &Lock, path: &Path, args: &SdkArgs) -> anyhow::Result<()> {
+    let spec = preflight::parse_spec(&args.rocm_sdk_version).map_err(exit::usage)?;
+    lock.expect_sdk(
+        path,
+        "--rocm-sdk-version",
+        &args.rocm_sdk_version,
+        |locked| locked.parse::<Version>().is_ok_and(|v| spec.contains(&v)),
+    )?;
+    Ok(())
+}
+
 /// Resolves the SDK flags shared by `install-rocm` and `build --install-rocm`.
 pub fn install_settings(
     ctx: &Context,
@@ -53,13 +67,6 @@ pub fn install_settings(
     } = args;
     let spec = preflight::parse_spec(rocm_sdk_version).map_err(exit::usage)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
-    if let Some(version) = &locked
-        && !spec.contains(version)
-    {
-        return Err(exit::usage(format!(
-            "the lock records rocm {version}, which --rocm-sdk-version `{rocm_sdk_version}` excludes: drop the flag to install the locked SDK, or start from a new lock"
-        )));
-    }
     let extras = sdk::install::parse_extras(rocm_extras.as_deref()).map_err(exit::usage)?;
     let cache_dir = args.cache_dir(ctx);
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());

@@ -3,6 +3,7 @@
 //! in the binary; `--config` replaces it) and validated before anything runs.
 
 pub mod families;
+pub mod presets;
 pub mod source;
 
 use std::path::Path;
@@ -11,11 +12,15 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 pub use families::{FamilyTable, NameError, Target};
+pub use presets::PresetTable;
 pub use source::{ConfigError, ConfigSource};
 
 /// The shipped stack and family table, compiled in so the binary works from any directory.
 pub const DEFAULT_STACK: &str = include_str!("../../configs/stack.yaml");
 pub const DEFAULT_FAMILIES: &str = include_str!("../../configs/families.yaml");
+
+/// The name presets use for a project's own `origin:`.
+pub const UPSTREAM: &str = "upstream";
 
 /// How a project's tree is prepared after checkout.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -76,6 +81,8 @@ pub struct Project {
     pub name: String,
     pub checkout_dir: String,
     pub origin: String,
+    /// Other origins presets may name (torch's `rocm-fork`), by name.
+    pub origins: IndexMap<String, String>,
     pub default_ref: String,
     /// The distribution name of the wheel it builds.
     pub wheel: String,
@@ -116,6 +123,8 @@ struct StackFile {
 struct ProjectEntry {
     checkout_dir: String,
     origin: String,
+    #[serde(default)]
+    origins: IndexMap<String, String>,
     #[serde(rename = "ref")]
     default_ref: String,
     wheel: String,
@@ -175,10 +184,7 @@ enum HipifyMode {
 impl Stack {
     /// Loads the embedded default or the file given with `--config`.
     pub fn load(config: Option<&Path>) -> anyhow::Result<Stack> {
-        let source = match config {
-            Some(path) => ConfigSource::read(path)?,
-            None => ConfigSource::embedded("configs/stack.yaml", DEFAULT_STACK),
-        };
+        let source = ConfigSource::flag_or_embedded(config, "configs/stack.yaml", DEFAULT_STACK)?;
         Stack::parse(&source).map_err(|e| crate::exit::Classified::from(e).into())
     }
 
@@ -272,6 +278,23 @@ fn validate_project(
             "origin URLs must not carry credentials; configure a git credential helper instead",
         ));
     }
+    for (origin_name, url) in &entry.origins {
+        let message = if origin_name == UPSTREAM {
+            Some(format!(
+                "`{UPSTREAM}` is the name of the project's own `origin:`; give this origin another name"
+            ))
+        } else if crate::redact::url_has_password(url) {
+            Some(
+                "origin URLs must not carry credentials; configure a git credential helper instead"
+                    .to_string(),
+            )
+        } else {
+            None
+        };
+        if let Some(message) = message {
+            return Err(source.error_at(&["projects", name, "origins", origin_name], message));
+        }
+    }
     let pin = match entry.pinned_by {
         None => PinSource::Explicit,
         Some(by) => {
@@ -342,6 +365,7 @@ fn validate_project(
         name: name.to_string(),
         checkout_dir: entry.checkout_dir,
         origin: entry.origin,
+        origins: entry.origins,
         default_ref: entry.default_ref,
         wheel: entry.wheel,
         recipe: entry.recipe,
@@ -353,12 +377,27 @@ fn validate_project(
     })
 }
 
+impl Project {
+    /// The URL of a named origin: `upstream` is the project's own `origin:`.
+    pub fn origin_named(&self, name: &str) -> Option<&str> {
+        if name == UPSTREAM {
+            Some(&self.origin)
+        } else {
+            self.origins.get(name).map(String::as_str)
+        }
+    }
+
+    /// Every origin name this project knows, `upstream` first.
+    pub fn origin_names(&self) -> Vec<&str> {
+        std::iter::once(UPSTREAM)
+            .chain(self.origins.keys().map(String::as_str))
+            .collect()
+    }
+}
+
 /// Loads the family table: the embedded default or `--families FILE`.
 pub fn load_families(path: Option<&Path>) -> anyhow::Result<FamilyTable> {
-    let source = match path {
-        Some(path) => ConfigSource::read(path)?,
-        None => ConfigSource::embedded("configs/families.yaml", DEFAULT_FAMILIES),
-    };
+    let source = ConfigSource::flag_or_embedded(path, "configs/families.yaml", DEFAULT_FAMILIES)?;
     FamilyTable::load(&source).map_err(|e| crate::exit::Classified::from(e).into())
 }
 

@@ -32,6 +32,14 @@ impl ConfigSource {
         })
     }
 
+    /// The file a flag names, else the config compiled into the binary.
+    pub fn flag_or_embedded(path: Option<&Path>, name: &str, text: &str) -> anyhow::Result<Self> {
+        match path {
+            Some(path) => ConfigSource::read(path),
+            None => Ok(ConfigSource::embedded(name, text)),
+        }
+    }
+
     /// Deserializes the whole file, turning serde's message into a located [`ConfigError`]
     /// with a "did you mean" for misspelled keys and values.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {

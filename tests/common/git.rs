@@ -86,7 +86,13 @@ impl RepoBuilder {
 
     /// Pushes every branch and tag to the bare origin (created on first use).
     pub fn publish(&self) -> String {
-        if !self.origin.exists() {
+        self.publish_to(&self.origin)
+    }
+
+    /// Pushes every branch and tag to another bare repository (created on first use), e.g.
+    /// a fork.
+    pub fn publish_to(&self, bare: &Path) -> String {
+        if !bare.exists() {
             let mut command = Command::new("git");
             command
                 .env_clear()
@@ -94,12 +100,13 @@ impl RepoBuilder {
             run_ok(
                 command
                     .args(["init", "-q", "--bare", "--initial-branch=main"])
-                    .arg(&self.origin),
+                    .arg(bare),
             );
         }
-        self.git(&["push", "-q", "--force", "--all", &self.url()]);
-        self.git(&["push", "-q", "--force", "--tags", &self.url()]);
-        self.url()
+        let url = format!("file://{}", bare.display());
+        self.git(&["push", "-q", "--force", "--all", &url]);
+        self.git(&["push", "-q", "--force", "--tags", &url]);
+        url
     }
 }
 
@@ -129,9 +136,12 @@ if os.environ.get("FIXTURE_HIPIFY_PAUSE"):
 "##;
 
 /// A small ROCm PyTorch stack in origins: torch (with related_commits, triton pins and a
-/// two-level nested submodule), audio (with an empty .gitmodules), vision, triton, apex.
+/// two-level nested submodule), audio (with an empty .gitmodules), vision, triton, apex; and
+/// torch's ROCm fork (`origins/torch-fork.git`, configs/stack.yaml's `rocm-fork`), which holds
+/// the same history as torch when the world is made.
 pub struct StackWorld {
     pub torch: RepoBuilder,
+    pub fork: PathBuf,
     pub audio: RepoBuilder,
     pub vision: RepoBuilder,
     pub triton: RepoBuilder,
@@ -147,6 +157,11 @@ pub struct StackWorld {
 }
 
 impl StackWorld {
+    /// The fork's URL.
+    pub fn fork_url(&self) -> String {
+        format!("file://{}", self.fork.display())
+    }
+
     pub fn new(env: &TestEnv) -> Self {
         let fmt = RepoBuilder::new(env, "fmt");
         fmt.write("format.h", "// fmt\n#define HIP_PLATFORM_HCC 1\n");
@@ -220,12 +235,18 @@ impl StackWorld {
         torch.commit("torch tip");
         torch.git(&["tag", "tip-light"]);
         torch.publish();
+        let fork = env.path("origins/torch-fork.git");
+        torch.publish_to(&fork);
 
         let config = env.path("stack.yaml");
-        std::fs::write(&config, stack_yaml(&torch, &audio, &vision, &triton, &apex))
-            .expect("write config");
+        std::fs::write(
+            &config,
+            stack_yaml(&torch, &fork, &audio, &vision, &triton, &apex),
+        )
+        .expect("write config");
         StackWorld {
             torch,
+            fork,
             audio,
             vision,
             triton,
@@ -243,6 +264,7 @@ impl StackWorld {
 
 fn stack_yaml(
     torch: &RepoBuilder,
+    fork: &Path,
     audio: &RepoBuilder,
     vision: &RepoBuilder,
     triton: &RepoBuilder,
@@ -252,6 +274,10 @@ fn stack_yaml(
         .expect("read configs/stack.yaml");
     let mut text = base
         .replace("https://github.com/pytorch/pytorch.git", &torch.url())
+        .replace(
+            "https://github.com/ROCm/pytorch.git",
+            &format!("file://{}", fork.display()),
+        )
         .replace("https://github.com/pytorch/audio.git", &audio.url())
         .replace("https://github.com/pytorch/vision.git", &vision.url())
         .replace("https://github.com/ROCm/triton.git", &triton.url())

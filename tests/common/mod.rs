@@ -130,3 +130,43 @@ pub fn run_ok(command: &mut Command) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// Output with what differs between runs masked: the test's temp dir, the repository (on
+/// PATH), commit ids (whole, and the `git<sha8>` of versions: commits of the test origins name
+/// temp-dir paths) and fingerprints.
+pub fn scrub(text: &str, env: &TestEnv) -> String {
+    scrub_ids(text, env, false)
+}
+
+/// [`scrub`], and the 12-digit short commit ids checkout and lock plans print.
+pub fn scrub_short_ids(text: &str, env: &TestEnv) -> String {
+    scrub_ids(text, env, true)
+}
+
+fn scrub_ids(text: &str, env: &TestEnv, short: bool) -> String {
+    let text = text
+        .replace(&env.root().display().to_string(), "[TMP]")
+        .replace(&repo_root().display().to_string(), "[REPO]");
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match word.len() {
+            40 => out.push_str("[SHA]"),
+            64 => out.push_str("[SHA256]"),
+            12 if short => out.push_str("[SHA12]"),
+            8 if out.ends_with("git") => out.push_str("[SHA8]"),
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_hexdigit() && !c.is_ascii_uppercase() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}

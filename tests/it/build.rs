@@ -12,7 +12,7 @@ use crate::common::sample::{
     wheel_members,
 };
 use crate::common::sdk::sdk_index;
-use crate::common::{TestEnv, repo_root, run_ok, wheelhouse};
+use crate::common::{TestEnv, run_ok, scrub, wheelhouse};
 
 const SDK_VERSION: &str = "7.10.0a20251124";
 const SDK_TARGETS: &[&str] = &["gfx906", "gfx1030"];
@@ -249,36 +249,6 @@ fn preflight_fails_fast_on_a_missing_sdk_version() {
         "{}",
         text(&output.stderr)
     );
-}
-
-/// Output with what differs between runs masked: the test's temp dir, the repository (on
-/// PATH), commit ids (whole, and the `git<sha8>` of versions: the sample torch's commit names
-/// its submodules' temp-dir origins) and fingerprints.
-fn scrub(text: &str, env: &TestEnv) -> String {
-    let text = text
-        .replace(&env.root().display().to_string(), "[TMP]")
-        .replace(&repo_root().display().to_string(), "[REPO]");
-    let mut out = String::new();
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        match word.len() {
-            40 => out.push_str("[SHA]"),
-            64 => out.push_str("[SHA256]"),
-            8 if out.ends_with("git") => out.push_str("[SHA8]"),
-            _ => out.push_str(word),
-        }
-        word.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_hexdigit() && !c.is_ascii_uppercase() {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(c);
-        }
-    }
-    flush(&mut word, &mut out);
-    out
 }
 
 /// Durations (`12.3s`) and sizes (`4.2 KiB`, `512 B`) masked: they are measurements.

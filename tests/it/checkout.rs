@@ -206,9 +206,10 @@ fn uncommitted_hipify_is_up_to_date_too() {
         .success()
         .stderr(contains("up to date"));
     assert_eq!(hipify_runs(&torch), 1);
-    // Switching to committed hipify redoes it from the pristine tree, once more.
+    // Switching to committed hipify starts again from the pristine tree and takes the
+    // result the first run left in the cache (the script does not run again).
     checkout(&env, &world, "ws", &["--project", "torch"]).success();
-    assert_eq!(hipify_runs(&torch), 2);
+    assert_eq!(hipify_runs(&torch), 1);
     assert_eq!(
         git_in(&torch, &["log", "-1", "--format=%s"]),
         "DO NOT SUBMIT: HIPIFY"
@@ -343,7 +344,7 @@ fn flags_beat_pins_and_missing_rows_can_be_required() {
         .assert()
         .code(2)
         .stderr(contains(
-            "'torch' has no pytorch/related_commits to pin 'vision' (--require-related-commit)",
+            "'torch' has no pytorch/related_commits to pin 'vision' (required by --require-related-commit)",
         ));
     assert!(!env.path("strict/rockbuild.lock.json").exists());
 }
@@ -489,8 +490,16 @@ fn dirty_trees_are_refused_unless_forced() {
     assert_eq!(status(&torch), "");
     assert_eq!(
         hipify_runs(&torch),
-        2,
-        "hipify reran on the pristine tree after --force"
+        1,
+        "the pristine tree got its hipify result from the cache after --force"
+    );
+    assert_eq!(
+        std::fs::read_to_string(torch.join("csrc/Module.cpp")).expect("module"),
+        "#include <hip/driver_types.h>\n"
+    );
+    assert_eq!(
+        git_in(&torch, &["log", "-1", "--format=%s"]),
+        "DO NOT SUBMIT: HIPIFY"
     );
 }
 

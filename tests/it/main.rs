@@ -18,5 +18,6 @@ mod manylinux;
 mod publish;
 mod sample;
 mod sixth_project;
+mod stacks;
 mod suite;
 mod verify;

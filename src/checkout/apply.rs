@@ -1,0 +1,794 @@
+//! Applying a project's plan: the effects, through the one runner, timed per phase (fetch,
+//! tree, submodules, hipify, tags and commits). Between the first change and the end the tree
+//! carries a marker, so a killed run is repaired next time rather than trusted.
+
+use std::path::Path;
+use std::time::Instant;
+
+use git2::{Oid, Repository};
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::inspect::{self, TRITON_BUILD_ENV};
+use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, TreeState};
+use super::repos::{self, Node};
+use super::resolve::Resolved;
+use super::{Selection, TreeOptions};
+use crate::context::Context;
+use crate::git::mirror::Transfer;
+use crate::git::{self, Git, local};
+use crate::hipify::{self, cache, leftover};
+use crate::lock::{HipifyStamp, LockedProject, LockedSubmodule};
+use crate::stack::{HipifyPolicy, Project};
+use crate::ui::Task;
+
+/// Seconds spent per phase of one project's checkout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Phases {
+    /// Resolving refs and fetching into the cache (the project and its submodules).
+    pub fetch: f64,
+    /// Objects into the tree, checkout, upstream tag.
+    pub tree: f64,
+    pub submodules: f64,
+    pub hipify: f64,
+    /// Hipify commits, tags, stamps, the hipify cache.
+    pub tags: f64,
+}
+
+/// One row of the summary (and of `--report`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    pub project: String,
+    pub reference: String,
+    pub commit: String,
+    pub submodules: usize,
+    pub hipify: String,
+    pub state: &'static str,
+    /// Whether anything came from an origin (false: everything was in the cache).
+    pub network: bool,
+    pub seconds: f64,
+    pub phases: Phases,
+}
+
+pub struct Outcome {
+    pub locked: LockedProject,
+    pub row: SummaryRow,
+}
+
+/// Everything one project's apply needs.
+pub struct Job<'a> {
+    pub project: &'a Project,
+    pub selection: &'a Selection,
+    pub options: &'a TreeOptions,
+    pub resolved: &'a Resolved,
+    pub target: &'a Target,
+    pub state: &'a TreeState,
+    pub plan: &'a ProjectPlan,
+}
+
+pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outcome> {
+    let mut run = Run::start(ctx, job, task)?;
+    if job.plan.action == Action::UpToDate {
+        return run.up_to_date();
+    }
+    // From here until the stamp is written the tree is in flux.
+    let marker = inspect::marker(run.dir);
+    write(&marker, b"checkout in progress\n")?;
+    hipify::remove_stamp(run.dir)?;
+    if job.state.interrupted {
+        ctx.ui.warn(format!(
+            "{}: the previous checkout of {} was interrupted; discarding its partial state",
+            job.project.name,
+            run.dir.display()
+        ));
+    }
+    for step in &job.plan.steps {
+        run.step(step)?;
+    }
+    run.lap(Phase::Tags);
+    fs_err::remove_file(&marker)?;
+    let state = match job.plan.action {
+        Action::Fetch { .. } => "checked out",
+        _ => "repaired",
+    };
+    run.outcome(state)
+}
+
+/// Which phase a step's time counts towards.
+#[derive(Clone, Copy)]
+enum Phase {
+    Tree,
+    Submodules,
+    Hipify,
+    Tags,
+}
+
+/// One project's apply in progress: the repository, its log, the phase clock and what the
+/// steps found so far.
+struct Run<'a> {
+    ctx: &'a Context,
+    job: &'a Job<'a>,
+    task: &'a Task,
+    dir: &'a Path,
+    repo: Repository,
+    git: Git,
+    log: std::path::PathBuf,
+    phases: Phases,
+    clock: Instant,
+    nodes: Vec<Node>,
+    stamp: Option<HipifyStamp>,
+    hipify_summary: String,
+}
+
+impl<'a> Run<'a> {
+    fn start(ctx: &'a Context, job: &'a Job<'a>, task: &'a Task) -> anyhow::Result<Run<'a>> {
+        let dir = job.target.dir.as_path();
+        let repo = prepare(dir, &job.resolved.pin.origin, job.project)?;
+        let log = dir.join(".git/rockbuild/checkout.log");
+        let _ = fs_err::remove_file(&log);
+        let git = Git::new(dir, job.project.name.as_str())
+            .log_to(&log)
+            .allow_file_protocol(true);
+        Ok(Run {
+            ctx,
+            job,
+            task,
+            dir,
+            repo,
+            git,
+            log,
+            phases: Phases {
+                fetch: job.resolved.elapsed.as_secs_f64(),
+                ..Phases::default()
+            },
+            clock: Instant::now(),
+            nodes: Vec::new(),
+            stamp: None,
+            hipify_summary: "off".into(),
+        })
+    }
+
+    /// Adds the time since the last lap to `phase`.
+    fn lap(&mut self, phase: Phase) {
+        let slot = match phase {
+            Phase::Tree => &mut self.phases.tree,
+            Phase::Submodules => &mut self.phases.submodules,
+            Phase::Hipify => &mut self.phases.hipify,
+            Phase::Tags => &mut self.phases.tags,
+        };
+        *slot += self.clock.elapsed().as_secs_f64();
+        self.clock = Instant::now();
+    }
+
+    /// The repositories of the checkout (the root, and submodules when they are on).
+    fn nodes(&mut self) -> anyhow::Result<&[Node]> {
+        if self.nodes.is_empty() {
+            self.nodes = repos::discover(self.dir, !self.job.target.submodules.is_empty())?;
+        }
+        Ok(&self.nodes)
+    }
+
+    fn node_git(&self, rel: &str) -> Git {
+        let dir = if rel.is_empty() || rel == "." {
+            self.dir.to_path_buf()
+        } else {
+            self.dir.join(rel)
+        };
+        Git::new(dir, self.job.project.name.as_str()).log_to(&self.log)
+    }
+
+    fn up_to_date(mut self) -> anyhow::Result<Outcome> {
+        let target = self.job.target;
+        let hipified = self.job.state.stamp.is_some();
+        ensure_tags(self.nodes()?, target, hipified)?;
+        write_triton_build_env(target, self.dir)?;
+        self.lap(Phase::Tags);
+        self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
+        self.hipify_summary = match &target.hipify {
+            HipifyTarget::Run { .. } | HipifyTarget::Cached { .. } => "up to date".to_string(),
+            HipifyTarget::NoScript { .. } => "no script".into(),
+            HipifyTarget::Off if target.triton_build_env.is_some() => TRITON_BUILD_ENV.into(),
+            HipifyTarget::Off => "off".into(),
+        };
+        self.outcome("up to date")
+    }
+
+    fn step(&mut self, step: &Step) -> anyhow::Result<()> {
+        let (ctx, target) = (self.ctx, self.job.target);
+        match step {
+            Step::Discard { repositories } => {
+                for rel in repositories {
+                    let git = self.node_git(rel);
+                    ctx.runner.run(&git.cmd(["reset", "-q", "--hard"]))?;
+                    ctx.runner.run(&git.cmd(["clean", "-ffdq"]))?;
+                }
+            }
+            Step::Objects => {
+                self.task.phase("objects from the cache");
+                objects(ctx, &self.git, self.job.resolved, self.dir)?;
+            }
+            Step::Checkout { commit } => {
+                self.task
+                    .phase(format!("checking out {}", super::plan::short(commit)));
+                ctx.runner.run(
+                    &self
+                        .git
+                        .cmd(["checkout", "-q", "--force", "--detach", commit]),
+                )?;
+            }
+            Step::TagUpstream => {
+                local::force_tag(
+                    &self.repo,
+                    git::UPSTREAM_TAG,
+                    Oid::from_str(&target.commit)?,
+                )?;
+                self.lap(Phase::Tree);
+            }
+            Step::Submodules { .. } => {
+                self.task.phase("submodules");
+                submodules(ctx, &self.git, self.job, self.task)?;
+                self.nodes = repos::discover(self.dir, true)?;
+                protect_submodules(ctx, &self.nodes, &self.log)?;
+                self.lap(Phase::Submodules);
+            }
+            Step::Hipify { how } => self.hipify(how)?,
+            Step::CommitHipify => {
+                for node in self.nodes()? {
+                    let node_repo = local::open(&node.dir)?;
+                    if let Some(head) = local::head_commit(&node_repo) {
+                        local::force_tag(&node_repo, git::HIPIFY_TAG, head)?;
+                    }
+                }
+            }
+            Step::TritonBuildEnv { .. } => {
+                write_triton_build_env(target, self.dir)?;
+                self.hipify_summary = TRITON_BUILD_ENV.into();
+            }
+            Step::EnsureTags => {}
+        }
+        Ok(())
+    }
+
+    /// Runs hipify or takes its result from the cache; then, with commits, moves every changed
+    /// repository to its hipify commit, and records the stamp (and a fresh result in the cache).
+    fn hipify(&mut self, how: &HipifyStep) -> anyhow::Result<()> {
+        let (ctx, job) = (self.ctx, self.job);
+        self.nodes()?;
+        self.task.phase("hipify");
+        let found = match (how, &job.target.hipify) {
+            (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
+                let found = run_hipify(
+                    ctx,
+                    job,
+                    &self.git,
+                    &self.nodes,
+                    script,
+                    script_sha256,
+                    &self.log,
+                )?;
+                self.hipify_summary = format!("{} files changed", found.stamp.changed_files);
+                found
+            }
+            (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
+                let found = from_cache(ctx, job, &self.nodes, record, key, &self.log)?;
+                self.hipify_summary = format!("from cache ({} files)", found.stamp.changed_files);
+                found
+            }
+            _ => {
+                self.hipify_summary = "no script".into();
+                self.lap(Phase::Hipify);
+                return Ok(());
+            }
+        };
+        self.lap(Phase::Hipify);
+        if job.target.commit_hipify {
+            for (rel, commit) in &found.commits {
+                let git = self.node_git(rel);
+                let head = local::head_commit(&local::open(git.dir())?);
+                if head.map(|h| h.to_string()).as_deref() != Some(commit.as_str()) {
+                    ctx.runner.run(&git.cmd(["reset", "-q", commit]))?;
+                }
+            }
+        }
+        if let HipifyTarget::Run { key, .. } = &job.target.hipify {
+            store_in_cache(ctx, job, &found, key)?;
+        }
+        hipify::write_stamp(self.dir, &found.stamp)?;
+        self.stamp = Some(found.stamp);
+        Ok(())
+    }
+
+    fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
+        self.nodes()?;
+        let resolved = self.job.resolved;
+        let locked = locked_project(self.job.project, resolved, self.stamp.take());
+        let row = SummaryRow {
+            project: self.job.project.name.clone(),
+            reference: resolved.pin.requested_ref.clone(),
+            commit: resolved.commit.clone(),
+            submodules: self
+                .nodes
+                .len()
+                .saturating_sub(1)
+                .max(locked.submodules.len()),
+            hipify: self.hipify_summary,
+            state,
+            network: resolved.transferred,
+            seconds: self.task.elapsed().as_secs_f64(),
+            phases: self.phases,
+        };
+        Ok(Outcome { locked, row })
+    }
+}
+
+fn has_script(target: &Target) -> bool {
+    matches!(
+        target.hipify,
+        HipifyTarget::Run { .. } | HipifyTarget::Cached { .. }
+    )
+}
+
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent)?;
+    }
+    fs_err::write(path, bytes)?;
+    Ok(())
+}
+
+/// The repository: created, or pointed at the (possibly new) origin.
+fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Repository> {
+    fs_err::create_dir_all(dir)?;
+    let repo = if dir.join(".git").exists() {
+        local::open(dir)?
+    } else {
+        let mut options = git2::RepositoryInitOptions::new();
+        options.initial_head("main").no_reinit(true);
+        Repository::init_opts(dir, &options)
+            .map_err(|e| git::Error::local(dir, "creating a git repository", e))?
+    };
+    local::set_config(&repo, "advice.detachedHead", "false")?;
+    let set = match repo.find_remote("origin") {
+        Ok(_) => repo.remote_set_url("origin", origin),
+        Err(_) => repo.remote("origin", origin).map(|_| ()),
+    };
+    set.map_err(|e| git::Error::local(dir, "setting the origin", e))?;
+    if project.hipify == HipifyPolicy::TritonBuildEnv {
+        exclude_locally(dir, TRITON_BUILD_ENV)?;
+    }
+    fs_err::create_dir_all(dir.join(".git/rockbuild"))?;
+    Ok(repo)
+}
+
+/// Every object of the project's mirror into the tree: hard links, or a local copy of what
+/// the commit needs when the cache is on another file system.
+fn objects(ctx: &Context, git: &Git, resolved: &Resolved, dir: &Path) -> anyhow::Result<()> {
+    let _guard = resolved.mirror.shared()?;
+    if resolved.mirror.link_into(&dir.join(".git"))? == Transfer::NeedsCopy {
+        ctx.runner.run(&git.cmd([
+            "fetch".to_string(),
+            "-q".into(),
+            "--no-tags".into(),
+            "--no-write-fetch-head".into(),
+            resolved.mirror.dir.display().to_string(),
+            "+refs/rockbuild/*:refs/rockbuild/*".into(),
+        ]))?;
+    }
+    Ok(())
+}
+
+/// `git submodule update --init --recursive` with every submodule URL rewritten to its mirror
+/// (a local path: git clones it with hard links), so no submodule reaches its origin.
+fn submodules(ctx: &Context, git: &Git, job: &Job<'_>, task: &Task) -> anyhow::Result<()> {
+    let selection = job.selection;
+    let mut guards = Vec::new();
+    let mut rewrite = Vec::new();
+    for submodule in &job.resolved.submodules {
+        guards.push(submodule.mirror.shared()?);
+        rewrite.push(format!(
+            "url.{}.insteadOf={}",
+            submodule.mirror.dir.display(),
+            submodule.origin
+        ));
+    }
+    ctx.runner
+        .run(&git.cmd(["submodule", "sync", "--recursive", "--quiet"]))?;
+    let mut args: Vec<String> = Vec::new();
+    for entry in &rewrite {
+        args.push("-c".into());
+        args.push(entry.clone());
+    }
+    args.extend([
+        "submodule".to_string(),
+        "update".into(),
+        "--init".into(),
+        "--recursive".into(),
+        "--force".into(),
+        "--progress".into(),
+        format!("--jobs={}", selection.jobs.max(1)),
+    ]);
+    if let Some(depth) = selection.depth {
+        args.push(format!("--depth={depth}"));
+    }
+    let mut progress = |line: &str| task.progress(format!("submodules: {line}"));
+    ctx.runner
+        .run_streaming(&git.cmd(args), &mut progress)
+        .map_err(|error| {
+            let detail = error
+                .tail()
+                .iter()
+                .find(|l| l.contains("submodule path"))
+                .cloned()
+                .unwrap_or_default();
+            anyhow::Error::new(error).context(
+                format!(
+                    "checking out the submodules of '{}' failed {detail}",
+                    job.project.name
+                )
+                .trim_end()
+                .to_string(),
+            )
+        })?;
+    drop(guards);
+    Ok(())
+}
+
+/// Tags every submodule's upstream commit, and hides submodule changes from the parent
+/// (`submodule.<name>.ignore=all` plus skip-worktree on the gitlinks), as the reference does.
+fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Result<()> {
+    for node in nodes {
+        let repo = local::open(&node.dir)?;
+        if !node.rel.is_empty() {
+            local::force_tag(&repo, git::UPSTREAM_TAG, Oid::from_str(&node.recorded)?)?;
+        }
+        if node.gitlinks.is_empty() {
+            continue;
+        }
+        for link in &node.gitlinks {
+            local::set_config(&repo, &format!("submodule.{}.ignore", link.name), "all")?;
+        }
+        let git = Git::new(&node.dir, node.label()).log_to(log);
+        let mut update = git.cmd(["update-index", "--skip-worktree", "--"]);
+        for path in node.gitlink_paths() {
+            update = update.arg(path);
+        }
+        ctx.runner.run(&update)?;
+    }
+    Ok(())
+}
+
+/// Up to date: the upstream and hipify tags where they belong (moving only what moved).
+fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Result<()> {
+    for node in nodes {
+        let repo = local::open(&node.dir)?;
+        let upstream = if node.rel.is_empty() {
+            Oid::from_str(&target.commit)?
+        } else {
+            Oid::from_str(&node.recorded)?
+        };
+        if local::tag_target(&repo, git::UPSTREAM_TAG) != Some(upstream) {
+            local::force_tag(&repo, git::UPSTREAM_TAG, upstream)?;
+        }
+        if target.commit_hipify
+            && hipified
+            && let Some(head) = local::head_commit(&repo)
+            && local::tag_target(&repo, git::HIPIFY_TAG) != Some(head)
+        {
+            local::force_tag(&repo, git::HIPIFY_TAG, head)?;
+        }
+    }
+    Ok(())
+}
+
+/// A hipify result: its stamp and the hipify commit of every repository it changed.
+struct Hipified {
+    stamp: HipifyStamp,
+    commits: IndexMap<String, String>,
+}
+
+/// Runs the script on the pristine tree, checks the result for leftover CUDA includes and
+/// records it as commits (checked out or not, as asked) with a stamp.
+fn run_hipify(
+    ctx: &Context,
+    job: &Job<'_>,
+    git: &Git,
+    nodes: &[Node],
+    script: &str,
+    script_sha256: &str,
+    log: &Path,
+) -> anyhow::Result<Hipified> {
+    let name = &job.project.name;
+    hipify::run_script(
+        &ctx.runner,
+        git,
+        &job.options.python,
+        script,
+        log,
+        &mut |_| {},
+    )
+    .map_err(|source| hipify::Error::Script {
+        project: name.clone(),
+        source,
+    })?;
+    let mut changed_paths = Vec::new();
+    let mut result_tree = job.target.upstream_tree.clone();
+    let mut submodule_trees = IndexMap::new();
+    let mut commits = IndexMap::new();
+    for node in nodes {
+        let node_repo = local::open(&node.dir)?;
+        if local::uncommitted_changes(&node_repo)?.is_empty() {
+            continue;
+        }
+        let node_git = Git::new(&node.dir, node.label()).log_to(log);
+        let state = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
+        let upstream_commit = if node.rel.is_empty() {
+            Oid::from_str(&job.target.commit)?
+        } else {
+            Oid::from_str(&node.recorded)?
+        };
+        let upstream = local::tree_of(&node_repo, upstream_commit)?;
+        for path in changed_files(&node_repo, upstream, Oid::from_str(&state)?)? {
+            changed_paths.push(format!("{}{path}", prefix(&node.rel)));
+        }
+        let date = local::commit_date(&node_repo, upstream_commit)?;
+        let commit = ctx
+            .runner
+            .run(&node_git.commit_tree_as_rockbuild(&state, &upstream_commit.to_string(), &date))?
+            .stdout
+            .trim()
+            .to_string();
+        commits.insert(node.rel.clone(), commit);
+        if node.rel.is_empty() {
+            result_tree = state;
+        } else {
+            submodule_trees.insert(node.rel.clone(), state);
+        }
+    }
+    check_leftovers(job, &changed_paths)?;
+    let stamp = HipifyStamp {
+        upstream_tree: job.target.upstream_tree.clone(),
+        script_sha256: script_sha256.to_string(),
+        result_tree,
+        submodule_trees,
+        changed_files: changed_paths.len(),
+    };
+    if let Some((lock_file, pins)) = &job.selection.from_lock
+        && let Some(expected) = pins.get(name.as_str()).and_then(|pin| pin.hipify.as_ref())
+        && expected.script_sha256 == stamp.script_sha256
+        && (expected.result_tree != stamp.result_tree
+            || expected.submodule_trees != stamp.submodule_trees)
+    {
+        return Err(hipify::Error::NotDeterministic {
+            project: name.clone(),
+            found: stamp.result_tree.clone(),
+            expected: expected.result_tree.clone(),
+            lock: lock_file.display().to_string(),
+        }
+        .into());
+    }
+    Ok(Hipified { stamp, commits })
+}
+
+/// Checks the cached hipify result out: in commit mode the root already is at its hipify
+/// commit (the plan checked it out), submodules move to theirs; without commits, the files of
+/// the hipify commits are restored over the upstream trees. The result must match the record.
+fn from_cache(
+    ctx: &Context,
+    job: &Job<'_>,
+    nodes: &[Node],
+    record: &cache::Record,
+    key: &str,
+    log: &Path,
+) -> anyhow::Result<Hipified> {
+    let name = &job.project.name;
+    let mut changed_paths = Vec::new();
+    for (rel, commit) in &record.commits {
+        let Some(node) = nodes.iter().find(|n| &n.rel == rel) else {
+            continue;
+        };
+        let node_git = Git::new(&node.dir, node.label())
+            .log_to(log)
+            .allow_file_protocol(true);
+        let node_repo = local::open(&node.dir)?;
+        if node_repo.find_commit(Oid::from_str(commit)?).is_err() {
+            let mirror = if rel.is_empty() {
+                &job.resolved.mirror
+            } else {
+                &job.resolved
+                    .submodules
+                    .iter()
+                    .find(|s| &s.path == rel)
+                    .ok_or_else(|| anyhow::anyhow!("no mirror for submodule {rel}"))?
+                    .mirror
+            };
+            let _guard = mirror.shared()?;
+            ctx.runner.run(&node_git.cmd([
+                "fetch".to_string(),
+                "-q".into(),
+                "--no-tags".into(),
+                "--no-write-fetch-head".into(),
+                mirror.dir.display().to_string(),
+                format!("refs/rockbuild/hipify/{commit}"),
+            ]))?;
+        }
+        if job.target.commit_hipify {
+            if !rel.is_empty() {
+                ctx.runner
+                    .run(&node_git.cmd(["checkout", "-q", "--force", "--detach", commit]))?;
+            }
+        } else {
+            let mut restore = node_git.cmd([
+                "restore".to_string(),
+                format!("--source={commit}"),
+                "--worktree".into(),
+                "--".into(),
+                ".".into(),
+            ]);
+            for path in node.gitlink_paths() {
+                restore = restore.arg(format!(":(exclude){path}"));
+            }
+            ctx.runner.run(&restore)?;
+        }
+        let expected = if rel.is_empty() {
+            Some(&record.stamp.result_tree)
+        } else {
+            record.stamp.submodule_trees.get(rel)
+        };
+        let found = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
+        if expected != Some(&found) {
+            return Err(hipify::Error::CacheMismatch {
+                project: name.clone(),
+                key: key.to_string(),
+                repo: node.label().to_string(),
+                found,
+                expected: expected.cloned().unwrap_or_default(),
+                path: cache::record_path(&job.selection.cache_dir, key),
+            }
+            .into());
+        }
+        let upstream = local::tree_of(&node_repo, Oid::from_str(&node.recorded)?)?;
+        let upstream = if rel.is_empty() {
+            Oid::from_str(&job.target.upstream_tree)?
+        } else {
+            upstream
+        };
+        for path in changed_files(&node_repo, upstream, Oid::from_str(&found)?)? {
+            changed_paths.push(format!("{}{path}", prefix(rel)));
+        }
+    }
+    check_leftovers(job, &changed_paths)?;
+    Ok(Hipified {
+        stamp: record.stamp.clone(),
+        commits: record.commits.clone(),
+    })
+}
+
+/// No CUDA-only include may survive hipify (in the files it changed and the check paths).
+fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<()> {
+    let HipifyPolicy::Script {
+        check_paths, allow, ..
+    } = &job.project.hipify
+    else {
+        return Ok(());
+    };
+    let allow = leftover::allow_set(allow)?;
+    let stack = &job.selection.stack;
+    let leftovers = leftover::scan(
+        &job.target.dir,
+        changed_paths,
+        check_paths,
+        &allow,
+        &stack.cuda_only_headers,
+    )?;
+    if leftovers.is_empty() {
+        return Ok(());
+    }
+    Err(hipify::Error::Leftovers {
+        project: job.project.name.clone(),
+        leftovers: leftovers.iter().map(ToString::to_string).collect(),
+        config: stack.source_name.clone(),
+    }
+    .into())
+}
+
+/// Keeps a fresh hipify result for the next checkout of this tree with this script: the
+/// commits into the mirrors of their repositories, then the record.
+fn store_in_cache(ctx: &Context, job: &Job<'_>, found: &Hipified, key: &str) -> anyhow::Result<()> {
+    for (rel, commit) in &found.commits {
+        let (mirror, dir) = if rel.is_empty() {
+            (&job.resolved.mirror, job.target.dir.clone())
+        } else {
+            let Some(sub) = job.resolved.submodules.iter().find(|s| &s.path == rel) else {
+                return Ok(());
+            };
+            (&sub.mirror, job.target.dir.join(rel))
+        };
+        mirror.store(&ctx.runner, &dir, Oid::from_str(commit)?, "hipify")?;
+    }
+    cache::write(
+        &job.selection.cache_dir,
+        key,
+        &cache::Record {
+            stamp: found.stamp.clone(),
+            commits: found.commits.clone(),
+        },
+    )?;
+    Ok(())
+}
+
+/// Paths that differ between two trees (added, modified, deleted).
+fn changed_files(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<Vec<String>> {
+    let old = repo.find_tree(old)?;
+    let new = repo.find_tree(new)?;
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|delta| {
+            delta
+                .new_file()
+                .path()
+                .or_else(|| delta.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .collect())
+}
+
+fn write_triton_build_env(target: &Target, dir: &Path) -> anyhow::Result<()> {
+    if let Some(content) = &target.triton_build_env {
+        crate::fsutil::write_if_changed(&dir.join(TRITON_BUILD_ENV), content.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Adds `pattern` to the repository's own exclude file (never committed, never shared).
+fn exclude_locally(dir: &Path, pattern: &str) -> anyhow::Result<()> {
+    let path = dir.join(".git/info/exclude");
+    let existing = fs_err::read_to_string(&path).unwrap_or_default();
+    if existing.lines().any(|l| l.trim() == pattern) {
+        return Ok(());
+    }
+    fs_err::create_dir_all(dir.join(".git/info"))?;
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(pattern);
+    text.push('\n');
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+}
+
+/// The lock entry of a resolved project.
+pub fn locked_project(
+    project: &Project,
+    resolved: &Resolved,
+    hipify: Option<HipifyStamp>,
+) -> LockedProject {
+    LockedProject {
+        checkout_dir: project.checkout_dir.clone(),
+        origin: resolved.pin.origin.clone(),
+        requested_ref: resolved.pin.requested_ref.clone(),
+        commit: resolved.commit.clone(),
+        tree: resolved.tree.clone(),
+        pin: resolved.pin.pin.clone(),
+        preset: resolved.preset.clone(),
+        origin_flag: resolved.origin_flag.clone(),
+        submodules: resolved
+            .submodules
+            .iter()
+            .map(|s| LockedSubmodule {
+                path: s.path.clone(),
+                commit: s.commit.clone(),
+                url: s.url.clone(),
+            })
+            .collect(),
+        hipify,
+    }
+}
+
+fn prefix(rel: &str) -> String {
+    if rel.is_empty() {
+        String::new()
+    } else {
+        format!("{rel}/")
+    }
+}

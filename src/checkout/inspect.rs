@@ -1,0 +1,169 @@
+//! Inspecting the world before planning: what a project's tree must become ([`target`]: the
+//! resolved commit, the hipify script at that commit and whether the cache has its result) and
+//! what the checkout directory holds ([`tree`]). Reads only; the plan decides.
+
+use std::path::Path;
+
+use git2::Oid;
+
+use super::TreeOptions;
+use super::plan::{HipifyTarget, NodeState, SubmoduleTarget, Target, TreeState};
+use super::repos;
+use super::resolve::Resolved;
+use crate::exec::Runner;
+use crate::git::mirror::Mirror;
+use crate::git::{Git, local};
+use crate::hipify::{self, cache};
+use crate::lock::PinOrigin;
+use crate::stack::{HipifyPolicy, Project};
+
+/// File triton's "hipify" writes (F7). Listed in `.git/info/exclude` so it never counts as a
+/// change to the tree.
+pub const TRITON_BUILD_ENV: &str = "build_env.json";
+
+/// Where `checkout` marks a tree in flux; the next run repairs a tree that still has it.
+pub fn marker(dir: &Path) -> std::path::PathBuf {
+    dir.join(".git/rockbuild/incomplete")
+}
+
+/// What `project`'s checkout must be, from its resolution and the options.
+pub fn target(
+    project: &Project,
+    resolved: &Resolved,
+    dir: &Path,
+    options: &TreeOptions,
+    cache_dir: &Path,
+) -> anyhow::Result<Target> {
+    let commit = Oid::from_str(&resolved.commit)?;
+    let submodules_on = !resolved.submodules.is_empty();
+    let hipify = match &project.hipify {
+        HipifyPolicy::Script { script, .. } if options.hipify => {
+            match local::read_file_at(&resolved.mirror.repo()?, commit, script)? {
+                None => HipifyTarget::NoScript {
+                    script: script.clone(),
+                },
+                Some(blob) => {
+                    let script_sha256 = crate::fsutil::sha256_hex(&blob);
+                    let key = cache::key(&resolved.tree, &script_sha256, submodules_on);
+                    match cache::read(cache_dir, &key)
+                        .filter(|r| cached_commits_present(r, resolved))
+                    {
+                        Some(record) => HipifyTarget::Cached {
+                            script: script.clone(),
+                            script_sha256,
+                            key,
+                            record: Box::new(record),
+                        },
+                        None => HipifyTarget::Run {
+                            script: script.clone(),
+                            script_sha256,
+                            key,
+                        },
+                    }
+                }
+            }
+        }
+        _ => HipifyTarget::Off,
+    };
+    let triton_build_env =
+        (project.hipify == HipifyPolicy::TritonBuildEnv && options.hipify).then(|| {
+            // F7: the suffix key only when the commit came from torch's CI pin.
+            if matches!(resolved.pin.pin, PinOrigin::CommitFile { .. }) {
+                "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\"}\n".to_string()
+            } else {
+                "{}\n".to_string()
+            }
+        });
+    Ok(Target {
+        project: project.name.clone(),
+        checkout_dir: project.checkout_dir.clone(),
+        dir: dir.to_path_buf(),
+        origin: resolved.pin.origin.clone(),
+        reference: resolved.pin.requested_ref.clone(),
+        pin: resolved.pin.pin.clone(),
+        preset: resolved.preset.clone(),
+        commit: resolved.commit.clone(),
+        upstream_tree: resolved.tree.clone(),
+        submodules: resolved
+            .submodules
+            .iter()
+            .map(|s| SubmoduleTarget {
+                path: s.path.clone(),
+                commit: s.commit.clone(),
+            })
+            .collect(),
+        hipify,
+        commit_hipify: options.commit_hipify,
+        triton_build_env,
+        force: options.force,
+    })
+}
+
+/// A cache record is only a hit when every commit it names is in the mirror of its repository.
+fn cached_commits_present(record: &cache::Record, resolved: &Resolved) -> bool {
+    record.commits.iter().all(|(path, commit)| {
+        let mirror: Option<&Mirror> = if path.is_empty() {
+            Some(&resolved.mirror)
+        } else {
+            resolved
+                .submodules
+                .iter()
+                .find(|s| &s.path == path)
+                .map(|s| &s.mirror)
+        };
+        mirror.is_some_and(|m| m.commit(commit).is_some())
+    })
+}
+
+/// What the checkout directory holds. `recurse`: look into checked-out submodules.
+pub fn tree(runner: &Runner, dir: &Path, recurse: bool) -> anyhow::Result<TreeState> {
+    if !dir.join(".git").exists() {
+        return Ok(TreeState::default());
+    }
+    let repo = local::open(dir)?;
+    let mut state = TreeState {
+        git: true,
+        interrupted: marker(dir).exists(),
+        stamp: hipify::read_stamp(dir),
+        nodes: Vec::new(),
+    };
+    if local::head_commit(&repo).is_none() {
+        return Ok(state);
+    }
+    for node in repos::discover(dir, recurse)? {
+        let repo = local::open(&node.dir)?;
+        let Some(head) = local::head_commit(&repo) else {
+            continue;
+        };
+        let hipify_parent = repo
+            .find_commit(head)
+            .ok()
+            .filter(|c| c.summary().ok().flatten() == Some(crate::git::HIPIFY_COMMIT_MESSAGE))
+            .and_then(|c| c.parent_id(0).ok())
+            .map(|p| p.to_string());
+        let changes = local::uncommitted_changes(&repo)?;
+        let state_tree = if changes.is_empty() {
+            local::tree_of(&repo, head)?.to_string()
+        } else {
+            hipify::working_tree_id(
+                runner,
+                &Git::new(&node.dir, node.label()),
+                &node.gitlink_paths(),
+            )?
+        };
+        let upstream_tree = Oid::from_str(&node.recorded)
+            .ok()
+            .and_then(|c| local::tree_of(&repo, c).ok())
+            .map(|t| t.to_string());
+        state.nodes.push(NodeState {
+            rel: node.rel.clone(),
+            head: head.to_string(),
+            hipify_parent,
+            recorded: node.recorded.clone(),
+            changes,
+            state_tree,
+            upstream_tree,
+        });
+    }
+    Ok(state)
+}
