@@ -721,6 +721,9 @@ pub struct StageArgs {
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
     /// and retags)
     #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
@@ -736,6 +739,12 @@ pub struct IndexArgs {
     /// Store prefix: a directory, file://, or s3://bucket/prefix
     #[arg(value_name = "URL")]
     pub url: String,
+    /// Read the store, then print the pages that would be written
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -765,6 +774,12 @@ pub struct SmokeArgs {
     /// Python used to create the venv
     #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
+    /// Read the set from the index, then print every check and its command
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -798,6 +813,9 @@ pub struct PromoteArgs {
     /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the plan as JSON (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     /// Lock the set was built from: every wheel's version must be the one it names
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::GlobalArgs;
 use crate::env_vars::{self, Environment};
 use crate::exec::Runner;
 use crate::ui::{LogFormat, Ui};
@@ -19,10 +18,11 @@ pub struct Context {
 
 impl Context {
     /// Captures the environment, sets up logging and signal handling.
-    pub fn new(global: &GlobalArgs) -> Self {
+    /// `quiet`, `verbose` and `log_format` are the global flags.
+    pub fn new(quiet: bool, verbose: u8, log_format: LogFormat) -> Self {
         let env = Environment::capture();
-        let ui = Ui::new(&env, global.quiet, global.log_format);
-        init_logging(&env, &ui, global);
+        let ui = Ui::new(&env, quiet, log_format);
+        init_logging(&env, &ui, quiet, verbose, log_format);
         let runner = Runner::new(env);
         if let Err(error) = runner.install_signal_handlers() {
             ui.warn(format!("could not install signal handlers: {error}"));
@@ -62,8 +62,8 @@ impl Context {
     }
 }
 
-fn init_logging(env: &Environment, ui: &Ui, global: &GlobalArgs) {
-    let default_level = match (global.quiet, global.verbose) {
+fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format: LogFormat) {
+    let default_level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn,rockbuild=info",
         (false, 1) => "info,rockbuild=debug",
@@ -80,7 +80,7 @@ fn init_logging(env: &Environment, ui: &Ui, global: &GlobalArgs) {
         .with_target(false)
         .without_time()
         .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    let _ = match global.log_format {
+    let _ = match log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };

@@ -14,34 +14,32 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     status
 }
 
-/// The exit status an error maps to: the first classified error in the chain decides.
+/// The exit status an error maps to: the first classified error in the chain decides. A
+/// plain failure of a run that was interrupted is the interruption (128+n).
 pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
-    for cause in error.chain() {
-        if let Some(status) = classify(cause) {
-            return status;
-        }
-    }
-    match ctx.runner.interrupted() {
-        Some(signal) => ExitStatus::Signal(signal),
-        None => ExitStatus::Failure,
+    let status = error
+        .chain()
+        .find_map(classify)
+        .map_or(ExitStatus::Failure, |stage| stage.exit_status());
+    match (status, ctx.runner.interrupted()) {
+        (ExitStatus::Failure, Some(signal)) => ExitStatus::Signal(signal),
+        (status, _) => status,
     }
 }
 
-/// The exit status of one error in a chain, if its type decides one. Every stage error type
-/// that implements [`HasExitStatus`] is listed here, and only here.
-fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
+/// One error of a chain as a stage error, if its type is one. Every stage error type that
+/// implements [`HasExitStatus`] is listed here, and only here.
+fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn HasExitStatus> {
     macro_rules! stage_errors {
         ($($error:ty),* $(,)?) => {
             $(if let Some(error) = cause.downcast_ref::<$error>() {
-                return Some(error.exit_status());
+                return Some(error);
             })*
         };
     }
-    if let Some(ProcessError::Interrupted { signal, .. }) = cause.downcast_ref::<ProcessError>() {
-        return Some(ExitStatus::Signal(*signal));
-    }
     stage_errors!(
         Classified,
+        ProcessError,
         crate::build::Error,
         crate::checkout::Error,
         crate::lock::Error,
@@ -55,6 +53,13 @@ fn classify(cause: &(dyn std::error::Error + 'static)) -> Option<ExitStatus> {
         crate::hipify::leftover::Error,
         crate::suite::Error,
         crate::wheel::retag::RetagError,
+        crate::sdk::Error,
+        crate::store::StoreError,
+        crate::index::Error,
+        crate::verify::Error,
+        crate::publish::Error,
+        crate::promote::Error,
+        crate::smoke::Error,
     );
     None
 }
@@ -153,8 +158,8 @@ fn hints_with(error: &anyhow::Error, known: &[(&str, &str)]) -> Vec<String> {
         ) {
             continue;
         }
-        if let Some(process) = cause.downcast_ref::<ProcessError>() {
-            text.push_str(&process.tail().join("\n"));
+        if let Some(stage) = classify(cause) {
+            text.push_str(&stage.output_tail().join("\n"));
         }
         text.push_str(&cause.to_string());
     }
@@ -185,6 +190,9 @@ fn missing_header(text: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod rendered;
 
 #[cfg(test)]
 mod tests {

@@ -82,10 +82,17 @@ impl fmt::Display for ExitStatus {
 }
 
 /// A library error that knows which exit status it produces. Each stage's error enum implements
-/// it and is listed once, in `diagnostics::exit_status_of`, the one place where errors become
-/// exit codes; code deep in a library never picks an exit code itself.
+/// it and is listed once, in `diagnostics::classify`, the one place where errors become exit
+/// codes; code deep in a library never picks an exit code itself.
 pub trait HasExitStatus: std::error::Error + 'static {
     fn exit_status(&self) -> ExitStatus;
+
+    /// The last output lines of the failed subprocess this error reports, if it reports one:
+    /// diagnostics scans them for known failures. Needed where a stage error wraps a failed
+    /// step transparently (the wrapper, not the step's error, is then the link in the chain).
+    fn output_tail(&self) -> &[String] {
+        &[]
+    }
 }
 
 impl HasExitStatus for Classified {

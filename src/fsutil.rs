@@ -1,37 +1,80 @@
 //! File helpers shared by every stage: atomic writes (a killed run never leaves a truncated
 //! lock, report or index page) and streaming SHA-256.
 
+use std::fmt;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use anyhow::Context as _;
 use sha2::{Digest, Sha256};
+
+/// A file operation that failed: what was being done (naming the path), and the I/O error.
+#[derive(Debug)]
+pub enum FsError {
+    /// An `fs_err` error, which names its path itself.
+    Io(std::io::Error),
+    Context {
+        action: String,
+        source: std::io::Error,
+    },
+}
+
+impl FsError {
+    fn context(action: String) -> impl FnOnce(std::io::Error) -> FsError {
+        move |source| FsError::Context { action, source }
+    }
+}
+
+/// `{}` is the action (the I/O error follows as the cause); `{:#}` is both on one line, as
+/// anyhow prints a chain.
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsError::Io(error) => error.fmt(f),
+            FsError::Context { action, source } if f.alternate() => {
+                write!(f, "{action}: {source}")
+            }
+            FsError::Context { action, .. } => f.write_str(action),
+        }
+    }
+}
+
+impl std::error::Error for FsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FsError::Io(error) => error.source(),
+            FsError::Context { source, .. } => Some(source),
+        }
+    }
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. Readers see the old content or the new, never a mix.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    fs_err::create_dir_all(parent)?;
+    fs_err::create_dir_all(parent).map_err(FsError::Io)?;
     let mut temp = tempfile::Builder::new()
         .prefix(".rockbuild-")
         .suffix(".tmp")
         .tempfile_in(parent)
-        .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
+        .map_err(FsError::context(format!(
+            "creating a temporary file in {}",
+            parent.display()
+        )))?;
     temp.write_all(bytes)
         .and_then(|()| temp.as_file().sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(FsError::context(format!("writing {}", path.display())))?;
     temp.persist(path)
         .map_err(|error| error.error)
-        .with_context(|| format!("replacing {}", path.display()))?;
+        .map_err(FsError::context(format!("replacing {}", path.display())))?;
     Ok(())
 }
 
 /// Like [`write_atomic`], but leaves the file (and its mtime) alone when the content is
 /// already what we would write. Returns whether the file changed.
-pub fn write_if_changed(path: &Path, bytes: &[u8]) -> anyhow::Result<bool> {
+pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool, FsError> {
     if let Ok(existing) = fs_err::read(path)
         && existing == bytes
     {
@@ -58,9 +101,9 @@ pub fn sha256_reader(mut reader: impl Read) -> std::io::Result<(String, u64)> {
 }
 
 /// SHA-256 of a file, as lowercase hex, with its size.
-pub fn sha256_file(path: &Path) -> anyhow::Result<(String, u64)> {
-    let file = fs_err::File::open(path)?;
-    sha256_reader(file).with_context(|| format!("reading {}", path.display()))
+pub fn sha256_file(path: &Path) -> Result<(String, u64), FsError> {
+    let file = fs_err::File::open(path).map_err(FsError::Io)?;
+    sha256_reader(file).map_err(FsError::context(format!("reading {}", path.display())))
 }
 
 /// SHA-256 of bytes, as lowercase hex.

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::index::client::{ClientError, IndexClient, percent_decode};
+use crate::index::Error as IndexError;
+use crate::index::client::{IndexClient, percent_decode};
 
 /// One distribution pip installed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,7 +113,7 @@ pub fn parse(text: &str) -> Result<InstallReport, String> {
 pub fn from_index(
     installed: &[Installed],
     client: &IndexClient,
-) -> Result<Vec<Installed>, ClientError> {
+) -> Result<Vec<Installed>, IndexError> {
     let mut pages: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
     let mut found = Vec::new();
     for item in installed {

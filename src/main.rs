@@ -6,7 +6,8 @@ use rockbuild::{cli, commands, context, diagnostics};
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    let ctx = context::Context::new(&cli.global);
+    let global = &cli.global;
+    let ctx = context::Context::new(global.quiet, global.verbose, global.log_format);
     let status = match commands::run(cli.command, &ctx) {
         Ok(status) => status,
         Err(error) => diagnostics::report(&ctx, &error),

@@ -94,8 +94,9 @@ pub enum Error {
         /// The family and the `--index-url` it was inferred from, when it was.
         inferred_from: Option<String>,
     },
-    #[error("--rocm-sdk-version: {0}")]
-    SdkSpec(String),
+    /// `--rocm-sdk-version` is no specifier (the SDK stage's error says which and the fix).
+    #[error(transparent)]
+    SdkSpec(crate::sdk::Error),
     #[error(
         "cannot plan versions: the ROCm SDK version is unknown ({why} and --rocm-sdk-version `{spec}` is not an exact pin); install the SDK first (`rockbuild install-rocm`), or pass --rocm-sdk-version ==VERSION"
     )]

@@ -754,7 +754,7 @@ fn exclude_locally(dir: &Path, pattern: &str) -> anyhow::Result<()> {
     }
     text.push_str(pattern);
     text.push('\n');
-    crate::fsutil::write_atomic(&path, text.as_bytes())
+    Ok(crate::fsutil::write_atomic(&path, text.as_bytes())?)
 }
 
 /// The lock entry of a resolved project.

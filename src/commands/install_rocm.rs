@@ -4,49 +4,34 @@
 use crate::cli::InstallRocmArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
-use crate::lock::Lock;
-use crate::sdk;
-use crate::settings::sdk::{expect_locked_sdk, install_settings, resolve_venv};
+use crate::sdk::install;
+use crate::settings::install_rocm::InstallRocmSettings;
 
 pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let InstallRocmArgs {
-        sdk: sdk_args,
-        lock,
-        output_dir,
-    } = args;
-    let lock_path = lock.map(|p| ctx.absolute(&p));
-    let mut lock = lock_path.as_deref().map(Lock::read).transpose()?;
-    let output_dir = output_dir.map(|p| ctx.absolute(&p));
-    let venv = resolve_venv(ctx, sdk_args.venv.as_deref(), output_dir.as_deref())?;
-    let log = match &output_dir {
-        Some(output) => output.join("logs/install-rocm.log"),
-        None => venv.dir.join("rockbuild-install-rocm.log"),
-    };
-    if let (Some(lock), Some(path)) = (&lock, &lock_path) {
-        expect_locked_sdk(lock, path, &sdk_args)?;
-    }
-    let locked = lock.as_ref().map(Lock::sdk_version).transpose()?.flatten();
-    let settings = install_settings(ctx, &sdk_args, venv, log, locked)?;
-    let installed = sdk::install::install(&ctx.runner, &settings, &|line| ctx.ui.status(line))?;
-    let info = &installed.sdk;
+    let mut settings = InstallRocmSettings::resolve(args, ctx)?;
+    let started = std::time::Instant::now();
+    let status = |line: &str| ctx.ui.status(line);
+    let found = install::inspect(&settings.install, &status)?;
+    let plan = install::plan(&settings.install, &found);
+    let sdk = install::apply(&ctx.runner, &settings.install, &plan, &status)?;
     ctx.ui.status(format!(
         "installed rocm {} into {} in {:.0}s: root {}, SDK targets {}",
-        info.version,
-        settings.venv.dir.display(),
-        installed.duration.as_secs_f64(),
-        info.root.display(),
-        if info.targets.is_empty() {
+        sdk.version,
+        settings.install.venv.dir.display(),
+        started.elapsed().as_secs_f64(),
+        sdk.root.display(),
+        if sdk.targets.is_empty() {
             "(none reported)".to_string()
         } else {
-            info.targets.join(";")
+            sdk.targets.join(";")
         }
     ));
-    if let (Some(lock), Some(path)) = (lock.as_mut(), lock_path.as_deref()) {
-        lock.record_sdk(info, settings.index_url.as_deref());
+    if let Some((path, lock)) = settings.lock.as_mut() {
+        lock.record_sdk(&sdk, settings.install.index_url.as_deref());
         lock.write(path)?;
         ctx.ui.status(format!(
             "recorded rocm {} in {}",
-            info.version,
+            sdk.version,
             path.display()
         ));
     }

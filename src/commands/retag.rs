@@ -1,33 +1,27 @@
 //! `rockbuild retag`: verify the wheels, plan which `linux_<arch>` ones get the manylinux tag,
 //! print the plan, then rewrite them (all or nothing: one refusal changes no wheel).
 
-use std::collections::BTreeSet;
-
 use crate::cli::RetagArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::settings::retag::RetagSettings;
 use crate::ui::plural;
 use crate::wheel::retag::{self, Action, RetagError};
-use crate::wheel::verify::{self, DEFAULT_MEMORY_BUDGET, VerifyOptions};
+use crate::wheel::verify::{
+    DEFAULT_MEMORY_BUDGET, WheelExpectations, collect_wheels, verify_wheels,
+};
 
 pub fn run(args: RetagArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = RetagSettings::resolve(args, ctx)?;
-    let wheels = verify::collect_wheels(&settings.paths).map_err(RetagError::from)?;
+    let wheels = collect_wheels(&settings.paths).map_err(RetagError::from)?;
     // Only the wheel itself must be sound (container, RECORD, metadata, ELF files): targets,
     // pins and the platform tag are what `verify` and `stage` judge afterwards.
-    let options = VerifyOptions {
-        targets: Vec::new(),
-        stack_wheels: BTreeSet::new(),
-        expectations: Default::default(),
-        expected: Default::default(),
-        index_url: None,
-        memory_budget: DEFAULT_MEMORY_BUDGET,
-        check_pins_outside_set: false,
+    let expect = WheelExpectations {
         allow_linux_tag: true,
+        ..WheelExpectations::default()
     };
-    let report = verify::verify_set(&wheels, &options).map_err(RetagError::from)?;
-    let plan = retag::plan(&report.wheels, &settings.platform);
+    let reports = verify_wheels(&wheels, &expect, DEFAULT_MEMORY_BUDGET);
+    let plan = retag::plan(&reports, &settings.platform);
     if settings.dry_run {
         ctx.ui.data(&if settings.json {
             serde_json::to_string_pretty(&plan)?
@@ -50,7 +44,7 @@ pub fn run(args: RetagArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         .into());
     }
     let mut done = 0;
-    for (action, wheel) in plan.actions.iter().zip(&report.wheels) {
+    for (action, wheel) in plan.actions.iter().zip(&reports) {
         if let Action::Retag { new_file, .. } = action {
             retag::retag_wheel(&wheel.path, new_file, &plan.platform.tag)?;
             done += 1;

@@ -223,7 +223,7 @@ pub fn wheels(paths: &[PathBuf], stack_distributions: &[String]) -> Result<Probe
                 .map(Some)
                 .map_err(|detail| Error::Read {
                     path: format!("{}:{entry_name}", path.display()),
-                    detail,
+                    detail: detail.to_string(),
                 })
         };
         let metadata_name = format!("{}/METADATA", filename.dist_info_dir());
@@ -286,7 +286,7 @@ fn library(
 ) -> Result<Library, Error> {
     let info = elf::inspect(bytes).map_err(|detail| Error::Read {
         path: format!("{} ({relative})", whole.display()),
-        detail,
+        detail: detail.to_string(),
     })?;
     let mut targets: Vec<String> = Vec::new();
     for bundle in info.gpu.iter().flat_map(|scan| scan.bundles.iter()) {

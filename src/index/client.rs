@@ -8,6 +8,7 @@ use std::time::Duration;
 use reqwest::Url;
 use serde::Deserialize;
 
+use super::Error;
 use super::normalize_name;
 use crate::redact::redact_url;
 
@@ -31,18 +32,6 @@ pub struct RemoteFile {
     pub yanked: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("'{url}' is not a usable index URL: {reason}")]
-    BadUrl { url: String, reason: String },
-    #[error("could not read {url}: {message}")]
-    Transfer { url: String, message: String },
-    #[error("{url} answered HTTP {status}")]
-    Status { url: String, status: u16 },
-    #[error("{url} is not a valid index page: {message}")]
-    Parse { url: String, message: String },
-}
-
 /// A client for one index root (`https://host/simple/`, `file:///srv/index/`).
 #[derive(Debug)]
 pub struct IndexClient {
@@ -51,8 +40,8 @@ pub struct IndexClient {
 }
 
 impl IndexClient {
-    pub fn new(index_url: &str) -> Result<Self, ClientError> {
-        let bad = |reason: String| ClientError::BadUrl {
+    pub fn new(index_url: &str) -> Result<Self, Error> {
+        let bad = |reason: String| Error::BadUrl {
             url: redact_url(index_url),
             reason,
         };
@@ -83,11 +72,11 @@ impl IndexClient {
     }
 
     /// The files of project `name`; `None` when the index has no such project (404).
-    pub fn project(&self, name: &str) -> Result<Option<Vec<RemoteFile>>, ClientError> {
+    pub fn project(&self, name: &str) -> Result<Option<Vec<RemoteFile>>, Error> {
         let page_url = self
             .base
             .join(&format!("{}/", normalize_name(name)))
-            .map_err(|e| ClientError::BadUrl {
+            .map_err(|e| Error::BadUrl {
                 url: self.display_url(),
                 reason: e.to_string(),
             })?;
@@ -107,7 +96,7 @@ impl IndexClient {
         Ok(Some(files))
     }
 
-    fn fetch(&self, url: &Url) -> Result<Option<(String, bool)>, ClientError> {
+    fn fetch(&self, url: &Url) -> Result<Option<(String, bool)>, Error> {
         let shown = redact_url(url.as_str());
         let mut backoff = Duration::from_millis(500);
         let mut attempt = 1;
@@ -121,7 +110,7 @@ impl IndexClient {
                         .get(reqwest::header::CONTENT_TYPE)
                         .and_then(|v| v.to_str().ok())
                         .is_some_and(|v| v.contains("json"));
-                    let body = response.text().map_err(|e| ClientError::Transfer {
+                    let body = response.text().map_err(|e| Error::Transfer {
                         url: shown.clone(),
                         message: e.to_string(),
                     })?;
@@ -130,13 +119,13 @@ impl IndexClient {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     if (status < 500 && status != 429) || attempt >= ATTEMPTS {
-                        return Err(ClientError::Status { url: shown, status });
+                        return Err(Error::Status { url: shown, status });
                     }
                     format!("HTTP {status}")
                 }
                 Err(error) => {
                     if attempt >= ATTEMPTS || !(error.is_connect() || error.is_timeout()) {
-                        return Err(ClientError::Transfer {
+                        return Err(Error::Transfer {
                             url: shown,
                             message: error_chain(&error),
                         });
@@ -153,8 +142,8 @@ impl IndexClient {
 }
 
 /// A `file://` index: `<dir>/index.json` when present, else `<dir>/index.html`.
-fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, ClientError> {
-    let dir = url.to_file_path().map_err(|()| ClientError::BadUrl {
+fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, Error> {
+    let dir = url.to_file_path().map_err(|()| Error::BadUrl {
         url: url.to_string(),
         reason: "not a local path".into(),
     })?;
@@ -164,7 +153,7 @@ fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, ClientError> {
             Ok(text) => return Ok(Some((text, is_json))),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => {
-                return Err(ClientError::Transfer {
+                return Err(Error::Transfer {
                     url: url.to_string(),
                     message: error.to_string(),
                 });
@@ -211,14 +200,14 @@ struct JsonFile {
 }
 
 /// Parses a PEP 691 project page; relative URLs are resolved against `page_url`.
-pub fn parse_json(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, ClientError> {
-    let page: JsonPage = serde_json::from_str(text).map_err(|e| ClientError::Parse {
+pub fn parse_json(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, Error> {
+    let page: JsonPage = serde_json::from_str(text).map_err(|e| Error::Parse {
         url: redact_url(page_url.as_str()),
         message: e.to_string(),
     })?;
     let mut files = Vec::with_capacity(page.files.len());
     for file in page.files {
-        let url = page_url.join(&file.url).map_err(|e| ClientError::Parse {
+        let url = page_url.join(&file.url).map_err(|e| Error::Parse {
             url: redact_url(page_url.as_str()),
             message: format!("bad url '{}': {e}", file.url),
         })?;

@@ -12,9 +12,12 @@
 //! store and writes the pages; [`client`] reads a project page back over HTTP.
 
 pub mod client;
+mod error;
 pub mod ordering;
 pub mod render;
 pub mod scan;
+
+pub use error::Error;
 
 /// One distribution file as the index lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,27 +63,17 @@ pub fn metadata_key(dist_key: &str) -> String {
     format!("{dist_key}{METADATA_SUFFIX}")
 }
 
-/// Percent-encodes one path segment (a file name) for an href or a request path: everything
-/// but RFC 3986 unreserved characters. `+` becomes `%2B`, which S3 and CDNs would otherwise
-/// read as a space (TheRock#777).
-pub fn encode_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
+/// The media type an object of the index is served with.
+pub fn content_type_of(key: &str) -> &'static str {
+    if key.ends_with(METADATA_SUFFIX) {
+        "text/plain; charset=utf-8"
+    } else if key.ends_with(".html") {
+        HTML_CONTENT_TYPE
+    } else if key.ends_with(".json") {
+        JSON_CONTENT_TYPE
+    } else {
+        "application/octet-stream"
     }
-    out
-}
-
-/// Percent-encodes a `/`-separated key, segment by segment.
-pub fn encode_path(path: &str) -> String {
-    path.split('/')
-        .map(encode_segment)
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 #[cfg(test)]
@@ -117,12 +110,19 @@ mod tests {
     }
 
     #[test]
-    fn plus_and_other_reserved_characters_are_encoded() {
+    fn content_types() {
         assert_eq!(
-            encode_segment("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl"),
-            "torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl"
+            content_type_of("t/t-1-py3-none-any.whl"),
+            "application/octet-stream"
         );
-        assert_eq!(encode_segment("a b#c?d%"), "a%20b%23c%3Fd%25");
-        assert_eq!(encode_path("torch/a+b.whl"), "torch/a%2Bb.whl");
+        assert_eq!(
+            content_type_of("t/t-1-py3-none-any.whl.metadata"),
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(
+            content_type_of("t/index.json"),
+            "application/vnd.pypi.simple.v1+json"
+        );
+        assert_eq!(content_type_of("index.html"), "text/html; charset=utf-8");
     }
 }

@@ -3,12 +3,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::Error;
 use super::render::{Page, render_pages};
 use super::{
     DistFile, ProjectListing, dist_name_and_version, is_distribution, metadata_key, normalize_name,
 };
 use crate::context::Context;
-use crate::store::transfer::{self, TransferError};
+use crate::store::transfer;
 use crate::store::{ObjectInfo, Storage, StoreError, put_page};
 
 /// What a store holds, as an index sees it.
@@ -84,7 +85,7 @@ pub fn scan(
     store: &dyn Storage,
     known: &HashMap<String, String>,
     jobs: usize,
-) -> Result<Scan, ScanError> {
+) -> Result<Scan, Error> {
     let objects = store.list()?;
     let (placed, skipped) = layout(&objects);
     let described = transfer::run_all(
@@ -96,7 +97,7 @@ pub fn scan(
         |p| p.sidecar.as_ref().map_or(0, |s| s.size),
         |p| describe(store, p, known),
     )
-    .map_err(ScanError::Transfer)?;
+    .map_err(Error::Listing)?;
     let mut projects: BTreeMap<String, Vec<DistFile>> = BTreeMap::new();
     let mut sidecars = BTreeMap::new();
     for (item, file) in placed.iter().zip(described) {
@@ -165,19 +166,11 @@ pub fn reindex(
     store: &dyn Storage,
     known: &HashMap<String, String>,
     jobs: usize,
-) -> Result<(Scan, Vec<Page>), ScanError> {
+) -> Result<(Scan, Vec<Page>), Error> {
     let scan = scan(ctx, store, known, jobs)?;
     let pages = render_pages(&scan.projects);
     write_pages(store, &pages)?;
     Ok((scan, pages))
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ScanError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("reading the index listing: {0}")]
-    Transfer(TransferError),
 }
 
 #[cfg(test)]

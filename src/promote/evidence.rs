@@ -233,19 +233,138 @@ struct JunitCounts {
     wheels: Vec<WheelRef>,
 }
 
+/// Reading a JUnit file element by element.
+struct JunitReader<'a> {
+    file: &'a str,
+    counts: JunitCounts,
+    /// The open elements, outermost first.
+    stack: Vec<String>,
+    current_case: String,
+    case_skipped: bool,
+    saw_root: bool,
+}
+
+impl JunitReader<'_> {
+    fn error(&self, message: String) -> EvidenceError {
+        EvidenceError {
+            file: self.file.to_string(),
+            message,
+        }
+    }
+
+    /// An element that starts (and, when `empty`, ends at once).
+    fn element(
+        &mut self,
+        name: String,
+        attributes: &[(String, String)],
+        empty: bool,
+    ) -> Result<(), EvidenceError> {
+        if self.stack.is_empty() {
+            if !matches!(name.as_str(), "testsuites" | "testsuite") {
+                return Err(self.error(format!("not a JUnit report (root element <{name}>)")));
+            }
+            self.saw_root = true;
+        }
+        let get = |key: &str| {
+            attributes
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let parent = self.stack.last().map(String::as_str);
+        let counts = &mut self.counts;
+        match name.as_str() {
+            "testsuite" | "testsuites" => {
+                for key in ["failures", "errors"] {
+                    counts.claimed_failures += get(key)
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+            }
+            "testcase" => {
+                counts.cases += 1;
+                self.current_case = match (get("classname"), get("name")) {
+                    (Some(class), Some(name)) if !class.is_empty() => format!("{class}.{name}"),
+                    (_, Some(name)) => name.to_string(),
+                    _ => format!("test case {}", counts.cases),
+                };
+                self.case_skipped = false;
+            }
+            "failure" => counts.failed.push(self.current_case.clone()),
+            "error" => counts.errors.push(self.current_case.clone()),
+            "skipped" if !self.case_skipped && parent == Some("testcase") => {
+                self.case_skipped = true;
+                counts.skipped += 1;
+            }
+            "property"
+                if parent == Some("properties") && get("name") == Some(JUNIT_WHEEL_PROPERTY) =>
+            {
+                let value = get("value").unwrap_or_default();
+                let wheel = wheel_property(value).ok_or_else(|| {
+                    self.error(format!(
+                        "property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX"
+                    ))
+                })?;
+                self.counts.wheels.push(wheel);
+            }
+            _ => {}
+        }
+        if !empty {
+            self.stack.push(name);
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, name: &str) -> Result<(), EvidenceError> {
+        if self.stack.last().map(String::as_str) != Some(name) {
+            return Err(self.error(format!("mismatched closing tag </{name}>")));
+        }
+        self.stack.pop();
+        Ok(())
+    }
+
+    /// The counts, once the whole file was read.
+    fn finish(self) -> Result<JunitCounts, EvidenceError> {
+        if !self.saw_root {
+            return Err(self.error("not a JUnit report (no <testsuites> or <testsuite>)".into()));
+        }
+        if !self.stack.is_empty() {
+            return Err(self.error(format!(
+                "truncated: <{}> is never closed",
+                self.stack.join("> <")
+            )));
+        }
+        Ok(self.counts)
+    }
+}
+
+/// `FILENAME#sha256=HEX`, the value of a wheel property.
+fn wheel_property(value: &str) -> Option<WheelRef> {
+    value
+        .split_once("#sha256=")
+        .map(|(name, sha)| WheelRef {
+            filename: name.trim().to_string(),
+            sha256: sha.trim().to_ascii_lowercase(),
+        })
+        .filter(|w| {
+            !w.filename.is_empty()
+                && w.sha256.len() == 64
+                && w.sha256.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+}
+
 fn parse_junit(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
-    let error = |message: String| EvidenceError {
-        file: file.to_string(),
-        message,
+    let mut reader = JunitReader {
+        file,
+        counts: JunitCounts::default(),
+        stack: Vec::new(),
+        current_case: String::new(),
+        case_skipped: false,
+        saw_root: false,
     };
-    let mut counts = JunitCounts::default();
-    let mut stack: Vec<String> = Vec::new();
     let mut element: Option<(String, Vec<(String, String)>)> = None;
-    let mut current_case = String::new();
-    let mut case_skipped = false;
-    let mut saw_root = false;
     for token in xmlparser::Tokenizer::from(text) {
-        let token = token.map_err(|e| error(format!("not well-formed XML: {e}")))?;
+        let token = token.map_err(|e| reader.error(format!("not well-formed XML: {e}")))?;
         match token {
             xmlparser::Token::ElementStart { local, .. } => {
                 element = Some((local.as_str().to_string(), Vec::new()));
@@ -257,105 +376,31 @@ fn parse_junit(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
             }
             xmlparser::Token::ElementEnd { end, .. } => match end {
                 xmlparser::ElementEnd::Open | xmlparser::ElementEnd::Empty => {
-                    let Some((name, attributes)) = element.take() else {
-                        continue;
-                    };
-                    if stack.is_empty() {
-                        if !matches!(name.as_str(), "testsuites" | "testsuite") {
-                            return Err(error(format!(
-                                "not a JUnit report (root element <{name}>)"
-                            )));
-                        }
-                        saw_root = true;
-                    }
-                    let get = |key: &str| {
-                        attributes
-                            .iter()
-                            .find(|(k, _)| k == key)
-                            .map(|(_, v)| v.as_str())
-                    };
-                    match name.as_str() {
-                        "testsuite" | "testsuites" => {
-                            for key in ["failures", "errors"] {
-                                counts.claimed_failures += get(key)
-                                    .and_then(|v| v.trim().parse::<u64>().ok())
-                                    .unwrap_or(0);
-                            }
-                        }
-                        "testcase" => {
-                            counts.cases += 1;
-                            current_case = match (get("classname"), get("name")) {
-                                (Some(class), Some(name)) if !class.is_empty() => {
-                                    format!("{class}.{name}")
-                                }
-                                (_, Some(name)) => name.to_string(),
-                                _ => format!("test case {}", counts.cases),
-                            };
-                            case_skipped = false;
-                        }
-                        "failure" => counts.failed.push(current_case.clone()),
-                        "error" => counts.errors.push(current_case.clone()),
-                        "skipped"
-                            if !case_skipped && stack.last().is_some_and(|p| p == "testcase") =>
-                        {
-                            case_skipped = true;
-                            counts.skipped += 1;
-                        }
-                        "property"
-                            if stack.last().is_some_and(|p| p == "properties")
-                                && get("name") == Some(JUNIT_WHEEL_PROPERTY) =>
-                        {
-                            let value = get("value").unwrap_or_default();
-                            let wheel = value
-                                .split_once("#sha256=")
-                                .map(|(name, sha)| WheelRef {
-                                    filename: name.trim().to_string(),
-                                    sha256: sha.trim().to_ascii_lowercase(),
-                                })
-                                .filter(|w| {
-                                    !w.filename.is_empty()
-                                        && w.sha256.len() == 64
-                                        && w.sha256.bytes().all(|b| b.is_ascii_hexdigit())
-                                })
-                                .ok_or_else(|| {
-                                    error(format!(
-                                        "property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX"
-                                    ))
-                                })?;
-                            counts.wheels.push(wheel);
-                        }
-                        _ => {}
-                    }
-                    if matches!(end, xmlparser::ElementEnd::Open) {
-                        stack.push(name);
+                    if let Some((name, attributes)) = element.take() {
+                        let empty = matches!(end, xmlparser::ElementEnd::Empty);
+                        reader.element(name, &attributes, empty)?;
                     }
                 }
-                xmlparser::ElementEnd::Close(_, local) => {
-                    if stack.last().map(String::as_str) != Some(local.as_str()) {
-                        return Err(error(format!(
-                            "mismatched closing tag </{}>",
-                            local.as_str()
-                        )));
-                    }
-                    stack.pop();
-                }
+                xmlparser::ElementEnd::Close(_, local) => reader.close(local.as_str())?,
             },
             _ => {}
         }
     }
-    if !saw_root {
-        return Err(error(
-            "not a JUnit report (no <testsuites> or <testsuite>)".into(),
-        ));
-    }
-    if !stack.is_empty() {
-        return Err(error(format!(
-            "truncated: <{}> is never closed",
-            stack.join("> <")
-        )));
-    }
+    let counts = reader.finish()?;
+    let (outcome, detail) = junit_verdict(&counts);
+    Ok(Evidence {
+        source: file.to_string(),
+        outcome,
+        detail,
+        wheels: counts.wheels,
+    })
+}
+
+/// A JUnit run's outcome: failed when any case (or the suite's own count) failed, empty when
+/// nothing ran, passed otherwise.
+fn junit_verdict(counts: &JunitCounts) -> (Outcome, String) {
     let bad = counts.failed.len() + counts.errors.len();
-    let (outcome, detail) = if bad > 0 || counts.claimed_failures > 0 {
+    if bad > 0 || counts.claimed_failures > 0 {
         let mut names: Vec<String> = counts
             .failed
             .iter()
@@ -394,13 +439,7 @@ fn parse_junit(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
                 counts.skipped
             ),
         )
-    };
-    Ok(Evidence {
-        source: file.to_string(),
-        outcome,
-        detail,
-        wheels: counts.wheels,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -1,23 +1,45 @@
-//! Promotion: moving a tested set from a staging index to a release index, all or nothing.
+//! Promotion: moving a tested set from a staging index to a release index, all or nothing,
+//! in the shape every verb takes:
 //!
-//! * [`evidence`] reads test reports (rockbuild JSON, JUnit XML) into evidence per wheel;
-//! * [`waiver`] reads owned, expiring waivers;
-//! * [`policy`] decides, as a pure function, whether the set may go (default deny);
-//! * the version-ordering lint that stage and promote share is [`crate::index::ordering`];
-//! * [`rewrite`] decides which wheels `--rewrite-version` rewrites and which go as they are;
-//!
-//! The copy itself is [`crate::store::publish::publish_set`], shared with `stage`: every
-//! object first (verified), the destination index last, so a run stopped half way leaves the
-//! published index as it was and a re-run completes it.
+//! * [`inspect`] reads the evidence (test reports) and the staged set;
+//! * [`gate`] decides, as a pure function ([`policy`]), whether the set may go (default deny),
+//!   wheel by wheel, from the [`evidence`] and owned, expiring [`waiver`]s;
+//! * [`prepare`] builds what goes: the staged objects as they are, or — with
+//!   `--rewrite-version` — the tested wheels rewritten to new versions ([`rewrite`] decides
+//!   which), in a scratch directory, and verified again;
+//! * [`plan`] decides, as a pure function, every copy, upload and index page: the
+//!   [`PromotePlan`] that `--dry-run` prints;
+//! * the publishing itself is [`crate::publish::apply`], shared with `stage`: every object
+//!   first (verified), the destination index last, so a run stopped half way leaves the
+//!   published index as it was and a re-run completes it.
 
+mod error;
 pub mod evidence;
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests start python, pip and uv directly
+mod installs_tests;
+mod plan;
 pub mod policy;
+mod prepare;
 pub mod rewrite;
 pub mod waiver;
 
-use crate::index::scan::Scan;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub use error::Error;
+pub use plan::{plan, show_gate};
+pub use prepare::{Prepared, prepare};
+
+use crate::context::Context;
+use crate::index::scan::{self, Scan};
 use crate::index::{dist_key, dist_name_and_version};
-use crate::store::publish::{Item, SetObject, Source};
+use crate::lock::Lock;
+use crate::publish::{Item, SetObject, Source};
+use crate::store::Storage;
+use evidence::Evidence;
+use policy::{Candidate, Decision, Verdict};
+use waiver::Waiver;
 
 /// One wheel (or sdist) of a staged set, with its PEP 658 sidecar when there is one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +94,89 @@ pub fn copy_items(set: &[StagedFile]) -> Vec<Item> {
             },
         })
         .collect()
+}
+
+/// What a promotion is decided on: the staged set, the evidence, and today's date (waivers
+/// expire).
+pub struct Staged {
+    /// The source store's URL.
+    pub url: String,
+    pub set: Vec<StagedFile>,
+    pub evidence: Vec<Evidence>,
+    pub today: jiff::civil::Date,
+}
+
+/// Reads every report (before anything else is looked at: a report the user named that
+/// cannot be read is a usage error, and going on would deny the promotion and then suggest
+/// the very flag that was given), then the staged set.
+pub fn inspect(
+    ctx: &Context,
+    reports: &[PathBuf],
+    source: &dyn Storage,
+    jobs: usize,
+    lock: Option<&(PathBuf, Lock)>,
+) -> Result<Staged, Error> {
+    let evidence = reports
+        .iter()
+        .map(|path| evidence::read(path).map_err(Error::Evidence))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scan =
+        scan::scan(ctx, source, &HashMap::new(), jobs).map_err(|source_error| Error::Scan {
+            url: source.url(),
+            source: source_error,
+        })?;
+    for skipped in &scan.skipped {
+        ctx.ui
+            .warn(format!("{}: not part of the set: {skipped}", source.url()));
+    }
+    let set = staged_set(&scan);
+    if let Some((path, lock)) = lock {
+        lock.expect_wheels(
+            path,
+            &format!("the staged set at {}", source.url()),
+            set.iter().map(|s| (s.project.as_str(), s.version.as_str())),
+        )?;
+    }
+    if set.is_empty() {
+        return Err(Error::NothingToPromote(source.url()));
+    }
+    Ok(Staged {
+        url: source.url(),
+        set,
+        evidence,
+        today: jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date(),
+    })
+}
+
+/// The gate's decision: the tested bytes (the staged files, before any rewrite) judged on
+/// the evidence and the waivers.
+pub fn gate(staged: &Staged, waivers: &[Waiver]) -> Decision {
+    let candidates: Vec<Candidate> = staged
+        .set
+        .iter()
+        .map(|s| Candidate {
+            filename: s.filename.clone(),
+            sha256: s.file.sha256.clone(),
+        })
+        .collect();
+    policy::decide(&candidates, &staged.evidence, waivers, staged.today)
+}
+
+/// A denied wheel denies the set.
+pub fn require_allowed(decision: &Decision) -> Result<(), Error> {
+    if decision.allowed() {
+        return Ok(());
+    }
+    Err(Error::Denied {
+        denied: decision
+            .wheels
+            .iter()
+            .filter(|w| matches!(w.verdict, Verdict::Denied { .. }))
+            .count(),
+        total: decision.wheels.len(),
+    })
 }
 
 #[cfg(test)]

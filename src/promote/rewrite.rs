@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use pep440_rs::Version;
+use serde::Serialize;
 
 use super::StagedFile;
 use crate::ui::plural;
@@ -70,53 +71,99 @@ pub fn is_final(version: &Version) -> bool {
     version.is_stable()
 }
 
-/// What the rewrite did (or, on `--dry-run`, would do), wheel by wheel: old name → new
-/// name, the pins and version files it changed; and the wheels that go as they are.
-pub fn describe(
+/// What a rewrite did (or, on `--dry-run`, would do), wheel by wheel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RewriteSummary {
+    /// The kind of version the wheels were promoted to (`rc1`, `final`).
+    pub to: String,
+    pub rewritten: Vec<RewrittenWheel>,
+    /// Wheels that go as they are (already final).
+    pub keep: Vec<KeptWheel>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RewrittenWheel {
+    pub from: String,
+    pub to: String,
+    /// `Requires-Dist` lines changed: (before, after).
+    pub requirements: Vec<(String, String)>,
+    /// Files whose version literals were updated.
+    pub version_files: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptWheel {
+    pub file: String,
+    pub version: String,
+}
+
+/// The summary of a rewrite: old name → new name, the pins and version files it changed;
+/// and the wheels that go as they are.
+pub fn summary(
     rewritten: &[Rewritten],
     keep: &[StagedFile],
     promotion: Promotion,
-    dry_run: bool,
-) -> String {
+) -> RewriteSummary {
     let file_name = |path: &Path| {
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    let mut out = format!(
-        "{} {} wheel{} to {promotion}:\n",
-        if dry_run { "would rewrite" } else { "rewrote" },
-        rewritten.len(),
-        plural(rewritten.len())
-    );
-    for wheel in rewritten {
-        let _ = writeln!(
-            out,
-            "  rewrite {} -> {}",
-            file_name(&wheel.source),
-            file_name(&wheel.path)
-        );
-        for (before, after) in &wheel.requirements {
-            let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
-        }
-        for file in &wheel.version_files {
-            let _ = writeln!(out, "    version in {file}");
-        }
+    RewriteSummary {
+        to: promotion.to_string(),
+        rewritten: rewritten
+            .iter()
+            .map(|wheel| RewrittenWheel {
+                from: file_name(&wheel.source),
+                to: file_name(&wheel.path),
+                requirements: wheel.requirements.clone(),
+                version_files: wheel.version_files.clone(),
+            })
+            .collect(),
+        keep: keep
+            .iter()
+            .map(|staged| KeptWheel {
+                file: staged.filename.clone(),
+                version: staged.version.clone(),
+            })
+            .collect(),
     }
-    for staged in keep {
-        let _ = writeln!(
-            out,
-            "  keep {} (version {} is already final)",
-            staged.filename, staged.version
+}
+
+impl RewriteSummary {
+    /// The summary as people read it: `would rewrite` on a dry run, `rewrote` after.
+    pub fn describe(&self, dry_run: bool) -> String {
+        let mut out = format!(
+            "{} {} wheel{} to {}:\n",
+            if dry_run { "would rewrite" } else { "rewrote" },
+            self.rewritten.len(),
+            plural(self.rewritten.len()),
+            self.to
         );
+        for wheel in &self.rewritten {
+            let _ = writeln!(out, "  rewrite {} -> {}", wheel.from, wheel.to);
+            for (before, after) in &wheel.requirements {
+                let _ = writeln!(out, "    Requires-Dist: {before} -> {after}");
+            }
+            for file in &wheel.version_files {
+                let _ = writeln!(out, "    version in {file}");
+            }
+        }
+        for kept in &self.keep {
+            let _ = writeln!(
+                out,
+                "  keep {} (version {} is already final)",
+                kept.file, kept.version
+            );
+        }
+        out
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::publish::SetObject;
+    use crate::publish::SetObject;
 
     fn staged(project: &str, filename: &str) -> StagedFile {
         StagedFile {
@@ -153,12 +200,13 @@ mod tests {
                     Requires-Dist: rocm==7.13.0a1 -> rocm==7.13.0rc1\n    version in torch/version.py\n  \
                     keep triton-3.5.0-cp311-cp311-linux_x86_64.whl (version 3.5.0 is already final)\n";
         let rc = Promotion::ReleaseCandidate(1);
+        let summary = summary(rewritten, keep, rc);
         assert_eq!(
-            describe(rewritten, keep, rc, true),
+            summary.describe(true),
             format!("would rewrite 1 wheel to {rc}:\n{body}")
         );
         assert_eq!(
-            describe(rewritten, keep, rc, false),
+            summary.describe(false),
             format!("rewrote 1 wheel to {rc}:\n{body}")
         );
     }

@@ -11,8 +11,6 @@
 //!     expires: 2026-12-31            # valid through this day (UTC)
 //! ```
 
-use std::path::Path;
-
 use serde::Deserialize;
 
 use crate::stack::{ConfigError, ConfigSource};
@@ -54,11 +52,6 @@ struct WaiverEntry {
     owner: String,
     reason: String,
     expires: String,
-}
-
-pub fn load(path: &Path) -> anyhow::Result<Vec<Waiver>> {
-    let source = ConfigSource::read(path)?;
-    parse(&source).map_err(|e| crate::exit::Classified::from(e).into())
 }
 
 pub fn parse(source: &ConfigSource) -> Result<Vec<Waiver>, ConfigError> {

@@ -7,11 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use pep440_rs::{Version, VersionSpecifiers};
 
-use super::preflight::{self, IndexSource};
-use super::{SdkInfo, Venv};
+use super::preflight::{self, IndexSource, Preflight};
+use super::{Error, SdkInfo, Venv};
 use crate::exec::{Cmd, Retry, Runner};
 
 /// pip's default index, used when neither --index-url nor --find-links is given. Passed
@@ -206,24 +205,6 @@ pub fn is_transient_download_error(tail: &str) -> bool {
     .any(|pattern| tail.contains(pattern))
 }
 
-/// Why an installed SDK is not the one asked for.
-#[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
-    #[error("after installing rocm {wanted}, the venv {} has {} installed: the installer resolved something else (TheRock#4824); check the index and the installer log {}", venv.display(), found.as_deref().map_or("no rocm".to_string(), |v| format!("rocm {v}")), log.display())]
-    DistMismatch {
-        wanted: String,
-        found: Option<String>,
-        venv: PathBuf,
-        log: PathBuf,
-    },
-    #[error("`python -m rocm_sdk version` reports {reported} but rocm {wanted} was installed into {}: the SDK packages are inconsistent; reinstall with `rockbuild install-rocm`", venv.display())]
-    ReportedMismatch {
-        wanted: String,
-        reported: String,
-        venv: PathBuf,
-    },
-}
-
 /// What an install did, for the caller's status lines and the lock.
 #[derive(Clone, Debug)]
 pub struct Installed {
@@ -232,7 +213,7 @@ pub struct Installed {
 }
 
 /// The extras of `--rocm-extras` (comma-separated), each a valid extra name.
-pub fn parse_extras(list: Option<&str>) -> Result<Vec<String>, String> {
+pub fn parse_extras(list: Option<&str>) -> Result<Vec<String>, Error> {
     list.into_iter()
         .flat_map(|list| list.split(','))
         .map(str::trim)
@@ -244,9 +225,7 @@ pub fn parse_extras(list: Option<&str>) -> Result<Vec<String>, String> {
             {
                 Ok(extra.to_string())
             } else {
-                Err(format!(
-                    "--rocm-extras: `{extra}` is not an extra name (e.g. device-gfx942)"
-                ))
+                Err(Error::BadExtra(extra.to_string()))
             }
         })
         .collect()
@@ -258,18 +237,32 @@ pub fn install(
     runner: &Runner,
     settings: &InstallSettings,
     status: &dyn Fn(&str),
-) -> anyhow::Result<Installed> {
+) -> Result<Installed, Error> {
     let started = std::time::Instant::now();
+    let found = inspect(settings, status)?;
+    let plan = plan(settings, &found);
+    let sdk = apply(runner, settings, &plan, status)?;
+    Ok(Installed {
+        sdk,
+        duration: started.elapsed(),
+    })
+}
+
+/// What the install is decided on: the preflight's choice and whether the venv exists.
+pub struct Inspected {
+    pub preflight: Preflight,
+    pub venv_exists: bool,
+}
+
+/// Reads the index sources (the preflight) and the venv.
+pub fn inspect(settings: &InstallSettings, status: &dyn Fn(&str)) -> Result<Inspected, Error> {
     if let Some(links) = settings
         .find_links
         .as_deref()
         .filter(|l| !l.trim().is_empty())
         && let Some(dir) = preflight::missing_local_find_links(links)
     {
-        return Err(crate::exit::usage(format!(
-            "--find-links {}: no such directory",
-            dir.display()
-        )));
+        return Err(Error::MissingFindLinks(dir));
     }
     let sources = settings.sources();
     status(&format!(
@@ -285,67 +278,96 @@ pub fn install(
             .collect::<Vec<_>>()
             .join(" + ")
     ));
-    let chosen = preflight::check(
+    let preflight = preflight::check(
         &sources,
         &settings.spec,
         settings.pre,
         settings.locked_version.as_ref(),
     )?;
-    let version = chosen.version.to_string();
-    status(&format!(
-        "preflight: installing rocm {version} ({}){}",
-        if settings.locked_version.is_some() {
+    Ok(Inspected {
+        preflight,
+        venv_exists: settings.venv.exists(),
+    })
+}
+
+/// What the install will do: the exact version, and the commands that install it.
+pub struct InstallPlan {
+    pub version: String,
+    /// Why this version: `pinned by the lock` or `newest match`.
+    pub chosen_by: &'static str,
+    /// How many `rocm` files the sources offered.
+    pub offered: usize,
+    /// Creates the venv when it does not exist yet.
+    pub create_venv: Option<Cmd>,
+    pub install: Cmd,
+}
+
+/// Plans the install from the settings and what the preflight found.
+pub fn plan(settings: &InstallSettings, found: &Inspected) -> InstallPlan {
+    let version = found.preflight.version.to_string();
+    InstallPlan {
+        chosen_by: if settings.locked_version.is_some() {
             "pinned by the lock"
         } else {
             "newest match"
         },
-        format_args!(", {} files offered", chosen.offered)
-    ));
-
-    if !settings.venv.exists() {
-        status(&format!("creating venv {}", settings.venv.dir.display()));
-        runner.run(&settings.create_venv_cmd())?;
+        offered: found.preflight.offered,
+        create_venv: (!found.venv_exists).then(|| settings.create_venv_cmd()),
+        install: settings.install_cmd(&version),
+        version,
     }
-    fs_err::create_dir_all(&settings.cache_dir).with_context(|| {
-        format!(
-            "creating the installer cache {}",
-            settings.cache_dir.display()
-        )
+}
+
+/// Runs the plan, then checks that the venv holds exactly the planned SDK and records what
+/// the SDK reports about itself.
+pub fn apply(
+    runner: &Runner,
+    settings: &InstallSettings,
+    plan: &InstallPlan,
+    status: &dyn Fn(&str),
+) -> Result<SdkInfo, Error> {
+    let version = &plan.version;
+    status(&format!(
+        "preflight: installing rocm {version} ({}), {} files offered",
+        plan.chosen_by, plan.offered
+    ));
+    if let Some(create) = &plan.create_venv {
+        status(&format!("creating venv {}", settings.venv.dir.display()));
+        runner.run(create)?;
+    }
+    fs_err::create_dir_all(&settings.cache_dir).map_err(|source| Error::Cache {
+        path: settings.cache_dir.clone(),
+        source,
     })?;
     status(&format!(
         "{} install {}",
         settings.installer.as_str(),
-        settings.requirement(&version)
+        settings.requirement(version)
     ));
-    runner.run(&settings.install_cmd(&version))?;
+    runner.run(&plan.install)?;
 
     let found = settings
         .venv
         .installed_version(super::ROCM_DIST)
         .and_then(|v| crate::version::normalize("installed rocm", &v).ok());
     if found.as_deref() != Some(version.as_str()) {
-        return Err(VerifyError::DistMismatch {
-            wanted: version,
+        return Err(Error::DistMismatch {
+            wanted: version.clone(),
             found,
             venv: settings.venv.dir.clone(),
             log: settings.log.clone(),
-        }
-        .into());
+        });
     }
     let sdk = super::query(runner, &settings.venv)?;
-    if sdk.version != version {
-        return Err(VerifyError::ReportedMismatch {
-            wanted: version,
+    if sdk.version != *version {
+        return Err(Error::ReportedMismatch {
+            wanted: version.clone(),
             reported: sdk.version,
             venv: settings.venv.dir.clone(),
-        }
-        .into());
+        });
     }
     sdk.write_record(&settings.venv)?;
-    Ok(Installed {
-        sdk,
-        duration: started.elapsed(),
-    })
+    Ok(sdk)
 }
 
 #[cfg(test)]

@@ -3,18 +3,19 @@
 //! the installed SDK where it lives (`python -m rocm_sdk version|targets|path`). A failed or
 //! empty answer is an error naming the command and its output, never an empty path (W19).
 
+mod error;
 pub mod install;
 pub mod preflight;
 pub mod venv;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::env_vars::{self, Environment};
-use crate::exec::{Cmd, ProcessError, Runner};
+use crate::exec::{Cmd, Runner};
 
+pub use error::Error;
 pub use venv::Venv;
 
 /// The distribution that names the SDK version (the meta package).
@@ -38,40 +39,6 @@ pub struct SdkInfo {
     pub python: String,
 }
 
-/// Why the SDK could not be asked about itself.
-#[derive(Debug, thiserror::Error)]
-pub enum SdkError {
-    #[error("no Python venv at {}: install the ROCm SDK first (`rockbuild install-rocm --venv {}`, or `rockbuild build --install-rocm`)", venv.display(), venv.display())]
-    NoVenv { venv: PathBuf },
-    #[error("`{command}` failed, so the ROCm SDK in {} cannot be used: reinstall it with `rockbuild install-rocm`", venv.display())]
-    Query {
-        command: String,
-        venv: PathBuf,
-        #[source]
-        source: Box<ProcessError>,
-    },
-    #[error("`{command}` printed nothing{}; the ROCm SDK in {} looks broken: reinstall it with `rockbuild install-rocm`", stderr_note(stderr), venv.display())]
-    Empty {
-        command: String,
-        venv: PathBuf,
-        stderr: Vec<String>,
-    },
-    #[error("`{command}` printed `{}`, which does not exist; the ROCm SDK in {} looks broken: reinstall it with `rockbuild install-rocm`", path.display(), venv.display())]
-    MissingPath {
-        command: String,
-        path: PathBuf,
-        venv: PathBuf,
-    },
-}
-
-fn stderr_note(stderr: &[String]) -> String {
-    if stderr.is_empty() {
-        String::new()
-    } else {
-        format!(" (stderr: {})", stderr.join(" / "))
-    }
-}
-
 /// The one way to start `python -m rocm_sdk <args>` in a venv.
 fn rocm_sdk_cmd(venv: &Venv, args: &[&str]) -> Cmd {
     Cmd::new(venv.python())
@@ -85,23 +52,23 @@ fn rocm_sdk_cmd(venv: &Venv, args: &[&str]) -> Cmd {
 
 /// Asks the SDK installed in `venv` for its version, targets and paths (five short
 /// `python -m rocm_sdk` calls). Each answer is checked: non-empty, paths exist.
-pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
+pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, Error> {
     if !venv.exists() {
-        return Err(SdkError::NoVenv {
+        return Err(Error::NoVenv {
             venv: venv.dir.clone(),
         });
     }
-    let ask = |args: &[&str]| -> Result<String, SdkError> {
+    let ask = |args: &[&str]| -> Result<String, Error> {
         let cmd = rocm_sdk_cmd(venv, args);
         let command = format!("python -m rocm_sdk {}", args.join(" "));
-        let output = runner.run(&cmd).map_err(|source| SdkError::Query {
+        let output = runner.run(&cmd).map_err(|source| Error::Query {
             command: command.clone(),
             venv: venv.dir.clone(),
             source: Box::new(source),
         })?;
         let answer = output.stdout.trim().to_string();
         if answer.is_empty() {
-            return Err(SdkError::Empty {
+            return Err(Error::Empty {
                 command,
                 venv: venv.dir.clone(),
                 stderr: output.tail,
@@ -109,10 +76,10 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
         }
         Ok(answer)
     };
-    let path = |flag: &str| -> Result<PathBuf, SdkError> {
+    let path = |flag: &str| -> Result<PathBuf, Error> {
         let answer = PathBuf::from(ask(&["path", flag])?);
         if !answer.is_absolute() || !answer.exists() {
-            return Err(SdkError::MissingPath {
+            return Err(Error::MissingPath {
                 command: format!("python -m rocm_sdk path {flag}"),
                 path: answer,
                 venv: venv.dir.clone(),
@@ -122,7 +89,7 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
     };
     let raw_version = ask(&["version"])?;
     let version = crate::version::normalize("`python -m rocm_sdk version`", &raw_version).map_err(
-        |error| SdkError::Empty {
+        |error| Error::Empty {
             command: "python -m rocm_sdk version".into(),
             venv: venv.dir.clone(),
             stderr: vec![error.to_string()],
@@ -147,10 +114,13 @@ pub fn query(runner: &Runner, venv: &Venv) -> Result<SdkInfo, SdkError> {
 impl SdkInfo {
     /// Records what the SDK reported next to it, so `plan` can show real paths without
     /// running Python. Only a cache: `build` always asks the SDK again.
-    pub fn write_record(&self, venv: &Venv) -> anyhow::Result<()> {
-        let mut text = serde_json::to_string_pretty(self).context("serializing the SDK record")?;
+    pub fn write_record(&self, venv: &Venv) -> Result<(), Error> {
+        let mut text = serde_json::to_string_pretty(self).map_err(Error::RecordJson)?;
         text.push('\n');
-        crate::fsutil::write_atomic(&venv.sdk_record(), text.as_bytes())
+        Ok(crate::fsutil::write_atomic(
+            &venv.sdk_record(),
+            text.as_bytes(),
+        )?)
     }
 
     /// The recorded answers, if the record exists and still describes the installed `rocm`.
@@ -227,8 +197,12 @@ mod tests {
             dir.path(),
             "echo 'ModuleNotFoundError: No module named rocm_sdk' >&2; exit 1",
         );
-        let error = anyhow::Error::new(query(&runner(), &venv).expect_err("fails"));
-        let text = crate::diagnostics::render(&error);
+        let error = query(&runner(), &venv).expect_err("fails");
+        // The message names the command; its cause is the failed step with its output.
+        let text = format!(
+            "{error}\n{}",
+            std::error::Error::source(&error).map_or(String::new(), ToString::to_string)
+        );
         assert!(
             text.contains("`python -m rocm_sdk version` failed"),
             "{text}"

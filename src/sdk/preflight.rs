@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use pep440_rs::{Operator, Version, VersionSpecifiers};
 
-use crate::index::client::{ClientError, IndexClient};
+use super::Error;
+use crate::index::client::IndexClient;
 use crate::index::normalize_name;
 use crate::redact::redact_url;
 use crate::wheel::filename::dist_name_and_version;
@@ -47,71 +48,24 @@ pub struct IndexFile {
     pub yanked: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum PreflightError {
-    #[error("{0}; check the URL and the network (the preflight runs before anything is installed)")]
-    Index(#[from] ClientError),
-    #[error(
-        "could not read {what}: {reason}; check the URL and the network (the preflight runs before anything is installed)"
-    )]
-    Unreachable { what: String, reason: String },
-    #[error("{} has no page for `{project}` (HTTP 404): is this the right index for the ROCm SDK?", index.display())]
-    NoPage { project: String, index: IndexSource },
-    #[error("no `{project}` version matching `{spec}`{} on {}{}{}", pre_note(*pre), sources, nearest_list(nearest), hint_line(hint))]
-    NoMatch {
-        project: String,
-        spec: String,
-        pre: bool,
-        sources: String,
-        nearest: Vec<String>,
-        hint: Option<String>,
-    },
-    #[error(
-        "`rocm` {version} is on {sources}, but `{companion}` {version}, which it pins, is not{}; pip would fail or fall back to an older SDK (TheRock#4746, #4824): wait for the index to be complete or pick another version",
-        nearest_list(nearest)
-    )]
-    CompanionMissing {
-        version: String,
-        companion: String,
-        sources: String,
-        nearest: Vec<String>,
-    },
-}
-
-fn pre_note(pre: bool) -> &'static str {
-    if pre {
-        ""
-    } else {
-        " (pre-releases excluded by --no-pre)"
-    }
-}
-
-fn nearest_list(nearest: &[String]) -> String {
-    if nearest.is_empty() {
-        "; it offers no versions at all".to_string()
-    } else {
-        format!("; nearest available: {}", nearest.join(", "))
-    }
-}
-
-fn hint_line(hint: &Option<String>) -> String {
-    hint.as_ref().map(|h| format!("; {h}")).unwrap_or_default()
-}
-
 /// Parses a version specifier as pip reads it after the requirement name (`>1.0`,
 /// `==7.10.0a20251124`, `>=7.9,<8`). A bare version is refused with the fix.
-pub fn parse_spec(spec: &str) -> Result<VersionSpecifiers, String> {
+pub fn parse_spec(spec: &str) -> Result<VersionSpecifiers, Error> {
     let trimmed = spec.trim();
     if trimmed.is_empty() {
         return Ok(VersionSpecifiers::empty());
     }
     VersionSpecifiers::from_str(trimmed).map_err(|error| {
         if Version::from_str(trimmed).is_ok() {
-            format!(
-                "--rocm-sdk-version `{spec}` is a version, not a specifier: write `=={trimmed}`"
-            )
+            Error::BareVersion {
+                spec: spec.to_string(),
+                version: trimmed.to_string(),
+            }
         } else {
-            format!("--rocm-sdk-version `{spec}` is not a PEP 440 version specifier: {error}")
+            Error::BadSpec {
+                spec: spec.to_string(),
+                reason: error.to_string(),
+            }
         }
     })
 }
@@ -197,25 +151,21 @@ pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> 
 }
 
 /// Reads the file list of `project` from one source (HTTP, `file://` or a directory).
-pub fn fetch_names(
-    source: &IndexSource,
-    project: &str,
-) -> Result<Vec<(String, bool)>, PreflightError> {
+pub fn fetch_names(source: &IndexSource, project: &str) -> Result<Vec<(String, bool)>, Error> {
     match source {
         IndexSource::Index(url) => match IndexClient::new(url)?.project(project)? {
             Some(files) => Ok(files.into_iter().map(|f| (f.filename, f.yanked)).collect()),
-            None => Err(PreflightError::NoPage {
+            None => Err(Error::NoPage {
                 project: project.to_string(),
                 index: source.clone(),
             }),
         },
         IndexSource::FindLinks(location) => match local_dir(location) {
             Some(dir) => {
-                let entries =
-                    fs_err::read_dir(&dir).map_err(|error| PreflightError::Unreachable {
-                        what: format!("find-links directory {}", dir.display()),
-                        reason: error.to_string(),
-                    })?;
+                let entries = fs_err::read_dir(&dir).map_err(|error| Error::Unreachable {
+                    what: format!("find-links directory {}", dir.display()),
+                    reason: error.to_string(),
+                })?;
                 Ok(entries
                     .filter_map(Result::ok)
                     .filter_map(|e| e.file_name().into_string().ok())
@@ -236,8 +186,8 @@ fn local_dir(location: &str) -> Option<PathBuf> {
 
 /// A `--find-links` page over HTTP: one flat page of links, read with the index client's
 /// HTML parser.
-fn flat_page(location: &str) -> Result<Vec<(String, bool)>, PreflightError> {
-    let unreachable = |reason: String| PreflightError::Unreachable {
+fn flat_page(location: &str) -> Result<Vec<(String, bool)>, Error> {
+    let unreachable = |reason: String| Error::Unreachable {
         what: format!("find-links page {}", redact_url(location)),
         reason,
     };
@@ -272,20 +222,20 @@ pub fn check(
     spec: &VersionSpecifiers,
     pre: bool,
     pinned: Option<&Version>,
-) -> Result<Preflight, PreflightError> {
+) -> Result<Preflight, Error> {
     let sources_text = sources
         .iter()
         .map(IndexSource::display)
         .collect::<Vec<_>>()
         .join(" + ");
-    let gather = |project: &str| -> Result<Vec<IndexFile>, PreflightError> {
+    let gather = |project: &str| -> Result<Vec<IndexFile>, Error> {
         let mut files = Vec::new();
         for source in sources {
             match fetch_names(source, project) {
                 Ok(names) => files.extend(project_files(&names, project)),
                 // A find-links page beside an index may lack a project; the index may lack it
                 // when find-links provides it. Only "nowhere" is an error (below).
-                Err(PreflightError::NoPage { .. }) if sources.len() > 1 => {}
+                Err(Error::NoPage { .. }) if sources.len() > 1 => {}
                 Err(error) => return Err(error),
             }
         }
@@ -314,7 +264,7 @@ pub fn check(
         let nearest_spec = pin_spec
             .and_then(|s| parse_spec(&s).ok())
             .unwrap_or_else(|| spec.clone());
-        return Err(PreflightError::NoMatch {
+        return Err(Error::NoMatch {
             project: super::ROCM_DIST.into(),
             spec: if shown_spec.is_empty() {
                 "(any)".into()
@@ -332,7 +282,7 @@ pub fn check(
         if !files.iter().any(|f| f.version == version) {
             let exact =
                 parse_spec(&format!("=={version}")).unwrap_or_else(|_| VersionSpecifiers::empty());
-            return Err(PreflightError::CompanionMissing {
+            return Err(Error::CompanionMissing {
                 version: version.to_string(),
                 companion: (*companion).to_string(),
                 sources: sources_text,
@@ -462,12 +412,13 @@ mod tests {
     #[test]
     fn specs_are_validated_with_the_fix() {
         assert_eq!(
-            parse_spec("7.10.0").expect_err("bare"),
+            parse_spec("7.10.0").expect_err("bare").to_string(),
             "--rocm-sdk-version `7.10.0` is a version, not a specifier: write `==7.10.0`"
         );
         assert!(
             parse_spec("=>7")
                 .expect_err("bad")
+                .to_string()
                 .contains("is not a PEP 440 version specifier")
         );
         assert_eq!(

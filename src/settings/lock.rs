@@ -98,8 +98,7 @@ fn build_inputs(
         Some(index_url) => Some(SdkQuery {
             index_url,
             find_links,
-            spec: crate::sdk::preflight::parse_spec(&rocm_sdk_version)
-                .map_err(crate::exit::usage)?,
+            spec: crate::sdk::preflight::parse_spec(&rocm_sdk_version)?,
             spec_text: rocm_sdk_version,
             pre: !no_pre,
         }),

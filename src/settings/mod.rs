@@ -7,14 +7,25 @@ pub mod checkout;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
+pub mod index;
+pub mod install_rocm;
 pub mod lock;
 pub mod matrix;
+pub mod promote;
 pub mod retag;
 pub mod sdk;
+pub mod smoke;
+pub mod stage;
+pub mod store;
 pub mod test;
 pub mod test_report;
+pub mod verify;
 
 use std::fmt;
+use std::path::PathBuf;
+
+use crate::context::Context;
+use crate::lock::Lock;
 
 /// Where a resolved value came from; printed beside the value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -48,4 +59,16 @@ impl fmt::Display for Source {
 pub struct Sourced<T> {
     pub value: T,
     pub source: Source,
+}
+
+/// The lock a `--lock FILE` names (relative to the working directory), read, with its path.
+pub fn read_lock(
+    ctx: &Context,
+    path: Option<PathBuf>,
+) -> Result<Option<(PathBuf, Lock)>, crate::lock::Error> {
+    path.map(|path| {
+        let path = ctx.absolute(&path);
+        Lock::read(&path).map(|lock| (path, lock))
+    })
+    .transpose()
 }

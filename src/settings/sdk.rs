@@ -1,5 +1,5 @@
-//! The ROCm SDK flags shared by `install-rocm` and `build --install-rocm`: which venv, and how
-//! to install into it.
+//! The SDK settings `install-rocm` and `build --install-rocm` share: which venv, and how to
+//! install the ROCm SDK into it.
 
 use std::path::{Path, PathBuf};
 
@@ -8,9 +8,8 @@ use pep440_rs::Version;
 use crate::cli::{SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
-use crate::exit;
 use crate::lock::Lock;
-use crate::sdk::install::InstallSettings;
+use crate::sdk::install::{InstallSettings, parse_extras};
 use crate::sdk::{self, Venv, preflight};
 
 /// `--venv`, else the active `$VIRTUAL_ENV`, else `<output-dir>/venv`.
@@ -27,16 +26,14 @@ pub fn resolve_venv(
     }
     match output_dir {
         Some(output) => Ok(Venv::new(output.join("venv"))),
-        None => Err(exit::usage(
-            "no venv to install into: pass --venv DIR, activate a venv, or pass --output-dir DIR (the venv then goes to DIR/venv)",
-        )),
+        None => Err(sdk::Error::NoVenvGiven.into()),
     }
 }
 
 /// A lock that names an SDK version: `--rocm-sdk-version` must admit it (drift is refused,
 /// naming both). Every caller of [`install_settings`] with a lock checks this first.
 pub fn expect_locked_sdk(lock: &Lock, path: &Path, args: &SdkArgs) -> anyhow::Result<()> {
-    let spec = preflight::parse_spec(&args.rocm_sdk_version).map_err(exit::usage)?;
+    let spec = preflight::parse_spec(&args.rocm_sdk_version)?;
     lock.expect_sdk(
         path,
         "--rocm-sdk-version",
@@ -65,9 +62,9 @@ pub fn install_settings(
         rocm_extras,
         installer,
     } = args;
-    let spec = preflight::parse_spec(rocm_sdk_version).map_err(exit::usage)?;
+    let spec = preflight::parse_spec(rocm_sdk_version)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
-    let extras = sdk::install::parse_extras(rocm_extras.as_deref()).map_err(exit::usage)?;
+    let extras = parse_extras(rocm_extras.as_deref())?;
     let cache_dir = args.cache_dir(ctx);
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
     Ok(InstallSettings {

@@ -254,6 +254,8 @@ impl Storage for LocalDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const OCTET: &str = "application/octet-stream";
     use crate::store::{Outcome, copy_immutable, put_immutable};
 
     #[test]
@@ -264,16 +266,16 @@ mod tests {
         let key = "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl";
         let sha = crate::fsutil::sha256_hex(b"wheel");
         assert_eq!(
-            put_immutable(&store, key, Body::Bytes(b"wheel"), &sha).expect("put"),
+            put_immutable(&store, key, Body::Bytes(b"wheel"), &sha, OCTET).expect("put"),
             Outcome::Created
         );
         assert_eq!(
-            put_immutable(&store, key, Body::Bytes(b"wheel"), &sha).expect("again"),
+            put_immutable(&store, key, Body::Bytes(b"wheel"), &sha, OCTET).expect("again"),
             Outcome::Unchanged
         );
         let other = crate::fsutil::sha256_hex(b"other");
         let error =
-            put_immutable(&store, key, Body::Bytes(b"other"), &other).expect_err("conflict");
+            put_immutable(&store, key, Body::Bytes(b"other"), &other, OCTET).expect_err("conflict");
         assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
         assert!(error.to_string().contains("never replaced"), "{error}");
         assert_eq!(
@@ -329,21 +331,21 @@ mod tests {
 
         let key = "a/a-1.0-py3-none-any.whl";
         let sha = crate::fsutil::sha256_hex(b"bytes");
-        put_immutable(&staging, key, Body::Bytes(b"bytes"), &sha).expect("stage");
+        put_immutable(&staging, key, Body::Bytes(b"bytes"), &sha, OCTET).expect("stage");
         let info = staging.head(key).expect("head").expect("exists");
         assert_eq!(
-            copy_immutable(&release, &staging, key, key, &info, &sha).expect("copy"),
+            copy_immutable(&release, &staging, key, key, &info, &sha, OCTET).expect("copy"),
             Outcome::Created
         );
         assert_eq!(
-            copy_immutable(&release, &staging, key, key, &info, &sha).expect("again"),
+            copy_immutable(&release, &staging, key, key, &info, &sha, OCTET).expect("again"),
             Outcome::Unchanged
         );
         assert_eq!(release.get(key).expect("get"), b"bytes");
 
         // A copy whose bytes do not match what the caller expects is refused and removed.
         let wrong = crate::fsutil::sha256_hex(b"something else");
-        let error = copy_immutable(&release, &staging, key, "a/copy.whl", &info, &wrong)
+        let error = copy_immutable(&release, &staging, key, "a/copy.whl", &info, &wrong, OCTET)
             .expect_err("mismatch");
         assert!(matches!(error, StoreError::CopyMismatch { .. }), "{error}");
         assert!(release.head("a/copy.whl").expect("head").is_none());

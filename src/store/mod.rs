@@ -12,13 +12,14 @@
 //! * index pages are replaced atomically ([`Storage::put`] without `if_absent`).
 
 pub mod local;
-pub mod publish;
 pub mod s3;
 pub mod transfer;
 
 use std::any::Any;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::exit::{ExitStatus, HasExitStatus};
 
 pub use local::LocalDir;
 pub use s3::{S3ChecksumMode, S3Settings, S3Store};
@@ -121,6 +122,26 @@ pub enum StoreError {
         key: String,
         reason: &'static str,
     },
+    #[error("store '{url}': {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("starting the S3 client runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// A store URL the user typed wrong is a usage error; an object that would replace a
+/// published one is a publish conflict; everything else is a failed step.
+impl HasExitStatus for StoreError {
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            StoreError::BadUrl { .. } => ExitStatus::Usage,
+            StoreError::Conflict { .. } => ExitStatus::PublishConflict,
+            StoreError::NotFound { .. }
+            | StoreError::CopyMismatch { .. }
+            | StoreError::Backend { .. }
+            | StoreError::BadKey { .. }
+            | StoreError::Runtime(_) => ExitStatus::Failure,
+        }
+    }
 }
 
 impl StoreError {
@@ -180,12 +201,10 @@ pub enum StoreUrl {
 impl StoreUrl {
     /// A directory path, a `file://` URL or `s3://bucket[/prefix]`. Relative paths are
     /// resolved against `cwd`.
-    pub fn parse(text: &str, cwd: &Path) -> anyhow::Result<StoreUrl> {
-        let usage = |reason: &str| {
-            crate::exit::usage(format!(
-                "store '{}': {reason}",
-                crate::redact::redact_url(text)
-            ))
+    pub fn parse(text: &str, cwd: &Path) -> Result<StoreUrl, StoreError> {
+        let usage = |reason: &str| StoreError::BadUrl {
+            url: crate::redact::redact_url(text),
+            reason: reason.to_string(),
         };
         if let Some(rest) = text.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -267,7 +286,7 @@ pub struct StoreSettings {
 }
 
 /// Opens a store.
-pub fn open(url: &StoreUrl, settings: &StoreSettings) -> anyhow::Result<Box<dyn Storage>> {
+pub fn open(url: &StoreUrl, settings: &StoreSettings) -> Result<Box<dyn Storage>, StoreError> {
     Ok(match url {
         StoreUrl::Local(path) => Box::new(LocalDir::new(path.clone())),
         StoreUrl::S3 { bucket, prefix } => Box::new(S3Store::open(bucket, prefix, &settings.s3)?),
@@ -294,17 +313,27 @@ pub fn check_key(key: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Content types of what rockbuild publishes.
-pub fn content_type_of(key: &str) -> &'static str {
-    if key.ends_with(crate::index::METADATA_SUFFIX) {
-        "text/plain; charset=utf-8"
-    } else if key.ends_with(".html") {
-        crate::index::HTML_CONTENT_TYPE
-    } else if key.ends_with(".json") {
-        crate::index::JSON_CONTENT_TYPE
-    } else {
-        "application/octet-stream"
+/// Percent-encodes one path segment (a file name) for an href or a request path: everything
+/// but RFC 3986 unreserved characters. `+` becomes `%2B`, which S3 and CDNs would otherwise
+/// read as a space (TheRock#777).
+pub fn encode_segment(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for byte in segment.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
     }
+    out
+}
+
+/// Percent-encodes a `/`-separated key, segment by segment.
+pub fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(encode_segment)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Writes an object that must never change once published: a skip when the same bytes are
@@ -314,12 +343,13 @@ pub fn put_immutable(
     key: &str,
     body: Body<'_>,
     sha256: &str,
+    content_type: &'static str,
 ) -> Result<Outcome, StoreError> {
     if let Some(existing) = store.head(key)? {
         return same_or_conflict(store, existing, sha256);
     }
     let options = PutOptions {
-        content_type: Some(content_type_of(key)),
+        content_type: Some(content_type),
         cache_control: None,
         sha256: Some(sha256.to_string()),
         if_absent: true,
@@ -340,12 +370,13 @@ pub fn copy_immutable(
     to_key: &str,
     expected: &ObjectInfo,
     sha256: &str,
+    content_type: &'static str,
 ) -> Result<Outcome, StoreError> {
     if let Some(existing) = dest.head(to_key)? {
         return same_or_conflict(dest, existing, sha256);
     }
     let options = PutOptions {
-        content_type: Some(content_type_of(to_key)),
+        content_type: Some(content_type),
         cache_control: None,
         sha256: Some(sha256.to_string()),
         if_absent: true,
@@ -461,13 +492,15 @@ pub fn put_page(
 mod tests {
     use super::*;
 
+    const OCTET: &str = "application/octet-stream";
+
     #[test]
     fn downloads_are_checked_against_the_judged_sha256() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().join("stage"));
         let key = "torch/torch-1.0-py3-none-any.whl";
         let sha = crate::fsutil::sha256_hex(b"tested");
-        put_immutable(&store, key, Body::Bytes(b"tested"), &sha).expect("put");
+        put_immutable(&store, key, Body::Bytes(b"tested"), &sha, OCTET).expect("put");
         let to = dir.path().join("copy.whl");
         download_verified(&store, key, &to, &sha).expect("same bytes");
         assert_eq!(fs_err::read(&to).expect("copy"), b"tested");
@@ -552,19 +585,12 @@ mod tests {
     }
 
     #[test]
-    fn content_types() {
+    fn plus_and_other_reserved_characters_are_encoded() {
         assert_eq!(
-            content_type_of("t/t-1-py3-none-any.whl"),
-            "application/octet-stream"
+            encode_segment("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl"),
+            "torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl"
         );
-        assert_eq!(
-            content_type_of("t/t-1-py3-none-any.whl.metadata"),
-            "text/plain; charset=utf-8"
-        );
-        assert_eq!(
-            content_type_of("t/index.json"),
-            "application/vnd.pypi.simple.v1+json"
-        );
-        assert_eq!(content_type_of("index.html"), "text/html; charset=utf-8");
+        assert_eq!(encode_segment("a b#c?d%"), "a%20b%23c%3Fd%25");
+        assert_eq!(encode_path("torch/a+b.whl"), "torch/a%2Bb.whl");
     }
 }

@@ -30,23 +30,38 @@ impl ElfInfo {
     }
 }
 
+/// Why an ELF file cannot be inspected.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error(transparent)]
+    Parse(#[from] object::read::Error),
+    #[error("unexpected object kind {0:?}")]
+    Kind(FileKind),
+    #[error("{what}: {error}")]
+    Part {
+        what: &'static str,
+        error: object::read::Error,
+    },
+}
+
 /// Parses an ELF file held in memory.
-pub fn inspect(data: &[u8]) -> Result<ElfInfo, String> {
-    match FileKind::parse(data).map_err(|e| e.to_string())? {
+pub fn inspect(data: &[u8]) -> Result<ElfInfo, ElfError> {
+    match FileKind::parse(data)? {
         FileKind::Elf32 => inspect_as::<elf::FileHeader32<Endianness>>(data),
         FileKind::Elf64 => inspect_as::<elf::FileHeader64<Endianness>>(data),
-        other => Err(format!("unexpected object kind {other:?}")),
+        other => Err(ElfError::Kind(other)),
     }
 }
 
-fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, String> {
-    let file = ElfFile::<Elf>::parse(data).map_err(|e| e.to_string())?;
+fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, ElfError> {
+    let part = |what| move |error| ElfError::Part { what, error };
+    let file = ElfFile::<Elf>::parse(data)?;
     let endian = file.endian();
     let sections = file.elf_section_table();
     let mut info = ElfInfo::default();
     let dynamic = sections
         .dynamic_table(endian, data)
-        .map_err(|e| format!("dynamic section: {e}"))?;
+        .map_err(part("dynamic section"))?;
     for entry in &dynamic {
         let target = if entry.tag == elf::DT_NEEDED {
             &mut info.needed
@@ -57,9 +72,7 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
         } else {
             continue;
         };
-        let value = dynamic
-            .string(entry)
-            .map_err(|e| format!("dynamic string: {e}"))?;
+        let value = dynamic.string(entry).map_err(part("dynamic string"))?;
         let value = String::from_utf8_lossy(value);
         if entry.tag == elf::DT_NEEDED {
             target.push(value.into_owned());
@@ -71,7 +84,7 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
     if let Some((_, section)) = sections.section_by_name(endian, FATBIN_SECTION) {
         let bytes = section
             .data(endian, data)
-            .map_err(|e| format!("section .hip_fatbin: {e}"))?;
+            .map_err(part("section .hip_fatbin"))?;
         info.gpu = Some(scan_section(bytes));
     }
     Ok(info)

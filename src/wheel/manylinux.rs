@@ -17,6 +17,7 @@ use std::str::FromStr;
 
 use object::read::elf::{FileHeader, SectionTable};
 
+use crate::wheel::elf::ElfError;
 use crate::wheel::problem::Problem;
 
 /// A glibc version, `2.28`.
@@ -51,22 +52,21 @@ pub fn glibc_needed<'data, Elf: FileHeader>(
     sections: &SectionTable<'data, Elf>,
     endian: Elf::Endian,
     data: &'data [u8],
-) -> Result<Option<Glibc>, String> {
-    let Some((mut needs, link)) = sections
-        .gnu_verneed(endian, data)
-        .map_err(|e| format!("version needs: {e}"))?
-    else {
+) -> Result<Option<Glibc>, ElfError> {
+    let version_needs = |error| ElfError::Part {
+        what: "version needs",
+        error,
+    };
+    let Some((mut needs, link)) = sections.gnu_verneed(endian, data).map_err(version_needs)? else {
         return Ok(None);
     };
     let strings = sections
         .strings(endian, data, link)
-        .map_err(|e| format!("version needs: {e}"))?;
+        .map_err(version_needs)?;
     let mut highest = None;
-    while let Some((_, mut auxes)) = needs.next().map_err(|e| format!("version needs: {e}"))? {
-        while let Some(aux) = auxes.next().map_err(|e| format!("version needs: {e}"))? {
-            let name = aux
-                .name(endian, strings)
-                .map_err(|e| format!("version needs: {e}"))?;
+    while let Some((_, mut auxes)) = needs.next().map_err(version_needs)? {
+        while let Some(aux) = auxes.next().map_err(version_needs)? {
+            let name = aux.name(endian, strings).map_err(version_needs)?;
             let version = std::str::from_utf8(name)
                 .ok()
                 .and_then(|n| n.strip_prefix("GLIBC_"))

@@ -180,8 +180,21 @@ pub struct Requirement {
     pub marker: Option<String>,
 }
 
+/// Why a `Requires-Dist` value is not a requirement.
+#[derive(Debug, thiserror::Error)]
+pub enum RequirementError {
+    #[error("no project name")]
+    NoName,
+    #[error("unclosed '[' in extras")]
+    UnclosedExtras,
+    #[error("unclosed '(' around the version")]
+    UnclosedParenthesis,
+    #[error(transparent)]
+    Specifiers(#[from] pep440_rs::VersionSpecifiersParseError),
+}
+
 impl Requirement {
-    pub fn parse(text: &str) -> Result<Requirement, String> {
+    pub fn parse(text: &str) -> Result<Requirement, RequirementError> {
         let raw = text.trim().to_string();
         let (body, marker) = match raw.split_once(';') {
             Some((body, marker)) => (body.trim(), Some(marker.trim().to_string())),
@@ -192,12 +205,12 @@ impl Requirement {
             .unwrap_or(body.len());
         let name = &body[..name_end];
         if name.is_empty() {
-            return Err("no project name".into());
+            return Err(RequirementError::NoName);
         }
         let mut rest = body[name_end..].trim_start();
         let mut extras = Vec::new();
         if let Some(after) = rest.strip_prefix('[') {
-            let close = after.find(']').ok_or("unclosed '[' in extras")?;
+            let close = after.find(']').ok_or(RequirementError::UnclosedExtras)?;
             extras = after[..close]
                 .split(',')
                 .map(str::trim)
@@ -215,11 +228,11 @@ impl Requirement {
             if let Some(inner) = specifier_text.strip_prefix('(') {
                 specifier_text = inner
                     .strip_suffix(')')
-                    .ok_or("unclosed '(' around the version")?
+                    .ok_or(RequirementError::UnclosedParenthesis)?
                     .trim();
             }
         }
-        let specifiers = VersionSpecifiers::from_str(specifier_text).map_err(|e| e.to_string())?;
+        let specifiers = VersionSpecifiers::from_str(specifier_text)?;
         Ok(Requirement {
             name: name.to_string(),
             extras,

@@ -96,10 +96,7 @@ pub fn scan_section(section: &[u8]) -> SectionScan {
                 )
             })
         } else {
-            Err(format!(
-                "unrecognised data at offset 0x{at:x} of the section (neither an offload bundle \
-                 nor zero padding)"
-            ))
+            Err(BundleError::Unrecognised(at))
         };
         match parsed {
             Ok((bundle, Some(len))) => {
@@ -124,17 +121,61 @@ pub fn scan_section(section: &[u8]) -> SectionScan {
     }
 }
 
+/// Why an offload bundle cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum BundleError {
+    #[error(
+        "unrecognised data at offset 0x{0:x} of the section (neither an offload bundle nor \
+         zero padding)"
+    )]
+    Unrecognised(usize),
+    #[error("the bundle does not start with __CLANG_OFFLOAD_BUNDLE__")]
+    Magic,
+    #[error("{0} entries is not a plausible bundle")]
+    Entries(u64),
+    #[error("entry {index} has an id of {len} bytes")]
+    IdLength { index: u64, len: u64 },
+    #[error("entry {0} has a non-UTF-8 id")]
+    IdNotUtf8(u64),
+    #[error("entry '{0}' has an overflowing offset/size")]
+    Overflow(String),
+    #[error("bundle length overflows")]
+    LengthOverflow,
+    #[error("its entries reach {len} bytes but only {remain} remain in the section")]
+    EntriesPastEnd { len: usize, remain: usize },
+    #[error("compression method {0} is unknown (0 zlib, 1 zstd)")]
+    Method(u16),
+    #[error("compressed bundle version {0} is unknown (1 to 3 are)")]
+    Version(u16),
+    #[error("bundle size overflows")]
+    SizeOverflow,
+    #[error("its header says {total} bytes but {remain} remain in the section")]
+    SizePastEnd { total: usize, remain: usize },
+    #[error("zstd frame: {0}")]
+    Zstd(String),
+    #[error("inside the {method:?}-compressed bundle: {error}")]
+    Inside {
+        method: Compression,
+        error: Box<BundleError>,
+    },
+    #[error("cannot read {what}: {error}")]
+    Read {
+        what: &'static str,
+        error: std::io::Error,
+    },
+}
+
 /// Reads the entry table of a plain bundle from `reader`; returns the ids and the bundle's
 /// length (the end of its last entry, at least the end of the table).
-fn read_plain(reader: &mut impl Read) -> Result<(Vec<String>, u64), String> {
+fn read_plain(reader: &mut impl Read) -> Result<(Vec<String>, u64), BundleError> {
     let mut magic = [0u8; 24];
     read_exact(reader, &mut magic, "the bundle magic")?;
     if magic != BUNDLE_MAGIC {
-        return Err("the bundle does not start with __CLANG_OFFLOAD_BUNDLE__".into());
+        return Err(BundleError::Magic);
     }
     let count = read_u64(reader, "the entry count")?;
     if count > MAX_ENTRIES {
-        return Err(format!("{count} entries is not a plausible bundle"));
+        return Err(BundleError::Entries(count));
     }
     let mut table_end = 32u64;
     let mut end = 0u64;
@@ -144,38 +185,38 @@ fn read_plain(reader: &mut impl Read) -> Result<(Vec<String>, u64), String> {
         let size = read_u64(reader, "an entry size")?;
         let id_len = read_u64(reader, "an entry id length")?;
         if id_len > MAX_ID_LEN {
-            return Err(format!("entry {index} has an id of {id_len} bytes"));
+            return Err(BundleError::IdLength { index, len: id_len });
         }
         let mut id = vec![0u8; id_len as usize];
         read_exact(reader, &mut id, "an entry id")?;
-        let id = String::from_utf8(id).map_err(|_| format!("entry {index} has a non-UTF-8 id"))?;
+        let id = String::from_utf8(id).map_err(|_| BundleError::IdNotUtf8(index))?;
         table_end += 24 + id_len;
         end = end.max(
             offset
                 .checked_add(size)
-                .ok_or_else(|| format!("entry '{id}' has an overflowing offset/size"))?,
+                .ok_or_else(|| BundleError::Overflow(id.clone()))?,
         );
         ids.push(id);
     }
     Ok((ids, end.max(table_end)))
 }
 
-fn parse_plain(data: &[u8]) -> Result<(Vec<String>, usize), String> {
+fn parse_plain(data: &[u8]) -> Result<(Vec<String>, usize), BundleError> {
     let mut reader = data;
     let (ids, len) = read_plain(&mut reader)?;
-    let len = usize::try_from(len).map_err(|_| "bundle length overflows".to_string())?;
+    let len = usize::try_from(len).map_err(|_| BundleError::LengthOverflow)?;
     if len > data.len() {
-        return Err(format!(
-            "its entries reach {len} bytes but only {} remain in the section",
-            data.len()
-        ));
+        return Err(BundleError::EntriesPastEnd {
+            len,
+            remain: data.len(),
+        });
     }
     Ok((ids, len))
 }
 
 /// Parses a compressed bundle header and the entry table inside; returns the bundle and its
 /// length in the section (`None` for v1, which does not record it).
-fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
+fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError> {
     let mut header = data;
     let mut common = [0u8; 8];
     read_exact(&mut header, &mut common, "the compressed bundle header")?;
@@ -184,9 +225,7 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
         0 => Compression::Zlib,
         1 => Compression::Zstd,
         other => {
-            return Err(format!(
-                "compression method {other} is unknown (0 zlib, 1 zstd)"
-            ));
+            return Err(BundleError::Method(other));
         }
     };
     let total = match version {
@@ -194,9 +233,7 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
         2 => Some(u64::from(read_u32(&mut header, "the total size")?)),
         3 => Some(read_u64(&mut header, "the total size")?),
         other => {
-            return Err(format!(
-                "compressed bundle version {other} is unknown (1 to 3 are)"
-            ));
+            return Err(BundleError::Version(other));
         }
     };
     let _uncompressed = if version == 3 {
@@ -209,12 +246,12 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
     let header_len = data.len() - header.len();
     let len = match total {
         Some(total) => {
-            let total = usize::try_from(total).map_err(|_| "bundle size overflows".to_string())?;
+            let total = usize::try_from(total).map_err(|_| BundleError::SizeOverflow)?;
             if total > data.len() || total < header_len {
-                return Err(format!(
-                    "its header says {total} bytes but {} remain in the section",
-                    data.len()
-                ));
+                return Err(BundleError::SizePastEnd {
+                    total,
+                    remain: data.len(),
+                });
             }
             Some(total)
         }
@@ -225,11 +262,14 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
         Compression::Zlib => read_plain(&mut flate2::read::ZlibDecoder::new(payload)),
         Compression::Zstd => {
             let mut decoder = ruzstd::decoding::StreamingDecoder::new(payload)
-                .map_err(|e| format!("zstd frame: {e}"))?;
+                .map_err(|e| BundleError::Zstd(e.to_string()))?;
             read_plain(&mut decoder)
         }
     }
-    .map_err(|e| format!("inside the {method:?}-compressed bundle: {e}"))?;
+    .map_err(|e| BundleError::Inside {
+        method,
+        error: Box::new(e),
+    })?;
     Ok((
         Bundle {
             offset: 0,
@@ -240,19 +280,23 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), String> {
     ))
 }
 
-fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), String> {
+fn read_exact(
+    reader: &mut impl Read,
+    buf: &mut [u8],
+    what: &'static str,
+) -> Result<(), BundleError> {
     reader
         .read_exact(buf)
-        .map_err(|e| format!("cannot read {what}: {e}"))
+        .map_err(|error| BundleError::Read { what, error })
 }
 
-fn read_u64(reader: &mut impl Read, what: &str) -> Result<u64, String> {
+fn read_u64(reader: &mut impl Read, what: &'static str) -> Result<u64, BundleError> {
     let mut buf = [0u8; 8];
     read_exact(reader, &mut buf, what)?;
     Ok(u64::from_le_bytes(buf))
 }
 
-fn read_u32(reader: &mut impl Read, what: &str) -> Result<u32, String> {
+fn read_u32(reader: &mut impl Read, what: &'static str) -> Result<u32, BundleError> {
     let mut buf = [0u8; 4];
     read_exact(reader, &mut buf, what)?;
     Ok(u32::from_le_bytes(buf))

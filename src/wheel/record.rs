@@ -101,7 +101,10 @@ pub fn parse(text: &str) -> (Vec<RecordLine>, Vec<RecordError>) {
         let row = match row {
             Ok(row) => row,
             Err(detail) => {
-                errors.push(RecordError { line, detail });
+                errors.push(RecordError {
+                    line,
+                    detail: detail.to_string(),
+                });
                 continue;
             }
         };
@@ -168,8 +171,19 @@ pub fn parse(text: &str) -> (Vec<RecordLine>, Vec<RecordError>) {
     (lines, errors)
 }
 
+/// A RECORD line that is not valid CSV.
+#[derive(Debug, thiserror::Error)]
+enum CsvError {
+    #[error("a quote inside an unquoted field")]
+    QuoteInside,
+    #[error("text after a closing quote")]
+    AfterQuote,
+    #[error("an unterminated quote")]
+    Unterminated,
+}
+
 /// Splits CSV text into rows of fields (RFC 4180 quoting, as Python's csv module writes it).
-fn csv_rows(text: &str) -> Vec<Result<Vec<String>, String>> {
+fn csv_rows(text: &str) -> Vec<Result<Vec<String>, CsvError>> {
     let mut rows = Vec::new();
     for raw in split_records(text) {
         rows.push(csv_fields(&raw));
@@ -204,7 +218,7 @@ fn split_records(text: &str) -> Vec<String> {
     out
 }
 
-fn csv_fields(record: &str) -> Result<Vec<String>, String> {
+fn csv_fields(record: &str) -> Result<Vec<String>, CsvError> {
     let mut fields = Vec::new();
     let mut field = String::new();
     let mut chars = record.chars().peekable();
@@ -220,7 +234,7 @@ fn csv_fields(record: &str) -> Result<Vec<String>, String> {
                 quoted = true;
                 was_quoted = true;
             }
-            (false, '"') => return Err("a quote inside an unquoted field".into()),
+            (false, '"') => return Err(CsvError::QuoteInside),
             (true, '"') if chars.peek() == Some(&'"') => {
                 chars.next();
                 field.push('"');
@@ -228,14 +242,14 @@ fn csv_fields(record: &str) -> Result<Vec<String>, String> {
             (true, '"') => {
                 quoted = false;
                 if chars.peek().is_some_and(|next| *next != ',') {
-                    return Err("text after a closing quote".into());
+                    return Err(CsvError::AfterQuote);
                 }
             }
             (_, c) => field.push(c),
         }
     }
     if quoted {
-        return Err("an unterminated quote".into());
+        return Err(CsvError::Unterminated);
     }
     fields.push(field);
     Ok(fields)

@@ -13,7 +13,7 @@ use crate::wheel::archive::Archive;
 use crate::wheel::filename::WheelFilename;
 use crate::wheel::manylinux::{Glibc, Platform, highest_need};
 use crate::wheel::record;
-use crate::wheel::verify::{VerifyError, WheelReport};
+use crate::wheel::verify::{CollectError, WheelReport};
 use crate::wheel::zipwrite::ZipOut;
 
 /// WHEEL and RECORD are small; anything larger is not a real one.
@@ -188,7 +188,7 @@ pub enum RetagError {
     )]
     Platform(String),
     #[error(transparent)]
-    Inputs(#[from] VerifyError),
+    Inputs(#[from] CollectError),
 }
 
 impl HasExitStatus for RetagError {

@@ -9,6 +9,7 @@ pub mod pyindex;
 pub mod s3;
 pub mod sample;
 pub mod sdk;
+pub mod snapshot;
 pub mod sysfs;
 pub mod wheels;
 

@@ -12,7 +12,8 @@ use rockbuild::build::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Reci
 use rockbuild::cli::{Cli, Command, ConfigArgs};
 use rockbuild::context::Context;
 use rockbuild::exit::ExitStatus;
-use rockbuild::wheel::verify::{VerifyOptions, WheelExpectation, verify_set};
+use rockbuild::verify::{Expectations, verify_set};
+use rockbuild::wheel::verify::WheelExpectation;
 
 use crate::common::git::RepoBuilder;
 use crate::common::http::serve;
@@ -244,11 +245,11 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     }
     .stack(&ctx)
     .expect("stack");
-    let mut options = VerifyOptions::for_stack(
+    let mut options = Expectations::for_stack(
         &stack,
         recipes.wheel_expectations(&stack).expect("expectations"),
     );
-    options.targets = vec![
+    options.wheels.targets = vec![
         rockbuild::cli::ConfigArgs::default()
             .family_table(&ctx)
             .expect("families")
@@ -258,7 +259,7 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     // torch's pin on the SDK resolves on the index it was installed from.
     options.index_url = Some(index_url);
     // Built here, outside the manylinux image: the local build's `linux_x86_64` tag.
-    options.allow_linux_tag = true;
+    options.wheels.allow_linux_tag = true;
     let report = verify_set(&[torch, ops], &options).expect("verifies");
     assert!(report.ok, "{:#?}", report.wheels);
     let ops = report

@@ -10,34 +10,32 @@
 //!   (PutObject has the same limit).
 //! * Keys are sent percent-encoded: `+` travels as `%2B` (TheRock#777), including in the
 //!   `x-amz-copy-source` header, which the SDK passes through as given.
+//!
+//! The parts: this file holds the client, single-request transfers and the [`Storage`]
+//! implementation; [`multipart`] splits big uploads and copies into parts; [`checksums`]
+//! converts between the hex SHA-256 rockbuild keeps and S3's base64 checksums.
+
+mod checksums;
+mod multipart;
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_s3::primitives::{ByteStream, Length};
-use aws_sdk_s3::types::{
-    ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart, MetadataDirective,
-};
-use base64::Engine as _;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, MetadataDirective};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use super::encode_path;
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError};
-use crate::index::encode_path;
 
-/// S3 refuses multipart parts below 5 MiB (except the last) and above 5 GiB, and uploads of
-/// more than 10 000 parts.
-const MIN_PART: u64 = 5 << 20;
-const MAX_PART: u64 = 5 << 30;
-const MAX_PARTS: u64 = 10_000;
-/// Parts of one object in flight at once.
-const PART_CONCURRENCY: usize = 4;
+use checksums::{base64_to_hex, hex_to_base64, valid_sha256};
+
 /// User metadata key holding the object's SHA-256 (hex).
 const SHA256_METADATA: &str = "sha256";
 
@@ -72,14 +70,14 @@ pub struct S3Store {
 }
 
 /// The facts of a failed S3 call.
-struct Failure {
+pub(super) struct Failure {
     status: Option<u16>,
     code: Option<String>,
     message: String,
     transient: bool,
 }
 
-fn failure<E>(error: &SdkError<E>) -> Failure
+pub(super) fn failure<E>(error: &SdkError<E>) -> Failure
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -109,59 +107,15 @@ fn is_precondition_failure(failure: &Failure) -> bool {
         || failure.code.as_deref() == Some("ConditionalRequestConflict")
 }
 
-fn hex_to_base64(hex_digest: &str) -> Option<String> {
-    hex::decode(hex_digest)
-        .ok()
-        .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
-}
-
-/// A full-object SHA-256 checksum as hex. Multipart objects report a checksum of the part
-/// checksums (`…-N`), which is not the SHA-256 of the bytes.
-fn base64_to_hex(checksum: &str) -> Option<String> {
-    if checksum.contains('-') {
-        return None;
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(checksum)
-        .ok()
-        .filter(|bytes| bytes.len() == 32)
-        .map(hex::encode)
-}
-
-fn valid_sha256(hex_digest: &str) -> Option<String> {
-    let lower = hex_digest.to_ascii_lowercase();
-    (lower.len() == 64 && lower.bytes().all(|b| b.is_ascii_hexdigit())).then_some(lower)
-}
-
-/// Part size for a multipart transfer of `size` bytes: the threshold, clamped to what S3
-/// accepts, grown so no more than 10 000 parts are needed.
-pub fn part_size(size: u64, threshold: u64) -> u64 {
-    threshold
-        .clamp(MIN_PART, MAX_PART)
-        .max(size.div_ceil(MAX_PARTS))
-}
-
-/// Byte ranges (inclusive start, length) of the parts.
-fn parts(size: u64, part: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < size {
-        let length = part.min(size - offset);
-        out.push((offset, length));
-        offset += length;
-    }
-    out
-}
-
 impl S3Store {
     /// Builds a client from the standard AWS configuration chain plus rockbuild's settings.
-    pub fn open(bucket: &str, prefix: &str, settings: &S3Settings) -> anyhow::Result<S3Store> {
+    pub fn open(bucket: &str, prefix: &str, settings: &S3Settings) -> Result<S3Store, StoreError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("s3")
             .enable_all()
             .build()
-            .context("starting the S3 client runtime")?;
+            .map_err(StoreError::Runtime)?;
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Some(region) = &settings.region {
             loader = loader.region(Region::new(region.clone()));
@@ -302,236 +256,6 @@ impl S3Store {
     }
 
     /// Starts a multipart upload carrying the object's metadata; returns its id.
-    async fn create_multipart(
-        &self,
-        key: &str,
-        options: &PutOptions,
-    ) -> Result<String, StoreError> {
-        let mut request = self
-            .client
-            .create_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .set_content_type(options.content_type.map(String::from))
-            .set_cache_control(options.cache_control.map(String::from));
-        if let Some(sha) = &options.sha256 {
-            request = request.metadata(SHA256_METADATA, sha);
-        }
-        if self.checksums() {
-            request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
-        }
-        let output = request
-            .send()
-            .await
-            .map_err(|e| self.error("start a multipart transfer of", key, failure(&e)))?;
-        output.upload_id().map(String::from).ok_or_else(|| {
-            self.io_error(
-                "start a multipart transfer of",
-                key,
-                "the server returned no upload id",
-            )
-        })
-    }
-
-    async fn complete_multipart(
-        &self,
-        key: &str,
-        upload_id: &str,
-        mut completed: Vec<CompletedPart>,
-        if_absent: bool,
-    ) -> Result<PutResult, StoreError> {
-        completed.sort_by_key(|part| part.part_number());
-        let mut request = self
-            .client
-            .complete_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .upload_id(upload_id)
-            .multipart_upload(
-                CompletedMultipartUpload::builder()
-                    .set_parts(Some(completed))
-                    .build(),
-            );
-        if if_absent {
-            request = request.if_none_match("*");
-        }
-        let sent = request.send().await.map(drop).map_err(|e| failure(&e));
-        if sent.is_err() {
-            self.abort(key, upload_id).await;
-        }
-        self.conditional_outcome(sent, if_absent, "complete the multipart transfer of", key)
-    }
-
-    /// Completes an upload whose parts all succeeded, or aborts it so no orphaned parts are
-    /// left (and billed) behind.
-    async fn finish_multipart(
-        &self,
-        op: &'static str,
-        key: &str,
-        upload_id: &str,
-        parts: Result<Vec<CompletedPart>, Failure>,
-        if_absent: bool,
-    ) -> Result<PutResult, StoreError> {
-        match parts {
-            Ok(completed) => {
-                self.complete_multipart(key, upload_id, completed, if_absent)
-                    .await
-            }
-            Err(failure) => {
-                self.abort(key, upload_id).await;
-                Err(self.error(op, key, failure))
-            }
-        }
-    }
-
-    async fn abort(&self, key: &str, upload_id: &str) {
-        let result = self
-            .client
-            .abort_multipart_upload()
-            .bucket(&self.bucket)
-            .key(self.full_key(key))
-            .upload_id(upload_id)
-            .send()
-            .await;
-        if let Err(error) = result {
-            tracing::warn!(
-                "could not abort the multipart upload of {key}: {}",
-                DisplayErrorContext(&error)
-            );
-        }
-    }
-
-    /// Uploads a large file in parts, several in flight at once.
-    async fn put_multipart(
-        &self,
-        key: &str,
-        path: &Path,
-        size: u64,
-        options: &PutOptions,
-    ) -> Result<PutResult, StoreError> {
-        let upload_id = self.create_multipart(key, options).await?;
-        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
-        let result = self
-            .run_parts(&ranges, |number, offset, length| {
-                let client = self.client.clone();
-                let (bucket, full_key, upload_id, path) = (
-                    self.bucket.clone(),
-                    self.full_key(key),
-                    upload_id.clone(),
-                    path.to_path_buf(),
-                );
-                let checksums = self.checksums();
-                async move {
-                    let body = ByteStream::read_from()
-                        .path(&path)
-                        .offset(offset)
-                        .length(Length::Exact(length))
-                        .build()
-                        .await
-                        .map_err(|e| Failure {
-                            status: None,
-                            code: None,
-                            message: e.to_string(),
-                            transient: false,
-                        })?;
-                    let mut request = client
-                        .upload_part()
-                        .bucket(bucket)
-                        .key(full_key)
-                        .upload_id(upload_id)
-                        .part_number(number)
-                        .body(body);
-                    if checksums {
-                        request = request.checksum_algorithm(ChecksumAlgorithm::Sha256);
-                    }
-                    let output = request.send().await.map_err(|e| failure(&e))?;
-                    Ok(CompletedPart::builder()
-                        .part_number(number)
-                        .set_e_tag(output.e_tag().map(String::from))
-                        .set_checksum_sha256(output.checksum_sha256().map(String::from))
-                        .build())
-                }
-            })
-            .await;
-        self.finish_multipart("upload", key, &upload_id, result, options.if_absent)
-            .await
-    }
-
-    /// Copies a large object in parts with UploadPartCopy (server side).
-    async fn copy_multipart(
-        &self,
-        source: &S3Store,
-        from_key: &str,
-        to_key: &str,
-        size: u64,
-        options: &PutOptions,
-    ) -> Result<PutResult, StoreError> {
-        let upload_id = self.create_multipart(to_key, options).await?;
-        let ranges = parts(size, part_size(size, self.settings.multipart_threshold));
-        let copy_source = source.copy_source(from_key);
-        let result = self
-            .run_parts(&ranges, |number, offset, length| {
-                let request = self
-                    .client
-                    .upload_part_copy()
-                    .bucket(&self.bucket)
-                    .key(self.full_key(to_key))
-                    .upload_id(&upload_id)
-                    .part_number(number)
-                    .copy_source(&copy_source)
-                    .copy_source_range(format!("bytes={offset}-{}", offset + length - 1));
-                async move {
-                    let output = request.send().await.map_err(|e| failure(&e))?;
-                    let result = output.copy_part_result();
-                    Ok(CompletedPart::builder()
-                        .part_number(number)
-                        .set_e_tag(result.and_then(|r| r.e_tag()).map(String::from))
-                        .set_checksum_sha256(
-                            result.and_then(|r| r.checksum_sha256()).map(String::from),
-                        )
-                        .build())
-                }
-            })
-            .await;
-        self.finish_multipart("copy", to_key, &upload_id, result, options.if_absent)
-            .await
-    }
-
-    /// Runs one future per part, at most [`PART_CONCURRENCY`] at a time; the first failure
-    /// stops the rest.
-    async fn run_parts<F, Fut>(
-        &self,
-        ranges: &[(u64, u64)],
-        make: F,
-    ) -> Result<Vec<CompletedPart>, Failure>
-    where
-        F: Fn(i32, u64, u64) -> Fut,
-        Fut: std::future::Future<Output = Result<CompletedPart, Failure>> + Send + 'static,
-    {
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut completed = Vec::with_capacity(ranges.len());
-        let mut next = 0;
-        loop {
-            while next < ranges.len() && tasks.len() < PART_CONCURRENCY {
-                let (offset, length) = ranges[next];
-                let number = i32::try_from(next + 1).unwrap_or(i32::MAX);
-                tasks.spawn(make(number, offset, length));
-                next += 1;
-            }
-            let Some(joined) = tasks.join_next().await else {
-                break;
-            };
-            let part = joined.map_err(|e| Failure {
-                status: None,
-                code: None,
-                message: e.to_string(),
-                transient: false,
-            })?;
-            completed.push(part?);
-        }
-        Ok(completed)
-    }
-
     async fn copy_single(
         &self,
         source: &S3Store,
@@ -808,13 +532,15 @@ impl Storage for S3Store {
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, dead_code)] // shared with the integration tests, which use std::fs and all of it
-#[path = "../../tests/common/s3.rs"]
+#[path = "../../../tests/common/s3.rs"]
 mod test_server;
 
 #[cfg(test)]
 mod tests {
     use super::test_server::{S3Server, WriteRule};
     use super::*;
+
+    const OCTET: &str = "application/octet-stream";
     use crate::store::{LocalDir, Outcome, copy_immutable, put_immutable};
 
     const WHEEL: &str = "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl";
@@ -876,7 +602,8 @@ mod tests {
             let store = open(&server, &prefix, mode, 64 << 20);
             let sha = crate::fsutil::sha256_hex(b"wheel bytes");
             assert_eq!(
-                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("put"),
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha, OCTET)
+                    .expect("put"),
                 Outcome::Created
             );
             // The key keeps its `+`: the request path carried it as %2B, not as a space.
@@ -903,11 +630,12 @@ mod tests {
             assert_eq!(store.content_sha256(WHEEL).expect("hash"), sha);
 
             assert_eq!(
-                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha).expect("again"),
+                put_immutable(&store, WHEEL, Body::Bytes(b"wheel bytes"), &sha, OCTET)
+                    .expect("again"),
                 Outcome::Unchanged
             );
             let other = crate::fsutil::sha256_hex(b"other bytes");
-            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other)
+            let error = put_immutable(&store, WHEEL, Body::Bytes(b"other bytes"), &other, OCTET)
                 .expect_err("conflict");
             assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
             // The backend's conditional write is the backstop when a HEAD raced another writer.
@@ -946,7 +674,8 @@ mod tests {
                 &store,
                 WHEEL,
                 Body::Bytes(b"uploaded by someone else"),
-                &same
+                &same,
+                OCTET
             )
             .expect("same"),
             Outcome::Unchanged
@@ -956,6 +685,7 @@ mod tests {
             WHEEL,
             Body::Bytes(b"new"),
             &crate::fsutil::sha256_hex(b"new"),
+            OCTET,
         )
         .expect_err("differs");
         assert!(
@@ -980,7 +710,7 @@ mod tests {
             let staging = open(&server, &from, mode, 1 << 20);
             let release = open(&server, &to, mode, 1 << 20);
             assert_eq!(
-                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha)
+                put_immutable(&staging, big_key, Body::File(&big_file), &big_sha, OCTET)
                     .expect("multipart put"),
                 Outcome::Created
             );
@@ -994,16 +724,16 @@ mod tests {
                 Some(big_sha.as_str())
             );
             let small_sha = crate::fsutil::sha256_hex(b"small");
-            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha).expect("put");
+            put_immutable(&staging, WHEEL, Body::Bytes(b"small"), &small_sha, OCTET).expect("put");
 
             for (key, sha) in [(big_key, &big_sha), (WHEEL, &small_sha)] {
                 let info = staging.head(key).expect("head").expect("exists");
                 assert_eq!(
-                    copy_immutable(&release, &staging, key, key, &info, sha).expect("copy"),
+                    copy_immutable(&release, &staging, key, key, &info, sha, OCTET).expect("copy"),
                     Outcome::Created
                 );
                 assert_eq!(
-                    copy_immutable(&release, &staging, key, key, &info, sha).expect("again"),
+                    copy_immutable(&release, &staging, key, key, &info, sha, OCTET).expect("again"),
                     Outcome::Unchanged
                 );
                 assert_eq!(
@@ -1025,7 +755,7 @@ mod tests {
             let local = LocalDir::new(dir.path().join(format!("local-{mode:?}")));
             let info = release.head(big_key).expect("head").expect("exists");
             assert_eq!(
-                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha)
+                copy_immutable(&local, &release, big_key, big_key, &info, &big_sha, OCTET)
                     .expect("to local"),
                 Outcome::Created
             );
@@ -1033,7 +763,8 @@ mod tests {
             let back = open(&server, &format!("back-{mode:?}"), mode, 1 << 20);
             let info = local.head(big_key).expect("head").expect("exists");
             assert_eq!(
-                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha).expect("to s3"),
+                copy_immutable(&back, &local, big_key, big_key, &info, &big_sha, OCTET)
+                    .expect("to s3"),
                 Outcome::Created
             );
             assert_eq!(back.content_sha256(big_key).expect("hash"), big_sha);
@@ -1046,13 +777,9 @@ mod tests {
         let server = S3Server::start(&dir.path().join("s3"));
         let store = open(&server, "release", S3ChecksumMode::WhenSupported, 64 << 20);
         server.set_write_rule("index.html", WriteRule::Deny);
-        let error = crate::store::put_page(
-            &store,
-            "index.html",
-            "<html/>",
-            crate::index::HTML_CONTENT_TYPE,
-        )
-        .expect_err("denied");
+        let error =
+            crate::store::put_page(&store, "index.html", "<html/>", "text/html; charset=utf-8")
+                .expect_err("denied");
         let text = error.to_string();
         assert!(
             text.starts_with(&format!(
@@ -1063,42 +790,5 @@ mod tests {
         );
         assert!(text.contains("AccessDenied"), "{text}");
         assert!(!error.is_transient());
-    }
-
-    #[test]
-    fn part_sizes_respect_s3_limits() {
-        assert_eq!(
-            part_size(12 << 20, 1 << 20),
-            MIN_PART,
-            "below 5 MiB is raised"
-        );
-        assert_eq!(part_size(12 << 30, 4 << 30), 4 << 30);
-        assert_eq!(
-            part_size(1 << 40, 8 << 30),
-            MAX_PART,
-            "above 5 GiB is lowered"
-        );
-        assert_eq!(
-            part_size(100_000 * MIN_PART, MIN_PART),
-            10 * MIN_PART,
-            "at most 10 000 parts"
-        );
-        assert_eq!(parts(12, 5), vec![(0, 5), (5, 5), (10, 2)]);
-        assert_eq!(parts(10, 5), vec![(0, 5), (5, 5)]);
-    }
-
-    #[test]
-    fn checksum_encodings() {
-        let hex_digest = crate::fsutil::sha256_hex(b"abc");
-        let b64 = hex_to_base64(&hex_digest).expect("b64");
-        assert_eq!(b64, "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
-        assert_eq!(base64_to_hex(&b64).as_deref(), Some(hex_digest.as_str()));
-        assert_eq!(
-            base64_to_hex("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=-3"),
-            None,
-            "composite"
-        );
-        assert_eq!(valid_sha256(&hex_digest.to_uppercase()), Some(hex_digest));
-        assert_eq!(valid_sha256("nothex"), None);
     }
 }

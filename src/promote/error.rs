@@ -1,0 +1,86 @@
+//! The one error type of promotion. Every refusal says that nothing was copied or written.
+
+use crate::exit::{ExitStatus, HasExitStatus};
+use crate::promote::evidence::EvidenceError;
+use crate::promote::rewrite::SplitError;
+use crate::stack::ConfigError;
+use crate::store::transfer::TransferError;
+use crate::wheel::rewrite::RewriteError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("--from and --to are the same store ({0}); promote copies between two prefixes")]
+    SameStore(String),
+    #[error(transparent)]
+    Waiver(ConfigError),
+    #[error(
+        "--test-report {0}\nhint: pass the report `rockbuild smoke --report FILE` or a JUnit XML run wrote \
+         for exactly this staged set; nothing was copied"
+    )]
+    Evidence(EvidenceError),
+    #[error("reading the staged set at {url}")]
+    Scan {
+        url: String,
+        source: crate::index::Error,
+    },
+    #[error(
+        "nothing to promote: {0} holds no wheels in the <project>/<file> layout\n\
+         hint: a set staged with --family lives under <from>/<family>: pass that as --from"
+    )]
+    NothingToPromote(String),
+    #[error(
+        "promotion denied: {denied} of {total} wheels have no passing test evidence; nothing was copied\n\
+         hint: pass the reports of the runs that tested exactly these files (--test-report), \
+         or a waiver with an owner, a reason and an expiry (--waiver)"
+    )]
+    Denied { denied: usize, total: usize },
+    #[error(transparent)]
+    Split(SplitError),
+    #[error("creating a work directory for the rewritten wheels")]
+    WorkDir(#[source] std::io::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("downloading the tested set from {url}: {error}")]
+    Download { url: String, error: TransferError },
+    #[error("'{key}' of {url} was not among the downloaded wheels")]
+    NotDownloaded { key: String, url: String },
+    #[error("{0}\nnothing was written")]
+    Rewrite(RewriteError),
+    #[error("the rewritten set failed verification; nothing was written to {0}")]
+    RewrittenNotVerified(String),
+    /// The staged set is not the one the lock names.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::Error),
+    #[error(transparent)]
+    Verify(#[from] crate::verify::Error),
+    #[error(transparent)]
+    Publish(#[from] crate::publish::Error),
+}
+
+/// Denied evidence and a rewritten set that fails verification are failed verifications (5);
+/// flags, reports and waivers that cannot be used, and versions that cannot be promoted, are
+/// usage errors (2); a wheel that cannot be read or rewritten is a failed step (1).
+impl HasExitStatus for Error {
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            Error::SameStore(_) | Error::Waiver(_) | Error::Evidence(_) | Error::Split(_) => {
+                ExitStatus::Usage
+            }
+            Error::Denied { .. } | Error::RewrittenNotVerified(_) => ExitStatus::VerificationFailed,
+            Error::Rewrite(error) if error.is_wheel_failure() => ExitStatus::Failure,
+            Error::Rewrite(_) => ExitStatus::Usage,
+            Error::Download { error, .. } => match error.interrupted {
+                Some(signal) => ExitStatus::Signal(signal),
+                None => ExitStatus::Failure,
+            },
+            Error::Lock(error) => error.exit_status(),
+            Error::Verify(error) => error.exit_status(),
+            Error::Publish(error) => error.exit_status(),
+            Error::Scan { .. }
+            | Error::NothingToPromote(_)
+            | Error::WorkDir(_)
+            | Error::Io(_)
+            | Error::NotDownloaded { .. } => ExitStatus::Failure,
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The one error type of publishing (`stage`, and the publishing half of `promote`).
+
+use std::path::PathBuf;
+
+use super::Conflict;
+use crate::exit::{ExitStatus, HasExitStatus};
+use crate::index::ordering::OrderingProblem;
+use crate::stack::NameError;
+use crate::store::StoreError;
+use crate::store::transfer::TransferError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("--family: {0}")]
+    Family(NameError),
+    #[error("--family '{family}' cannot be a store path segment: {reason}")]
+    FamilySegment {
+        family: String,
+        reason: &'static str,
+    },
+    #[error("{what} (above); nothing was uploaded to {dest}")]
+    NotVerified { what: String, dest: String },
+    #[error(
+        "{}: the verification report has no {missing}, and only verified wheels are published; \
+         run `rockbuild verify` on it, fix what it reports, then publish again",
+        wheel.display()
+    )]
+    Unverified {
+        wheel: PathBuf,
+        missing: &'static str,
+    },
+    #[error("listing the destination: {0}")]
+    List(StoreError),
+    #[error(
+        "refusing to {verb} to {dest}: the new builds would not be the ones pip installs; nothing was {nothing}{}",
+        bullets(problems)
+    )]
+    Ordering {
+        verb: &'static str,
+        dest: String,
+        nothing: &'static str,
+        problems: Vec<OrderingProblem>,
+    },
+    #[error("checking {dest}: {error}")]
+    Check { dest: String, error: TransferError },
+    #[error(
+        "refusing to {verb} to {dest}: published objects are never replaced, and nothing was {nothing}{}",
+        bullets(conflicts)
+    )]
+    Conflicts {
+        verb: &'static str,
+        dest: String,
+        nothing: &'static str,
+        conflicts: Vec<Conflict>,
+    },
+    #[error("{0}\nthe index pages were not changed; fix the cause and run the same command again")]
+    Transfer(TransferError),
+    #[error(
+        "all objects are in place, but writing the index failed: {0}\nrun `rockbuild index` on the destination (or this command again) to finish"
+    )]
+    Index(crate::index::Error),
+}
+
+/// A refusal to replace a published object or to shadow a published version is a publish
+/// conflict (6); a failed verification 5; a bad flag 2; an interrupted transfer 128+n.
+impl HasExitStatus for Error {
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            Error::Family(_) | Error::FamilySegment { .. } => ExitStatus::Usage,
+            Error::NotVerified { .. } => ExitStatus::VerificationFailed,
+            Error::Ordering { .. } | Error::Conflicts { .. } => ExitStatus::PublishConflict,
+            Error::Transfer(error) => match error.interrupted {
+                Some(signal) => ExitStatus::Signal(signal),
+                None if error.is_conflict() => ExitStatus::PublishConflict,
+                None => ExitStatus::Failure,
+            },
+            Error::Check { error, .. } => match error.interrupted {
+                Some(signal) => ExitStatus::Signal(signal),
+                None => ExitStatus::Failure,
+            },
+            Error::Unverified { .. } | Error::List(_) | Error::Index(_) => ExitStatus::Failure,
+        }
+    }
+}
+
+fn bullets<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| format!("\n  - {i}"))
+        .collect::<String>()
+}

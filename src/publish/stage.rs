@@ -1,0 +1,165 @@
+//! `stage`: a verified build output published to a staging index. Nothing is uploaded unless
+//! every wheel passed; the wheels and their PEP 658 sidecars go up in parallel (retried,
+//! never replacing published bytes) and the index pages are written last.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Destination, Error, Publication, PublishPlan, Transfer, upload_items};
+use crate::index::ordering::Release;
+use crate::ui::{human_bytes, plural};
+use crate::verify::VerifyReport;
+
+/// One verified wheel of the set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StagedWheel {
+    pub file: String,
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// What `stage` will do: the verified set and its publication.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StagePlan {
+    /// The build output the wheels come from.
+    pub input: PathBuf,
+    /// The GPU targets every library was checked for (none: not checked).
+    pub targets: Vec<String>,
+    /// Where that list came from (`--targets`, `family gfx110X`, `lock <path>`).
+    pub targets_from: Option<String>,
+    pub wheels: Vec<StagedWheel>,
+    pub publish: PublishPlan,
+}
+
+/// The publication of a verified set: its wheels and sidecars as uploads, the versions it
+/// brings. A set that failed verification is refused here, before any store is read.
+pub fn publication(report: &VerifyReport, input: &Path, dest: &str) -> Result<Publication, Error> {
+    if !report.ok {
+        return Err(Error::NotVerified {
+            what: what_failed(
+                report.failed(),
+                report.wheels.len(),
+                report.set_problems.len(),
+                &input.display().to_string(),
+            ),
+            dest: dest.to_string(),
+        });
+    }
+    Ok(Publication {
+        verb: "stage",
+        transfer: Transfer::Upload,
+        items: upload_items(&report.wheels)?,
+        releases: report
+            .wheels
+            .iter()
+            .filter_map(|w| {
+                Some(Release {
+                    project: w.name.clone()?,
+                    version: w.version.clone()?,
+                })
+            })
+            .collect(),
+    })
+}
+
+/// Plans the stage: the verified wheels and what publishing them into `dest` does.
+pub fn plan(
+    input: &Path,
+    targets_from: Option<String>,
+    report: &VerifyReport,
+    publication: Publication,
+    dest: &Destination,
+) -> Result<StagePlan, Error> {
+    Ok(StagePlan {
+        input: input.to_path_buf(),
+        targets: report.targets.clone(),
+        targets_from,
+        wheels: report
+            .wheels
+            .iter()
+            .map(|w| StagedWheel {
+                file: w.file.clone(),
+                size: w.size,
+                sha256: w.sha256.clone().unwrap_or_default(),
+            })
+            .collect(),
+        publish: super::plan(publication, dest)?,
+    })
+}
+
+impl StagePlan {
+    /// What `--dry-run` prints.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "stage {} verified wheel{} from {} to {}\n",
+            self.wheels.len(),
+            plural(self.wheels.len()),
+            self.input.display(),
+            self.publish.dest
+        );
+        match (&self.targets_from, self.targets.is_empty()) {
+            (Some(from), false) => {
+                let _ = writeln!(
+                    out,
+                    "every GPU library carries code for {} (from {from})",
+                    self.targets.join(",")
+                );
+            }
+            _ => out.push_str("GPU libraries were checked for HIP code, not for targets\n"),
+        }
+        for wheel in &self.wheels {
+            let _ = writeln!(
+                out,
+                "  verified {} ({}, sha256 {})",
+                wheel.file,
+                human_bytes(wheel.size),
+                wheel.sha256
+            );
+        }
+        out.push_str(&self.publish.to_text());
+        out
+    }
+}
+
+/// What failed verification: wheels on their own, the set as a whole (a pin between two
+/// wheels, a missing project), or both.
+fn what_failed(failed: usize, wheels: usize, set_problems: usize, input: &str) -> String {
+    let set = format!("{set_problems} problem{}", plural(set_problems));
+    match (failed, set_problems) {
+        (_, 0) => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification",
+            plural(wheels)
+        ),
+        (0, _) => format!(
+            "the {wheels} wheel{} in {input} passed one by one, but the set has {set}",
+            plural(wheels)
+        ),
+        _ => format!(
+            "{failed} of {wheels} wheel{} in {input} failed verification, and the set has {set}",
+            plural(wheels)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::what_failed;
+
+    #[test]
+    fn the_refusal_counts_wheel_and_set_problems() {
+        assert_eq!(
+            what_failed(1, 3, 0, "dist"),
+            "1 of 3 wheels in dist failed verification"
+        );
+        assert_eq!(
+            what_failed(0, 3, 1, "dist"),
+            "the 3 wheels in dist passed one by one, but the set has 1 problem"
+        );
+        assert_eq!(
+            what_failed(2, 3, 2, "dist"),
+            "2 of 3 wheels in dist failed verification, and the set has 2 problems"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! `promote`: the two stores, the evidence and waivers, the version rewrite.
+
+use std::path::PathBuf;
+
+use super::store::store_settings;
+use crate::cli::{PromoteArgs, RewriteTo};
+use crate::context::Context;
+use crate::lock::Lock;
+use crate::promote;
+use crate::promote::waiver::{self, Waiver};
+use crate::stack::ConfigSource;
+use crate::store::{StoreSettings, StoreUrl};
+use crate::wheel::rewrite::Promotion;
+
+pub struct PromoteSettings {
+    pub from: StoreUrl,
+    pub to: StoreUrl,
+    /// The test reports to judge the set by, absolute.
+    pub test_reports: Vec<PathBuf>,
+    pub waivers: Vec<Waiver>,
+    /// The lock the set was built from (every wheel's version must be the one it names).
+    pub lock: Option<(PathBuf, Lock)>,
+    /// The versions to promote to (`--rewrite-version`); none: the objects go as they are.
+    pub promotion: Option<Promotion>,
+    pub store: StoreSettings,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+impl PromoteSettings {
+    pub fn resolve(args: PromoteArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let PromoteArgs {
+            from,
+            to,
+            test_reports,
+            waiver,
+            rewrite_version,
+            dry_run,
+            json,
+            lock,
+            store,
+        } = args;
+        let from = StoreUrl::parse(&from, &ctx.cwd)?;
+        let to = StoreUrl::parse(&to, &ctx.cwd)?;
+        if from == to {
+            return Err(promote::Error::SameStore(from.to_string()).into());
+        }
+        let waivers = match &waiver {
+            Some(path) => {
+                let source = ConfigSource::read(&ctx.absolute(path))?;
+                waiver::parse(&source).map_err(promote::Error::Waiver)?
+            }
+            None => Vec::new(),
+        };
+        let lock = super::read_lock(ctx, lock)?;
+        Ok(PromoteSettings {
+            from,
+            to,
+            test_reports: test_reports.iter().map(|p| ctx.absolute(p)).collect(),
+            waivers,
+            lock,
+            promotion: rewrite_version.map(|kind| match kind {
+                RewriteTo::Rc => Promotion::ReleaseCandidate(1),
+                RewriteTo::Final => Promotion::Final,
+            }),
+            store: store_settings(store),
+            dry_run,
+            json,
+        })
+    }
+}

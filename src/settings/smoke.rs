@@ -1,0 +1,85 @@
+//! `smoke`: the index and the set to test (the lock's versions, else the newest), the venv,
+//! the report and its logs.
+
+use std::path::PathBuf;
+
+use indexmap::IndexMap;
+
+use crate::cli::SmokeArgs;
+use crate::context::Context;
+use crate::index::client::IndexClient;
+use crate::lock::Lock;
+use crate::smoke;
+use crate::stack::Stack;
+
+pub struct SmokeSettings {
+    pub stack: Stack,
+    pub client: IndexClient,
+    /// The versions to test, by project (the lock's build record); none: the newest.
+    pub versions: Option<IndexMap<String, String>>,
+    pub smoke: smoke::Settings,
+    /// Where the test report goes.
+    pub report: PathBuf,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+impl SmokeSettings {
+    pub fn resolve(args: SmokeArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let SmokeArgs {
+            index_url,
+            lock,
+            report,
+            extra_index_url,
+            venv,
+            python,
+            dry_run,
+            json,
+            config,
+        } = args;
+        let stack = config.stack(ctx)?;
+        let versions = match &lock {
+            Some(path) => {
+                let path = ctx.absolute(path);
+                let lock = Lock::read(&path)?;
+                let build = lock.build.ok_or(smoke::Error::NoBuildRecord(path))?;
+                Some(build.versions)
+            }
+            None => None,
+        };
+        let client = IndexClient::new(&index_url).map_err(smoke::Error::Index)?;
+        let report = ctx.absolute(&report);
+        let (venv, clear_venv) = match venv {
+            Some(dir) => {
+                let dir = ctx.absolute(&dir);
+                let holds_venv = dir.join("pyvenv.cfg").is_file();
+                let empty = fs_err::read_dir(&dir)
+                    .map(|mut d| d.next().is_none())
+                    .unwrap_or(true);
+                if !holds_venv && !empty {
+                    return Err(smoke::Error::VenvNotEmpty(dir).into());
+                }
+                (Some(dir), holds_venv)
+            }
+            None => (None, false),
+        };
+        Ok(SmokeSettings {
+            stack,
+            client,
+            versions,
+            smoke: smoke::Settings {
+                index_url,
+                extra_index_urls: extra_index_url,
+                venv,
+                clear_venv,
+                python: python
+                    .map(|p| ctx.absolute(&p))
+                    .unwrap_or_else(|| "python3".into()),
+                log_dir: report.with_extension("logs"),
+            },
+            report,
+            dry_run,
+            json,
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! `verify`: which wheels, and what they are verified against — the stack, the lock's build
+//! record, `--targets`, `--index-url`. The expectations are shared with `stage`.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use pep440_rs::Version;
+
+use super::{Source, Sourced};
+use crate::cli::VerifyArgs;
+use crate::context::Context;
+use crate::lock::Lock;
+use crate::stack::{self, FamilyTable, Stack, Target};
+use crate::verify::{self, Expectations};
+use crate::wheel::filename::normalize_name;
+use crate::wheel::verify::ExpectedVersion;
+
+pub struct VerifySettings {
+    /// The wheels and directories of wheels named on the command line, absolute.
+    pub inputs: Vec<PathBuf>,
+    pub expect: Expectations,
+    /// Print the report as JSON on stdout.
+    pub json: bool,
+}
+
+impl VerifySettings {
+    pub fn resolve(args: VerifyArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let VerifyArgs {
+            paths,
+            lock,
+            targets,
+            index_url,
+            json,
+            allow_linux_tag,
+            config,
+        } = args;
+        let stack = config.stack(ctx)?;
+        let table = config.family_table(ctx)?;
+        let (mut expect, _) = expectations(
+            ctx,
+            &stack,
+            &table,
+            lock.as_deref(),
+            targets.as_deref(),
+            index_url,
+        )?;
+        expect.wheels.allow_linux_tag = allow_linux_tag;
+        Ok(VerifySettings {
+            inputs: paths.iter().map(|p| ctx.absolute(p)).collect(),
+            expect,
+            json,
+        })
+    }
+}
+
+/// What a set is verified against: the lock's build record (targets, versions, the SDK's
+/// index), `--targets` over the lock's targets (with a warning), `--index-url` over the
+/// lock's index. Also says where the targets came from, when there are any.
+pub fn expectations(
+    ctx: &Context,
+    stack: &Stack,
+    table: &FamilyTable,
+    lock: Option<&Path>,
+    targets: Option<&str>,
+    index_url: Option<String>,
+) -> anyhow::Result<(Expectations, Option<Sourced<Vec<Target>>>)> {
+    let recipes = crate::build::recipes::Recipes::builtin().wheel_expectations(stack)?;
+    let mut expect = Expectations::for_stack(stack, recipes);
+    let mut targets_from = None;
+    let mut lock_index = None;
+    if let Some(lock_path) = lock {
+        let lock_path = ctx.absolute(lock_path);
+        let lock = Lock::read(&lock_path)?;
+        expect_lock(&mut expect, &lock, &lock_path, stack)?;
+        if let Some(build) = &lock.build {
+            targets_from = Some(Source::Lock(lock_path.display().to_string()));
+            // The lock keeps the URL with its password masked; such a URL cannot be read.
+            lock_index = build
+                .index_url
+                .clone()
+                .filter(|url| !crate::redact::is_masked(url));
+        }
+    }
+    if let Some(list) = targets {
+        let given = table.targets(list).map_err(verify::Error::Targets)?;
+        if !expect.wheels.targets.is_empty() && expect.wheels.targets != given {
+            ctx.ui.warn(format!(
+                "--targets {} replaces the lock's targets {}",
+                stack::families::join(&given),
+                stack::families::join(&expect.wheels.targets)
+            ));
+        }
+        expect.wheels.targets = given;
+        targets_from = Some(Source::Flag("--targets".into()));
+    }
+    expect.index_url = index_url.or(lock_index);
+    let targets = targets_from.map(|source| Sourced {
+        value: expect.wheels.targets.clone(),
+        source,
+    });
+    Ok((expect, targets))
+}
+
+/// Takes the targets and per-project versions of the lock's build record as the
+/// expectation. A lock without a build record changes nothing.
+fn expect_lock(
+    expect: &mut Expectations,
+    lock: &Lock,
+    lock_path: &Path,
+    stack: &Stack,
+) -> Result<(), verify::Error> {
+    let Some(build) = &lock.build else {
+        return Ok(());
+    };
+    expect.wheels.targets = build.targets.clone();
+    for (project, version) in &build.versions {
+        let wheel = stack
+            .projects
+            .get(project)
+            .map(|p| normalize_name(&p.wheel))
+            .ok_or_else(|| verify::Error::LockProject {
+                lock: lock_path.to_path_buf(),
+                project: project.clone(),
+                stack: stack.source_name.clone(),
+            })?;
+        let version = Version::from_str(version).map_err(|e| verify::Error::LockVersion {
+            lock: lock_path.to_path_buf(),
+            project: project.clone(),
+            version: version.clone(),
+            reason: e.to_string(),
+        })?;
+        expect.wheels.versions.insert(
+            wheel,
+            ExpectedVersion {
+                project: project.clone(),
+                version,
+            },
+        );
+    }
+    Ok(())
+}

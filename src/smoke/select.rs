@@ -1,0 +1,179 @@
+//! Which wheels a smoke run installs: each stack project's locked version (or its newest)
+//! as the index offers it, with the hash of every file of that version.
+
+use std::fmt::Write as _;
+
+use indexmap::IndexMap;
+
+use super::Error;
+use crate::index::client::{IndexClient, RemoteFile};
+use crate::index::dist_name_and_version;
+use crate::stack::{Project, Stack};
+
+/// One project of the set as the index offers it.
+#[derive(Clone, Debug)]
+pub struct Selected {
+    pub project: Project,
+    pub version: String,
+    /// Every file of that version (pip picks the one matching this interpreter).
+    pub files: Vec<RemoteFile>,
+}
+
+/// Picks the set from the index: each stack project's locked version (or its newest), with
+/// the hashes of every file of that version. A locked project missing from the index is an
+/// error that lists what the index has (TheRock#4746).
+pub fn select(
+    stack: &Stack,
+    client: &IndexClient,
+    versions: Option<&IndexMap<String, String>>,
+) -> Result<(Vec<Selected>, Vec<String>), Error> {
+    let mut selected = Vec::new();
+    let mut notes = Vec::new();
+    for project in stack.projects.values() {
+        let locked = versions.and_then(|v| v.get(&project.name));
+        if versions.is_some() && locked.is_none() {
+            notes.push(format!(
+                "{}: not in the lock's build record; not tested",
+                project.name
+            ));
+            continue;
+        }
+        let files = client
+            .project(&project.wheel)
+            .map_err(|source| Error::Page {
+                wheel: project.wheel.clone(),
+                url: client.display_url(),
+                source,
+            })?
+            .unwrap_or_default();
+        let files: Vec<RemoteFile> = files
+            .into_iter()
+            .filter(|f| !f.yanked && f.filename.ends_with(".whl"))
+            .collect();
+        let mut available: Vec<(pep440_rs::Version, String)> = files
+            .iter()
+            .filter_map(|f| dist_name_and_version(&f.filename))
+            .map(|(_, v)| (v.clone(), v.to_string()))
+            .collect();
+        available.sort();
+        available.dedup_by(|a, b| a.0 == b.0);
+        let version = match locked {
+            Some(version) => {
+                let wanted: pep440_rs::Version =
+                    version.parse().map_err(|e: pep440_rs::VersionParseError| {
+                        Error::LockVersion {
+                            project: project.name.clone(),
+                            version: version.clone(),
+                            reason: e.to_string(),
+                        }
+                    })?;
+                if !available.iter().any(|(v, _)| *v == wanted) {
+                    let have: Vec<&str> = available.iter().map(|(_, text)| text.as_str()).collect();
+                    return Err(Error::NotOnIndex {
+                        wheel: project.wheel.clone(),
+                        version: version.clone(),
+                        url: client.display_url(),
+                        have: if have.is_empty() {
+                            "no wheels of it".to_string()
+                        } else {
+                            have.join(", ")
+                        },
+                    });
+                }
+                wanted
+            }
+            None => match available.last() {
+                Some((newest, _)) => newest.clone(),
+                None => {
+                    notes.push(format!(
+                        "{}: no {} wheels on the index; not tested",
+                        project.name, project.wheel
+                    ));
+                    continue;
+                }
+            },
+        };
+        let files: Vec<RemoteFile> = files
+            .into_iter()
+            .filter(|f| {
+                dist_name_and_version(&f.filename).map(|(_, v)| v).as_ref() == Some(&version)
+            })
+            .collect();
+        if let Some(unhashed) = files.iter().find(|f| f.sha256.is_none()) {
+            return Err(Error::NoHash {
+                file: unhashed.filename.clone(),
+                url: client.display_url(),
+            });
+        }
+        selected.push(Selected {
+            project: project.clone(),
+            version: version.to_string(),
+            files,
+        });
+    }
+    if selected.is_empty() {
+        return Err(Error::NothingOnIndex {
+            wheels: stack
+                .projects
+                .values()
+                .map(|p| p.wheel.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            url: client.display_url(),
+        });
+    }
+    Ok((selected, notes))
+}
+
+/// The hash-pinned requirements of the set (pip's `--require-hashes` format).
+pub fn requirements(selected: &[Selected], with_hashes: bool) -> String {
+    let mut out = String::new();
+    for item in selected {
+        let _ = write!(out, "{}=={}", item.project.wheel, item.version);
+        if with_hashes {
+            for file in &item.files {
+                if let Some(sha) = &file.sha256 {
+                    let _ = write!(out, " \\\n    --hash=sha256:{sha}");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_pin_versions_and_every_hash() {
+        let stack = Stack::load(None).expect("stack");
+        let file = |name: &str, sha: char| RemoteFile {
+            filename: name.into(),
+            url: format!("http://x/{name}"),
+            sha256: Some(sha.to_string().repeat(64)),
+            requires_python: None,
+            metadata: None,
+            size: None,
+            yanked: false,
+        };
+        let selected = vec![Selected {
+            project: stack.projects["torch"].clone(),
+            version: "2.9.0+rocm7.0.0".into(),
+            files: vec![
+                file("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl", 'a'),
+                file("torch-2.9.0+rocm7.0.0-cp312-cp312-linux_x86_64.whl", 'b'),
+            ],
+        }];
+        assert_eq!(
+            requirements(&selected, true),
+            format!(
+                "torch==2.9.0+rocm7.0.0 \\\n    --hash=sha256:{} \\\n    --hash=sha256:{}\n",
+                "a".repeat(64),
+                "b".repeat(64)
+            )
+        );
+        assert_eq!(requirements(&selected, false), "torch==2.9.0+rocm7.0.0\n");
+    }
+}

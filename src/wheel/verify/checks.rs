@@ -1,0 +1,223 @@
+//! Checks over a whole read wheel: the archive layout, RECORD against what was read, and the
+//! ELF files (GPU targets, HIP runtime link, search paths).
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::{LibraryReport, WheelExpectations};
+use crate::wheel::archive::{Archive, DataSpan, Entry};
+use crate::wheel::elf::{self, ElfInfo};
+use crate::wheel::problem::Problem;
+use crate::wheel::record::RecordLine;
+
+/// Entries must tile the archive: no bytes before, between or after them that the central
+/// directory does not account for (hidden content), and no overlaps (zip bombs reuse data).
+pub(super) fn check_layout(
+    archive: &Archive,
+    spans: &[Option<DataSpan>],
+    problems: &mut Vec<Problem>,
+) {
+    let mut ordered: Vec<(u64, u64, &Entry)> = archive
+        .entries
+        .iter()
+        .zip(spans)
+        .filter_map(|(entry, span)| span.map(|s| (entry.header_offset, s.end, entry)))
+        .collect();
+    // Only a fully read archive can be judged for gaps.
+    let complete = ordered.len() == archive.entries.len();
+    ordered.sort_by_key(|(start, _, _)| *start);
+    let mut position = 0u64;
+    let mut previous: Option<&Entry> = None;
+    for (start, end, entry) in &ordered {
+        if *start < position {
+            problems.push(Problem::zip(
+                Some(&entry.name),
+                format!(
+                    "its local header at offset {start} lies inside the data of '{}' (overlapping entries)",
+                    previous.map_or("", |p| p.name.as_str())
+                ),
+            ));
+        } else if *start > position && complete {
+            problems.push(Problem::zip(
+                None,
+                format!(
+                    "{} bytes at offset {position} belong to no entry (hidden data)",
+                    start - position
+                ),
+            ));
+        }
+        position = position.max(*end);
+        previous = Some(entry);
+    }
+    if complete && position < archive.central_directory_offset {
+        problems.push(Problem::zip(
+            None,
+            format!(
+                "{} bytes at offset {position}, before the central directory, belong to no entry (hidden data)",
+                archive.central_directory_offset - position
+            ),
+        ));
+    }
+}
+
+/// Signature files next to RECORD are not listed in it (binary distribution format spec).
+fn exempt_from_record(name: &str, record_path: &str) -> bool {
+    name == record_path
+        || name == format!("{record_path}.jws")
+        || name == format!("{record_path}.p7s")
+}
+
+pub(super) fn check_record(
+    archive: &Archive,
+    record_path: &str,
+    recorded: &HashMap<&str, &RecordLine>,
+    digests: &super::Digests,
+    problems: &mut Vec<Problem>,
+) {
+    let mut present = BTreeSet::new();
+    for (index, entry) in archive.entries.iter().enumerate() {
+        if entry.is_dir() {
+            continue;
+        }
+        present.insert(entry.name.as_str());
+        if exempt_from_record(&entry.name, record_path) {
+            continue;
+        }
+        let Some(line) = recorded.get(entry.name.as_str()) else {
+            problems.push(Problem::NotInRecord {
+                entry: entry.name.clone(),
+            });
+            continue;
+        };
+        let Some((algorithm, expected)) = &line.hash else {
+            problems.push(Problem::RecordInvalid {
+                line: line.line,
+                detail: format!(
+                    "'{}' has no hash (only RECORD itself may go without)",
+                    line.path
+                ),
+            });
+            continue;
+        };
+        // Entries that could not be read were reported already.
+        let Some((digest, size)) = digests.get(&index) else {
+            continue;
+        };
+        if let Some(actual) = digest
+            && actual != expected
+        {
+            problems.push(Problem::RecordHashMismatch {
+                entry: entry.name.clone(),
+                algorithm: algorithm.name().to_string(),
+                expected: expected.clone(),
+                actual: actual.clone(),
+            });
+        }
+        if let Some(expected_size) = line.size
+            && expected_size != *size
+        {
+            problems.push(Problem::RecordSizeMismatch {
+                entry: entry.name.clone(),
+                expected: expected_size,
+                actual: *size,
+            });
+        }
+    }
+    let mut missing: Vec<&&RecordLine> = recorded
+        .values()
+        .filter(|line| !present.contains(line.path.as_str()))
+        .collect();
+    missing.sort_by_key(|line| line.line);
+    for line in missing {
+        problems.push(Problem::MissingFile {
+            entry: line.path.clone(),
+        });
+    }
+}
+
+/// GPU targets per offload bundle, the HIP runtime link and search paths of each ELF file.
+pub(super) fn check_elves(
+    archive: &Archive,
+    elves: &[(usize, ElfInfo)],
+    expect: &WheelExpectations,
+    wheel_name: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Vec<LibraryReport> {
+    let mut libraries = Vec::new();
+    for (index, info) in elves {
+        let entry = archive.entries[*index].name.clone();
+        for (tag, paths) in [("RPATH", &info.rpath), ("RUNPATH", &info.runpath)] {
+            for path in paths {
+                if let Some(reason) = elf::search_path_problem(path) {
+                    problems.push(Problem::Rpath {
+                        entry: entry.clone(),
+                        tag: tag.to_string(),
+                        path: path.clone(),
+                        reason: reason.to_string(),
+                    });
+                }
+            }
+        }
+        let mut found = BTreeSet::new();
+        let mut bundles = 0;
+        let mut compressed = 0;
+        if let Some(scan) = &info.gpu {
+            if let Some(error) = &scan.error {
+                problems.push(Problem::GpuCode {
+                    entry: entry.clone(),
+                    detail: error.clone(),
+                });
+            }
+            // Host-only bundles carry no device code to judge.
+            let device: Vec<BTreeSet<&str>> = scan
+                .bundles
+                .iter()
+                .map(|b| b.targets().collect::<BTreeSet<&str>>())
+                .filter(|targets| !targets.is_empty())
+                .collect();
+            bundles = device.len();
+            compressed = scan
+                .bundles
+                .iter()
+                .filter(|b| b.compressed.is_some())
+                .count();
+            found = device.iter().flatten().map(|t| (*t).to_string()).collect();
+            for target in &expect.targets {
+                let missing = device
+                    .iter()
+                    .filter(|t| !t.contains(target.as_str()))
+                    .count();
+                if missing > 0 {
+                    problems.push(Problem::TargetMissing {
+                        entry: entry.clone(),
+                        target: target.to_string(),
+                        bundles_missing: missing,
+                        bundles_total: device.len(),
+                        found: found.iter().cloned().collect(),
+                    });
+                }
+            }
+        }
+        libraries.push(LibraryReport {
+            entry,
+            targets: found.into_iter().collect(),
+            bundles,
+            compressed_bundles: compressed,
+            needed: info.needed.clone(),
+            rpath: info.rpath.clone(),
+            runpath: info.runpath.clone(),
+            glibc: info.glibc,
+        });
+    }
+    if let Some(name) = wheel_name
+        && expect
+            .recipes
+            .get(name)
+            .is_some_and(|recipe| recipe.links_hip_runtime)
+        && !elves.iter().any(|(_, info)| info.links_hip_runtime())
+    {
+        problems.push(Problem::NoHipRuntime {
+            libraries: elves.len(),
+        });
+    }
+    libraries
+}

@@ -1,0 +1,491 @@
+//! Verifying one wheel on its own, every problem a typed [`Problem`]: the zip container
+//! (strictly, see `archive`), entry paths, RECORD (every file listed with a matching hash and
+//! size, nothing unlisted), name/version/tags of the file name against METADATA, WHEEL and the
+//! `.dist-info` directory, the expected version, and in ELF files the GPU targets of each
+//! offload bundle, the HIP runtime link and RPATH/RUNPATH. What a *set* must satisfy (unique
+//! files, every project present, pins that resolve) is the verify stage's (`crate::verify`).
+//!
+//! Each entry is read once: it is inflated, hashed and (for ELF files) inspected in one
+//! stream. Entries of a wheel and the wheels of a set are processed in parallel (rayon); the
+//! wheel's own SHA-256 (for indexes and test reports) is computed alongside.
+//!
+//! The parts: [`entries`] screens and reads the entries, [`dist_info`] reads and checks the
+//! `.dist-info` files, [`checks`] judges the archive layout, RECORD and the ELF files.
+
+mod checks;
+mod dist_info;
+mod entries;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use pep440_rs::Version;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::stack::Target;
+use crate::wheel::archive::Archive;
+use crate::wheel::elf::ElfInfo;
+use crate::wheel::filename::{WheelFilename, normalize_name};
+use crate::wheel::metadata::CoreMetadata;
+use crate::wheel::problem::Problem;
+use crate::wheel::record::{HashAlgorithm, Hasher, RecordLine};
+use entries::{EntryOutcome, MemoryBudget};
+
+/// Default bound on ELF bytes held in memory at once across all parallel readers.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// What every wheel of a set is checked against.
+#[derive(Debug, Clone, Default)]
+pub struct WheelExpectations {
+    /// gfx targets every GPU library must carry code for (empty: not checked).
+    pub targets: Vec<Target>,
+    /// What each stack project's recipe expects of its wheel, by normalized wheel name
+    /// (`build::recipes::Recipes::wheel_expectations`).
+    pub recipes: BTreeMap<String, WheelExpectation>,
+    /// Versions expected (the lock's build record), by normalized wheel name.
+    pub versions: BTreeMap<String, ExpectedVersion>,
+    /// Whether a `linux_<arch>` platform tag passes (local builds); release staging refuses it.
+    pub allow_linux_tag: bool,
+}
+
+/// What a project's build recipe promises of its wheel, beyond what every wheel must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WheelExpectation {
+    /// Some ELF file links the HIP runtime (libamdhip64): a GPU build, not a CPU-only one.
+    pub links_hip_runtime: bool,
+    /// Normalized names of stack wheels it is built against and must pin exactly (`==`) to
+    /// the set's version when the set holds them: a mismatched pair fails at import.
+    pub pins: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedVersion {
+    pub project: String,
+    pub version: Version,
+}
+
+/// One ELF file of a wheel, as the report shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LibraryReport {
+    pub entry: String,
+    /// gfx targets found in any of its offload bundles (sorted).
+    pub targets: Vec<String>,
+    pub bundles: usize,
+    pub compressed_bundles: usize,
+    pub needed: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rpath: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runpath: Vec<String>,
+    /// The highest glibc it needs (`rockbuild retag` reads it; the report does not show it).
+    #[serde(skip)]
+    pub glibc: Option<crate::wheel::manylinux::Glibc>,
+}
+
+/// The verdict on one wheel.
+#[derive(Debug, Clone, Serialize)]
+pub struct WheelReport {
+    pub path: PathBuf,
+    pub file: String,
+    pub size: u64,
+    /// SHA-256 of the wheel file (hex), for index links and test reports.
+    pub sha256: Option<String>,
+    /// Normalized project name and version, from METADATA (or the file name).
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub entries: usize,
+    /// Whether the archive uses ZIP64 end records (wheels over 4 GiB or 65535 entries).
+    pub zip64: bool,
+    /// Core metadata; `raw` (the PEP 658 sidecar bytes) is not serialized.
+    pub metadata: Option<CoreMetadata>,
+    /// SHA-256 of METADATA (hex): the PEP 658 `data-core-metadata` hash.
+    pub metadata_sha256: Option<String>,
+    pub libraries: Vec<LibraryReport>,
+    #[serde(serialize_with = "serialize_problems")]
+    pub problems: Vec<Problem>,
+}
+
+impl WheelReport {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Versions as parsed, for closure checks (METADATA first, the file name otherwise).
+    pub fn parsed_version(&self) -> Option<Version> {
+        self.metadata
+            .as_ref()
+            .map(|m| m.version.clone())
+            .or_else(|| {
+                self.version
+                    .as_deref()
+                    .and_then(|v| Version::from_str(v).ok())
+            })
+    }
+}
+
+#[derive(Serialize)]
+struct ProblemOut<'a> {
+    #[serde(flatten)]
+    problem: &'a Problem,
+    message: String,
+}
+
+/// Problems as JSON: the typed problem and its message.
+pub fn serialize_problems<S: serde::Serializer>(
+    problems: &[Problem],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(problems.iter().map(|problem| ProblemOut {
+        problem,
+        message: problem.to_string(),
+    }))
+}
+
+/// The wheels a command line names cannot be found.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error("no wheels to verify")]
+    NoWheels,
+    #[error("'{}' does not exist", .0.display())]
+    NotFound(PathBuf),
+    #[error("'{}' holds no wheels (*.whl): nothing to verify; did the build write its wheels elsewhere?", .0.display())]
+    EmptyDirectory(PathBuf),
+    #[error("cannot list '{}': {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+/// Expands the command line's wheels and directories (their `*.whl` files, not recursive)
+/// into a sorted list of wheel paths. An empty directory is an error, never a pass (W5).
+pub fn collect_wheels(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, CollectError> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let metadata =
+            fs_err::metadata(input).map_err(|_| CollectError::NotFound(input.clone()))?;
+        if !metadata.is_dir() {
+            out.push(input.clone());
+            continue;
+        }
+        let mut found: Vec<PathBuf> = fs_err::read_dir(input)
+            .map_err(|error| CollectError::Io {
+                path: input.clone(),
+                error,
+            })?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "whl") && path.is_file())
+            .collect();
+        if found.is_empty() {
+            return Err(CollectError::EmptyDirectory(input.clone()));
+        }
+        found.sort();
+        out.append(&mut found);
+    }
+    if out.is_empty() {
+        return Err(CollectError::NoWheels);
+    }
+    Ok(out)
+}
+
+/// Verifies wheels (paths to `.whl` files) each on its own, in parallel, holding at most
+/// `memory_budget` bytes of ELF files in memory at once. Reports are in the order given.
+pub fn verify_wheels(
+    wheels: &[PathBuf],
+    expect: &WheelExpectations,
+    memory_budget: u64,
+) -> Vec<WheelReport> {
+    let budget = MemoryBudget::new(memory_budget);
+    wheels
+        .par_iter()
+        .with_max_len(1)
+        .map(|path| verify_wheel(path, expect, &budget))
+        .collect()
+}
+
+/// Verifies one wheel on its own (no set-level checks).
+fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) -> WheelReport {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let mut report = WheelReport {
+        path: path.to_path_buf(),
+        file: file.clone(),
+        size: 0,
+        sha256: None,
+        name: None,
+        version: None,
+        entries: 0,
+        zip64: false,
+        metadata: None,
+        metadata_sha256: None,
+        libraries: Vec::new(),
+        problems: Vec::new(),
+    };
+    let filename = match WheelFilename::parse(&file) {
+        Ok(filename) => {
+            report.name = Some(filename.normalized_name());
+            report.version = Some(filename.version.to_string());
+            Some(filename)
+        }
+        Err(error) => {
+            report.problems.push(Problem::FileName {
+                detail: error.to_string(),
+            });
+            None
+        }
+    };
+    let opened = fs_err::File::open(path).map(fs_err::File::into_file);
+    let archive = match opened {
+        Ok(handle) => {
+            report.size = handle.metadata().map(|m| m.len()).unwrap_or(0);
+            Archive::open(handle, &mut report.problems)
+        }
+        Err(error) => {
+            report.problems.push(Problem::Archive {
+                detail: format!("cannot open the file: {error}"),
+            });
+            return report;
+        }
+    };
+    let archive = match archive {
+        Ok(archive) => archive,
+        Err(error) => {
+            report.problems.push(Problem::Archive {
+                detail: error.to_string(),
+            });
+            return report;
+        }
+    };
+    report.entries = archive.entries.iter().filter(|e| !e.is_dir()).count();
+    report.zip64 = archive.zip64;
+    check_wheel(&archive, filename.as_ref(), expect, budget, &mut report);
+    report
+}
+
+/// Checks an opened archive: entries, `.dist-info`, names, every entry's bytes against
+/// RECORD, the layout, the ELF files. Problems are reported in that order.
+fn check_wheel(
+    archive: &Archive,
+    filename: Option<&WheelFilename>,
+    expect: &WheelExpectations,
+    budget: &MemoryBudget,
+    report: &mut WheelReport,
+) {
+    let problems = &mut report.problems;
+    let readable = entries::screen(archive, problems);
+    let dist = dist_info::read(archive, filename, &readable, problems);
+    dist_info::check_names(
+        filename,
+        dist.dir.as_deref(),
+        dist.metadata.as_ref(),
+        dist.wheel_info.as_ref(),
+        &expect.versions,
+        problems,
+    );
+    let recorded = record_by_path(&dist.record_lines, problems);
+
+    // Every other entry, biggest first.
+    let mut order: Vec<usize> = (0..archive.entries.len())
+        .filter(|i| !dist.handled.contains(i))
+        .collect();
+    order.sort_by_key(|i| std::cmp::Reverse(archive.entries[*i].compressed_size));
+    let algorithm_of = |name: &str| {
+        recorded
+            .get(name)
+            .and_then(|line| line.hash.as_ref())
+            .map(|(a, _)| *a)
+    };
+    let (sha256, outcomes) = entries::read_all(archive, &order, &readable, &algorithm_of, budget);
+    let mut spans = vec![None; archive.entries.len()];
+    for (index, span) in &dist.spans {
+        spans[*index] = Some(*span);
+    }
+    let (mut digests, elves) = gather(archive, outcomes, &mut spans, problems);
+    for (index, bytes) in &dist.bytes {
+        let algorithm =
+            algorithm_of(&archive.entries[*index].name).unwrap_or(HashAlgorithm::Sha256);
+        let mut hasher = Hasher::new(algorithm);
+        hasher.update(bytes);
+        digests.insert(*index, (Some(hasher.finish()), bytes.len() as u64));
+    }
+    checks::check_layout(archive, &spans, problems);
+    if let Some(record_path) = &dist.record_path
+        && archive.entries.iter().any(|e| &e.name == record_path)
+    {
+        checks::check_record(archive, record_path, &recorded, &digests, problems);
+    }
+    let name = dist
+        .metadata
+        .as_ref()
+        .map(|m| normalize_name(&m.name))
+        .or_else(|| report.name.clone());
+    report.libraries = checks::check_elves(archive, &elves, expect, name.as_deref(), problems);
+    if let Some(filename) = filename {
+        let needs = report
+            .libraries
+            .iter()
+            .filter_map(|l| l.glibc.map(|g| (l.entry.as_str(), g)));
+        problems.extend(crate::wheel::manylinux::check(
+            &filename.platform,
+            crate::wheel::manylinux::highest_need(needs),
+            expect.allow_linux_tag,
+        ));
+    }
+    report.sha256 = sha256;
+    if let Some(metadata) = dist.metadata {
+        report.metadata_sha256 = Some(metadata.sha256());
+        report.name = Some(normalize_name(&metadata.name));
+        report.version = Some(metadata.version.to_string());
+        report.metadata = Some(metadata);
+    }
+}
+
+/// RECORD by path; a path listed twice is itself a defect.
+fn record_by_path<'a>(
+    lines: &'a [RecordLine],
+    problems: &mut Vec<Problem>,
+) -> HashMap<&'a str, &'a RecordLine> {
+    let mut recorded = HashMap::new();
+    for line in lines {
+        if recorded.insert(line.path.as_str(), line).is_some() {
+            problems.push(Problem::RecordInvalid {
+                line: line.line,
+                detail: format!("'{}' is listed more than once", line.path),
+            });
+        }
+    }
+    recorded
+}
+
+/// The digest (in the entry's RECORD algorithm) and size of each entry read, by index.
+type Digests = HashMap<usize, (Option<String>, u64)>;
+
+/// Digests and ELF files of the parallel pass; its problems in order, each ELF file that
+/// could not be parsed as one more.
+fn gather(
+    archive: &Archive,
+    outcomes: Vec<EntryOutcome>,
+    spans: &mut [Option<crate::wheel::archive::DataSpan>],
+    problems: &mut Vec<Problem>,
+) -> (Digests, Vec<(usize, ElfInfo)>) {
+    let mut digests = HashMap::new();
+    let mut elves = Vec::new();
+    for outcome in outcomes {
+        problems.extend(outcome.problems);
+        spans[outcome.index] = outcome.span;
+        let name = &archive.entries[outcome.index].name;
+        match outcome.elf {
+            Some(Ok(info)) => elves.push((outcome.index, info)),
+            Some(Err(error)) => problems.push(Problem::Elf {
+                entry: name.clone(),
+                detail: error.to_string(),
+            }),
+            None => {}
+        }
+        if outcome.read {
+            digests.insert(outcome.index, (outcome.digest, outcome.size));
+        }
+    }
+    elves.sort_by_key(|(index, _)| archive.entries[*index].name.clone());
+    (digests, elves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wheel::record;
+
+    /// A minimal valid wheel (with a directory entry) written by the zip crate.
+    fn wheel_bytes() -> Vec<u8> {
+        wheel_bytes_with("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+    }
+
+    fn wheel_bytes_with(metadata: &str) -> Vec<u8> {
+        use std::io::Write;
+        let files: [(&str, &[u8]); 3] = [
+            ("demo/__init__.py", b"x = 1\n"),
+            ("demo-1.0.dist-info/METADATA", metadata.as_bytes()),
+            (
+                "demo-1.0.dist-info/WHEEL",
+                b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            ),
+        ];
+        let mut record = String::new();
+        for (name, data) in files {
+            record.push_str(&format!(
+                "{name},{},{}\n",
+                record::record_hash(data),
+                data.len()
+            ));
+        }
+        record.push_str("demo-1.0.dist-info/RECORD,,\n");
+        let mut cursor = std::io::Cursor::new(Vec::new());
+        let mut writer = zip::ZipWriter::new(&mut cursor);
+        let options = zip::write::SimpleFileOptions::default();
+        writer.add_directory("demo/", options).expect("dir");
+        for (name, data) in files
+            .iter()
+            .copied()
+            .chain([("demo-1.0.dist-info/RECORD", record.as_bytes())])
+        {
+            writer.start_file(name, options).expect("start");
+            writer.write_all(data).expect("write");
+        }
+        writer.finish().expect("finish");
+        cursor.into_inner()
+    }
+
+    fn verify_bytes(bytes: &[u8]) -> Vec<String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("demo-1.0-py3-none-any.whl");
+        fs_err::write(&path, bytes).expect("write");
+        let reports = verify_wheels(&[path], &WheelExpectations::default(), 1 << 20);
+        reports[0]
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn directory_entries_pass_and_hidden_bytes_are_found() {
+        let bytes = wheel_bytes();
+        assert_eq!(verify_bytes(&bytes), Vec::<String>::new());
+        // Splice 7 bytes in front of the central directory and move the end record's offset.
+        let eocd = bytes.len() - 22;
+        let cd_offset =
+            u32::from_le_bytes(bytes[eocd + 16..eocd + 20].try_into().expect("4 bytes")) as usize;
+        let mut hidden = bytes[..cd_offset].to_vec();
+        hidden.extend_from_slice(b"PAYLOAD");
+        hidden.extend_from_slice(&bytes[cd_offset..]);
+        let eocd = hidden.len() - 22;
+        hidden[eocd + 16..eocd + 20].copy_from_slice(&((cd_offset + 7) as u32).to_le_bytes());
+        assert_eq!(
+            verify_bytes(&hidden),
+            [format!(
+                "zip structure: 7 bytes at offset {cd_offset}, before the central directory, belong to no entry (hidden data)"
+            )]
+        );
+    }
+
+    #[test]
+    fn a_wheel_on_its_own_has_no_set_problems() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("demo-1.0-py3-none-any.whl");
+        fs_err::write(
+            &path,
+            wheel_bytes_with(
+                "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: rocm==7.0\n",
+            ),
+        )
+        .expect("write");
+        let reports = verify_wheels(&[path], &WheelExpectations::default(), 1 << 20);
+        assert!(reports[0].ok(), "{:?}", reports[0].problems);
+        assert_eq!(reports[0].name.as_deref(), Some("demo"));
+    }
+}
