@@ -89,7 +89,8 @@ pub fn parse(text: &str) -> Result<Report, JunitError> {
                     let parent = stack.last().map(String::as_str);
                     wants_text = false;
                     match name.as_str() {
-                        "testsuite" => {
+                        // Writers put the counts on <testsuite>, some also on <testsuites>.
+                        "testsuite" | "testsuites" => {
                             for key in ["failures", "errors"] {
                                 report.claimed_failures += get(key)
                                     .and_then(|v| v.trim().parse::<u64>().ok())

@@ -17,16 +17,13 @@ use super::report::{
     SourceRecord,
 };
 use crate::context::Context;
-use crate::exec::{Cmd, ProcessError, Retry};
+use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
-use crate::install_report;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
 use crate::settings::test::TestSettings;
 
 /// The built-in GPU smoke suite (F41), written into the work directory and run with pytest.
 const GPU_SMOKE_SUITE: &str = include_str!("gpu_smoke.py");
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(3600);
-const INSTALL_IDLE: Duration = Duration::from_secs(600);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A finished shard.
@@ -136,16 +133,7 @@ fn tail(text: &str, lines: usize) -> String {
 /// at the test directory, GPU_DEVICE_ORDINAL gone) and nothing from the job's pip or uv
 /// configuration.
 fn command(ctx: &Context, plan: &TestPlan, program: &Path) -> Cmd {
-    let mut cmd = Cmd::new(program);
-    let names: Vec<String> = ctx
-        .env()
-        .iter()
-        .filter_map(|(key, _)| key.to_str().map(String::from))
-        .filter(|key| key.starts_with("PIP_") || key.starts_with("UV_"))
-        .collect();
-    for name in names {
-        cmd = cmd.env_remove(name);
-    }
+    let mut cmd = crate::pip::without_installer_env(ctx.env(), Cmd::new(program));
     for line in &plan.env {
         cmd = match &line.value {
             Some(value) => cmd.env(line.name.clone(), value),
@@ -153,20 +141,6 @@ fn command(ctx: &Context, plan: &TestPlan, program: &Path) -> Cmd {
         };
     }
     cmd
-}
-
-/// pip failures worth another attempt: the network, not the resolver.
-fn pip_transient(tail: &str) -> bool {
-    [
-        "Connection reset",
-        "ConnectionError",
-        "Read timed out",
-        "HTTP error 5",
-        "Temporary failure in name resolution",
-        "IncompleteRead",
-    ]
-    .iter()
-    .any(|pattern| tail.contains(pattern))
 }
 
 /// Runs a shard. `world` is what [`inspect`] found; the plan is made again once the GPUs
@@ -225,11 +199,13 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     let mut installed = Vec::new();
     let mut python_version = None;
     let install_ok = if venv_ok {
-        let mut cmd = command(ctx, &plan, &python)
-            .label("test: install")
-            .args(["-m", "pip", "install", "--report"])
-            .arg(&pip_report)
-            .args(["--index-url", &index_url]);
+        let mut cmd = crate::pip::pip(
+            command(ctx, &plan, &python).cwd(&world.work_dir),
+            "test: install",
+        )
+        .args(["install", "--report"])
+        .arg(&pip_report)
+        .args(["--index-url", &index_url]);
         for url in &settings.extra_index_urls {
             cmd = cmd.args(["--extra-index-url", url]);
         }
@@ -238,20 +214,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         }
         let cmd = cmd
             .args(&plan.install.requirements)
-            // Only the indexes on this command line: no pip.conf, no cache from other runs.
-            .env("PIP_CONFIG_FILE", "/dev/null")
-            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-            .env("PIP_NO_INPUT", "1")
-            .env("PIP_NO_CACHE_DIR", "1")
-            .cwd(&world.work_dir)
-            .log_to(log_dir.join("install.log"))
-            .timeout(INSTALL_TIMEOUT)
-            .idle_timeout(INSTALL_IDLE)
-            .retry(Retry {
-                attempts: 3,
-                backoff: Duration::from_secs(2),
-                is_transient: pip_transient,
-            });
+            .log_to(log_dir.join("install.log"));
         steps
             .run("install torch and the test requirements", "install", &cmd)
             .is_some()
@@ -263,11 +226,12 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         let evidence_started = jiff::Timestamp::now();
         let found = fs_err::read_to_string(&pip_report)
             .map_err(|e| e.to_string())
-            .and_then(|text| install_report::parse(&text))
+            .and_then(|text| crate::pip::report::parse(&text))
             .and_then(|report| {
                 python_version = report.python.clone();
                 let client = IndexClient::new(&index_url).map_err(|e| e.to_string())?;
-                install_report::from_index(&report.installed, &client).map_err(|e| e.to_string())
+                crate::pip::report::from_index(&report.installed, &client)
+                    .map_err(|e| e.to_string())
             });
         match found {
             Ok(found) if found.iter().any(|i| i.name == "torch") => {
