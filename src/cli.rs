@@ -92,6 +92,38 @@ pub enum Command {
     Test(TestArgs),
     /// Combine test shards into one summary and the test report promote reads
     TestReport(TestReportArgs),
+    /// GitHub Actions workflows generated from the family and release tables
+    #[command(subcommand)]
+    Ci(CiCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CiCommand {
+    /// Write the workflows (a reusable per-family chain and its nightly, release and
+    /// pull-request callers) from configs/families.yaml and configs/releases.yaml
+    Generate(CiGenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CiGenerateArgs {
+    /// Directory the workflows are written to (copy it to .github/workflows/ to run them)
+    #[arg(long, value_name = "DIR", default_value = "workflows")]
+    pub output_dir: PathBuf,
+    /// Write nothing: exit 5 naming every file that differs from what would be written
+    #[arg(long, conflicts_with = "dry_run")]
+    pub check: bool,
+    /// Print the workflows' jobs and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the workflows as JSON, every step's command and env (with --dry-run)
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+    /// Family table to use instead of the built-in configs/families.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    pub families: Option<PathBuf>,
+    /// Release table to use instead of the built-in configs/releases.yaml
+    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    pub releases: Option<PathBuf>,
 }
 
 /// Which stack config to use.
@@ -383,6 +415,10 @@ pub struct SdkArgs {
     /// Installer to use
     #[arg(long, value_enum, default_value = "pip", env = "ROCKBUILD_INSTALLER")]
     pub installer: Installer,
+    /// Interpreter that creates the venv, and so the CPython the wheels are built for (e.g.
+    /// /opt/python/cp312-cp312/bin/python in the build image; default: python3 on PATH)
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_SDK_PYTHON")]
+    pub python: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -477,7 +513,7 @@ pub struct BuildArgs {
     #[arg(long, conflicts_with = "use_sccache")]
     pub use_ccache: bool,
     /// Compile through sccache (HIP device code too, via HIP_CLANG_LAUNCHER)
-    #[arg(long)]
+    #[arg(long, env = "ROCKBUILD_USE_SCCACHE")]
     pub use_sccache: bool,
     /// With --use-sccache: do not route hipcc's clang through sccache
     #[arg(long, requires = "use_sccache")]

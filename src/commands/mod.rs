@@ -3,6 +3,7 @@
 
 pub mod build;
 mod checkout;
+mod ci;
 mod compat;
 mod detect;
 mod doctor;
@@ -43,5 +44,6 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Matrix(args) => matrix::run(args, ctx),
         Command::Test(args) => test::run(args, ctx),
         Command::TestReport(args) => test_report::run(args, ctx),
+        Command::Ci(command) => ci::run(command, ctx),
     }
 }

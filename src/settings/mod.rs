@@ -3,6 +3,7 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
+pub mod ci;
 pub mod checkout;
 pub mod compat;
 pub mod detect;
