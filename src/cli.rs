@@ -836,8 +836,9 @@ pub struct PromoteArgs {
     /// Destination store (release)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_PROMOTE_TO")]
     pub to: String,
-    /// Passing evidence for exactly these wheels (rockbuild JSON or JUnit XML); repeatable
-    #[arg(long = "test-report", value_name = "FILE")]
+    /// Passing evidence for exactly these wheels (rockbuild JSON or JUnit XML), or a directory
+    /// of them; repeatable
+    #[arg(long = "test-report", value_name = "FILE|DIR")]
     pub test_reports: Vec<PathBuf>,
     /// Waivers (owner, reason, expiry) for missing or failing evidence
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_WAIVER")]
@@ -910,7 +911,7 @@ pub struct TestArgs {
     #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
     pub extra_index_url: Vec<String>,
     /// Directory or page of wheels pip may also install from (pip --find-links); repeatable
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_TEST_FIND_LINKS")]
     pub find_links: Vec<String>,
     /// Lock naming the torch version and commit under test (default: the newest torch on the
     /// index, and no commit check)
@@ -979,7 +980,7 @@ pub struct TestArgs {
     #[arg(long, value_enum)]
     pub gpu_policy: Option<GpuPolicy>,
     /// Run even without a usable GPU: GPU checks are reported as skipped, never as passed
-    #[arg(long)]
+    #[arg(long, env = "ROCKBUILD_ALLOW_NO_GPU")]
     pub allow_no_gpu: bool,
     /// Directory of skip-list files to use instead of the built-in configs/skip-tests
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_SKIP_LISTS")]
@@ -1032,9 +1033,9 @@ pub struct TestReportArgs {
     /// Directories holding shard results (searched for shard.json), e.g. downloaded artifacts
     #[arg(required = true, value_name = "DIR")]
     pub results: Vec<PathBuf>,
-    /// A config every shard of which must be there: CONFIG, or CONFIG=SHARDS; repeatable
-    /// (default: the configs found, with the shard counts they declare)
-    #[arg(long, value_name = "CONFIG[=SHARDS]")]
+    /// A config every shard of which must be there: CONFIG, or CONFIG=SHARDS; repeatable or
+    /// comma separated (default: the configs found, with the shard counts they declare)
+    #[arg(long, value_name = "CONFIG[=SHARDS]", value_delimiter = ',')]
     pub expect: Vec<String>,
     /// Where to write the combined test report (JSON) that promote reads
     #[arg(

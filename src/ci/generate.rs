@@ -59,10 +59,11 @@ const NIGHTLY_CRON: &str = "0 6 * * *";
 
 /// Repository variables a fork sets (docs/ci.md): the chain input each becomes, its name,
 /// what it holds.
-pub const VARIABLES: [(&str, &str, &str); 11] = [
+pub const VARIABLES: [(&str, &str, &str); 12] = [
     ("build-image", "ROCKBUILD_BUILD_IMAGE", "build image (dockerfiles/build.Dockerfile), by digest"),
     ("test-image", "ROCKBUILD_TEST_IMAGE", "test image (dockerfiles/test.Dockerfile), by digest"),
     ("rocm-index-url", "ROCKBUILD_ROCM_INDEX_URL", "package index of the ROCm SDK wheels"),
+    ("python-index-url", "ROCKBUILD_PYTHON_INDEX_URL", "package index of the test requirements (PyPI or a mirror of it)"),
     ("staging-url", "ROCKBUILD_STAGING_URL", "store staged wheels go to (`s3://bucket/prefix`)"),
     ("staging-index-url", "ROCKBUILD_STAGING_INDEX_URL", "HTTPS URL serving ROCKBUILD_STAGING_URL (what pip installs from)"),
     ("release-url", "ROCKBUILD_RELEASE_URL", "store promoted wheels go to (`s3://bucket/prefix`); the family is appended"),
@@ -192,14 +193,16 @@ fn upload(name: &str, artifact: &str, paths: &str) -> Step {
     )
 }
 
-/// Downloads one artifact into the workspace, or every artifact a pattern matches, merged.
-fn download(name: &str, artifact: &str) -> Step {
+/// Downloads one artifact into `path` (`.`: the workspace), or every artifact a pattern
+/// matches, merged. An artifact's root is the common directory of what was uploaded (a single
+/// `lock/rockbuild.lock.json` is stored as `rockbuild.lock.json`), so the path puts it back.
+fn download(name: &str, artifact: &str, path: &str) -> Step {
     let key = if artifact.contains('*') {
         "pattern"
     } else {
         "name"
     };
-    let mut with = vec![(key, artifact)];
+    let mut with = vec![(key, artifact), ("path", path)];
     if key == "pattern" {
         with.push(("merge-multiple", "true"));
     }
@@ -271,7 +274,7 @@ fn artifact(kind: &str, rest: &str) -> String {
 }
 
 /// The chain's inputs: (name, type, description). Types are GitHub's (`string`, `boolean`).
-const CHAIN_INPUTS: [(&str, &str, &str); 24] = [
+const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
     ("pytorch-ref", "string", "PyTorch ref to lock (branch, tag or commit)"),
     ("ref-slug", "string", "the ref as it appears in artifact names"),
     ("family", "string", "GPU family of configs/families.yaml"),
@@ -283,11 +286,12 @@ const CHAIN_INPUTS: [(&str, &str, &str); 24] = [
     ("publish", "boolean", "stage the wheels (false: build and verify only)"),
     ("tested", "boolean", "the family has a test runner and tests to run"),
     ("promote", "boolean", "promote the tested set"),
-    ("sccache", "boolean", "compile through sccache on S3 (needs the role)"),
+    ("sccache", "boolean", "compile through sccache on S3 (needs the role and a bucket)"),
     ("sccache-prefix", "string", "key prefix in the sccache bucket (per release type)"),
     ("build-image", "string", "build image (by digest)"),
     ("test-image", "string", "test image (by digest)"),
     ("rocm-index-url", "string", "package index of the ROCm SDK"),
+    ("python-index-url", "string", "package index of the test requirements (pytest)"),
     ("staging-url", "string", "store for staged wheels; the run's prefix is appended"),
     ("staging-index-url", "string", "HTTPS URL serving staging-url"),
     ("release-url", "string", "store for promoted wheels; the family is appended"),
@@ -381,7 +385,7 @@ fn chain_workflow() -> Workflow {
                 ("SCCACHE_S3_KEY_PREFIX", "${{ inputs.sccache-prefix }}"),
             ],
             vec![
-                download("Fetch the lock", &artifact("lock", "")),
+                download("Fetch the lock", &artifact("lock", ""), "lock"),
                 action(
                     "Restore the checkout cache",
                     CACHE,
@@ -475,6 +479,7 @@ fn chain_workflow() -> Workflow {
                 download(
                     "Fetch every Python's wheels",
                     &artifact("wheels", "-*"),
+                    ".",
                 ),
                 aws_credentials(),
                 rockbuild(
@@ -521,7 +526,11 @@ fn chain_workflow() -> Workflow {
             &[],
             &[],
             vec![
-                download("Fetch the lock with its build record", &artifact("record", "")),
+                download(
+                    "Fetch the lock with its build record",
+                    &artifact("record", ""),
+                    "src",
+                ),
                 when(
                     rockbuild(
                         "Check out the test sources (torch at the locked commit, no hipify)",
@@ -575,7 +584,7 @@ fn chain_workflow() -> Workflow {
                     &[
                         ("STAGING_INDEX", staging_index),
                         ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
-                        ("PYPI", "https://pypi.org/simple/"),
+                        ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
                         (
                             "PYTHON",
                             python.as_str(),
@@ -596,7 +605,7 @@ fn chain_workflow() -> Workflow {
                         lit("--extra-index-url"),
                         var("ROCM_INDEX_URL"),
                         lit("--extra-index-url"),
-                        var("PYPI"),
+                        var("PYTHON_INDEX_URL"),
                         lit("--lock"),
                         lit(RECORD),
                         lit("--pytorch-dir"),
@@ -647,6 +656,7 @@ fn chain_workflow() -> Workflow {
                 download(
                     "Fetch the shards of this Python",
                     &artifact("test", "-${{ matrix.python }}-*"),
+                    ".",
                 ),
                 rockbuild(
                     "Combine the shards (a missing or cancelled shard fails the report)",
@@ -690,8 +700,16 @@ fn chain_workflow() -> Workflow {
                 ("ROCKBUILD_S3_REGION", "${{ inputs.aws-region }}"),
             ],
             vec![
-                download("Fetch the lock with its build record", &artifact("record", "")),
-                download("Fetch every Python's reports", &artifact("reports", "-*")),
+                download(
+                    "Fetch the lock with its build record",
+                    &artifact("record", ""),
+                    "src",
+                ),
+                download(
+                    "Fetch every Python's reports",
+                    &artifact("reports", "-*"),
+                    "reports",
+                ),
                 aws_credentials(),
                 rockbuild(
                     "Promote the tested set (default deny)",
@@ -763,7 +781,15 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
         ("publish", "${{ needs.matrix.outputs.publish == 'true' }}".into()),
         ("tested", "${{ matrix.tested }}".into()),
         ("promote", "${{ matrix.promote }}".into()),
-        ("sccache", sccache.to_string()),
+        // The compiler cache is on where the repository names a bucket for it.
+        (
+            "sccache",
+            if sccache {
+                "${{ vars.ROCKBUILD_SCCACHE_BUCKET != '' }}".to_string()
+            } else {
+                "${{ false }}".to_string()
+            },
+        ),
         ("sccache-prefix", "${{ needs.matrix.outputs.sccache-prefix }}".into()),
     ];
     for (input, variable, _) in VARIABLES {
