@@ -466,11 +466,15 @@ fn chain_workflow() -> Workflow {
             },
             // Computed once, when this job runs: a re-run of a later job reads the prefix of
             // the attempt that staged; a re-run of this job stages to a fresh one.
-            &[("prefix", "${{ env.STAGING_PREFIX }}")],
+            // `stage --family` puts the wheels under `<to>/<family>/`.
+            &[(
+                "prefix",
+                "${{ env.STAGING_PREFIX }}/${{ inputs.family }}",
+            )],
             &[
                 (
                     "STAGING_PREFIX",
-                    "run-${{ github.run_id }}-${{ github.run_attempt }}/${{ inputs.ref-slug }}/${{ inputs.family }}",
+                    "run-${{ github.run_id }}-${{ github.run_attempt }}/${{ inputs.ref-slug }}",
                 ),
                 ("ROCKBUILD_S3_ENDPOINT", "${{ inputs.s3-endpoint }}"),
                 ("ROCKBUILD_S3_REGION", "${{ inputs.aws-region }}"),
@@ -512,6 +516,60 @@ fn chain_workflow() -> Workflow {
         ),
     );
     stage.condition = Some("inputs.publish".into());
+    let mut smoke = job(
+        "smoke",
+        "Smoke ${{ inputs.family }} ${{ matrix.python }}",
+        &["stage"],
+        steps(
+            Runs {
+                on: "${{ matrix.runs_on }}",
+                image: TEST_IMAGE,
+                gpu: true,
+                timeout: 60,
+            },
+            &[],
+            &[],
+            vec![
+                download(
+                    "Fetch the lock with its build record",
+                    &artifact("record", ""),
+                    "src",
+                ),
+                rockbuild(
+                    "Install the staged set and import it",
+                    &[
+                        ("STAGING_INDEX", staging_index),
+                        ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
+                        ("PYTHON", python.as_str()),
+                        ("REPORT", "reports/smoke-${{ matrix.python }}.json"),
+                    ],
+                    vec![
+                        lit("smoke"),
+                        lit("--index-url"),
+                        var("STAGING_INDEX"),
+                        lit("--extra-index-url"),
+                        var("ROCM_INDEX_URL"),
+                        lit("--lock"),
+                        lit(RECORD),
+                        lit("--python"),
+                        var("PYTHON"),
+                        lit("--report"),
+                        var("REPORT"),
+                    ],
+                ),
+                when(
+                    upload(
+                        "Keep the smoke report",
+                        &artifact("smoke", "-${{ matrix.python }}"),
+                        "reports/",
+                    ),
+                    "always()",
+                ),
+            ],
+        ),
+    );
+    smoke.condition = Some("inputs.tested".into());
+    smoke.matrix = Some("${{ fromJSON(inputs.report-matrix) }}".into());
     let mut test = job(
         "test",
         "Test ${{ inputs.family }} ${{ matrix.python }} ${{ matrix.test_config }} ${{ matrix.shard }}/${{ matrix.num_shards }}",
@@ -552,76 +610,12 @@ fn chain_workflow() -> Workflow {
                     "matrix.sources",
                 ),
                 when(
-                    rockbuild(
-                        "Install the staged set and import it",
-                        &[
-                            ("STAGING_INDEX", staging_index),
-                            ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
-                            (
-                                "PYTHON",
-                                python.as_str(),
-                            ),
-                            ("REPORT", "reports/smoke-${{ matrix.python }}.json"),
-                        ],
-                        vec![
-                            lit("smoke"),
-                            lit("--index-url"),
-                            var("STAGING_INDEX"),
-                            lit("--extra-index-url"),
-                            var("ROCM_INDEX_URL"),
-                            lit("--lock"),
-                            lit(RECORD),
-                            lit("--python"),
-                            var("PYTHON"),
-                            lit("--report"),
-                            var("REPORT"),
-                        ],
-                    ),
-                    "matrix.smoke",
+                    test_step("Run the shard on the GPU", &python, staging_index, true),
+                    "matrix.sources",
                 ),
-                rockbuild(
-                    "Run the shard on the GPU",
-                    &[
-                        ("STAGING_INDEX", staging_index),
-                        ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
-                        ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
-                        (
-                            "PYTHON",
-                            python.as_str(),
-                        ),
-                        ("FAMILY", "${{ inputs.family }}"),
-                        ("SUITE", "${{ matrix.suite }}"),
-                        ("SHARD", "${{ matrix.shard }}"),
-                        ("NUM_SHARDS", "${{ matrix.num_shards }}"),
-                        (
-                            "RESULTS",
-                            "test-results/${{ matrix.python }}-${{ matrix.suite }}-${{ matrix.shard }}",
-                        ),
-                    ],
-                    vec![
-                        lit("test"),
-                        lit("--index-url"),
-                        var("STAGING_INDEX"),
-                        lit("--extra-index-url"),
-                        var("ROCM_INDEX_URL"),
-                        lit("--extra-index-url"),
-                        var("PYTHON_INDEX_URL"),
-                        lit("--lock"),
-                        lit(RECORD),
-                        lit("--pytorch-dir"),
-                        lit("test-src/pytorch"),
-                        lit("--python"),
-                        var("PYTHON"),
-                        lit("--amdgpu-family"),
-                        var("FAMILY"),
-                        lit("--test-config"),
-                        var("SUITE"),
-                        lit("--shard"),
-                        var("SHARD"),
-                        var("NUM_SHARDS"),
-                        lit("--output-dir"),
-                        var("RESULTS"),
-                    ],
+                when(
+                    test_step("Run the GPU smoke suite", &python, staging_index, false),
+                    "matrix.sources == false",
                 ),
                 when(
                     upload(
@@ -630,7 +624,7 @@ fn chain_workflow() -> Workflow {
                             "test",
                             "-${{ matrix.python }}-${{ matrix.suite }}-${{ matrix.shard }}",
                         ),
-                        "test-results/\nreports/",
+                        "test-results/",
                     ),
                     "always()",
                 ),
@@ -642,7 +636,7 @@ fn chain_workflow() -> Workflow {
     let mut report = job(
         "report",
         "Test report ${{ inputs.family }} ${{ matrix.python }}",
-        &["test"],
+        &["smoke", "test"],
         steps(
             Runs {
                 on: LIGHT_RUNNER,
@@ -654,9 +648,14 @@ fn chain_workflow() -> Workflow {
             &[],
             vec![
                 download(
+                    "Fetch the smoke report of this Python",
+                    &artifact("smoke", "-${{ matrix.python }}"),
+                    "reports",
+                ),
+                download(
                     "Fetch the shards of this Python",
                     &artifact("test", "-${{ matrix.python }}-*"),
-                    ".",
+                    "test-results",
                 ),
                 rockbuild(
                     "Combine the shards (a missing or cancelled shard fails the report)",
@@ -742,16 +741,66 @@ fn chain_workflow() -> Workflow {
         header: header(&[
             "One family's chain for one PyTorch ref, called once per row of `rockbuild matrix`:",
             "lock -> build (per Python, build image, the family's build runner) -> stage (this",
-            "attempt's prefix) -> test (per row, the family's GPU runner, test image) -> test",
-            "report (per Python) -> promote. Chains share nothing, so one family's failure never",
-            "blocks another's promotion.",
+            "attempt's prefix) -> smoke (per Python) and test (per row), on the family's GPU",
+            "runner in the test image -> test report (per Python) -> promote. Chains share",
+            "nothing, so one family's failure never blocks another's promotion.",
         ]),
         on,
         permissions: Vec::new(),
         concurrency: None,
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: vec![lock, build, stage, test, report, promote],
+        jobs: vec![lock, build, stage, smoke, test, report, promote],
     }
+}
+
+/// `rockbuild test` for one test row: PyTorch's suite on the checked-out test sources, or the
+/// built-in GPU smoke suite, which needs none.
+fn test_step(name: &str, python: &str, staging_index: &str, sources: bool) -> Step {
+    let mut args = vec![
+        lit("test"),
+        lit("--index-url"),
+        var("STAGING_INDEX"),
+        lit("--extra-index-url"),
+        var("ROCM_INDEX_URL"),
+        lit("--extra-index-url"),
+        var("PYTHON_INDEX_URL"),
+        lit("--lock"),
+        lit(RECORD),
+    ];
+    if sources {
+        args.extend([lit("--pytorch-dir"), lit("test-src/pytorch")]);
+    }
+    args.extend([
+        lit("--python"),
+        var("PYTHON"),
+        lit("--amdgpu-family"),
+        var("FAMILY"),
+        lit("--test-config"),
+        var("SUITE"),
+        lit("--shard"),
+        var("SHARD"),
+        var("NUM_SHARDS"),
+        lit("--output-dir"),
+        var("RESULTS"),
+    ]);
+    rockbuild(
+        name,
+        &[
+            ("STAGING_INDEX", staging_index),
+            ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
+            ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
+            ("PYTHON", python),
+            ("FAMILY", "${{ inputs.family }}"),
+            ("SUITE", "${{ matrix.suite }}"),
+            ("SHARD", "${{ matrix.shard }}"),
+            ("NUM_SHARDS", "${{ matrix.num_shards }}"),
+            (
+                "RESULTS",
+                "test-results/${{ matrix.python }}-${{ matrix.suite }}-${{ matrix.shard }}",
+            ),
+        ],
+        args,
+    )
 }
 
 fn header(what: &[&str]) -> Vec<String> {

@@ -86,8 +86,6 @@ pub struct TestRow {
     /// `rockbuild test --test-config` of this row (the release table's `smoke` is the GPU
     /// smoke suite, `gpu-smoke`).
     pub suite: String,
-    /// Whether the row also runs `rockbuild smoke` (the set installs and imports).
-    pub smoke: bool,
     /// Whether the suite needs the locked torch's test sources (everything but `gpu-smoke`).
     pub sources: bool,
     pub shard: u32,
@@ -95,10 +93,13 @@ pub struct TestRow {
     pub runs_on: String,
 }
 
-/// One Python's combined report: every test row of that Python, as `--expect` takes them.
+/// One tested Python: `rockbuild smoke` (the whole set installs and imports, on the family's
+/// test runner) and the combined report of every test row of that Python.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReportRow {
     pub python: Python,
+    pub cpython: String,
+    pub runs_on: String,
     /// `CONFIG=SHARDS,...` in `rockbuild test` config names.
     pub expect: String,
 }
@@ -112,7 +113,7 @@ pub struct FlatChain {
     pub chain: ChainRow,
 }
 
-/// The release table's `smoke` configuration: `rockbuild smoke` and the GPU smoke suite.
+/// The release table's `smoke` configuration: the GPU smoke suite.
 pub const SMOKE: &str = "smoke";
 
 /// The `rockbuild test --test-config` a release-table configuration runs.
@@ -251,7 +252,6 @@ fn chain(
                         cpython: python.cpython_tag(),
                         test_config: rule.config.name.clone(),
                         suite: suite.to_string(),
-                        smoke: rule.config.name == SMOKE,
                         sources: suite != "gpu-smoke",
                         shard,
                         num_shards: rule.config.shards,
@@ -264,7 +264,7 @@ fn chain(
     check_size("build", build.len())?;
     check_size("test", test.len())?;
     let tested = !test.is_empty();
-    let reports = report_rows(&selection.python, &test);
+    let reports = report_rows(&selection.python, &test, &linux.test_runner);
     Ok(ChainRow {
         family: family.name.clone(),
         targets: families::join(&family.targets),
@@ -278,7 +278,7 @@ fn chain(
 }
 
 /// Per Python with test rows: its configurations with their shard counts, in row order.
-fn report_rows(pythons: &[Python], test: &[TestRow]) -> Vec<ReportRow> {
+fn report_rows(pythons: &[Python], test: &[TestRow], runs_on: &str) -> Vec<ReportRow> {
     pythons
         .iter()
         .filter_map(|python| {
@@ -291,6 +291,8 @@ fn report_rows(pythons: &[Python], test: &[TestRow]) -> Vec<ReportRow> {
             }
             (!expect.is_empty()).then(|| ReportRow {
                 python: *python,
+                cpython: python.cpython_tag(),
+                runs_on: runs_on.to_string(),
                 expect: expect.join(","),
             })
         })

@@ -11,6 +11,7 @@ mod common;
 mod build;
 mod checkout;
 mod ci;
+mod ci_chain;
 mod ci_files;
 mod cli;
 mod local;
