@@ -417,7 +417,7 @@ pub struct SdkArgs {
     pub installer: Installer,
     /// Interpreter that creates the venv, and so the CPython the wheels are built for (e.g.
     /// /opt/python/cp312-cp312/bin/python in the build image; default: python3 on PATH)
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_SDK_PYTHON")]
+    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
 }
 

@@ -1018,3 +1018,115 @@ fn pull_request_workflow(families: String) -> Workflow {
         jobs: caller_jobs(step, false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::ci::releases::DEFAULT_RELEASES;
+    use crate::stack::ConfigSource;
+
+    fn tables(releases: &str) -> (FamilyTable, ReleaseTable) {
+        let families = FamilyTable::load(&ConfigSource::embedded(
+            "configs/families.yaml",
+            crate::stack::DEFAULT_FAMILIES,
+        ))
+        .expect("families");
+        let releases = ReleaseTable::load(
+            &ConfigSource::embedded("configs/releases.yaml", releases),
+            &families,
+        )
+        .expect("releases");
+        (families, releases)
+    }
+
+    fn shipped() -> CiPlan {
+        let (families, releases) = tables(DEFAULT_RELEASES);
+        plan(&families, &releases).expect("plans")
+    }
+
+    /// Every generated workflow, whole.
+    #[test]
+    fn generated_workflows() {
+        for workflow in shipped().workflows {
+            insta::assert_snapshot!(workflow.file.clone(), workflow.to_yaml());
+        }
+    }
+
+    /// workflows/ holds exactly what `ci generate` writes (as docs/cli.md holds the CLI).
+    #[test]
+    fn committed_workflows_are_generated() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows");
+        let stale = crate::ci::files::differences(
+            &shipped(),
+            &crate::ci::files::inspect(&dir).expect("read workflows/"),
+        );
+        assert!(
+            stale.is_empty(),
+            "workflows/ differs from `rockbuild ci generate` in {stale:?}; run `cargo run -- ci generate` and commit it"
+        );
+    }
+
+    /// Every `rockbuild` step parses with this binary's CLI, each `$VAR` given a value of the
+    /// kind the workflow passes: a renamed flag fails here, not in CI.
+    #[test]
+    fn every_step_is_a_valid_rockbuild_call() {
+        let sample = |name: &str| match name {
+            "RELEASE_TYPE" => "nightly",
+            "SHARD" | "NUM_SHARDS" => "1",
+            "SUITE" => "default",
+            "EXPECT" => "default=6,gpu-smoke=1",
+            "PYTHON" => "/opt/python/cp312-cp312/bin/python",
+            _ => "x",
+        };
+        let mut count = 0;
+        for workflow in shipped().workflows {
+            for job in &workflow.jobs {
+                let JobBody::Steps { steps, .. } = &job.body else {
+                    continue;
+                };
+                for step in steps {
+                    let StepRun::Rockbuild { args } = &step.run else {
+                        continue;
+                    };
+                    let argv: Vec<String> = std::iter::once("rockbuild".to_string())
+                        .chain(args.iter().map(|a| match a {
+                            Arg::Literal(word) => {
+                                assert!(is_shell_safe(word), "{word}");
+                                word.clone()
+                            }
+                            Arg::Var(name) => {
+                                assert!(
+                                    step.env.iter().any(|(k, _)| k == name),
+                                    "{}: ${name} is not in the step's env",
+                                    step.name
+                                );
+                                sample(name).to_string()
+                            }
+                        }))
+                        .collect();
+                    if let Err(e) = crate::cli::Cli::try_parse_from(&argv) {
+                        panic!("{}: `{}` does not parse: {e}", workflow.file, argv.join(" "));
+                    }
+                    count += 1;
+                }
+            }
+        }
+        assert!(count > 10, "{count} steps");
+    }
+
+    #[test]
+    fn pull_requests_never_publish() {
+        let releases = DEFAULT_RELEASES.replace(
+            "families: {only: [gfx94X-dcgpu]}\n    tests: {}\n    publish: false",
+            "families: {only: [gfx94X-dcgpu]}\n    tests:\n      smoke: {}\n    publish: true",
+        );
+        assert_ne!(releases, DEFAULT_RELEASES);
+        let (families, releases) = tables(&releases);
+        assert_eq!(
+            plan(&families, &releases).expect_err("refused").to_string(),
+            "configs/releases.yaml (built in): release type 'ci' publishes, but it is what pull requests build: set `publish: false` (pull requests get no credentials)"
+        );
+    }
+}
