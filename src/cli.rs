@@ -1082,7 +1082,7 @@ mod tests {
                     let flag = long.to_uppercase().replace('-', "_");
                     let env = env.to_str().unwrap_or_default();
                     let mechanical = env == format!("ROCKBUILD_{flag}")
-                        || ["BUILD", "STAGE", "PROMOTE"]
+                        || ["BUILD", "STAGE", "PROMOTE", "TEST"]
                             .iter()
                             .any(|verb| env == format!("ROCKBUILD_{verb}_{flag}"));
                     assert!(
