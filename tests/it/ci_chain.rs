@@ -90,6 +90,8 @@ struct Harness {
     _sdk: HttpServer,
     calls: Calls,
     workspaces: usize,
+    /// Each chain's inputs as its caller passed them, by family (for re-runs).
+    chain_inputs: BTreeMap<String, Map<String, Value>>,
 }
 
 /// Expression context of one job (or one matrix row of it).
@@ -175,6 +177,7 @@ impl Harness {
             _sdk: sdk,
             calls: Vec::new(),
             workspaces: 0,
+            chain_inputs: BTreeMap::new(),
         }
     }
 
@@ -230,6 +233,7 @@ impl Harness {
                 .collect();
             let family = inputs["family"].as_str().expect("family").to_string();
             let results = self.run_chain(&chain_file, &inputs, &BTreeMap::new(), &[], 1);
+            self.chain_inputs.insert(family.clone(), inputs.clone());
             chains.insert(family, results);
         }
         chains
@@ -798,6 +802,35 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
     // gfx94X-dcgpu: nothing staged, nothing released.
     assert!(harness.wheels("staging/run-4242-1/release-2.9/gfx94X-dcgpu").is_empty());
     assert!(harness.wheels("release/gfx94X-dcgpu").is_empty());
+
+    // Re-running gfx906's stage job (GitHub re-runs it and every job that needs it) is
+    // attempt 2: it stages to a fresh prefix, and smoke, test, report and promote follow the
+    // prefix it hands them. Attempt 1's prefix stays as it was; lock and build are not run
+    // again (their artifacts are the run's); promoting the same wheels again changes nothing.
+    let first = format!("staging/run-{RUN_ID}-1/release-2.9/gfx906");
+    let second = format!("staging/run-{RUN_ID}-2/release-2.9/gfx906");
+    let calls_before = harness.calls.len();
+    let inputs = harness.chain_inputs["gfx906"].clone();
+    let rerun = harness.run_chain("rockbuild-chain.yml", &inputs, &chains["gfx906"], &["stage"], 2);
+    assert_eq!(
+        statuses(&rerun),
+        ok(&["lock", "build", "stage", "smoke", "test", "report", "promote"])
+    );
+    assert_eq!(rerun["stage"].outputs["prefix"], format!("run-{RUN_ID}-2/release-2.9/gfx906"));
+    assert_eq!(harness.wheels(&second), staged);
+    assert_eq!(harness.wheels(&first), staged);
+    assert_eq!(harness.wheels("release/gfx906"), released);
+    let rerun_jobs: Vec<&str> = harness.calls[calls_before..]
+        .iter()
+        .map(|(_, job, attempt, _)| {
+            assert_eq!(*attempt, 2);
+            job.as_str()
+        })
+        .collect();
+    assert_eq!(
+        rerun_jobs,
+        ["stage", "smoke", "test", "test", "report", "promote"]
+    );
 }
 
 /// Ports and versions that change from run to run.
