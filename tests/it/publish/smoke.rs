@@ -76,7 +76,7 @@ fn smoke_installs_the_rocm_sdk_the_set_pins_from_an_extra_index() {
     assert_eq!(
         names,
         ["rock-torch", "rock-vision"],
-        "the report names the set, not its dependencies"
+        "evidence is what came from the index under test: the SDK came from the extra index"
     );
 }
 
