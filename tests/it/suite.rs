@@ -207,7 +207,7 @@ fn normalize(world: &World, text: &str) -> String {
     let text = words.concat();
     // Progress lines are for people watching; the summary is what is checked.
     text.lines()
-        .filter(|line| !line.starts_with("  test: "))
+        .filter(|line| !line.starts_with("  test: ") && !line.starts_with("  index: "))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -308,6 +308,39 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     assert_eq!(report["kind"], "test");
     assert_eq!(report["result"], "passed");
     assert_eq!(report["wheels"].as_array().map(Vec::len), Some(4));
+
+    // Promotion on the test report alone. The staging prefix also holds the SDK's development
+    // and device packages, which no test installed: denied, each by name, nothing copied.
+    let promote = |from: &str, to: &str| {
+        world
+            .env
+            .rockbuild()
+            .args(["promote", "--from", from, "--to", to])
+            .args(["--test-report", "test-report.json"])
+            .assert()
+    };
+    let denied = promote("index/staging", "release").code(5);
+    insta::assert_snapshot!(
+        "promote_denied_after_test",
+        normalize(&world, &stderr(&denied))
+    );
+    assert!(!world.env.path("release").exists());
+    // Staged without them, torch and the SDK it installed are promoted.
+    for project in ["rocm-sdk-devel", "rocm-sdk-device-gfx906"] {
+        std::fs::remove_dir_all(world.env.path("index/staging").join(project)).expect("remove");
+    }
+    world
+        .env
+        .rockbuild()
+        .args(["index", "index/staging"])
+        .assert()
+        .success();
+    let promoted = promote("index/staging", "release").success();
+    assert!(
+        stderr(&promoted).contains("promoted 4 wheels"),
+        "{}",
+        stderr(&promoted)
+    );
 
     // One shard's results missing: the combined report fails, whatever the other says.
     let missing = world
