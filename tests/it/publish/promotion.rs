@@ -339,23 +339,7 @@ fn a_prefix_holding_the_sdk_is_promoted_on_what_smoke_installed_and_an_untested_
     const SDK: &str = "7.10.0a20251124";
     let world = World::new();
     let sdk = crate::common::sdk::sdk_index(SDK, &["gfx906"]).join("wheels");
-    let dir = world.wheels.join("sdk-pinned");
-    let set = vec![
-        build_wheel(
-            &world.env,
-            &dir,
-            "rock-torch",
-            &format!("1.0+rocm{SDK}"),
-            json!({"requires": [format!("rocm[libraries]=={SDK}")], "code": "import rocm_sdk\n"}),
-        ),
-        build_wheel(
-            &world.env,
-            &dir,
-            "rock-vision",
-            &format!("0.1+rocm{SDK}"),
-            json!({"requires": [format!("rock-torch==1.0+rocm{SDK}")]}),
-        ),
-    ];
+    let set = world.build_sdk_pinned_set(SDK);
     // What `rocm[libraries]` brings: the meta package, the runtime and the libraries.
     let sdk_wheels: Vec<PathBuf> = [
         format!("rocm-{SDK}-py3-none-any.whl"),
