@@ -5,6 +5,7 @@
 //! There is no GPU here: GPU selection is driven end to end by a torch whose `torch.cuda`
 //! reports the devices of a four-GPU node (a fake device query through the real child process).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -94,18 +95,25 @@ impl World {
         format!("{}staging/", self.server.url())
     }
 
-    /// `rockbuild test` against the staging index, offline (pytest from the wheelhouse).
+    /// The arguments of `rockbuild test` against the staging index, offline (pytest from the
+    /// wheelhouse).
+    fn test_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = ["test", "--index-url", &self.index(), "--pytorch-dir"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.push(self.sources.clone().into());
+        args.push("--find-links".into());
+        args.push(wheelhouse().into());
+        args.push("--test-requirements".into());
+        args.push(self.requirements.clone().into());
+        args
+    }
+
+    /// `rockbuild test` with [`Self::test_args`] and `extra`.
     fn test(&self, extra: &[&str]) -> assert_cmd::Command {
         let mut command = self.env.rockbuild();
-        command
-            .args(["test", "--index-url", &self.index()])
-            .arg("--pytorch-dir")
-            .arg(&self.sources)
-            .arg("--find-links")
-            .arg(wheelhouse())
-            .arg("--test-requirements")
-            .arg(&self.requirements)
-            .args(extra);
+        command.args(self.test_args()).args(extra);
         command
     }
 
@@ -207,7 +215,7 @@ fn normalize(world: &World, text: &str) -> String {
     let text = words.concat();
     // Progress lines are for people watching; the summary is what is checked.
     text.lines()
-        .filter(|line| !line.starts_with("  test: "))
+        .filter(|line| !line.starts_with("  test: ") && !line.starts_with("  index: "))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -269,14 +277,8 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     );
     assert_eq!(one["source"]["version"], "2.9.0");
     // The evidence: every file installed from the index under test, SDK included.
-    let names: Vec<&str> = one["wheels"]
-        .as_array()
-        .expect("wheels")
-        .iter()
-        .map(|w| w["name"].as_str().expect("name"))
-        .collect();
     assert_eq!(
-        names,
+        crate::common::tested_wheel_names(&one),
         ["torch", "rocm-sdk-core", "rocm-sdk-libraries", "rocm"]
     );
 
@@ -308,6 +310,39 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     assert_eq!(report["kind"], "test");
     assert_eq!(report["result"], "passed");
     assert_eq!(report["wheels"].as_array().map(Vec::len), Some(4));
+
+    // Promotion on the test report alone. The staging prefix also holds the SDK's development
+    // and device packages, which no test installed: denied, each by name, nothing copied.
+    let promote = |from: &str, to: &str| {
+        world
+            .env
+            .rockbuild()
+            .args(["promote", "--from", from, "--to", to])
+            .args(["--test-report", "test-report.json"])
+            .assert()
+    };
+    let denied = promote("index/staging", "release").code(5);
+    insta::assert_snapshot!(
+        "promote_denied_after_test",
+        normalize(&world, &stderr(&denied))
+    );
+    assert!(!world.env.path("release").exists());
+    // Staged without them, torch and the SDK it installed are promoted.
+    for project in ["rocm-sdk-devel", "rocm-sdk-device-gfx906"] {
+        std::fs::remove_dir_all(world.env.path("index/staging").join(project)).expect("remove");
+    }
+    world
+        .env
+        .rockbuild()
+        .args(["index", "index/staging"])
+        .assert()
+        .success();
+    let promoted = promote("index/staging", "release").success();
+    assert!(
+        stderr(&promoted).contains("promoted 4 wheels"),
+        "{}",
+        stderr(&promoted)
+    );
 
     // One shard's results missing: the combined report fails, whatever the other says.
     let missing = world
@@ -393,13 +428,7 @@ def test_side_stream_backward_overlap():
     let mut child = world
         .env
         .command(env!("CARGO_BIN_EXE_rockbuild"))
-        .args(["test", "--index-url", &world.index()])
-        .arg("--pytorch-dir")
-        .arg(&world.sources)
-        .arg("--find-links")
-        .arg(wheelhouse())
-        .arg("--test-requirements")
-        .arg(&world.requirements)
+        .args(world.test_args())
         .args([
             "--include",
             "test_autograd",
