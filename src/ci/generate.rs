@@ -13,8 +13,7 @@ use serde::Serialize;
 use super::Error;
 use super::releases::ReleaseTable;
 use super::workflow::{
-    Action, Arg, Concurrency, Container, Job, JobBody, Step, StepRun, Workflow, Yaml,
-    is_shell_safe,
+    Action, Arg, Concurrency, Container, Job, JobBody, Step, StepRun, Workflow, Yaml, is_shell_safe,
 };
 use crate::stack::FamilyTable;
 use crate::version::ReleaseType;
@@ -60,18 +59,66 @@ const NIGHTLY_CRON: &str = "0 6 * * *";
 /// Repository variables a fork sets (docs/ci.md): the chain input each becomes, its name,
 /// what it holds.
 pub const VARIABLES: [(&str, &str, &str); 12] = [
-    ("build-image", "ROCKBUILD_BUILD_IMAGE", "build image (dockerfiles/build.Dockerfile), by digest"),
-    ("test-image", "ROCKBUILD_TEST_IMAGE", "test image (dockerfiles/test.Dockerfile), by digest"),
-    ("rocm-index-url", "ROCKBUILD_ROCM_INDEX_URL", "package index of the ROCm SDK wheels"),
-    ("python-index-url", "ROCKBUILD_PYTHON_INDEX_URL", "package index of the test requirements (PyPI or a mirror of it)"),
-    ("staging-url", "ROCKBUILD_STAGING_URL", "store staged wheels go to (`s3://bucket/prefix`)"),
-    ("staging-index-url", "ROCKBUILD_STAGING_INDEX_URL", "HTTPS URL serving ROCKBUILD_STAGING_URL (what pip installs from)"),
-    ("release-url", "ROCKBUILD_RELEASE_URL", "store promoted wheels go to (`s3://bucket/prefix`); the family is appended"),
-    ("aws-role", "ROCKBUILD_AWS_ROLE", "ARN of the IAM role the jobs assume through OIDC"),
-    ("aws-region", "ROCKBUILD_AWS_REGION", "region of the role and the buckets"),
-    ("s3-endpoint", "ROCKBUILD_S3_ENDPOINT", "S3-compatible endpoint of the stores (empty: AWS)"),
-    ("sccache-bucket", "ROCKBUILD_SCCACHE_BUCKET", "bucket of the compiler cache"),
-    ("sccache-endpoint", "ROCKBUILD_SCCACHE_ENDPOINT", "endpoint of the compiler cache bucket (empty: AWS)"),
+    (
+        "build-image",
+        "ROCKBUILD_BUILD_IMAGE",
+        "build image (dockerfiles/build.Dockerfile), by digest",
+    ),
+    (
+        "test-image",
+        "ROCKBUILD_TEST_IMAGE",
+        "test image (dockerfiles/test.Dockerfile), by digest",
+    ),
+    (
+        "rocm-index-url",
+        "ROCKBUILD_ROCM_INDEX_URL",
+        "package index of the ROCm SDK wheels",
+    ),
+    (
+        "python-index-url",
+        "ROCKBUILD_PYTHON_INDEX_URL",
+        "package index of the test requirements (PyPI or a mirror of it)",
+    ),
+    (
+        "staging-url",
+        "ROCKBUILD_STAGING_URL",
+        "store staged wheels go to (`s3://bucket/prefix`)",
+    ),
+    (
+        "staging-index-url",
+        "ROCKBUILD_STAGING_INDEX_URL",
+        "HTTPS URL serving ROCKBUILD_STAGING_URL (what pip installs from)",
+    ),
+    (
+        "release-url",
+        "ROCKBUILD_RELEASE_URL",
+        "store promoted wheels go to (`s3://bucket/prefix`); the family is appended",
+    ),
+    (
+        "aws-role",
+        "ROCKBUILD_AWS_ROLE",
+        "ARN of the IAM role the jobs assume through OIDC",
+    ),
+    (
+        "aws-region",
+        "ROCKBUILD_AWS_REGION",
+        "region of the role and the buckets",
+    ),
+    (
+        "s3-endpoint",
+        "ROCKBUILD_S3_ENDPOINT",
+        "S3-compatible endpoint of the stores (empty: AWS)",
+    ),
+    (
+        "sccache-bucket",
+        "ROCKBUILD_SCCACHE_BUCKET",
+        "bucket of the compiler cache",
+    ),
+    (
+        "sccache-endpoint",
+        "ROCKBUILD_SCCACHE_ENDPOINT",
+        "endpoint of the compiler cache bucket (empty: AWS)",
+    ),
 ];
 
 /// Everything `ci generate` writes.
@@ -275,31 +322,99 @@ fn artifact(kind: &str, rest: &str) -> String {
 
 /// The chain's inputs: (name, type, description). Types are GitHub's (`string`, `boolean`).
 const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
-    ("pytorch-ref", "string", "PyTorch ref to lock (branch, tag or commit)"),
-    ("ref-slug", "string", "the ref as it appears in artifact names"),
+    (
+        "pytorch-ref",
+        "string",
+        "PyTorch ref to lock (branch, tag or commit)",
+    ),
+    (
+        "ref-slug",
+        "string",
+        "the ref as it appears in artifact names",
+    ),
     ("family", "string", "GPU family of configs/families.yaml"),
-    ("release-type", "string", "release type of configs/releases.yaml"),
-    ("build-runs-on", "string", "runner label of the family's builds"),
-    ("build-matrix", "string", "JSON: one row per Python (rockbuild matrix)"),
-    ("test-matrix", "string", "JSON: one row per Python, test configuration and shard"),
-    ("report-matrix", "string", "JSON: one combined test report per tested Python"),
-    ("publish", "boolean", "stage the wheels (false: build and verify only)"),
-    ("tested", "boolean", "the family has a test runner and tests to run"),
+    (
+        "release-type",
+        "string",
+        "release type of configs/releases.yaml",
+    ),
+    (
+        "build-runs-on",
+        "string",
+        "runner label of the family's builds",
+    ),
+    (
+        "build-matrix",
+        "string",
+        "JSON: one row per Python (rockbuild matrix)",
+    ),
+    (
+        "test-matrix",
+        "string",
+        "JSON: one row per Python, test configuration and shard",
+    ),
+    (
+        "report-matrix",
+        "string",
+        "JSON: one combined test report per tested Python",
+    ),
+    (
+        "publish",
+        "boolean",
+        "stage the wheels (false: build and verify only)",
+    ),
+    (
+        "tested",
+        "boolean",
+        "the family has a test runner and tests to run",
+    ),
     ("promote", "boolean", "promote the tested set"),
-    ("sccache", "boolean", "compile through sccache on S3 (needs the role and a bucket)"),
-    ("sccache-prefix", "string", "key prefix in the sccache bucket (per release type)"),
+    (
+        "sccache",
+        "boolean",
+        "compile through sccache on S3 (needs the role and a bucket)",
+    ),
+    (
+        "sccache-prefix",
+        "string",
+        "key prefix in the sccache bucket (per release type)",
+    ),
     ("build-image", "string", "build image (by digest)"),
     ("test-image", "string", "test image (by digest)"),
     ("rocm-index-url", "string", "package index of the ROCm SDK"),
-    ("python-index-url", "string", "package index of the test requirements (pytest)"),
-    ("staging-url", "string", "store for staged wheels; the run's prefix is appended"),
-    ("staging-index-url", "string", "HTTPS URL serving staging-url"),
-    ("release-url", "string", "store for promoted wheels; the family is appended"),
+    (
+        "python-index-url",
+        "string",
+        "package index of the test requirements (pytest)",
+    ),
+    (
+        "staging-url",
+        "string",
+        "store for staged wheels; the run's prefix is appended",
+    ),
+    (
+        "staging-index-url",
+        "string",
+        "HTTPS URL serving staging-url",
+    ),
+    (
+        "release-url",
+        "string",
+        "store for promoted wheels; the family is appended",
+    ),
     ("aws-role", "string", "IAM role to assume through OIDC"),
     ("aws-region", "string", "region of the role and buckets"),
-    ("s3-endpoint", "string", "S3-compatible endpoint of the stores (empty: AWS)"),
+    (
+        "s3-endpoint",
+        "string",
+        "S3-compatible endpoint of the stores (empty: AWS)",
+    ),
     ("sccache-bucket", "string", "bucket of the compiler cache"),
-    ("sccache-endpoint", "string", "endpoint of the compiler cache bucket (empty: AWS)"),
+    (
+        "sccache-endpoint",
+        "string",
+        "endpoint of the compiler cache bucket (empty: AWS)",
+    ),
 ];
 
 fn chain_workflow() -> Workflow {
@@ -413,10 +528,7 @@ fn chain_workflow() -> Workflow {
                 rockbuild(
                     "Install the locked SDK and build every wheel for this Python",
                     &[
-                        (
-                            "PYTHON",
-                            python.as_str(),
-                        ),
+                        ("PYTHON", python.as_str()),
                         ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
                     ],
                     vec![
@@ -467,10 +579,7 @@ fn chain_workflow() -> Workflow {
             // Computed once, when this job runs: a re-run of a later job reads the prefix of
             // the attempt that staged; a re-run of this job stages to a fresh one.
             // `stage --family` puts the wheels under `<to>/<family>/`.
-            &[(
-                "prefix",
-                "${{ env.STAGING_PREFIX }}/${{ inputs.family }}",
-            )],
+            &[("prefix", "${{ env.STAGING_PREFIX }}/${{ inputs.family }}")],
             &[
                 (
                     "STAGING_PREFIX",
@@ -808,7 +917,8 @@ fn header(what: &[&str]) -> Vec<String> {
         "Generated by `rockbuild ci generate` from configs/families.yaml and".to_string(),
         "configs/releases.yaml; do not edit (a test fails when this file differs from what it"
             .to_string(),
-        "generates). Copy workflows/ to .github/workflows/ of the repository that runs it".to_string(),
+        "generates). Copy workflows/ to .github/workflows/ of the repository that runs it"
+            .to_string(),
         "(docs/ci.md).".to_string(),
         String::new(),
     ];
@@ -822,12 +932,18 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
         ("pytorch-ref", "${{ matrix.pytorch_ref }}".into()),
         ("ref-slug", "${{ matrix.ref_slug }}".into()),
         ("family", "${{ matrix.family }}".into()),
-        ("release-type", "${{ needs.matrix.outputs.release-type }}".into()),
+        (
+            "release-type",
+            "${{ needs.matrix.outputs.release-type }}".into(),
+        ),
         ("build-runs-on", "${{ matrix.build_runs_on }}".into()),
         ("build-matrix", "${{ toJSON(matrix.build) }}".into()),
         ("test-matrix", "${{ toJSON(matrix.test) }}".into()),
         ("report-matrix", "${{ toJSON(matrix.reports) }}".into()),
-        ("publish", "${{ needs.matrix.outputs.publish == 'true' }}".into()),
+        (
+            "publish",
+            "${{ needs.matrix.outputs.publish == 'true' }}".into(),
+        ),
         ("tested", "${{ matrix.tested }}".into()),
         ("promote", "${{ matrix.promote }}".into()),
         // The compiler cache is on where the repository names a bucket for it.
@@ -836,10 +952,13 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
             if sccache {
                 "${{ vars.ROCKBUILD_SCCACHE_BUCKET != '' }}".to_string()
             } else {
-                "${{ false }}".to_string()
+                "false".to_string()
             },
         ),
-        ("sccache-prefix", "${{ needs.matrix.outputs.sccache-prefix }}".into()),
+        (
+            "sccache-prefix",
+            "${{ needs.matrix.outputs.sccache-prefix }}".into(),
+        ),
     ];
     for (input, variable, _) in VARIABLES {
         with.push((input, format!("${{{{ vars.{variable} }}}}")));
@@ -864,7 +983,10 @@ fn caller_jobs(matrix_step: Step, sccache: bool) -> Vec<Job> {
                 ("chains", "${{ steps.matrix.outputs.chains }}"),
                 ("release-type", "${{ steps.matrix.outputs.release_type }}"),
                 ("publish", "${{ steps.matrix.outputs.publish }}"),
-                ("sccache-prefix", "${{ steps.matrix.outputs.sccache_prefix }}"),
+                (
+                    "sccache-prefix",
+                    "${{ steps.matrix.outputs.sccache_prefix }}",
+                ),
             ],
             &[],
             vec![Step {
@@ -926,7 +1048,10 @@ fn release_workflow(release_types: &[&str], families: &[&str]) -> Workflow {
         ]
     };
     let mut release_type = vec![
-        ("description", Yaml::str("release type (configs/releases.yaml)")),
+        (
+            "description",
+            Yaml::str("release type (configs/releases.yaml)"),
+        ),
         ("type", Yaml::str("choice")),
         ("required", Yaml::Bool(true)),
         ("default", Yaml::str("prerelease")),
@@ -1107,13 +1232,47 @@ mod tests {
                         }))
                         .collect();
                     if let Err(e) = crate::cli::Cli::try_parse_from(&argv) {
-                        panic!("{}: `{}` does not parse: {e}", workflow.file, argv.join(" "));
+                        panic!(
+                            "{}: `{}` does not parse: {e}",
+                            workflow.file,
+                            argv.join(" ")
+                        );
                     }
                     count += 1;
                 }
             }
         }
         assert!(count > 10, "{count} steps");
+    }
+
+    /// docs/ci.md's table of repository variables is [`VARIABLES`].
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bless switch is for developers running tests"
+    )]
+    fn docs_list_the_variables() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md");
+        let current = fs_err::read_to_string(&path).expect("docs/ci.md");
+        let start = "<!-- generated: ci generate variables -->\n";
+        let end = "<!-- end of generated variables -->";
+        let at = current.find(start).expect("start marker") + start.len();
+        let stop = at + current[at..].find(end).expect("end marker");
+        let mut table =
+            String::from("\n| variable | chain input | what it holds |\n|---|---|---|\n");
+        for (input, variable, what) in VARIABLES {
+            table.push_str(&format!("| `{variable}` | `{input}` | {what} |\n"));
+        }
+        table.push('\n');
+        let want = format!("{}{table}{}", &current[..at], &current[stop..]);
+        if std::env::var_os("ROCKBUILD_BLESS").is_some() {
+            fs_err::write(&path, &want).expect("write docs/ci.md");
+        } else {
+            assert!(
+                current == want,
+                "docs/ci.md's variables are out of date; run `ROCKBUILD_BLESS=1 cargo test docs_list` and commit it"
+            );
+        }
     }
 
     #[test]

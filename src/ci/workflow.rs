@@ -112,7 +112,10 @@ pub enum Yaml {
     Seq(Vec<Yaml>),
     Str(String),
     /// A plain value followed by a YAML comment (`uses: owner/repo@sha # v1.2.3`).
-    Commented { value: String, comment: String },
+    Commented {
+        value: String,
+        comment: String,
+    },
     Bool(bool),
     Int(u64),
 }
@@ -138,9 +141,7 @@ impl Yaml {
                 .iter()
                 .map(|(scope, access)| {
                     let why = match (scope.as_str(), access.as_str()) {
-                        ("id-token", "write") => {
-                            "OIDC: assume the stores' role (no static keys)"
-                        }
+                        ("id-token", "write") => "OIDC: assume the stores' role (no static keys)",
                         _ => "what the jobs read",
                     };
                     (
@@ -213,7 +214,20 @@ impl Step {
                     entries.push(("env", Yaml::pairs(&self.env)));
                 }
                 if !with.is_empty() {
-                    entries.push(("with", Yaml::pairs(with)));
+                    // Boolean inputs take YAML booleans (`${{ false }}` is what zizmor calls
+                    // obfuscation).
+                    let with = with
+                        .iter()
+                        .map(|(k, v)| {
+                            let value = match v.as_str() {
+                                "true" => Yaml::Bool(true),
+                                "false" => Yaml::Bool(false),
+                                _ => Yaml::str(v),
+                            };
+                            (k.clone(), value)
+                        })
+                        .collect();
+                    entries.push(("with", Yaml::Map(with)));
                 }
             }
         }
@@ -290,7 +304,20 @@ impl Job {
                         comment: "zizmor: ignore[self-repository]".into(),
                     },
                 ));
-                entries.push(("with", Yaml::pairs(with)));
+                // Boolean inputs take YAML booleans (`${{ false }}` is what zizmor calls
+                // obfuscation).
+                let with = with
+                    .iter()
+                    .map(|(k, v)| {
+                        let value = match v.as_str() {
+                            "true" => Yaml::Bool(true),
+                            "false" => Yaml::Bool(false),
+                            _ => Yaml::str(v),
+                        };
+                        (k.clone(), value)
+                    })
+                    .collect();
+                entries.push(("with", Yaml::Map(with)));
             }
         }
         Yaml::map(entries)

@@ -25,13 +25,13 @@ pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
                 .into());
             }
             ctx.ui
-                .note(&format!("{}: the workflows are up to date", dir.display()));
+                .note(format!("{}: the workflows are up to date", dir.display()));
         }
         Mode::Write => {
             let disk = files::inspect(dir)?;
             let changed = files::differences(&plan, &disk);
             files::apply(&plan, dir, &disk)?;
-            ctx.ui.note(&format!(
+            ctx.ui.note(format!(
                 "{}: {} workflows written ({})",
                 dir.display(),
                 plan.workflows.len(),

@@ -3,8 +3,8 @@
 //! never read flags or the environment themselves.
 
 pub mod build;
-pub mod ci;
 pub mod checkout;
+pub mod ci;
 pub mod compat;
 pub mod detect;
 pub mod doctor;

@@ -83,9 +83,7 @@ fn expand_reports(given: impl Iterator<Item = PathBuf>) -> anyhow::Result<Vec<Pa
         let mut found: Vec<PathBuf> = fs_err::read_dir(&path)?
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| {
-                p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "xml")
-            })
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "xml"))
             .collect();
         if found.is_empty() {
             anyhow::bail!(

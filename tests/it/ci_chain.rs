@@ -31,7 +31,10 @@ const RUN_ID: u64 = 4242;
 fn families_table() -> String {
     let real = std::fs::read_to_string(repo_root().join("configs/families.yaml")).expect("read");
     let block = "  gfx906:\n    targets: [gfx906]\n    flash-attention: false\n    tier: nightly\n    linux:\n      build-runner: aws-linux-scale-rocm-prod\n";
-    assert!(real.contains(block), "configs/families.yaml's gfx906 entry moved");
+    assert!(
+        real.contains(block),
+        "configs/families.yaml's gfx906 entry moved"
+    );
     real.replace(
         block,
         &format!("{block}      test-runner: sample-gpu-gfx906\n"),
@@ -116,11 +119,17 @@ impl Harness {
         // The tables and the stack the build image's rockbuild would carry.
         env.set("ROCKBUILD_FAMILIES", families.to_str().expect("utf-8"));
         env.set("ROCKBUILD_RELEASES", releases.to_str().expect("utf-8"));
-        env.set("ROCKBUILD_CONFIG", origins.stack_yaml.to_str().expect("utf-8"));
+        env.set(
+            "ROCKBUILD_CONFIG",
+            origins.stack_yaml.to_str().expect("utf-8"),
+        );
         // The images' network: the sample's build requirements and pytest from the wheelhouse.
         env.set("PIP_NO_INDEX", "1");
         env.set("PIP_FIND_LINKS", wheelhouse().to_str().expect("utf-8"));
-        env.set("ROCKBUILD_TEST_FIND_LINKS", wheelhouse().to_str().expect("utf-8"));
+        env.set(
+            "ROCKBUILD_TEST_FIND_LINKS",
+            wheelhouse().to_str().expect("utf-8"),
+        );
         let requirements = env.path("requirements-test.txt");
         std::fs::write(&requirements, "pytest==9.0.3\npytest-timeout==2.4.0\n").expect("write");
         env.set(
@@ -152,11 +161,20 @@ impl Harness {
             ("ROCKBUILD_TEST_IMAGE", "test-image".to_string()),
             ("ROCKBUILD_ROCM_INDEX_URL", format!("{}simple/", sdk.url())),
             // pytest comes from the wheelhouse; the SDK index stands in for PyPI.
-            ("ROCKBUILD_PYTHON_INDEX_URL", format!("{}simple/", sdk.url())),
+            (
+                "ROCKBUILD_PYTHON_INDEX_URL",
+                format!("{}simple/", sdk.url()),
+            ),
             ("ROCKBUILD_STAGING_URL", s3.url("staging")),
-            ("ROCKBUILD_STAGING_INDEX_URL", format!("{}staging", index.url())),
+            (
+                "ROCKBUILD_STAGING_INDEX_URL",
+                format!("{}staging", index.url()),
+            ),
             ("ROCKBUILD_RELEASE_URL", s3.url("release")),
-            ("ROCKBUILD_AWS_ROLE", "arn:aws:iam::123456789012:role/rockbuild".into()),
+            (
+                "ROCKBUILD_AWS_ROLE",
+                "arn:aws:iam::123456789012:role/rockbuild".into(),
+            ),
             ("ROCKBUILD_AWS_REGION", "us-east-1".into()),
             ("ROCKBUILD_S3_ENDPOINT", s3.endpoint.clone()),
             // No compiler cache bucket: the callers turn sccache off.
@@ -252,7 +270,7 @@ impl Harness {
     ) -> BTreeMap<String, JobResult> {
         let workflow = self.workflow(file).clone();
         let workflow_env = pairs(&workflow["env"]);
-        let label = format!("{}", inputs["family"].as_str().expect("family"));
+        let label = inputs["family"].as_str().expect("family").to_string();
         let mut results: BTreeMap<String, JobResult> = BTreeMap::new();
         let mut again: Vec<String> = rerun.iter().map(|s| s.to_string()).collect();
         for job in workflow["jobs"].as_array().expect("jobs") {
@@ -314,14 +332,22 @@ impl Harness {
             .as_array()
             .expect("a matrix is an include list")
             .clone();
-        assert!(!rows.is_empty(), "{chain}: an empty matrix for {}", job["id"]);
+        assert!(
+            !rows.is_empty(),
+            "{chain}: an empty matrix for {}",
+            job["id"]
+        );
         let mut status = Status::Success;
         for row in rows {
             let row_scope = Scope {
                 matrix: row,
                 ..scope.clone()
             };
-            if self.run_steps_job(chain, job, workflow_env, row_scope).status != Status::Success {
+            if self
+                .run_steps_job(chain, job, workflow_env, row_scope)
+                .status
+                != Status::Success
+            {
                 status = Status::Failure;
             }
         }
@@ -342,9 +368,11 @@ impl Harness {
         let body = &job["body"];
         assert_eq!(body["kind"], "steps");
         self.workspaces += 1;
-        let workspace = self
-            .env
-            .path(&format!("runs/{:03}-{chain}-{}", self.workspaces, job["id"].as_str().expect("id")));
+        let workspace = self.env.path(&format!(
+            "runs/{:03}-{chain}-{}",
+            self.workspaces,
+            job["id"].as_str().expect("id")
+        ));
         std::fs::create_dir_all(&workspace).expect("workspace");
         for (key, value) in workflow_env {
             let value = self.eval_text(value, &scope);
@@ -563,8 +591,12 @@ impl Harness {
             for entry in walkdir::WalkDir::new(&source) {
                 let entry = entry.expect("walk");
                 if entry.file_type().is_file() {
-                    let target =
-                        dest.join(entry.path().strip_prefix(&source).expect("under the artifact"));
+                    let target = dest.join(
+                        entry
+                            .path()
+                            .strip_prefix(&source)
+                            .expect("under the artifact"),
+                    );
                     std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
                     std::fs::copy(entry.path(), &target).expect("copy out of the artifact");
                 }
@@ -689,7 +721,9 @@ impl Harness {
 }
 
 fn call<'a>(expr: &'a str, name: &str) -> Option<&'a str> {
-    expr.strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')
+    expr.strip_prefix(name)?
+        .strip_prefix('(')?
+        .strip_suffix(')')
 }
 
 fn text_of(value: &Value) -> String {
@@ -735,10 +769,12 @@ fn common_ancestor(paths: &[PathBuf]) -> PathBuf {
 }
 
 fn statuses(results: &BTreeMap<String, JobResult>) -> Vec<(String, Status)> {
-    ["lock", "build", "stage", "smoke", "test", "report", "promote"]
-        .iter()
-        .map(|job| (job.to_string(), results[*job].status))
-        .collect()
+    [
+        "lock", "build", "stage", "smoke", "test", "report", "promote",
+    ]
+    .iter()
+    .map(|job| (job.to_string(), results[*job].status))
+    .collect()
 }
 
 #[test]
@@ -746,23 +782,27 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
     let mut harness = Harness::new();
     let chains = harness.run_caller("rockbuild-nightly.yml");
     let ok = |jobs: &[&str]| -> Vec<(String, Status)> {
-        ["lock", "build", "stage", "smoke", "test", "report", "promote"]
-            .iter()
-            .map(|job| {
-                let status = if jobs.contains(job) {
-                    Status::Success
-                } else if *job == "build" {
-                    Status::Failure
-                } else {
-                    Status::Skipped
-                };
-                (job.to_string(), status)
-            })
-            .collect()
+        [
+            "lock", "build", "stage", "smoke", "test", "report", "promote",
+        ]
+        .iter()
+        .map(|job| {
+            let status = if jobs.contains(job) {
+                Status::Success
+            } else if *job == "build" {
+                Status::Failure
+            } else {
+                Status::Skipped
+            };
+            (job.to_string(), status)
+        })
+        .collect()
     };
     assert_eq!(
         statuses(&chains["gfx906"]),
-        ok(&["lock", "build", "stage", "smoke", "test", "report", "promote"])
+        ok(&[
+            "lock", "build", "stage", "smoke", "test", "report", "promote"
+        ])
     );
     assert_eq!(statuses(&chains["gfx94X-dcgpu"]), ok(&["lock"]));
 
@@ -787,9 +827,11 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
     let staged = harness.wheels(&format!("staging/run-{RUN_ID}-1/release-2.9/gfx906"));
     assert!(!staged.is_empty(), "nothing staged");
     assert!(
-        staged.iter().all(|w| w.ends_with("manylinux_2_28_x86_64.whl")
-            || w.ends_with("-none-any.whl")
-            || w.starts_with("rocm")),
+        staged
+            .iter()
+            .all(|w| w.ends_with("manylinux_2_28_x86_64.whl")
+                || w.ends_with("-none-any.whl")
+                || w.starts_with("rocm")),
         "{staged:?}"
     );
     let released = harness.wheels("release/gfx906");
@@ -800,7 +842,11 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
         );
     }
     // gfx94X-dcgpu: nothing staged, nothing released.
-    assert!(harness.wheels("staging/run-4242-1/release-2.9/gfx94X-dcgpu").is_empty());
+    assert!(
+        harness
+            .wheels("staging/run-4242-1/release-2.9/gfx94X-dcgpu")
+            .is_empty()
+    );
     assert!(harness.wheels("release/gfx94X-dcgpu").is_empty());
 
     // Re-running gfx906's stage job (GitHub re-runs it and every job that needs it) is
@@ -811,12 +857,23 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
     let second = format!("staging/run-{RUN_ID}-2/release-2.9/gfx906");
     let calls_before = harness.calls.len();
     let inputs = harness.chain_inputs["gfx906"].clone();
-    let rerun = harness.run_chain("rockbuild-chain.yml", &inputs, &chains["gfx906"], &["stage"], 2);
+    let rerun = harness.run_chain(
+        "rockbuild-chain.yml",
+        &inputs,
+        &chains["gfx906"],
+        &["stage"],
+        2,
+    );
     assert_eq!(
         statuses(&rerun),
-        ok(&["lock", "build", "stage", "smoke", "test", "report", "promote"])
+        ok(&[
+            "lock", "build", "stage", "smoke", "test", "report", "promote"
+        ])
     );
-    assert_eq!(rerun["stage"].outputs["prefix"], format!("run-{RUN_ID}-2/release-2.9/gfx906"));
+    assert_eq!(
+        rerun["stage"].outputs["prefix"],
+        format!("run-{RUN_ID}-2/release-2.9/gfx906")
+    );
     assert_eq!(harness.wheels(&second), staged);
     assert_eq!(harness.wheels(&first), staged);
     assert_eq!(harness.wheels("release/gfx906"), released);
