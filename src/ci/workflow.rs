@@ -156,6 +156,24 @@ impl Yaml {
         )
     }
 
+    /// A `with:` map: `true` and `false` as YAML booleans, which boolean inputs take
+    /// (`${{ false }}` is what zizmor calls obfuscation).
+    fn inputs(pairs: &[(String, String)]) -> Yaml {
+        Yaml::Map(
+            pairs
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v.as_str() {
+                        "true" => Yaml::Bool(true),
+                        "false" => Yaml::Bool(false),
+                        _ => Yaml::str(v),
+                    };
+                    (k.clone(), value)
+                })
+                .collect(),
+        )
+    }
+
     fn pairs(pairs: &[(String, String)]) -> Yaml {
         Yaml::Map(
             pairs
@@ -214,20 +232,7 @@ impl Step {
                     entries.push(("env", Yaml::pairs(&self.env)));
                 }
                 if !with.is_empty() {
-                    // Boolean inputs take YAML booleans (`${{ false }}` is what zizmor calls
-                    // obfuscation).
-                    let with = with
-                        .iter()
-                        .map(|(k, v)| {
-                            let value = match v.as_str() {
-                                "true" => Yaml::Bool(true),
-                                "false" => Yaml::Bool(false),
-                                _ => Yaml::str(v),
-                            };
-                            (k.clone(), value)
-                        })
-                        .collect();
-                    entries.push(("with", Yaml::Map(with)));
+                    entries.push(("with", Yaml::inputs(with)));
                 }
             }
         }
@@ -304,20 +309,7 @@ impl Job {
                         comment: "zizmor: ignore[self-repository]".into(),
                     },
                 ));
-                // Boolean inputs take YAML booleans (`${{ false }}` is what zizmor calls
-                // obfuscation).
-                let with = with
-                    .iter()
-                    .map(|(k, v)| {
-                        let value = match v.as_str() {
-                            "true" => Yaml::Bool(true),
-                            "false" => Yaml::Bool(false),
-                            _ => Yaml::str(v),
-                        };
-                        (k.clone(), value)
-                    })
-                    .collect();
-                entries.push(("with", Yaml::Map(with)));
+                entries.push(("with", Yaml::inputs(with)));
             }
         }
         Yaml::map(entries)

@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::ci::Error;
-use crate::ci::releases::{DEFAULT_RELEASES, ReleaseTable};
+use crate::ci::releases::ReleaseTable;
 use crate::cli::CiGenerateArgs;
 use crate::context::Context;
-use crate::stack::{ConfigSource, FamilyTable};
+use crate::stack::FamilyTable;
 
 pub struct CiGenerateSettings {
     pub families: FamilyTable,
@@ -33,13 +32,7 @@ impl CiGenerateSettings {
             families,
             releases,
         } = args;
-        let families =
-            crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
-        let source = match releases {
-            Some(path) => ConfigSource::read(&ctx.absolute(&path))?,
-            None => ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
-        };
-        let releases = ReleaseTable::load(&source, &families).map_err(Error::from)?;
+        let (families, releases) = super::matrix::load_tables(ctx, families, releases)?;
         let mode = match (check, dry_run) {
             (true, _) => Mode::Check,
             (false, true) => Mode::DryRun { json },
