@@ -51,6 +51,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::compat::Error,
         crate::ci::Error,
         crate::hipify::leftover::Error,
+        crate::suite::Error,
         crate::wheel::retag::RetagError,
         crate::sdk::Error,
         crate::store::StoreError,

@@ -20,7 +20,8 @@ pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
 /// The ROCm runtime reports (and loads code for) this ISA on every GPU instead of the
 /// hardware's (`major.minor.stepping`, e.g. `10.3.0`); `rockbuild detect` follows it.
 pub const HSA_OVERRIDE_GFX_VERSION: &str = "HSA_OVERRIDE_GFX_VERSION";
-/// The GPUs HIP shows, by index (`0,2`); `rockbuild detect` builds for those only.
+/// The GPUs HIP shows, by index (`0,2`); `rockbuild detect` builds for those only, `rockbuild
+/// test` chooses among them.
 pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
 /// Where a ROCm installation is (`/opt/rocm`); doctor looks for device libraries under it.
 pub const ROCM_PATH: &str = "ROCM_PATH";
@@ -54,6 +55,18 @@ pub const PKG_CONFIG_PATH: &str = "PKG_CONFIG_PATH";
 pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
 /// PyTorch's profiler switch: kept when set, else ON (the reference's default on Linux).
 pub const USE_KINETO: &str = "USE_KINETO";
+
+// GPU visibility and PyTorch's test environment (`rockbuild test`; TheRock's
+// run_pytorch_tests_full.py). A preset HIP_VISIBLE_DEVICES (above) is respected;
+// GPU_DEVICE_ORDINAL is removed because HIP aborts when it conflicts with HIP_VISIBLE_DEVICES.
+// The others keep a value the job already set (the reference's `os.environ.setdefault`).
+pub const GPU_DEVICE_ORDINAL: &str = "GPU_DEVICE_ORDINAL";
+pub const CI: &str = "CI";
+pub const BUILD_ENVIRONMENT: &str = "BUILD_ENVIRONMENT";
+pub const PYTORCH_TEST_WITH_ROCM: &str = "PYTORCH_TEST_WITH_ROCM";
+pub const PYTORCH_TESTING_DEVICE_ONLY_FOR: &str = "PYTORCH_TESTING_DEVICE_ONLY_FOR";
+pub const PYTORCH_PRINT_REPRO_ON_FAILURE: &str = "PYTORCH_PRINT_REPRO_ON_FAILURE";
+pub const OPENBLAS_NUM_THREADS: &str = "OPENBLAS_NUM_THREADS";
 
 /// Variables a parent git process may leak into ours; they would redirect every git command
 /// to another repository, so the git runner removes them (uv and cargo do the same).

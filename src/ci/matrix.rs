@@ -64,6 +64,8 @@ pub struct ChainRow {
     pub build: Include<BuildRow>,
     /// Empty when the family has no test runner (then `tested` is false).
     pub test: Include<TestRow>,
+    /// One combined test report per tested Python: what `rockbuild test-report` expects.
+    pub reports: Include<ReportRow>,
     pub tested: bool,
     /// Promotion needs passing evidence: only tested families of a publishing release.
     pub promote: bool,
@@ -79,10 +81,44 @@ pub struct BuildRow {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TestRow {
     pub python: Python,
+    pub cpython: String,
     pub test_config: String,
+    /// `rockbuild test --test-config` of this row (the release table's `smoke` is the GPU
+    /// smoke suite, `gpu-smoke`).
+    pub suite: String,
+    /// Whether the suite needs the locked torch's test sources (everything but `gpu-smoke`).
+    pub sources: bool,
     pub shard: u32,
     pub num_shards: u32,
     pub runs_on: String,
+}
+
+/// One tested Python: `rockbuild smoke` (the whole set installs and imports, on the family's
+/// test runner) and the combined report of every test row of that Python.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReportRow {
+    pub python: Python,
+    pub cpython: String,
+    pub runs_on: String,
+    /// `CONFIG=SHARDS,...` in `rockbuild test` config names.
+    pub expect: String,
+}
+
+/// One chain with its ref: the rows the caller workflows call the chain workflow with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FlatChain {
+    pub pytorch_ref: String,
+    pub ref_slug: String,
+    #[serde(flatten)]
+    pub chain: ChainRow,
+}
+
+/// The release table's `smoke` configuration: the GPU smoke suite.
+pub const SMOKE: &str = "smoke";
+
+/// The `rockbuild test --test-config` a release-table configuration runs.
+fn suite_of(config: &str) -> &str {
+    if config == SMOKE { "gpu-smoke" } else { config }
 }
 
 /// Computes the matrix. Errors only when nothing at all would be built or a matrix exceeds
@@ -157,6 +193,10 @@ pub fn plan(
         });
     }
     check_size("refs", refs.len())?;
+    check_size(
+        "chains",
+        refs.iter().map(|r| r.families.include.len()).sum(),
+    )?;
     Ok(Matrix {
         release_type: release.release_type,
         publish: release.publish,
@@ -206,9 +246,13 @@ fn chain(
             }
             for python in pythons {
                 for shard in 1..=rule.config.shards {
+                    let suite = suite_of(&rule.config.name);
                     test.push(TestRow {
                         python,
+                        cpython: python.cpython_tag(),
                         test_config: rule.config.name.clone(),
+                        suite: suite.to_string(),
+                        sources: suite != "gpu-smoke",
                         shard,
                         num_shards: rule.config.shards,
                         runs_on: runs_on.clone(),
@@ -220,15 +264,39 @@ fn chain(
     check_size("build", build.len())?;
     check_size("test", test.len())?;
     let tested = !test.is_empty();
+    let reports = report_rows(&selection.python, &test, &linux.test_runner);
     Ok(ChainRow {
         family: family.name.clone(),
         targets: families::join(&family.targets),
         build_runs_on: linux.build_runner.clone(),
         build: Include { include: build },
         test: Include { include: test },
+        reports: Include { include: reports },
         tested,
         promote: release.publish && tested,
     })
+}
+
+/// Per Python with test rows: its configurations with their shard counts, in row order.
+fn report_rows(pythons: &[Python], test: &[TestRow], runs_on: &str) -> Vec<ReportRow> {
+    pythons
+        .iter()
+        .filter_map(|python| {
+            let mut expect: Vec<String> = Vec::new();
+            for row in test.iter().filter(|t| t.python == *python) {
+                let item = format!("{}={}", row.suite, row.num_shards);
+                if !expect.contains(&item) {
+                    expect.push(item);
+                }
+            }
+            (!expect.is_empty()).then(|| ReportRow {
+                python: *python,
+                cpython: python.cpython_tag(),
+                runs_on: runs_on.to_string(),
+                expect: expect.join(","),
+            })
+        })
+        .collect()
 }
 
 fn check_size(matrix: &'static str, jobs: usize) -> Result<(), Error> {
@@ -255,13 +323,32 @@ impl Matrix {
     /// scalars, each on one line (compact JSON never contains a newline).
     pub fn github_outputs(&self) -> Result<String, serde_json::Error> {
         Ok(format!(
-            "matrix={}\nrefs={}\nrelease_type={}\npublish={}\nsccache_prefix={}\n",
+            "matrix={}\nrefs={}\nchains={}\nrelease_type={}\npublish={}\nsccache_prefix={}\n",
             serde_json::to_string(self)?,
             serde_json::to_string(&self.refs)?,
+            serde_json::to_string(&self.chains())?,
             self.release_type.as_str(),
             self.publish,
             self.sccache_prefix
         ))
+    }
+
+    /// Every chain of every ref, each with its ref: the caller workflows' matrix (one call of
+    /// the chain workflow per row, so no chain waits for another).
+    pub fn chains(&self) -> Include<FlatChain> {
+        let include = self
+            .refs
+            .include
+            .iter()
+            .flat_map(|row| {
+                row.families.include.iter().map(|chain| FlatChain {
+                    pytorch_ref: row.pytorch_ref.clone(),
+                    ref_slug: row.ref_slug.clone(),
+                    chain: chain.clone(),
+                })
+            })
+            .collect();
+        Include { include }
     }
 
     /// A table for people (stderr, the step summary, docs/ci.md): one line per chain.

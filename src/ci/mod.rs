@@ -1,8 +1,12 @@
 //! Continuous integration: the GitHub Actions matrix computed from the family and release
-//! tables (`rockbuild matrix`).
+//! tables (`rockbuild matrix`), and the workflows generated from the same tables
+//! (`rockbuild ci generate`).
 
+pub mod files;
+pub mod generate;
 pub mod matrix;
 pub mod releases;
+pub mod workflow;
 
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::stack::ConfigError;
@@ -47,6 +51,19 @@ pub enum Error {
         limit = matrix::GITHUB_MATRIX_LIMIT
     )]
     MatrixTooLarge { matrix: &'static str, jobs: usize },
+    #[error(
+        "{table}: release type 'ci' publishes, but it is what pull requests build: set `publish: false` (pull requests get no credentials)"
+    )]
+    PullRequestsPublish { table: String },
+    #[error("{}: cannot write the workflows: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{dir}: the committed workflows differ from `rockbuild ci generate`: {files}; run `rockbuild ci generate` and commit the result"
+    )]
+    Stale { dir: String, files: String },
 }
 
 impl HasExitStatus for Error {
@@ -61,7 +78,10 @@ impl HasExitStatus for Error {
             | Error::PythonNotInRelease { .. }
             | Error::Ref(_)
             | Error::NothingToBuild { .. }
-            | Error::MatrixTooLarge { .. } => ExitStatus::Usage,
+            | Error::MatrixTooLarge { .. }
+            | Error::PullRequestsPublish { .. } => ExitStatus::Usage,
+            Error::Write { .. } => ExitStatus::Failure,
+            Error::Stale { .. } => ExitStatus::VerificationFailed,
         }
     }
 }

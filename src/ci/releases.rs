@@ -127,6 +127,7 @@ pub struct ReleaseTable {
     /// Where it was read from, for messages.
     pub source_name: String,
     releases: Vec<Release>,
+    test_configs: IndexMap<String, TestConfig>,
 }
 
 impl ReleaseTable {
@@ -134,6 +135,12 @@ impl ReleaseTable {
         self.releases
             .iter()
             .find(|r| r.release_type == release_type)
+    }
+
+    /// A test configuration of `test-configs` (its shard count is the one `rockbuild
+    /// test-report` expects).
+    pub fn test_config(&self, name: &str) -> Option<&TestConfig> {
+        self.test_configs.get(name)
     }
 
     pub fn load(source: &ConfigSource, families: &FamilyTable) -> Result<Self, ConfigError> {
@@ -172,6 +179,7 @@ impl ReleaseTable {
         Ok(ReleaseTable {
             source_name: source.name.clone(),
             releases,
+            test_configs: configs,
         })
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod build;
 mod checkout;
+mod ci;
 mod compat;
 mod detect;
 mod doctor;
@@ -15,6 +16,8 @@ mod promote;
 mod retag;
 mod smoke;
 mod stage;
+mod test;
+mod test_report;
 mod verify;
 
 use crate::cli::Command;
@@ -39,5 +42,8 @@ pub fn run(command: Command, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Command::Compat(args) => compat::run(args, ctx),
         Command::Retag(args) => retag::run(args, ctx),
         Command::Matrix(args) => matrix::run(args, ctx),
+        Command::Test(args) => test::run(args, ctx),
+        Command::TestReport(args) => test_report::run(args, ctx),
+        Command::Ci(command) => ci::run(command, ctx),
     }
 }

@@ -41,7 +41,7 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         });
         return Ok(ExitStatus::Success);
     }
-    let run = smoke::apply(ctx, &plan, &selected)?;
+    let run = smoke::apply(ctx, &plan)?;
     smoke::write_report(&run.report, &settings.report)?;
     show(ctx, &run);
     ctx.ui

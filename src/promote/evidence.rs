@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::client::unescape_html;
+use crate::junit::CaseStatus;
 
 /// The report format version smoke writes and promote reads.
 pub const REPORT_SCHEMA: u32 = 1;
@@ -221,123 +221,6 @@ pub fn outcome_word(outcome: Outcome) -> &'static str {
     }
 }
 
-/// Counts from a JUnit file.
-#[derive(Debug, Default)]
-struct JunitCounts {
-    cases: usize,
-    skipped: usize,
-    failed: Vec<String>,
-    errors: Vec<String>,
-    /// failures/errors claimed by testsuite attributes.
-    claimed_failures: u64,
-    wheels: Vec<WheelRef>,
-}
-
-/// Reading a JUnit file element by element.
-struct JunitReader<'a> {
-    file: &'a str,
-    counts: JunitCounts,
-    /// The open elements, outermost first.
-    stack: Vec<String>,
-    current_case: String,
-    case_skipped: bool,
-    saw_root: bool,
-}
-
-impl JunitReader<'_> {
-    fn error(&self, message: String) -> EvidenceError {
-        EvidenceError {
-            file: self.file.to_string(),
-            message,
-        }
-    }
-
-    /// An element that starts (and, when `empty`, ends at once).
-    fn element(
-        &mut self,
-        name: String,
-        attributes: &[(String, String)],
-        empty: bool,
-    ) -> Result<(), EvidenceError> {
-        if self.stack.is_empty() {
-            if !matches!(name.as_str(), "testsuites" | "testsuite") {
-                return Err(self.error(format!("not a JUnit report (root element <{name}>)")));
-            }
-            self.saw_root = true;
-        }
-        let get = |key: &str| {
-            attributes
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.as_str())
-        };
-        let parent = self.stack.last().map(String::as_str);
-        let counts = &mut self.counts;
-        match name.as_str() {
-            "testsuite" | "testsuites" => {
-                for key in ["failures", "errors"] {
-                    counts.claimed_failures += get(key)
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .unwrap_or(0);
-                }
-            }
-            "testcase" => {
-                counts.cases += 1;
-                self.current_case = match (get("classname"), get("name")) {
-                    (Some(class), Some(name)) if !class.is_empty() => format!("{class}.{name}"),
-                    (_, Some(name)) => name.to_string(),
-                    _ => format!("test case {}", counts.cases),
-                };
-                self.case_skipped = false;
-            }
-            "failure" => counts.failed.push(self.current_case.clone()),
-            "error" => counts.errors.push(self.current_case.clone()),
-            "skipped" if !self.case_skipped && parent == Some("testcase") => {
-                self.case_skipped = true;
-                counts.skipped += 1;
-            }
-            "property"
-                if parent == Some("properties") && get("name") == Some(JUNIT_WHEEL_PROPERTY) =>
-            {
-                let value = get("value").unwrap_or_default();
-                let wheel = wheel_property(value).ok_or_else(|| {
-                    self.error(format!(
-                        "property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX"
-                    ))
-                })?;
-                self.counts.wheels.push(wheel);
-            }
-            _ => {}
-        }
-        if !empty {
-            self.stack.push(name);
-        }
-        Ok(())
-    }
-
-    fn close(&mut self, name: &str) -> Result<(), EvidenceError> {
-        if self.stack.last().map(String::as_str) != Some(name) {
-            return Err(self.error(format!("mismatched closing tag </{name}>")));
-        }
-        self.stack.pop();
-        Ok(())
-    }
-
-    /// The counts, once the whole file was read.
-    fn finish(self) -> Result<JunitCounts, EvidenceError> {
-        if !self.saw_root {
-            return Err(self.error("not a JUnit report (no <testsuites> or <testsuite>)".into()));
-        }
-        if !self.stack.is_empty() {
-            return Err(self.error(format!(
-                "truncated: <{}> is never closed",
-                self.stack.join("> <")
-            )));
-        }
-        Ok(self.counts)
-    }
-}
-
 /// `FILENAME#sha256=HEX`, the value of a wheel property.
 fn wheel_property(value: &str) -> Option<WheelRef> {
     value
@@ -354,90 +237,81 @@ fn wheel_property(value: &str) -> Option<WheelRef> {
 }
 
 fn parse_junit(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
-    let mut reader = JunitReader {
-        file,
-        counts: JunitCounts::default(),
-        stack: Vec::new(),
-        current_case: String::new(),
-        case_skipped: false,
-        saw_root: false,
+    let error = |message: String| EvidenceError {
+        file: file.to_string(),
+        message,
     };
-    let mut element: Option<(String, Vec<(String, String)>)> = None;
-    for token in xmlparser::Tokenizer::from(text) {
-        let token = token.map_err(|e| reader.error(format!("not well-formed XML: {e}")))?;
-        match token {
-            xmlparser::Token::ElementStart { local, .. } => {
-                element = Some((local.as_str().to_string(), Vec::new()));
-            }
-            xmlparser::Token::Attribute { local, value, .. } => {
-                if let Some((_, attributes)) = element.as_mut() {
-                    attributes.push((local.as_str().to_string(), unescape_html(value.as_str())));
-                }
-            }
-            xmlparser::Token::ElementEnd { end, .. } => match end {
-                xmlparser::ElementEnd::Open | xmlparser::ElementEnd::Empty => {
-                    if let Some((name, attributes)) = element.take() {
-                        let empty = matches!(end, xmlparser::ElementEnd::Empty);
-                        reader.element(name, &attributes, empty)?;
-                    }
-                }
-                xmlparser::ElementEnd::Close(_, local) => reader.close(local.as_str())?,
-            },
-            _ => {}
+    let report = crate::junit::parse(text).map_err(|e| error(e.0))?;
+    let mut wheels = Vec::new();
+    for (name, value) in &report.properties {
+        if name == JUNIT_WHEEL_PROPERTY {
+            wheels.push(wheel_property(value).ok_or_else(|| {
+                error(format!(
+                    "property {JUNIT_WHEEL_PROPERTY}='{value}' is not FILENAME#sha256=HEX"
+                ))
+            })?);
         }
     }
-    let counts = reader.finish()?;
-    let (outcome, detail) = junit_verdict(&counts);
+    let (outcome, detail) = junit_verdict(&report);
     Ok(Evidence {
         source: file.to_string(),
         outcome,
         detail,
-        wheels: counts.wheels,
+        wheels,
     })
 }
 
 /// A JUnit run's outcome: failed when any case (or the suite's own count) failed, empty when
 /// nothing ran, passed otherwise.
-fn junit_verdict(counts: &JunitCounts) -> (Outcome, String) {
-    let bad = counts.failed.len() + counts.errors.len();
-    if bad > 0 || counts.claimed_failures > 0 {
-        let mut names: Vec<String> = counts
-            .failed
+fn junit_verdict(report: &crate::junit::Report) -> (Outcome, String) {
+    let named = |status: CaseStatus| -> Vec<String> {
+        report
+            .cases
             .iter()
-            .chain(&counts.errors)
-            .take(5)
-            .cloned()
-            .collect();
+            .enumerate()
+            .filter(|(_, case)| case.status == status)
+            .map(
+                |(index, case)| match (case.classname.as_str(), case.name.as_str()) {
+                    ("", "") => format!("test case {}", index + 1),
+                    ("", name) => name.to_string(),
+                    (class, name) => format!("{class}.{name}"),
+                },
+            )
+            .collect()
+    };
+    let failed = named(CaseStatus::Failed);
+    let errors = named(CaseStatus::Error);
+    let skipped = named(CaseStatus::Skipped).len();
+    let cases = report.cases.len();
+    let bad = failed.len() + errors.len();
+    if bad > 0 || report.claimed_failures > 0 {
+        let mut names: Vec<String> = failed.iter().chain(&errors).take(5).cloned().collect();
         if bad > names.len() {
             names.push(format!("and {} more", bad - names.len()));
         }
-        let summary = format!(
-            "junit: {} failed, {} errors",
-            counts.failed.len(),
-            counts.errors.len()
-        );
         let detail = if names.is_empty() {
             format!(
                 "junit: the suite reports {} failures and errors",
-                counts.claimed_failures
+                report.claimed_failures
             )
         } else {
-            format!("{summary}: {}", names.join(", "))
+            format!(
+                "junit: {} failed, {} errors: {}",
+                failed.len(),
+                errors.len(),
+                names.join(", ")
+            )
         };
         (Outcome::Failed, detail)
-    } else if counts.cases == counts.skipped {
+    } else if cases == skipped {
         (
             Outcome::Empty,
-            format!("junit: {} test cases, none ran", counts.cases),
+            format!("junit: {cases} test cases, none ran"),
         )
     } else {
         (
             Outcome::Passed,
-            format!(
-                "junit: {} passed, {} skipped",
-                counts.cases - counts.skipped,
-                counts.skipped
-            ),
+            format!("junit: {} passed, {skipped} skipped", cases - skipped),
         )
     }
 }

@@ -12,6 +12,23 @@ use crate::settings::{Source, Sourced};
 use crate::stack::families::split_list;
 use crate::stack::{ConfigSource, FamilyTable};
 
+/// The family table (`--families`, else the built-in one) and the release table checked
+/// against it (`--releases`, else the built-in one).
+pub fn load_tables(
+    ctx: &Context,
+    families: Option<std::path::PathBuf>,
+    releases: Option<std::path::PathBuf>,
+) -> anyhow::Result<(FamilyTable, ReleaseTable)> {
+    let families =
+        crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
+    let source = match releases {
+        Some(path) => ConfigSource::read(&ctx.absolute(&path))?,
+        None => ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
+    };
+    let table = ReleaseTable::load(&source, &families).map_err(Error::from)?;
+    Ok((families, table))
+}
+
 #[derive(Clone, Debug)]
 pub struct MatrixSettings {
     pub release: Release,
@@ -31,13 +48,7 @@ impl MatrixSettings {
             families,
             releases,
         } = args;
-        let families =
-            crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
-        let source = match releases {
-            Some(path) => ConfigSource::read(&ctx.absolute(&path))?,
-            None => ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
-        };
-        let table = ReleaseTable::load(&source, &families).map_err(Error::from)?;
+        let (families, table) = load_tables(ctx, families, releases)?;
         let release = table
             .release(release_type)
             .ok_or_else(|| Error::NoRelease {

@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod checkout;
+pub mod ci;
 pub mod compat;
 pub mod detect;
 pub mod doctor;
@@ -17,6 +18,8 @@ pub mod sdk;
 pub mod smoke;
 pub mod stage;
 pub mod store;
+pub mod test;
+pub mod test_report;
 pub mod verify;
 
 use std::fmt;
@@ -32,8 +35,8 @@ pub enum Source {
     Default,
     Flag(String),
     Env(String),
-    Lock(String),
     Config(String),
+    Lock(String),
     Preset(String),
     Inferred(String),
 }
@@ -44,8 +47,8 @@ impl fmt::Display for Source {
             Source::Default => write!(f, "default"),
             Source::Flag(flag) => write!(f, "{flag}"),
             Source::Env(name) => write!(f, "${name}"),
-            Source::Lock(place) => write!(f, "lock {place}"),
             Source::Config(place) => write!(f, "{place}"),
+            Source::Lock(place) => write!(f, "lock {place}"),
             Source::Preset(name) => write!(f, "preset {name}"),
             Source::Inferred(why) => write!(f, "{why}"),
         }

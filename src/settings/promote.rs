@@ -56,7 +56,7 @@ impl PromoteSettings {
         Ok(PromoteSettings {
             from,
             to,
-            test_reports: test_reports.iter().map(|p| ctx.absolute(p)).collect(),
+            test_reports: expand_reports(test_reports.iter().map(|p| ctx.absolute(p)))?,
             waivers,
             lock,
             promotion: rewrite_version.map(|kind| match kind {
@@ -68,4 +68,31 @@ impl PromoteSettings {
             json,
         })
     }
+}
+
+/// A directory given as `--test-report` stands for every report in it (`*.json`, `*.xml`, by
+/// name): a CI job downloads each Python's reports into one directory. An empty one is an
+/// error, never "no evidence needed".
+fn expand_reports(given: impl Iterator<Item = PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
+    let mut reports = Vec::new();
+    for path in given {
+        if !path.is_dir() {
+            reports.push(path);
+            continue;
+        }
+        let mut found: Vec<PathBuf> = fs_err::read_dir(&path)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "xml"))
+            .collect();
+        if found.is_empty() {
+            anyhow::bail!(
+                "--test-report {}: the directory holds no reports (*.json, *.xml); give the reports the tests wrote",
+                path.display()
+            );
+        }
+        found.sort();
+        reports.extend(found);
+    }
+    Ok(reports)
 }

@@ -61,6 +61,7 @@ pub fn install_settings(
         no_pre,
         rocm_extras,
         installer,
+        python,
     } = args;
     let spec = preflight::parse_spec(rocm_sdk_version)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
@@ -69,7 +70,9 @@ pub fn install_settings(
     let non_empty = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
     Ok(InstallSettings {
         venv,
-        base_python: PathBuf::from("python3"),
+        base_python: python
+            .as_deref()
+            .map_or_else(|| PathBuf::from("python3"), |p| ctx.absolute(p)),
         installer: *installer,
         index_url: super::detect::auto_index_url(ctx, non_empty(index_url))?,
         find_links: non_empty(find_links).map(|links| absolute_links(ctx, &links)),

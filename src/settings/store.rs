@@ -21,10 +21,12 @@ pub fn store_settings(args: StoreArgs) -> StoreSettings {
         break_lease,
         lease_ttl,
     } = args;
+    // A workflow passes an unset repository variable through as "": AWS's defaults.
+    let given = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
     StoreSettings {
         s3: S3Settings {
-            endpoint: s3_endpoint,
-            region: s3_region,
+            endpoint: given(s3_endpoint),
+            region: given(s3_region),
             path_style: s3_path_style,
             checksums: s3_checksums,
             multipart_threshold,

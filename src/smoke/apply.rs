@@ -1,16 +1,12 @@
 //! Running the planned checks in order — each only when the check it waits for passed — and
 //! the test report that records the exact wheels (SHA-256) and every check.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
-
+use super::Error;
 use super::plan::{Check as PlannedCheck, SmokePlan};
-use super::{Error, Selected};
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
-use crate::index::normalize_name;
 use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
 
 /// A finished smoke run.
@@ -21,7 +17,7 @@ pub struct SmokeRun {
 }
 
 /// Runs the plan and returns its report (written by the caller).
-pub fn apply(ctx: &Context, plan: &SmokePlan, selected: &[Selected]) -> Result<SmokeRun, Error> {
+pub fn apply(ctx: &Context, plan: &SmokePlan) -> Result<SmokeRun, Error> {
     let started = jiff::Timestamp::now();
     for (path, text) in &plan.files {
         crate::fsutil::write_atomic(path, text.as_bytes())?;
@@ -29,28 +25,41 @@ pub fn apply(ctx: &Context, plan: &SmokePlan, selected: &[Selected]) -> Result<S
     let task = ctx.ui.task("smoke");
     let mut checks: Vec<Check> = Vec::with_capacity(plan.checks.len());
     let mut interrupted = None;
-    let mut wheels = Vec::new();
+    let mut installed = Vec::new();
     for (index, planned) in plan.checks.iter().enumerate() {
         task.phase(planned.name.clone());
         let ready = planned
             .after
             .is_none_or(|after| checks[after].result == Outcome::Passed);
         let check = run_check(ctx, planned, ready, &mut interrupted);
-        if index == plan.install_check && check.result == Outcome::Passed {
-            match fs_err::read_to_string(&plan.pip_report) {
-                Ok(text) => match tested_wheels(&text) {
-                    Ok(found) => wheels = found,
-                    Err(error) => ctx.ui.warn(format!(
-                        "reading pip's install report: {error}; the report will not name the installed wheels"
-                    )),
-                },
+        let report = plan.pip_reports.iter().find(|(check, _)| *check == index);
+        if let (Some((_, path)), Outcome::Passed) = (report, check.result) {
+            match fs_err::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| crate::pip::report::parse(&text))
+            {
+                Ok(report) => installed.extend(report.installed),
                 Err(error) => ctx.ui.warn(format!(
-                    "{error}; the report will not name the installed wheels"
+                    "reading pip's install report {}: {error}; the test report will not name what it installed",
+                    path.display()
                 )),
             }
         }
         checks.push(check);
     }
+    // Evidence: every file installed from the index under test, dependencies included
+    // (the ROCm SDK wheels staged next to torch), named by its SHA-256.
+    let wheels = match crate::index::client::IndexClient::new(&plan.index_url)
+        .and_then(|client| crate::pip::report::from_index(&installed, &client))
+    {
+        Ok(found) => found,
+        Err(error) => {
+            ctx.ui.warn(format!(
+                "{error}; the test report will not name the installed wheels"
+            ));
+            Vec::new()
+        }
+    };
     let failed = checks
         .iter()
         .filter(|c| c.result == Outcome::Failed)
@@ -78,10 +87,13 @@ pub fn apply(ctx: &Context, plan: &SmokePlan, selected: &[Selected]) -> Result<S
         result,
         wheels: wheels
             .into_iter()
-            .filter(|w| {
-                selected
-                    .iter()
-                    .any(|s| normalize_name(&s.project.wheel) == normalize_name(&w.name))
+            .filter_map(|item| {
+                Some(TestedWheel {
+                    sha256: item.sha256?,
+                    name: item.name,
+                    version: item.version,
+                    filename: item.filename,
+                })
             })
             .collect(),
         checks,
@@ -127,70 +139,6 @@ fn run_check(
         finished: jiff::Timestamp::now(),
         detail: tail(&detail, 30),
     }
-}
-
-/// pip's `--report` output: what it installed, from where, with which hash.
-#[derive(Deserialize)]
-struct PipReport {
-    install: Vec<PipInstalled>,
-}
-
-#[derive(Deserialize)]
-struct PipInstalled {
-    download_info: PipDownload,
-    metadata: PipMetadata,
-}
-
-#[derive(Deserialize)]
-struct PipDownload {
-    url: String,
-    #[serde(default)]
-    archive_info: Option<PipArchive>,
-}
-
-#[derive(Deserialize)]
-struct PipArchive {
-    #[serde(default)]
-    hashes: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-struct PipMetadata {
-    name: String,
-    version: String,
-}
-
-/// The wheels pip reports it installed, matched to the set.
-fn tested_wheels(report: &str) -> serde_json::Result<Vec<TestedWheel>> {
-    let report: PipReport = serde_json::from_str(report)?;
-    Ok(report
-        .install
-        .into_iter()
-        .map(|item| {
-            let filename = item
-                .download_info
-                .url
-                .rsplit('/')
-                .next()
-                .map(|segment| {
-                    crate::index::client::percent_decode(
-                        segment.split('#').next().unwrap_or(segment),
-                    )
-                })
-                .unwrap_or_default();
-            TestedWheel {
-                name: item.metadata.name,
-                version: item.metadata.version,
-                filename,
-                sha256: item
-                    .download_info
-                    .archive_info
-                    .and_then(|a| a.hashes.get("sha256").cloned())
-                    .unwrap_or_default()
-                    .to_ascii_lowercase(),
-            }
-        })
-        .collect())
 }
 
 impl SmokeRun {
@@ -269,27 +217,4 @@ fn python_version(ctx: &Context, python: &Path) -> Option<String> {
         .ok()
         .map(|o| o.stdout.trim().to_string())
         .filter(|v| !v.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pip_reports_name_the_installed_files() {
-        let report = r#"{"version": "1", "install": [{
-            "download_info": {"url": "http://127.0.0.1:8000/torch/torch-2.9.0%2Brocm7.0.0-cp311-cp311-linux_x86_64.whl",
-                              "archive_info": {"hash": "sha256=AB", "hashes": {"sha256": "AB"}}},
-            "requested": true,
-            "metadata": {"name": "torch", "version": "2.9.0+rocm7.0.0", "metadata_version": "2.1"}}]}"#;
-        assert_eq!(
-            tested_wheels(report).expect("parse"),
-            vec![TestedWheel {
-                name: "torch".into(),
-                version: "2.9.0+rocm7.0.0".into(),
-                filename: "torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl".into(),
-                sha256: "ab".into(),
-            }]
-        );
-    }
 }

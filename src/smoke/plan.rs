@@ -10,11 +10,8 @@ use serde::Serialize;
 
 use super::{Selected, requirements};
 use crate::env_vars::Environment;
-use crate::exec::{Cmd, Retry};
+use crate::exec::Cmd;
 
-/// How long one install may take, and how long it may print nothing.
-const INSTALL_TIMEOUT: Duration = Duration::from_secs(3600);
-const INSTALL_IDLE: Duration = Duration::from_secs(600);
 /// How long one import or smoke command may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(900);
 
@@ -50,10 +47,10 @@ pub struct SmokePlan {
     pub python: PathBuf,
     /// Written before the first check: the set's requirements with and without hashes.
     pub files: Vec<(PathBuf, String)>,
-    /// pip's report of the set's install, naming the wheels it installed.
-    pub pip_report: PathBuf,
-    /// The check that writes it.
-    pub install_check: usize,
+    /// pip's reports of the two installs (the set, then its dependencies), each with the
+    /// check that writes it: every file they name that the index under test lists is
+    /// evidence.
+    pub pip_reports: Vec<(usize, PathBuf)>,
     pub checks: Vec<Check>,
 }
 
@@ -74,7 +71,8 @@ pub fn plan(
     let python = venv.join("bin/python");
     let requirements_file = work_dir.join("requirements.txt");
     let plain_file = work_dir.join("set.txt");
-    let pip_report = work_dir.join("pip-report.json");
+    let set_report = work_dir.join("pip-report-set.json");
+    let dependencies_report = work_dir.join("pip-report-dependencies.json");
     let steps = Steps {
         env,
         python: &python,
@@ -110,7 +108,7 @@ pub fn plan(
             ":all:",
             "--report",
         ])
-        .arg(&pip_report)
+        .arg(&set_report)
         .args(["--index-url", &settings.index_url])
         .arg("-r")
         .arg(&requirements_file)
@@ -122,11 +120,11 @@ pub fn plan(
         install,
         Some(venv_made),
     );
-    let mut dependencies = steps.pip("smoke: install dependencies").args([
-        "install",
-        "--index-url",
-        &settings.index_url,
-    ]);
+    let mut dependencies = steps
+        .pip("smoke: install dependencies")
+        .args(["install", "--report"])
+        .arg(&dependencies_report)
+        .args(["--index-url", &settings.index_url]);
     for extra in &settings.extra_index_urls {
         dependencies = dependencies.args(["--extra-index-url", extra]);
     }
@@ -191,8 +189,7 @@ pub fn plan(
             (requirements_file, requirements(selected, true)),
             (plain_file, requirements(selected, false)),
         ],
-        pip_report,
-        install_check: installed,
+        pip_reports: vec![(installed, set_report), (dependencies, dependencies_report)],
         checks,
     }
 }
@@ -306,34 +303,13 @@ impl Steps<'_> {
 
     /// pip of the venv, reading only the indexes on its command line.
     fn pip(&self, label: &str) -> Cmd {
-        self.python()
-            .label(label)
-            .args(["-m", "pip"])
-            // Only the indexes on this command line: no pip.conf, no cache from other runs.
-            .env("PIP_CONFIG_FILE", "/dev/null")
-            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-            .env("PIP_NO_INPUT", "1")
-            .env("PIP_NO_CACHE_DIR", "1")
-            .timeout(INSTALL_TIMEOUT)
-            .idle_timeout(INSTALL_IDLE)
-            .retry(Retry {
-                attempts: 3,
-                backoff: Duration::from_secs(2),
-                is_transient: pip_transient,
-            })
+        crate::pip::pip(self.python(), label)
     }
 }
 
 /// Variables that would make a child Python or pip ignore the venv or the index we give it.
 fn scrubbed(env: &Environment, mut cmd: Cmd) -> Cmd {
-    let names: Vec<String> = env
-        .iter()
-        .filter_map(|(key, _)| key.to_str().map(String::from))
-        .filter(|key| key.starts_with("PIP_") || key.starts_with("UV_"))
-        .collect();
-    for name in names {
-        cmd = cmd.env_remove(name);
-    }
+    cmd = crate::pip::without_installer_env(env, cmd);
     for name in [
         "PYTHONPATH",
         "PYTHONHOME",
@@ -344,21 +320,6 @@ fn scrubbed(env: &Environment, mut cmd: Cmd) -> Cmd {
         cmd = cmd.env_remove(name);
     }
     cmd
-}
-
-/// pip failures worth another attempt: the network, not the resolver.
-fn pip_transient(tail: &str) -> bool {
-    [
-        "Connection reset",
-        "ConnectionError",
-        "Read timed out",
-        "timed out",
-        "HTTP error 5",
-        "Temporary failure in name resolution",
-        "IncompleteRead",
-    ]
-    .iter()
-    .any(|pattern| tail.contains(pattern))
 }
 
 #[cfg(test)]
@@ -403,7 +364,14 @@ mod tests {
             log_dir: "/out/smoke-report.logs".into(),
         };
         let plan = plan(&env, &settings, &selected, Path::new("/work"));
-        assert_eq!(plan.install_check, 1);
+        assert_eq!(
+            plan.pip_reports
+                .iter()
+                .map(|(check, _)| *check)
+                .collect::<Vec<_>>(),
+            [1, 2],
+            "both installs report what they installed"
+        );
         insta::assert_snapshot!("smoke_plan_text", plan.to_text());
         insta::assert_snapshot!("smoke_plan_json", plan.to_json().expect("json"));
     }

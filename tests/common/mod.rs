@@ -132,6 +132,18 @@ pub fn run_ok(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// The names of the wheels a rockbuild test report (smoke's, a shard's, test-report's) gives
+/// as evidence, in its order.
+#[track_caller]
+pub fn tested_wheel_names(report: &serde_json::Value) -> Vec<String> {
+    report["wheels"]
+        .as_array()
+        .expect("the report lists its wheels")
+        .iter()
+        .map(|w| w["name"].as_str().expect("a wheel has a name").to_string())
+        .collect()
+}
+
 /// Output with what differs between runs masked: the test's temp dir, the repository (on
 /// PATH), commit ids (whole, and the `git<sha8>` of versions: commits of the test origins name
 /// temp-dir paths) and fingerprints.

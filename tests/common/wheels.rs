@@ -56,6 +56,12 @@ impl WheelBuilder {
         self
     }
 
+    /// A file listed in RECORD, replacing one of the same path (the default `__init__.py`).
+    pub fn replace(mut self, path: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.files.retain(|(existing, _)| existing != path);
+        self.file(path, bytes)
+    }
+
     /// A file listed in RECORD, copied from disk (a compiled library).
     #[track_caller]
     pub fn file_from(self, path: &str, source: &Path) -> Self {

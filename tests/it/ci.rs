@@ -80,3 +80,63 @@ fn matrix_refuses_bad_input_with_its_location() {
     let root = env.root().to_str().expect("utf-8");
     insta::assert_snapshot!(errors.join("\n\n").replace(root, "[TMP]"));
 }
+
+/// `ci generate` writes the four workflows, `--check` names every file that differs (exit 5)
+/// and writes nothing, and a rewrite removes generated files the plan no longer has while
+/// leaving the repository's own workflows alone.
+#[test]
+fn ci_generate_writes_checks_and_names_stale_files() {
+    let env = TestEnv::new();
+    let dir = env.path("wf");
+    let generate = |extra: &[&str]| {
+        let mut command = env.rockbuild();
+        command
+            .args(["ci", "generate", "--output-dir"])
+            .arg(&dir)
+            .args(extra);
+        command.assert()
+    };
+    let run = generate(&["--check"]).code(5);
+    let missing = String::from_utf8_lossy(&run.get_output().stderr)
+        .replace(&env.root().display().to_string(), "[TMP]");
+    generate(&[]).success();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "rockbuild-chain.yml",
+            "rockbuild-nightly.yml",
+            "rockbuild-pr.yml",
+            "rockbuild-release.yml"
+        ]
+    );
+    generate(&["--check"]).success();
+    // An edited file, an obsolete generated one, and a workflow of the repository's own.
+    let chain = dir.join("rockbuild-chain.yml");
+    let text = std::fs::read_to_string(&chain).expect("read");
+    std::fs::write(
+        &chain,
+        text.replace("timeout-minutes: 360", "timeout-minutes: 5"),
+    )
+    .expect("edit");
+    std::fs::write(dir.join("rockbuild-old.yml"), &text).expect("obsolete");
+    std::fs::write(dir.join("lint.yml"), "name: lint\n").expect("own");
+    let run = generate(&["--check"]).code(5);
+    let stale = String::from_utf8_lossy(&run.get_output().stderr)
+        .replace(&env.root().display().to_string(), "[TMP]");
+    insta::assert_snapshot!(format!("{missing}---\n{stale}"));
+    generate(&[]).success();
+    generate(&["--check"]).success();
+    assert!(
+        !dir.join("rockbuild-old.yml").exists(),
+        "obsolete file kept"
+    );
+    assert!(
+        dir.join("lint.yml").exists(),
+        "the repository's own workflow removed"
+    );
+}

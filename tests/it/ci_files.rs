@@ -28,7 +28,7 @@ fn workflows_pass_actionlint_schema_and_zizmor() {
         );
         let audit = run_ok(
             env.command(tools_bin().join("zizmor"))
-                .args(["--offline", "--no-progress"])
+                .args(["--offline", "--no-progress", "--persona", "pedantic"])
                 .arg(&workflow),
         );
         assert!(

@@ -32,6 +32,8 @@ fn help_of_each_publishing_verb() {
         "index",
         "smoke",
         "promote",
+        "test",
+        "test-report",
     ] {
         let text = help(&[verb, "--help"]);
         snapshot::plain().bind(|| insta::assert_snapshot!(format!("help_{verb}"), text));

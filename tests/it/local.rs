@@ -281,6 +281,18 @@ fn doctor_filters(disk_masked: bool) -> Vec<(&'static str, &'static str)> {
             (r"(?m)^(pass|warn|FAIL)  disk ", "[DISK]  disk "),
             (r"(?m)^ +→ free space or move .*\n", ""),
             (r"\d+ passed, \d+ warnings?, \d+ failed", "[SUMMARY]"),
+            // Below the floor the disk is one more problem and alone makes doctor exit 1:
+            // the callers check the exit code and the other verdicts themselves.
+            (r"(?m)^exit: [01]$", "exit: [CODE]"),
+            (
+                r"(?m)^error: doctor found 1 problem to fix first: disk\n?",
+                "",
+            ),
+            (
+                r"(?m)^(error: doctor found )\d+ problems?",
+                "${1}[N] problem(s)",
+            ),
+            (r"(?m)^(error: doctor found .*?)(, disk\b|\bdisk, )", "$1"),
         ]);
     }
     filters

@@ -86,6 +86,28 @@ impl World {
         ]
     }
 
+    /// The torch/vision pair built against ROCm `sdk`: like TheRock's torch, rock-torch pins
+    /// `rocm[libraries]` at that version (and imports rocm_sdk), vision pins torch.
+    fn build_sdk_pinned_set(&self, sdk: &str) -> Vec<PathBuf> {
+        let dir = self.wheels.join(format!("pinned-{sdk}"));
+        vec![
+            build_wheel(
+                &self.env,
+                &dir,
+                "rock-torch",
+                &format!("1.0+rocm{sdk}"),
+                json!({"requires": [format!("rocm[libraries]=={sdk}")], "code": "import rocm_sdk\n"}),
+            ),
+            build_wheel(
+                &self.env,
+                &dir,
+                "rock-vision",
+                &format!("0.1+rocm{sdk}"),
+                json!({"requires": [format!("rock-torch==1.0+rocm{sdk}")]}),
+            ),
+        ]
+    }
+
     /// Lays wheels out the way stage does (`<name>/<file>` + `.metadata`), then indexes.
     fn stage_by_hand(&self, dir: &Path, wheels: &[PathBuf]) {
         for wheel in wheels {

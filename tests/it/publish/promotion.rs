@@ -328,3 +328,81 @@ fn published_objects_are_never_replaced_and_versions_must_sort_above_published_o
             .exists()
     );
 }
+
+/// The reference stages torch next to the ROCm SDK's wheels in one per-family index
+/// (TheRock's build_tools/github_actions/upload_python_packages.py uploads rocm, rocm-sdk-core,
+/// rocm-sdk-libraries-… and torch to the same `v2-staging/<family>/` prefix). Smoke installs
+/// the SDK from that prefix as the set's dependency, so its report is evidence for the SDK
+/// wheels too; a wheel of the prefix that no test installed is denied by name.
+#[test]
+fn a_prefix_holding_the_sdk_is_promoted_on_what_smoke_installed_and_an_untested_wheel_is_named() {
+    const SDK: &str = "7.10.0a20251124";
+    let world = World::new();
+    let sdk = crate::common::sdk::sdk_index(SDK, &["gfx906"]).join("wheels");
+    let set = world.build_sdk_pinned_set(SDK);
+    // What `rocm[libraries]` brings: the meta package, the runtime and the libraries.
+    let sdk_wheels: Vec<PathBuf> = [
+        format!("rocm-{SDK}-py3-none-any.whl"),
+        format!("rocm_sdk_core-{SDK}-py3-none-linux_x86_64.whl"),
+        format!("rocm_sdk_libraries-{SDK}-py3-none-linux_x86_64.whl"),
+    ]
+    .iter()
+    .map(|file| sdk.join(file))
+    .collect();
+    let staged = world.env.path("staged");
+    world.stage_by_hand(&staged, &[set.clone(), sdk_wheels].concat());
+    let server = http::serve(&staged);
+
+    // Only the staging prefix: the SDK comes from it, as the dependency of rock-torch.
+    world.smoke(&server.url(), "smoke.json").success();
+    let text = std::fs::read_to_string(world.env.path("smoke.json")).expect("report");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("json");
+    for wheel in report["wheels"].as_array().expect("wheels") {
+        let name = wheel["name"].as_str().expect("name").replace('_', "-");
+        let file = wheel["filename"].as_str().expect("filename");
+        assert_eq!(
+            wheel["sha256"].as_str(),
+            Some(sha256_file(&staged.join(&name).join(file)).as_str()),
+            "the report names the bytes the prefix holds: {file}"
+        );
+    }
+    let mut settings = snapshot::settings(&world.env);
+    settings.add_filter(r#""\d{4}-\d\d-\d\dT[0-9:.]+Z""#, r#""[TIMESTAMP]""#);
+    settings.add_filter(r#""python": "3\.\d+\.\d+""#, r#""python": "[PYTHON]""#);
+    // Outputs of pip and Python, which differ between their versions.
+    settings.add_filter(r#""detail": "[^"]*""#, r#""detail": "[OUTPUT]""#);
+    settings.add_filter(
+        r#""generated_by": "rockbuild [^"]+""#,
+        r#""generated_by": "rockbuild [VERSION]""#,
+    );
+    settings.bind(|| insta::assert_snapshot!("smoke_evidence_with_the_sdk", text));
+
+    let promoted = world
+        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .success();
+    assert!(
+        stderr(&promoted).contains("promoted 5 wheels"),
+        "{}",
+        stderr(&promoted)
+    );
+    assert_eq!(wheels_under(&world.env.path("release")).len(), 5);
+
+    // The same prefix with the development package, which no test installs: denied, by
+    // name, and nothing is copied.
+    let more = world.env.path("staged-devel");
+    copy_tree(&staged, &more);
+    world.stage_by_hand(
+        &more,
+        &[sdk.join(format!("rocm_sdk_devel-{SDK}-py3-none-linux_x86_64.whl"))],
+    );
+    let denied = world
+        .promote(
+            "staged-devel",
+            "release-devel",
+            &["--test-report", "smoke.json"],
+        )
+        .code(5);
+    snapshot::settings(&world.env)
+        .bind(|| insta::assert_snapshot!("promote_denied_untested_sdk_wheel", stderr(&denied)));
+    assert!(!world.env.path("release-devel").exists());
+}

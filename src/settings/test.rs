@@ -1,0 +1,423 @@
+//! `rockbuild test`: flags, the lock, the family table, the skip lists, configs/pytorch-tests.yaml
+//! and the environment, resolved once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Source, Sourced};
+use crate::cli::TestArgs;
+use crate::context::Context;
+use crate::env_vars;
+use crate::lock::Lock;
+use crate::stack::FamilyTable;
+use crate::stack::families::is_target_shaped;
+use crate::suite::Error;
+use crate::suite::catalog::{Catalog, TestConfig};
+use crate::suite::gpu::{DeviceQueryMode, GpuPolicy};
+use crate::suite::runtest::Shard;
+use crate::suite::skips::{KMode, MajorMinor, Platform, SkipLists};
+
+/// What the lock says about the torch under test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockFacts {
+    pub path: PathBuf,
+    /// torch's version in the lock's build record.
+    pub torch_version: Option<String>,
+    /// torch's commit.
+    pub torch_commit: Option<String>,
+}
+
+/// What the test venv gets besides the wheels under test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requirements {
+    /// Requirement lines from configs/pytorch-tests.yaml.
+    Lines(Vec<String>),
+    /// A pip requirements file (`--test-requirements`).
+    File(PathBuf),
+}
+
+#[derive(Debug)]
+pub struct TestSettings {
+    pub config: TestConfig,
+    pub shard: Shard,
+    /// `None` only for --print-skips.
+    pub index_url: Option<String>,
+    pub extra_index_urls: Vec<String>,
+    pub find_links: Vec<String>,
+    pub lock: Option<LockFacts>,
+    pub pytorch_dir: Option<PathBuf>,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub passthrough: Vec<String>,
+    pub timeout_secs: u64,
+    pub run_timeout: Duration,
+    pub keep_going: bool,
+    pub allow_version_mismatch: bool,
+    pub family: Option<String>,
+    /// The targets `--amdgpu-family` names (for the skip lists while no GPU was queried).
+    pub family_targets: Option<Vec<String>>,
+    pub pytorch_version: Option<MajorMinor>,
+    pub platform: Sourced<Platform>,
+    pub device_query: Sourced<DeviceQueryMode>,
+    pub gpu_policy: Sourced<GpuPolicy>,
+    pub allow_no_gpu: bool,
+    /// The job's own HIP_VISIBLE_DEVICES.
+    pub preset_visible_devices: Option<String>,
+    /// The job's GPU_DEVICE_ORDINAL (dropped for the tests).
+    pub gpu_device_ordinal: Option<String>,
+    pub skip_lists: SkipLists,
+    pub skip_lists_source: Source,
+    pub k_mode: KMode,
+    pub exclude_jit_executor: bool,
+    pub exclude_distributed: bool,
+    pub exclude_quantization: bool,
+    pub requirements: Requirements,
+    /// PyTorch's test environment; a value the job already set wins.
+    pub test_env: Vec<(&'static str, Sourced<String>)>,
+    pub catalog: Catalog,
+    pub output_dir: PathBuf,
+    pub venv: Option<PathBuf>,
+    pub python: PathBuf,
+    pub print_skips: bool,
+    pub dry_run: bool,
+    pub json: bool,
+}
+
+impl TestSettings {
+    pub fn resolve(args: TestArgs, ctx: &Context) -> anyhow::Result<Self> {
+        let TestArgs {
+            index_url,
+            extra_index_url,
+            find_links,
+            lock,
+            pytorch_dir,
+            test_config,
+            shard,
+            include,
+            exclude,
+            timeout,
+            run_timeout,
+            no_keep_going,
+            allow_version_mismatch,
+            amdgpu_family,
+            pytorch_version,
+            platform,
+            device_query,
+            gpu_policy,
+            allow_no_gpu,
+            skip_lists,
+            only_skipped,
+            no_exclude_jit_executor,
+            no_exclude_distributed,
+            no_exclude_quantization,
+            test_requirements,
+            output_dir,
+            venv,
+            python,
+            families,
+            print_skips,
+            dry_run,
+            json,
+            passthrough,
+        } = args;
+        let flag = |flag: &'static str, message: String| Error::Flag { flag, message };
+
+        let families =
+            crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
+        let catalog = Catalog::builtin(&families).map_err(Error::from)?;
+        let (skip_lists, skip_lists_source) = match &skip_lists {
+            Some(dir) => (
+                SkipLists::read_dir(&ctx.absolute(dir), &families)?,
+                Source::Flag(format!("--skip-lists {}", dir.display())),
+            ),
+            None => (
+                SkipLists::builtin(&families).map_err(Error::from)?,
+                Source::Config("configs/skip-tests".into()),
+            ),
+        };
+
+        let shard = match shard.as_deref() {
+            None => Shard {
+                number: 1,
+                total: 1,
+            },
+            Some(values) => {
+                let numbers: Vec<u32> = values.iter().filter_map(|v| v.parse().ok()).collect();
+                match numbers[..] {
+                    [number, total] if number >= 1 && number <= total => Shard { number, total },
+                    _ => {
+                        return Err(flag(
+                            "--shard",
+                            format!(
+                                "`{}` is not a shard: N and M are whole numbers from 1 and N is at most M (--shard 2 6)",
+                                values.join(" ")
+                            ),
+                        )
+                        .into());
+                    }
+                }
+            }
+        };
+        let index_url = match index_url {
+            Some(url) => Some(url),
+            None if print_skips => None,
+            None => {
+                return Err(flag(
+                    "--index-url",
+                    "the index under test is required (the staging index the wheels are installed from)".into(),
+                )
+                .into());
+            }
+        };
+        let runs_run_test = test_config != TestConfig::GpuSmoke;
+        let pytorch_dir = pytorch_dir.map(|dir| ctx.absolute(&dir));
+        if runs_run_test && pytorch_dir.is_none() && !print_skips {
+            return Err(flag(
+                "--pytorch-dir",
+                format!(
+                    "the {test_config} config runs the checkout's test/run_test.py: pass the PyTorch checkout at the tested version"
+                ),
+            )
+            .into());
+        }
+        if !runs_run_test && (!include.is_empty() || !exclude.is_empty()) {
+            return Err(flag(
+                if include.is_empty() {
+                    "--exclude"
+                } else {
+                    "--include"
+                },
+                "selects run_test.py modules; the gpu-smoke config runs the built-in suite".into(),
+            )
+            .into());
+        }
+
+        let (family, family_targets) = match amdgpu_family.map(|f| f.trim().to_string()) {
+            None => (None, None),
+            Some(name) if name.is_empty() => (None, None),
+            Some(name) => {
+                let targets = family_targets(&families, &name)
+                    .map_err(|message| flag("--amdgpu-family", message))?;
+                (Some(name), Some(targets))
+            }
+        };
+        let pytorch_version = match pytorch_version {
+            None => None,
+            Some(text) => Some(MajorMinor::parse(&text).ok_or_else(|| {
+                flag(
+                    "--pytorch-version",
+                    format!("'{text}' is not a major.minor version like 2.12"),
+                )
+            })?),
+        };
+
+        let distributed = test_config == TestConfig::Distributed;
+        let inferred = Source::Inferred(if distributed {
+            "distributed config: every GPU".to_string()
+        } else {
+            "one GPU per test process".to_string()
+        });
+        let device_query = match device_query {
+            Some(value) => Sourced {
+                value,
+                source: Source::Flag("--device-query".into()),
+            },
+            None => Sourced {
+                value: if distributed {
+                    DeviceQueryMode::All
+                } else {
+                    DeviceQueryMode::Unique
+                },
+                source: inferred.clone(),
+            },
+        };
+        let gpu_policy = match gpu_policy {
+            Some(value) => Sourced {
+                value,
+                source: Source::Flag("--gpu-policy".into()),
+            },
+            None => Sourced {
+                value: if distributed {
+                    GpuPolicy::All
+                } else {
+                    GpuPolicy::Single
+                },
+                source: inferred,
+            },
+        };
+        let platform = match platform {
+            Some(value) => Sourced {
+                value,
+                source: Source::Flag("--platform".into()),
+            },
+            None => Sourced {
+                value: Platform::current(),
+                source: Source::Default,
+            },
+        };
+
+        let lock = match lock {
+            None => None,
+            Some(path) => {
+                let path = ctx.absolute(&path);
+                let read = Lock::read(&path)?;
+                Some(LockFacts {
+                    torch_version: read
+                        .build
+                        .as_ref()
+                        .and_then(|b| b.versions.get("torch").cloned()),
+                    torch_commit: read.projects.get("torch").map(|p| p.commit.clone()),
+                    path,
+                })
+            }
+        };
+
+        let env = ctx.env();
+        let build_environment = catalog.build_environment(family.as_deref()).to_string();
+        let defaults: [(&'static str, String, Source); 6] = [
+            (env_vars::CI, "1".into(), Source::Default),
+            (
+                env_vars::BUILD_ENVIRONMENT,
+                build_environment,
+                Source::Config(format!(
+                    "configs/pytorch-tests.yaml build-environment{}",
+                    family
+                        .as_ref()
+                        .map(|f| format!(" for {f}"))
+                        .unwrap_or_default()
+                )),
+            ),
+            (
+                env_vars::PYTORCH_TEST_WITH_ROCM,
+                "1".into(),
+                Source::Default,
+            ),
+            (
+                env_vars::PYTORCH_TESTING_DEVICE_ONLY_FOR,
+                "cuda".into(),
+                Source::Default,
+            ),
+            (
+                env_vars::PYTORCH_PRINT_REPRO_ON_FAILURE,
+                "0".into(),
+                Source::Default,
+            ),
+            (env_vars::OPENBLAS_NUM_THREADS, "1".into(), Source::Default),
+        ];
+        let test_env = defaults
+            .into_iter()
+            .map(|(name, value, source)| {
+                let sourced = match env.non_empty(name) {
+                    Some(set) => Sourced {
+                        value: set.to_string(),
+                        source: Source::Env(name.to_string()),
+                    },
+                    None => Sourced { value, source },
+                };
+                (name, sourced)
+            })
+            .collect();
+
+        let requirements = match test_requirements {
+            Some(path) => {
+                let path = ctx.absolute(&path);
+                if !path.is_file() {
+                    return Err(flag(
+                        "--test-requirements",
+                        format!("{} is not a file", path.display()),
+                    )
+                    .into());
+                }
+                Requirements::File(path)
+            }
+            None => Requirements::Lines(catalog.requirements.clone()),
+        };
+        let output_dir = ctx.absolute(&output_dir.unwrap_or_else(|| {
+            PathBuf::from("test-results")
+                .join(format!("{}-{}-{}", test_config, shard.number, shard.total))
+        }));
+
+        Ok(TestSettings {
+            config: test_config,
+            shard,
+            index_url,
+            extra_index_urls: extra_index_url,
+            find_links,
+            lock,
+            pytorch_dir,
+            include,
+            exclude,
+            passthrough,
+            timeout_secs: timeout,
+            run_timeout: Duration::from_secs(run_timeout),
+            keep_going: !no_keep_going,
+            allow_version_mismatch,
+            family,
+            family_targets,
+            pytorch_version,
+            platform,
+            device_query,
+            gpu_policy,
+            allow_no_gpu,
+            preset_visible_devices: env
+                .non_empty(env_vars::HIP_VISIBLE_DEVICES)
+                .map(String::from),
+            gpu_device_ordinal: env.get(env_vars::GPU_DEVICE_ORDINAL).map(String::from),
+            skip_lists,
+            skip_lists_source,
+            k_mode: if only_skipped {
+                KMode::Only
+            } else {
+                KMode::Skip
+            },
+            exclude_jit_executor: !no_exclude_jit_executor,
+            exclude_distributed: !no_exclude_distributed,
+            exclude_quantization: !no_exclude_quantization,
+            requirements,
+            test_env,
+            catalog,
+            output_dir,
+            venv: venv.map(|v| ctx.absolute(&v)),
+            python: python
+                .map(|p| ctx.absolute(&p))
+                .unwrap_or_else(|| "python3".into()),
+            print_skips,
+            dry_run,
+            json,
+        })
+    }
+}
+
+/// The targets an `--amdgpu-family` value stands for: a family of the table, a target, or a
+/// wildcard such as `gfx94X` (TheRock's rule: targets starting with gfx94).
+fn family_targets(families: &FamilyTable, name: &str) -> Result<Vec<String>, String> {
+    if let Ok(family) = families.family_named(name) {
+        return Ok(family.targets.iter().map(|t| t.to_string()).collect());
+    }
+    let part = name.split('-').next().unwrap_or(name);
+    if is_target_shaped(part) {
+        return families
+            .target(part)
+            .map(|t| vec![t.to_string()])
+            .map_err(|e| e.to_string());
+    }
+    if let Some(prefix) = part
+        .strip_suffix(['X', 'x'])
+        .filter(|p| p.starts_with("gfx"))
+    {
+        let targets: Vec<String> = families
+            .families()
+            .flat_map(|f| f.targets.iter())
+            .filter(|t| t.as_str().starts_with(prefix))
+            .map(|t| t.to_string())
+            .collect();
+        if !targets.is_empty() {
+            return Ok(targets);
+        }
+    }
+    Err(families
+        .family_named(name)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| format!("unknown GPU family '{name}'")))
+}

@@ -1,0 +1,99 @@
+//! What a shard needs to know before planning: the test sources as they are on disk (version,
+//! commit, run_test.py, the hang-listed modules present) and the torch version to install (the
+//! lock's, else the newest on the index under test).
+
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use super::Error;
+use super::plan::{self, SourceFacts, WheelFacts, World};
+use crate::context::Context;
+use crate::env_vars;
+use crate::index::client::IndexClient;
+use crate::settings::Source;
+use crate::settings::test::TestSettings;
+
+/// What the run needs to know before planning: the sources and the torch to install.
+pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow::Result<World> {
+    let source = match &settings.pytorch_dir {
+        None => None,
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::Flag {
+                    flag: "--pytorch-dir",
+                    message: format!("{} is not a directory", dir.display()),
+                }
+                .into());
+            }
+            let commit = crate::git::local::open(dir)
+                .ok()
+                .and_then(|repo| crate::git::local::head_commit(&repo))
+                .map(|oid| oid.to_string());
+            Some(SourceFacts {
+                dir: dir.clone(),
+                version: fs_err::read_to_string(dir.join("version.txt"))
+                    .ok()
+                    .map(|v| v.trim().to_string())
+                    .filter(|v| !v.is_empty()),
+                commit,
+                has_run_test: dir.join("test/run_test.py").is_file(),
+                has_verify_dynamo: dir.join("tools/dynamo/verify_dynamo.py").is_file(),
+                present_modules: plan::hang_candidates(settings)
+                    .into_iter()
+                    .filter(|m| plan::module_present(dir, m))
+                    .collect(),
+            })
+        }
+    };
+    let locked = settings
+        .lock
+        .as_ref()
+        .and_then(|l| l.torch_version.clone().map(|v| (v, l.path.clone())));
+    let wheel = match (locked, &settings.index_url) {
+        (Some((version, path)), _) => Some(WheelFacts {
+            version,
+            source: Source::Lock(path.display().to_string()),
+        }),
+        (None, Some(url)) => Some(newest_torch(url)?),
+        (None, None) => None,
+    };
+    Ok(World {
+        source,
+        wheel,
+        work_dir: work_dir.to_path_buf(),
+        path: ctx
+            .env()
+            .get(env_vars::PATH)
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
+
+/// The newest torch version the index offers.
+fn newest_torch(index_url: &str) -> anyhow::Result<WheelFacts> {
+    let client = IndexClient::new(index_url).map_err(|e| Error::Flag {
+        flag: "--index-url",
+        message: e.to_string(),
+    })?;
+    let files = client
+        .project("torch")
+        .with_context(|| format!("reading torch's page from {}", client.display_url()))?
+        .unwrap_or_default();
+    let newest = files
+        .iter()
+        .filter(|f| !f.yanked && f.filename.ends_with(".whl"))
+        .filter_map(|f| crate::index::dist_name_and_version(&f.filename).map(|(_, v)| v))
+        .max()
+        .ok_or_else(|| Error::Flag {
+            flag: "--index-url",
+            message: format!(
+                "{} has no torch wheels; pass the index the set was staged to (or --lock)",
+                client.display_url()
+            ),
+        })?;
+    Ok(WheelFacts {
+        version: newest.to_string(),
+        source: Source::Inferred(format!("newest torch on {}", client.display_url())),
+    })
+}

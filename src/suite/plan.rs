@@ -1,0 +1,736 @@
+//! The plan of one test shard: what is installed from where, how the GPUs are chosen, which
+//! skip lists apply, the environment, and every command — a pure function of the settings, the
+//! inspected world and (once the device query ran) the GPU selection. `--dry-run` prints it;
+//! the run executes it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Error;
+use super::catalog::TestConfig;
+use super::gpu::{DeviceQueryMode, GpuPolicy, GpuSelection};
+use super::runtest::{self, RunTestInputs, Shard};
+use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
+use crate::env_vars;
+use crate::settings::test::{Requirements, TestSettings};
+use crate::settings::{Source, Sourced};
+
+/// The file name of the GPU smoke suite in the work directory.
+pub const GPU_SMOKE_FILE: &str = "test_gpu_smoke.py";
+/// The environment variable that tells the GPU smoke suite whether GPUs were selected.
+pub const GPU_EXPECTED: &str = "ROCKBUILD_GPU_EXPECTED";
+/// Why there is no GPU, for the smoke suite's skip messages.
+pub const NO_GPU_REASON: &str = "ROCKBUILD_NO_GPU_REASON";
+
+/// The test sources, as found on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceFacts {
+    pub dir: PathBuf,
+    /// version.txt's content.
+    pub version: Option<String>,
+    pub commit: Option<String>,
+    pub has_run_test: bool,
+    pub has_verify_dynamo: bool,
+    /// The hang-listed modules (of any list) whose file the checkout has.
+    pub present_modules: Vec<String>,
+}
+
+/// The torch the run installs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WheelFacts {
+    pub version: String,
+    pub source: Source,
+}
+
+/// What the command found before planning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct World {
+    pub source: Option<SourceFacts>,
+    /// `None` when not known (--print-skips without an index).
+    pub wheel: Option<WheelFacts>,
+    /// The directory for the venv (unless --venv), the suite file and caches.
+    pub work_dir: PathBuf,
+    /// PATH of the environment rockbuild started in (the venv's bin goes in front).
+    pub path: String,
+}
+
+/// Where GPU selection stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuState {
+    /// The device query has not run (a dry run, or planning before the install).
+    Pending,
+    Selected(GpuSelection),
+    /// No usable GPU, and --allow-no-gpu was given.
+    None {
+        reason: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EnvLine {
+    pub name: String,
+    /// `None`: removed.
+    pub value: Option<String>,
+    pub source: Source,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub label: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Variables of this step on top of the plan's environment.
+    pub env: Vec<(String, Option<String>)>,
+    /// Log file name in the shard's logs/.
+    pub log: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InstallPlan {
+    pub venv: PathBuf,
+    pub python: PathBuf,
+    pub index_url: String,
+    pub extra_index_urls: Vec<String>,
+    pub find_links: Vec<String>,
+    /// pip's requirement arguments: `torch==V`, then the test requirements (lines, or
+    /// `-r FILE`).
+    pub requirements: Vec<String>,
+    pub torch_source: Source,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuPlan {
+    pub device_query: Sourced<DeviceQueryMode>,
+    pub gpu_policy: Sourced<GpuPolicy>,
+    pub family: Option<String>,
+    pub preset: Option<String>,
+    /// What was or will be decided.
+    pub state: String,
+    pub hip_visible_devices: Option<String>,
+    pub archs: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkipPlan {
+    pub source: Source,
+    pub mode: KMode,
+    pub files: Vec<String>,
+    pub names: usize,
+    pub k: Option<String>,
+    pub excluded_modules: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TestPlan {
+    pub config: TestConfig,
+    pub shard: Shard,
+    pub output_dir: PathBuf,
+    /// The JUnit directory the commands write to (collected into the output directory).
+    pub junit_from: PathBuf,
+    pub source: Option<String>,
+    pub version_check: String,
+    pub install: InstallPlan,
+    pub gpu: GpuPlan,
+    pub skips: SkipPlan,
+    pub env: Vec<EnvLine>,
+    pub steps: Vec<Step>,
+}
+
+/// The facts the skip lists are chosen by.
+pub fn run_facts(settings: &TestSettings, world: &World, gpu: &GpuState) -> Option<RunFacts> {
+    let pytorch = settings.pytorch_version.or_else(|| {
+        world
+            .wheel
+            .as_ref()
+            .and_then(|w| MajorMinor::of_version(&w.version))
+            .or_else(|| {
+                world
+                    .source
+                    .as_ref()
+                    .and_then(|s| s.version.as_deref())
+                    .and_then(MajorMinor::of_version)
+            })
+    })?;
+    let targets = match gpu {
+        GpuState::Selected(selection) => Some(selection.archs.clone()),
+        _ => settings.family_targets.clone(),
+    };
+    Some(RunFacts {
+        pytorch,
+        platform: settings.platform.value,
+        targets,
+        family: settings.family.clone(),
+    })
+}
+
+/// The skip lists applied to this run, with the hang-listed modules the checkout has.
+pub fn skip_selection(
+    settings: &TestSettings,
+    world: &World,
+    gpu: &GpuState,
+) -> Result<(SkipSelection, Vec<String>), Error> {
+    let facts = run_facts(settings, world, gpu).ok_or_else(|| Error::Flag {
+        flag: "--pytorch-version",
+        message: "the PyTorch version whose skip lists apply is not known: pass --pytorch-version, --pytorch-dir or --index-url".into(),
+    })?;
+    let selection = skips::select(&settings.skip_lists, &facts);
+    let present: Vec<String> = match &world.source {
+        Some(source) => selection
+            .hangs
+            .iter()
+            .filter(|m| source.present_modules.contains(m))
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok((selection, present))
+}
+
+/// Plans a shard.
+pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<TestPlan, Error> {
+    let wheel = world.wheel.as_ref().ok_or_else(|| Error::Flag {
+        flag: "--index-url",
+        message: "the index under test is required".into(),
+    })?;
+    let runs_run_test = settings.config != TestConfig::GpuSmoke;
+    let version_check = check_versions(settings, world, wheel, runs_run_test)?;
+    let (selection, present_hangs) = skip_selection(settings, world, gpu)?;
+    let k = skips::k_expression(&selection.names, settings.k_mode);
+    if settings.k_mode == KMode::Only && k.is_none() {
+        return Err(Error::Flag {
+            flag: "--only-skipped",
+            message: "no skip-list entry applies to this run, so there is nothing to run".into(),
+        });
+    }
+
+    let venv = settings
+        .venv
+        .clone()
+        .unwrap_or_else(|| world.work_dir.join("venv"));
+    let python = venv.join("bin/python");
+    let mut requirements = vec![format!("torch=={}", wheel.version)];
+    match &settings.requirements {
+        Requirements::Lines(lines) => requirements.extend(lines.iter().cloned()),
+        Requirements::File(path) => {
+            requirements.extend(["-r".to_string(), path.display().to_string()]);
+        }
+    }
+    let install = InstallPlan {
+        venv: venv.clone(),
+        python: settings.python.clone(),
+        index_url: crate::redact::redact_url(settings.index_url.as_deref().unwrap_or_default()),
+        extra_index_urls: settings
+            .extra_index_urls
+            .iter()
+            .map(|u| crate::redact::redact_url(u))
+            .collect(),
+        find_links: settings.find_links.clone(),
+        requirements,
+        torch_source: wheel.source.clone(),
+    };
+
+    let mut env: Vec<EnvLine> = settings
+        .test_env
+        .iter()
+        .map(|(name, sourced)| EnvLine {
+            name: name.to_string(),
+            value: Some(sourced.value.clone()),
+            source: sourced.source.clone(),
+        })
+        .collect();
+    let fixed = |name: &str, value: Option<String>, why: &str| EnvLine {
+        name: name.to_string(),
+        value,
+        source: Source::Inferred(why.to_string()),
+    };
+    env.push(fixed(
+        "TEST_CONFIG",
+        Some(settings.config.to_string()),
+        "--test-config",
+    ));
+    if settings.config != TestConfig::Distributed {
+        // 1-GPU runners would otherwise start NUM_PROCS workers on one GPU (TheRock).
+        env.push(fixed(
+            "PYTORCH_TEST_RUN_EVERYTHING_IN_SERIAL",
+            Some("1".into()),
+            "one GPU per test process",
+        ));
+    }
+    env.push(fixed(
+        "PYTHONUNBUFFERED",
+        Some("1".into()),
+        "live logs: a stopped run shows the test it was in",
+    ));
+    env.push(fixed(
+        "MIOPEN_CUSTOM_CACHE_DIR",
+        Some(world.work_dir.join("miopen-cache").display().to_string()),
+        "a fresh MIOpen cache per run",
+    ));
+    env.push(fixed(
+        env_vars::PATH,
+        Some(format!("{}:{}", venv.join("bin").display(), world.path)),
+        "the test venv first",
+    ));
+    env.push(fixed(
+        env_vars::VIRTUAL_ENV,
+        Some(venv.display().to_string()),
+        "the test venv",
+    ));
+    if let Some(source) = &world.source {
+        env.push(fixed(
+            "PYTHONPATH",
+            Some(source.dir.join("test").display().to_string()),
+            "run_test.py imports from the test directory",
+        ));
+    } else {
+        env.push(fixed(
+            "PYTHONPATH",
+            None,
+            "nothing from the job's Python path",
+        ));
+    }
+    for name in ["PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE"] {
+        env.push(fixed(name, None, "the venv's Python only"));
+    }
+    if settings.gpu_device_ordinal.is_some() {
+        env.push(fixed(
+            env_vars::GPU_DEVICE_ORDINAL,
+            None,
+            "HIP aborts when it conflicts with HIP_VISIBLE_DEVICES",
+        ));
+    }
+    let (gpu_state, visible, archs) = match gpu {
+        GpuState::Pending => (
+            "decided by the device query after the install".to_string(),
+            None,
+            Vec::new(),
+        ),
+        GpuState::Selected(selection) => (
+            selection.to_string(),
+            Some(selection.hip_visible_devices.clone()),
+            selection.archs.clone(),
+        ),
+        GpuState::None { reason } => (
+            format!("no GPU ({reason}); --allow-no-gpu: GPU checks are skipped"),
+            None,
+            Vec::new(),
+        ),
+    };
+    if let (Some(visible), false) = (&visible, settings.config == TestConfig::GpuSmoke) {
+        env.push(fixed(
+            env_vars::HIP_VISIBLE_DEVICES,
+            Some(visible.clone()),
+            "GPU selection",
+        ));
+    }
+
+    let junit_from;
+    let mut steps = Vec::new();
+    if runs_run_test {
+        let source = world.source.as_ref().ok_or_else(|| Error::Flag {
+            flag: "--pytorch-dir",
+            message: "the test sources are required".into(),
+        })?;
+        junit_from = source.dir.join("test/test-reports");
+        let mut exclude = settings.exclude.clone();
+        exclude.extend(present_hangs.iter().cloned());
+        let inputs = RunTestInputs {
+            config: settings.config,
+            shard: settings.shard,
+            include: &settings.include,
+            exclude: &exclude,
+            k: k.as_deref(),
+            passthrough: &settings.passthrough,
+            timeout_secs: settings.timeout_secs,
+            keep_going: settings.keep_going,
+            exclude_jit_executor: settings.exclude_jit_executor,
+            exclude_distributed: settings.exclude_distributed,
+            exclude_quantization: settings.exclude_quantization,
+            inductor: &settings.catalog.inductor,
+        };
+        if settings.config == TestConfig::Inductor && source.has_verify_dynamo {
+            // Upstream's test_inductor_shard() runs it first as a quick check.
+            steps.push(Step {
+                label: "verify_dynamo.py".into(),
+                program: python.clone(),
+                args: vec![
+                    source
+                        .dir
+                        .join("tools/dynamo/verify_dynamo.py")
+                        .display()
+                        .to_string(),
+                ],
+                cwd: source.dir.clone(),
+                env: Vec::new(),
+                log: "verify-dynamo.log".into(),
+            });
+        }
+        let invocations = runtest::invocations(&inputs);
+        if invocations.is_empty() {
+            return Err(Error::Flag {
+                flag: "--include",
+                message: format!(
+                    "none of these modules is in the inductor config's lists ({})",
+                    settings
+                        .catalog
+                        .inductor
+                        .generic_tests
+                        .iter()
+                        .chain(&settings.catalog.inductor.unit_tests)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let count = invocations.len();
+        for (index, invocation) in invocations.into_iter().enumerate() {
+            let mut args = vec![source.dir.join("test/run_test.py").display().to_string()];
+            args.extend(invocation.args);
+            steps.push(Step {
+                label: invocation.label,
+                program: python.clone(),
+                args,
+                cwd: source.dir.clone(),
+                env: Vec::new(),
+                log: if count == 1 {
+                    "run_test.log".into()
+                } else {
+                    format!("run_test-{}.log", index + 1)
+                },
+            });
+        }
+    } else {
+        junit_from = settings.output_dir.join("junit");
+        let suite = world.work_dir.join(GPU_SMOKE_FILE);
+        // (name in file names, the step's own variables, label)
+        type SmokeRun = (String, Vec<(String, Option<String>)>, String);
+        let runs: Vec<SmokeRun> = match gpu {
+            GpuState::Selected(selection) => selection
+                .candidates
+                .iter()
+                .map(|device| {
+                    (
+                        format!("{}-{}", device.arch, device.system),
+                        vec![
+                            (
+                                env_vars::HIP_VISIBLE_DEVICES.to_string(),
+                                Some(device.system.clone()),
+                            ),
+                            (GPU_EXPECTED.to_string(), Some("1".into())),
+                        ],
+                        format!("GPU smoke on {} ({})", device.system, device.arch),
+                    )
+                })
+                .collect(),
+            GpuState::Pending => vec![(
+                "DEVICE".into(),
+                vec![(GPU_EXPECTED.to_string(), Some("1".into()))],
+                "GPU smoke, once per candidate device".into(),
+            )],
+            GpuState::None { reason } => vec![(
+                "no-gpu".into(),
+                vec![
+                    (GPU_EXPECTED.to_string(), Some("0".into())),
+                    (NO_GPU_REASON.to_string(), Some(reason.clone())),
+                ],
+                "GPU smoke without a GPU (GPU checks skip)".into(),
+            )],
+        };
+        for (name, step_env, label) in runs {
+            let mut args = vec![
+                "-m".to_string(),
+                "pytest".into(),
+                suite.display().to_string(),
+                "-v".into(),
+                "-rs".into(),
+                "-p".into(),
+                "no:cacheprovider".into(),
+                format!(
+                    "--junit-xml={}",
+                    junit_from.join(format!("gpu-smoke-{name}.xml")).display()
+                ),
+            ];
+            args.extend(settings.passthrough.iter().cloned());
+            if settings.timeout_secs > 0 {
+                args.extend(["--timeout".to_string(), settings.timeout_secs.to_string()]);
+            }
+            steps.push(Step {
+                label,
+                program: python.clone(),
+                args,
+                cwd: world.work_dir.clone(),
+                env: step_env,
+                log: format!("gpu-smoke-{name}.log"),
+            });
+        }
+    }
+
+    Ok(TestPlan {
+        config: settings.config,
+        shard: settings.shard,
+        output_dir: settings.output_dir.clone(),
+        junit_from,
+        source: world.source.as_ref().map(|s| {
+            format!(
+                "{} (PyTorch {}, commit {})",
+                s.dir.display(),
+                s.version.as_deref().unwrap_or("unknown"),
+                s.commit.as_deref().map(short).unwrap_or("unknown")
+            )
+        }),
+        version_check,
+        install,
+        gpu: GpuPlan {
+            device_query: settings.device_query.clone(),
+            gpu_policy: settings.gpu_policy.clone(),
+            family: settings.family.clone(),
+            preset: settings.preset_visible_devices.clone(),
+            state: gpu_state,
+            hip_visible_devices: visible,
+            archs,
+        },
+        skips: SkipPlan {
+            source: settings.skip_lists_source.clone(),
+            mode: settings.k_mode,
+            files: selection
+                .files
+                .iter()
+                .filter(|f| f.decision.applies())
+                .map(|f| f.file.clone())
+                .collect(),
+            names: selection.names.len(),
+            k,
+            excluded_modules: present_hangs,
+        },
+        env,
+        steps,
+    })
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// Source and wheel must be the same PyTorch release (and, with a lock, the same commit).
+fn check_versions(
+    settings: &TestSettings,
+    world: &World,
+    wheel: &WheelFacts,
+    runs_run_test: bool,
+) -> Result<String, Error> {
+    let Some(source) = world.source.as_ref().filter(|_| runs_run_test) else {
+        return Ok(format!(
+            "torch {} (no test sources to compare)",
+            wheel.version
+        ));
+    };
+    if !source.has_run_test {
+        return Err(Error::NoRunTest {
+            dir: source.dir.display().to_string(),
+        });
+    }
+    let mut notes = Vec::new();
+    let wheel_mm = MajorMinor::of_version(&wheel.version);
+    match (&source.version, wheel_mm) {
+        (Some(text), Some(wheel_mm)) => match MajorMinor::of_version(text) {
+            Some(source_mm) if source_mm == wheel_mm => {
+                notes.push(format!("PyTorch {source_mm} in sources and wheel"));
+            }
+            other => {
+                let error = Error::VersionMismatch {
+                    source_version: other.map_or_else(|| text.clone(), |v| v.to_string()),
+                    file: source.dir.join("version.txt").display().to_string(),
+                    wheel_version: wheel.version.clone(),
+                };
+                if !settings.allow_version_mismatch {
+                    return Err(error);
+                }
+                notes.push(format!(
+                    "MISMATCH allowed (--allow-version-mismatch): {error}"
+                ));
+            }
+        },
+        (None, _) => notes.push(format!(
+            "{} has no version.txt; the release cannot be compared",
+            source.dir.display()
+        )),
+        (_, None) => notes.push(format!("torch {} is not a PEP 440 version", wheel.version)),
+    }
+    if let Some(lock) = &settings.lock
+        && let Some(locked) = &lock.torch_commit
+    {
+        match &source.commit {
+            Some(head) if head == locked => notes.push(format!("commit {} as locked", short(head))),
+            head => {
+                let error = Error::CommitMismatch {
+                    dir: source.dir.display().to_string(),
+                    head: head
+                        .clone()
+                        .unwrap_or_else(|| "(not a git checkout)".into()),
+                    lock: lock.path.display().to_string(),
+                    locked: locked.clone(),
+                };
+                if !settings.allow_version_mismatch {
+                    return Err(error);
+                }
+                notes.push(format!(
+                    "MISMATCH allowed (--allow-version-mismatch): {error}"
+                ));
+            }
+        }
+    }
+    Ok(notes.join("; "))
+}
+
+impl TestPlan {
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "test plan: {} shard {} -> {}\n",
+            self.config,
+            self.shard,
+            self.output_dir.display()
+        );
+        if let Some(source) = &self.source {
+            let _ = writeln!(out, "  sources:  {source}");
+        }
+        let _ = writeln!(out, "  versions: {}", self.version_check);
+        let install = &self.install;
+        let _ = writeln!(
+            out,
+            "\ninstall into {} (created with {}), pip --report names every file from the index under test",
+            install.venv.display(),
+            install.python.display()
+        );
+        let _ = writeln!(out, "  index under test: {}", install.index_url);
+        for url in &install.extra_index_urls {
+            let _ = writeln!(out, "  extra index:      {url}");
+        }
+        for links in &install.find_links {
+            let _ = writeln!(out, "  find links:       {links}");
+        }
+        let _ = writeln!(
+            out,
+            "  requirements:     {} ({})",
+            install.requirements.join(" "),
+            install.torch_source
+        );
+        let gpu = &self.gpu;
+        let _ = writeln!(
+            out,
+            "\nGPUs: device query {} ({}), policy {} ({}){}{}",
+            gpu.device_query.value.name(),
+            gpu.device_query.source,
+            gpu.gpu_policy.value.name(),
+            gpu.gpu_policy.source,
+            gpu.family
+                .as_ref()
+                .map(|f| format!(", family {f}"))
+                .unwrap_or_default(),
+            gpu.preset
+                .as_ref()
+                .map(|p| format!(", preset HIP_VISIBLE_DEVICES={p}"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(out, "  {}", gpu.state);
+        let skips = &self.skips;
+        let _ = writeln!(
+            out,
+            "\nskip lists ({}): {}",
+            skips.source,
+            if skips.files.is_empty() {
+                "none apply".to_string()
+            } else {
+                skips.files.join(", ")
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  {} test name{} {}{}",
+            skips.names,
+            crate::ui::plural(skips.names),
+            match skips.mode {
+                KMode::Skip => "skipped",
+                KMode::Only => "run, nothing else (--only-skipped)",
+            },
+            if skips.k.is_some() {
+                " through -k (rockbuild test --print-skips lists them)"
+            } else {
+                "; no -k filter"
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  hang-listed modules excluded: {}",
+            if skips.excluded_modules.is_empty() {
+                "none".to_string()
+            } else {
+                skips.excluded_modules.join(", ")
+            }
+        );
+        out.push_str("\nenvironment of the tests:\n");
+        for line in &self.env {
+            let _ = writeln!(
+                out,
+                "  {}  ({})",
+                match &line.value {
+                    Some(value) => format!("{}={value}", line.name),
+                    None => format!("unset {}", line.name),
+                },
+                line.source
+            );
+        }
+        out.push_str("\nsteps:\n");
+        for (index, step) in self.steps.iter().enumerate() {
+            let _ = writeln!(out, "  {}. {}", index + 1, step.label);
+            let _ = writeln!(out, "     cwd: {}", step.cwd.display());
+            for (name, value) in &step.env {
+                let _ = writeln!(
+                    out,
+                    "     {}",
+                    match value {
+                        Some(value) => format!("{name}={value}"),
+                        None => format!("unset {name}"),
+                    }
+                );
+            }
+            let argv: Vec<String> = std::iter::once(step.program.display().to_string())
+                .chain(step.args.iter().cloned())
+                .map(|word| quote(&word))
+                .collect();
+            let _ = writeln!(out, "     {}", argv.join(" "));
+        }
+        let _ = writeln!(
+            out,
+            "\nJUnit from {} is collected into {}",
+            self.junit_from.display(),
+            self.output_dir.join("junit").display()
+        );
+        out
+    }
+}
+
+fn quote(word: &str) -> String {
+    shlex::try_quote(word).map_or_else(|_| format!("'{word}'"), |q| q.into_owned())
+}
+
+/// The hang-listed modules of every list (what the checkout is inspected for).
+pub fn hang_candidates(settings: &TestSettings) -> Vec<String> {
+    let mut modules: Vec<String> = settings
+        .skip_lists
+        .files
+        .iter()
+        .flat_map(|f| f.hang.iter().flat_map(|s| s.modules.iter().cloned()))
+        .collect();
+    modules.sort();
+    modules.dedup();
+    modules
+}
+
+/// Whether `test/<module>.py` exists.
+pub fn module_present(dir: &Path, module: &str) -> bool {
+    dir.join("test").join(format!("{module}.py")).is_file()
+}

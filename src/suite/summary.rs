@@ -1,0 +1,909 @@
+//! Combining shards (F43): the results of every shard of every test config become one summary
+//! (terminal, Markdown for $GITHUB_STEP_SUMMARY, JSON) and one test report that `promote`
+//! reads. Every expected shard must be there: a missing or cancelled shard makes the report
+//! fail, so a cancelled workflow can never pass for a tested set (TheRock#1579).
+//!
+//! Pure: the files are read by [`super::report::load_shards`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Error;
+use super::catalog::TestConfig;
+use super::report::LoadedShard;
+use crate::junit::CaseStatus;
+use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
+use crate::ui::{markdown_table, plural, text_table};
+
+/// How long a failure message may be in a summary.
+const MESSAGE_CHARS: usize = 200;
+
+/// Test case counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub skipped: usize,
+    pub seconds: f64,
+}
+
+impl Counts {
+    fn add(&mut self, other: &Counts) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
+        self.seconds += other.seconds;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShardOutcome {
+    Passed,
+    Failed,
+    Cancelled,
+    /// No results for an expected shard.
+    Missing,
+    /// Ran, but no test passed or failed.
+    Empty,
+}
+
+impl ShardOutcome {
+    fn word(self) -> &'static str {
+        match self {
+            ShardOutcome::Passed => "passed",
+            ShardOutcome::Failed => "failed",
+            ShardOutcome::Cancelled => "cancelled",
+            ShardOutcome::Missing => "missing",
+            ShardOutcome::Empty => "ran no tests",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ShardLine {
+    pub config: TestConfig,
+    pub shard: u32,
+    pub num_shards: u32,
+    pub outcome: ShardOutcome,
+    pub counts: Option<Counts>,
+    /// `HIP_VISIBLE_DEVICES` and targets, or why no GPU.
+    pub gpus: String,
+    pub detail: String,
+}
+
+/// A failed test case or step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailureLine {
+    pub config: TestConfig,
+    pub shard: String,
+    pub test: String,
+    pub status: CaseStatus,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub result: Outcome,
+    pub shards: Vec<ShardLine>,
+    pub totals: Counts,
+    pub failures: Vec<FailureLine>,
+    /// Files every present shard installed from the index under test.
+    pub wheels: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// What `--expect` asks for: a config, with or without its shard count.
+pub type Expectation = (TestConfig, Option<u32>);
+
+/// How many shards a config has when nothing else says (configs/releases.yaml's
+/// `test-configs`; 1 for a config it does not shard).
+pub type ShardCounts = indexmap::IndexMap<TestConfig, u32>;
+
+/// Combines shards into the summary and the report promote reads.
+pub fn combine(
+    shards: &[LoadedShard],
+    expect: &[Expectation],
+    shard_counts: &ShardCounts,
+    generated_by: &str,
+) -> Result<(Summary, TestReport), Error> {
+    let Some(first) = shards.first() else {
+        return Err(Error::NoShards {
+            dirs: "the given directories".into(),
+        });
+    };
+    // Configs and their shard counts: what was expected, else what the shards declare.
+    let mut totals: BTreeMap<&'static str, (TestConfig, u32, String)> = BTreeMap::new();
+    let mut seen: BTreeMap<(&'static str, u32), &LoadedShard> = BTreeMap::new();
+    for shard in shards {
+        let report = &shard.report;
+        if report.index_url != first.report.index_url {
+            return Err(Error::IndexesDisagree {
+                first: first.file.clone(),
+                first_url: first.report.index_url.clone(),
+                second: shard.file.clone(),
+                second_url: report.index_url.clone(),
+            });
+        }
+        if report.shard == 0 || report.shard > report.num_shards {
+            return Err(Error::BadShard {
+                file: shard.file.clone(),
+                message: format!(
+                    "shard {} of {} is out of range",
+                    report.shard, report.num_shards
+                ),
+            });
+        }
+        let name = report.config.name();
+        match totals.get(name) {
+            Some((_, total, declared_in)) if *total != report.num_shards => {
+                return Err(Error::ShardCountsDisagree {
+                    config: name.to_string(),
+                    first: declared_in.clone(),
+                    first_count: *total,
+                    second: shard.file.clone(),
+                    second_count: report.num_shards,
+                });
+            }
+            Some(_) => {}
+            None => {
+                totals.insert(name, (report.config, report.num_shards, shard.file.clone()));
+            }
+        }
+        if let Some(other) = seen.insert((name, report.shard), shard) {
+            return Err(Error::DuplicateShard {
+                config: name.to_string(),
+                shard: format!("{}/{}", report.shard, report.num_shards),
+                first: other.file.clone(),
+                second: shard.file.clone(),
+            });
+        }
+    }
+    for (config, count) in expect {
+        let name = config.name();
+        match (totals.get(name), count) {
+            (Some((_, total, file)), Some(count)) if total != count => {
+                return Err(Error::ShardCountsDisagree {
+                    config: name.to_string(),
+                    first: "--expect".into(),
+                    first_count: *count,
+                    second: file.clone(),
+                    second_count: *total,
+                });
+            }
+            (Some(_), _) => {}
+            (None, count) => {
+                totals.insert(
+                    name,
+                    (
+                        *config,
+                        count.unwrap_or_else(|| shard_counts.get(config).copied().unwrap_or(1)),
+                        "--expect".into(),
+                    ),
+                );
+            }
+        }
+    }
+
+    let mut slots = Vec::new();
+    for (name, (config, total, _)) in &totals {
+        for number in 1..=*total {
+            slots.push(Slot {
+                config: *config,
+                number,
+                total: *total,
+                shard: seen.get(&(*name, number)).copied(),
+            });
+        }
+    }
+    Ok(assemble(shards, &slots, generated_by))
+}
+
+/// The summary of one shard on its own (what `rockbuild test` prints at the end).
+pub fn shard_summary(shard: &LoadedShard) -> Summary {
+    let slot = Slot {
+        config: shard.report.config,
+        number: shard.report.shard,
+        total: shard.report.num_shards,
+        shard: Some(shard),
+    };
+    assemble(
+        std::slice::from_ref(shard),
+        &[slot],
+        &shard.report.generated_by,
+    )
+    .0
+}
+
+/// One expected shard and its results, if they are there.
+struct Slot<'a> {
+    config: TestConfig,
+    number: u32,
+    total: u32,
+    shard: Option<&'a LoadedShard>,
+}
+
+fn assemble(
+    shards: &[LoadedShard],
+    slots: &[Slot<'_>],
+    generated_by: &str,
+) -> (Summary, TestReport) {
+    let first = &shards[0];
+    let mut lines = Vec::new();
+    let mut failures: Vec<FailureLine> = Vec::new();
+    let mut sum = Counts::default();
+    let mut checks = Vec::new();
+    let mut notes = Vec::new();
+    for slot in slots {
+        let label = format!("{} {}/{}", slot.config, slot.number, slot.total);
+        let Some(shard) = slot.shard else {
+            lines.push(ShardLine {
+                config: slot.config,
+                shard: slot.number,
+                num_shards: slot.total,
+                outcome: ShardOutcome::Missing,
+                counts: None,
+                gpus: String::new(),
+                detail: "no results: the shard did not run, or its results were not collected"
+                    .into(),
+            });
+            checks.push(Check {
+                name: label,
+                kind: "test-shard".into(),
+                project: None,
+                result: Outcome::Failed,
+                started: first.report.started,
+                finished: first.report.started,
+                detail: "missing: no results for this shard".into(),
+            });
+            continue;
+        };
+        let (line, shard_failures) = judge(shard);
+        if let Some(counts) = &line.counts {
+            sum.add(counts);
+        }
+        checks.push(Check {
+            name: label,
+            kind: "test-shard".into(),
+            project: None,
+            result: match line.outcome {
+                ShardOutcome::Passed => Outcome::Passed,
+                ShardOutcome::Cancelled => Outcome::Cancelled,
+                ShardOutcome::Empty => Outcome::Empty,
+                ShardOutcome::Failed | ShardOutcome::Missing => Outcome::Failed,
+            },
+            started: shard.report.started,
+            finished: shard.report.finished,
+            detail: line.detail.clone(),
+        });
+        lines.push(line);
+        failures.extend(shard_failures);
+    }
+
+    // A wheel counts as tested only when every shard that ran installed those very bytes.
+    let present: Vec<&LoadedShard> = shards.iter().collect();
+    let mut wheels: Vec<TestedWheel> = first.report.wheels.clone();
+    for shard in &present[1..] {
+        wheels.retain(|w| shard.report.wheels.contains(w));
+    }
+    wheels.sort_by(|a, b| a.filename.cmp(&b.filename));
+    let mut differing: Vec<String> = present
+        .iter()
+        .flat_map(|s| s.report.wheels.iter())
+        .filter(|w| !wheels.contains(w))
+        .map(|w| w.filename.clone())
+        .collect();
+    differing.sort();
+    differing.dedup();
+    if !differing.is_empty() {
+        checks.push(Check {
+            name: "same wheels in every shard".into(),
+            kind: "install".into(),
+            project: None,
+            result: Outcome::Failed,
+            started: first.report.started,
+            finished: first.report.finished,
+            detail: format!(
+                "not every shard installed the same bytes of: {}",
+                differing.join(", ")
+            ),
+        });
+        notes.push(format!(
+            "shards installed different builds of {}; none of them counts as tested",
+            differing.join(", ")
+        ));
+    }
+
+    let failed = checks
+        .iter()
+        .any(|c| matches!(c.result, Outcome::Failed | Outcome::Cancelled));
+    let result = if failed {
+        Outcome::Failed
+    } else if checks.iter().any(|c| c.result == Outcome::Passed) {
+        Outcome::Passed
+    } else {
+        Outcome::Empty
+    };
+    let started = shards
+        .iter()
+        .map(|s| s.report.started)
+        .min()
+        .unwrap_or(first.report.started);
+    let finished = shards
+        .iter()
+        .map(|s| s.report.finished)
+        .max()
+        .unwrap_or(first.report.finished);
+    let summary = Summary {
+        result,
+        shards: lines,
+        totals: sum,
+        failures,
+        wheels: wheels.iter().map(|w| w.filename.clone()).collect(),
+        notes,
+    };
+    let report = TestReport {
+        schema: REPORT_SCHEMA,
+        kind: "test".into(),
+        generated_by: generated_by.to_string(),
+        index_url: first.report.index_url.clone(),
+        python: first.report.python.clone(),
+        started,
+        finished,
+        result,
+        wheels,
+        checks,
+    };
+    (summary, report)
+}
+
+/// One shard's line and its failures.
+fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
+    let report = &shard.report;
+    let label = format!("{}/{}", report.shard, report.num_shards);
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut unreadable = Vec::new();
+    for file in &shard.junit {
+        match &file.report {
+            Err(message) => unreadable.push(format!("{}: {message}", file.path)),
+            Ok(parsed) => {
+                for case in &parsed.cases {
+                    counts.seconds += case.time;
+                    match case.status {
+                        CaseStatus::Passed => counts.passed += 1,
+                        CaseStatus::Skipped => counts.skipped += 1,
+                        CaseStatus::Failed => counts.failed += 1,
+                        CaseStatus::Error => counts.errors += 1,
+                    }
+                    let test = if case.classname.is_empty() {
+                        case.name.clone()
+                    } else {
+                        format!("{}.{}", case.classname, case.name)
+                    };
+                    if matches!(case.status, CaseStatus::Failed | CaseStatus::Error)
+                        && seen.insert(test.clone())
+                    {
+                        failures.push(FailureLine {
+                            config: report.config,
+                            shard: label.clone(),
+                            test,
+                            status: case.status,
+                            message: truncate(&case.message),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    // Steps that failed outside any test case: the install, the device query, a run_test.py
+    // that crashed or timed out. A run that exits 1 because tests failed is already told by
+    // those tests.
+    let failed_cases = counts.failed + counts.errors > 0;
+    for step in &report.steps {
+        if step.result == Outcome::Failed && !(step.kind == "run" && failed_cases) {
+            failures.push(FailureLine {
+                config: report.config,
+                shard: label.clone(),
+                test: format!("(step) {}", step.name),
+                status: CaseStatus::Error,
+                message: truncate(step.detail.trim()),
+            });
+        }
+    }
+    for problem in &unreadable {
+        failures.push(FailureLine {
+            config: report.config,
+            shard: label.clone(),
+            test: "(junit)".into(),
+            status: CaseStatus::Error,
+            message: truncate(problem),
+        });
+    }
+    let bad_cases = counts.failed + counts.errors;
+    let outcome = if report.result == Outcome::Cancelled {
+        ShardOutcome::Cancelled
+    } else if report.result == Outcome::Failed || bad_cases > 0 || !unreadable.is_empty() {
+        ShardOutcome::Failed
+    } else if counts.passed == 0 {
+        ShardOutcome::Empty
+    } else {
+        ShardOutcome::Passed
+    };
+    let mut detail = format!(
+        "{} passed, {} skipped, {} failed, {} errors",
+        counts.passed, counts.skipped, counts.failed, counts.errors
+    );
+    if outcome == ShardOutcome::Cancelled {
+        detail.insert_str(0, "cancelled; ");
+    }
+    let names: Vec<&str> = failures.iter().take(5).map(|f| f.test.as_str()).collect();
+    if !names.is_empty() {
+        let _ = write!(detail, ": {}", names.join(", "));
+        if failures.len() > names.len() {
+            let _ = write!(detail, " and {} more", failures.len() - names.len());
+        }
+    }
+    let gpus = match &report.gpus.hip_visible_devices {
+        Some(devices) => format!(
+            "HIP_VISIBLE_DEVICES={devices} ({})",
+            report.gpus.archs.join(", ")
+        ),
+        None => report
+            .gpus
+            .notes
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no GPU".into()),
+    };
+    (
+        ShardLine {
+            config: report.config,
+            shard: report.shard,
+            num_shards: report.num_shards,
+            outcome,
+            counts: Some(counts),
+            gpus,
+            detail,
+        },
+        failures,
+    )
+}
+
+fn truncate(message: &str) -> String {
+    let line = message.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Passed => "passed",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Empty => "ran no tests",
+        Outcome::Skipped => "skipped",
+    }
+}
+
+impl Summary {
+    fn headline(&self) -> String {
+        let count =
+            |outcome: ShardOutcome| self.shards.iter().filter(|s| s.outcome == outcome).count();
+        let mut parts = vec![format!(
+            "{} of {} shard{} passed",
+            count(ShardOutcome::Passed),
+            self.shards.len(),
+            plural(self.shards.len())
+        )];
+        for outcome in [
+            ShardOutcome::Failed,
+            ShardOutcome::Cancelled,
+            ShardOutcome::Missing,
+            ShardOutcome::Empty,
+        ] {
+            let n = count(outcome);
+            if n > 0 {
+                parts.push(format!("{n} {}", outcome.word()));
+            }
+        }
+        format!(
+            "tests {}: {}; {} passed, {} skipped, {} failed, {} errors",
+            outcome_word(self.result),
+            parts.join(", "),
+            self.totals.passed,
+            self.totals.skipped,
+            self.totals.failed,
+            self.totals.errors
+        )
+    }
+
+    fn shard_rows(&self) -> Vec<Vec<String>> {
+        self.shards
+            .iter()
+            .map(|line| {
+                let cell = |f: fn(&Counts) -> usize| {
+                    line.counts
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| f(c).to_string())
+                };
+                vec![
+                    line.config.to_string(),
+                    format!("{}/{}", line.shard, line.num_shards),
+                    line.outcome.word().to_string(),
+                    cell(|c| c.passed),
+                    cell(|c| c.skipped),
+                    cell(|c| c.failed),
+                    cell(|c| c.errors),
+                    line.counts
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| format!("{:.1}s", c.seconds)),
+                    line.gpus.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn failure_rows(&self) -> Vec<Vec<String>> {
+        self.failures
+            .iter()
+            .map(|f| {
+                vec![
+                    format!("{} {}", f.config, f.shard),
+                    f.test.clone(),
+                    match f.status {
+                        CaseStatus::Error => "error".to_string(),
+                        _ => "failed".to_string(),
+                    },
+                    f.message.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    const SHARD_HEADERS: [&'static str; 9] = [
+        "config", "shard", "result", "passed", "skipped", "failed", "errors", "time", "GPUs",
+    ];
+    const FAILURE_HEADERS: [&'static str; 4] = ["shard", "test", "result", "message"];
+
+    /// For the terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{}\n\n", self.headline());
+        out.push_str(&text_table(&Self::SHARD_HEADERS, &self.shard_rows()));
+        out.push('\n');
+        if !self.failures.is_empty() {
+            let _ = write!(
+                out,
+                "\n{} failure{}:\n{}\n",
+                self.failures.len(),
+                plural(self.failures.len()),
+                text_table(&Self::FAILURE_HEADERS, &self.failure_rows())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nwheels from the index under test, installed by every shard: {}",
+            if self.wheels.is_empty() {
+                "none".to_string()
+            } else {
+                self.wheels.join(", ")
+            }
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out
+    }
+
+    /// For $GITHUB_STEP_SUMMARY.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("### PyTorch tests\n\n**{}**\n\n", self.headline());
+        out.push_str(&markdown_table(&Self::SHARD_HEADERS, &self.shard_rows()));
+        if !self.failures.is_empty() {
+            let _ = write!(
+                out,
+                "\n<details><summary>{} failure{}</summary>\n\n{}\n</details>\n",
+                self.failures.len(),
+                plural(self.failures.len()),
+                markdown_table(&Self::FAILURE_HEADERS, &self.failure_rows())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nWheels from the index under test, installed by every shard: {}",
+            if self.wheels.is_empty() {
+                "none".to_string()
+            } else {
+                self.wheels
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "\n> {note}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::report::{
+        GpuRecord, JunitFile, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
+    };
+    use crate::suite::skips::Platform;
+
+    const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn at(minute: u32) -> jiff::Timestamp {
+        format!("2026-11-24T10:{minute:02}:00Z")
+            .parse()
+            .expect("time")
+    }
+
+    fn wheel(name: &str, sha: &str) -> TestedWheel {
+        TestedWheel {
+            name: name.into(),
+            version: "2.12.0+rocm7.10.0".into(),
+            filename: format!("{name}-2.12.0+rocm7.10.0-cp312-cp312-linux_x86_64.whl"),
+            sha256: sha.into(),
+        }
+    }
+
+    fn junit(cases: &[(&str, &str)]) -> JunitFile {
+        let mut xml = String::from("<testsuites><testsuite name=\"pytest\">");
+        for (name, outcome) in cases {
+            xml.push_str(&format!(
+                "<testcase classname=\"test_nn.TestNN\" name=\"{name}\" time=\"1.5\">{}</testcase>",
+                match *outcome {
+                    "failed" =>
+                        "<failure message=\"AssertionError: Tensor-likes are not close!\"/>",
+                    "error" =>
+                        "<error message=\"RuntimeError: HIP error: invalid device function\"/>",
+                    "skipped" => "<skipped message=\"not on ROCm\"/>",
+                    _ => "",
+                }
+            ));
+        }
+        xml.push_str("</testsuite></testsuites>");
+        JunitFile {
+            path: "junit/python-pytest/test_nn/test_nn-1.xml".into(),
+            report: crate::junit::parse(&xml).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn shard(
+        config: TestConfig,
+        number: u32,
+        total: u32,
+        result: Outcome,
+        cases: &[(&str, &str)],
+    ) -> LoadedShard {
+        LoadedShard {
+            file: format!("results/{config}-{number}-{total}/shard.json"),
+            report: ShardReport {
+                schema: SHARD_SCHEMA,
+                kind: SHARD_KIND.into(),
+                generated_by: "rockbuild 0.1.0".into(),
+                config,
+                shard: number,
+                num_shards: total,
+                index_url: "https://example.org/staging/gfx94X-dcgpu/".into(),
+                python: Some("3.12.3".into()),
+                torch: Some("2.12.0+rocm7.10.0".into()),
+                source: None,
+                platform: Platform::Linux,
+                amdgpu_family: Some("gfx94X-dcgpu".into()),
+                gpus: GpuRecord {
+                    hip_visible_devices: Some("0".into()),
+                    archs: vec!["gfx942".into()],
+                    notes: Vec::new(),
+                },
+                skips: SkipRecord::default(),
+                started: at(number),
+                finished: at(number + 30),
+                result,
+                wheels: vec![wheel("torch", SHA_A), wheel("rocm", SHA_B)],
+                steps: Vec::new(),
+                junit: vec!["junit/python-pytest/test_nn/test_nn-1.xml".into()],
+            },
+            junit: vec![junit(cases)],
+        }
+    }
+
+    /// The shipped counts (default 6, distributed 3, inductor 2).
+    fn catalog() -> ShardCounts {
+        [
+            (TestConfig::Default, 6),
+            (TestConfig::Distributed, 3),
+            (TestConfig::Inductor, 2),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    /// Two default shards of three (one failed, one missing), an inductor shard that was
+    /// cancelled and one that passed.
+    fn mixed() -> Vec<LoadedShard> {
+        vec![
+            shard(
+                TestConfig::Default,
+                1,
+                3,
+                Outcome::Failed,
+                &[
+                    ("test_conv", "passed"),
+                    ("test_rnn", "failed"),
+                    ("test_rnn", "failed"),
+                    ("test_pool", "error"),
+                    ("test_fft", "skipped"),
+                ],
+            ),
+            shard(
+                TestConfig::Default,
+                2,
+                3,
+                Outcome::Passed,
+                &[("test_a", "passed")],
+            ),
+            shard(
+                TestConfig::Inductor,
+                1,
+                2,
+                Outcome::Cancelled,
+                &[("test_b", "passed")],
+            ),
+            shard(
+                TestConfig::Inductor,
+                2,
+                2,
+                Outcome::Passed,
+                &[("test_c", "passed")],
+            ),
+        ]
+    }
+
+    #[test]
+    fn summaries_name_every_shard_and_failure() {
+        let (summary, report) =
+            combine(&mixed(), &[], &catalog(), "rockbuild 0.1.0").expect("combine");
+        insta::assert_snapshot!("summary_text", summary.to_text());
+        insta::assert_snapshot!("summary_markdown", summary.to_markdown());
+        insta::assert_snapshot!(
+            "summary_json",
+            serde_json::to_string_pretty(&summary).expect("json")
+        );
+        assert_eq!(report.result, Outcome::Failed);
+        assert_eq!(
+            crate::promote::evidence::parse(
+                "test-report.json",
+                &serde_json::to_string(&report).expect("json")
+            )
+            .expect("promote reads it")
+            .outcome,
+            Outcome::Failed
+        );
+    }
+
+    #[test]
+    fn only_a_complete_passing_set_passes() {
+        let passing = vec![
+            shard(
+                TestConfig::Default,
+                1,
+                2,
+                Outcome::Passed,
+                &[("test_a", "passed")],
+            ),
+            shard(
+                TestConfig::Default,
+                2,
+                2,
+                Outcome::Passed,
+                &[("test_b", "passed")],
+            ),
+        ];
+        let (summary, report) = combine(&passing, &[], &catalog(), "rockbuild").expect("combine");
+        assert_eq!(
+            (summary.result, report.result),
+            (Outcome::Passed, Outcome::Passed)
+        );
+        assert_eq!(report.wheels.len(), 2);
+        // A config expected but absent: all its shards (the catalog's count) are missing.
+        let (summary, _) = combine(
+            &passing,
+            &[(TestConfig::Distributed, None)],
+            &catalog(),
+            "rockbuild",
+        )
+        .expect("combine");
+        assert_eq!(summary.result, Outcome::Failed);
+        assert_eq!(
+            summary
+                .shards
+                .iter()
+                .filter(|s| s.outcome == ShardOutcome::Missing)
+                .count(),
+            3
+        );
+        // Shards that installed different builds of a wheel: none of them counts as tested.
+        let mut other = passing.clone();
+        other[1].report.wheels[0].sha256 = SHA_B.into();
+        let (summary, report) = combine(&other, &[], &catalog(), "rockbuild").expect("combine");
+        assert_eq!(report.result, Outcome::Failed);
+        assert_eq!(report.wheels.len(), 1, "only rocm was the same everywhere");
+        assert_eq!(
+            summary.notes,
+            [
+                "shards installed different builds of torch-2.12.0+rocm7.10.0-cp312-cp312-linux_x86_64.whl; none of them counts as tested"
+            ]
+        );
+    }
+
+    #[test]
+    fn inconsistent_shards_are_errors() {
+        let one = shard(
+            TestConfig::Default,
+            1,
+            2,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        let mut again = one.clone();
+        again.file = "elsewhere/shard.json".into();
+        let error = combine(&[one.clone(), again], &[], &catalog(), "r").expect_err("duplicate");
+        assert_eq!(
+            error.to_string(),
+            "default shard 1/2 is in both results/default-1-2/shard.json and elsewhere/shard.json"
+        );
+        let three = shard(
+            TestConfig::Default,
+            2,
+            3,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        let error = combine(&[one.clone(), three], &[], &catalog(), "r").expect_err("counts");
+        assert_eq!(
+            error.to_string(),
+            "the default config has 2 shards according to results/default-1-2/shard.json but 3 according to results/default-2-3/shard.json"
+        );
+        let error = combine(
+            std::slice::from_ref(&one),
+            &[(TestConfig::Default, Some(6))],
+            &catalog(),
+            "r",
+        )
+        .expect_err("expect");
+        assert_eq!(
+            error.to_string(),
+            "the default config has 6 shards according to --expect but 2 according to results/default-1-2/shard.json"
+        );
+        let mut elsewhere = shard(
+            TestConfig::Default,
+            2,
+            2,
+            Outcome::Passed,
+            &[("a", "passed")],
+        );
+        elsewhere.report.index_url = "https://example.org/other/".into();
+        let error = combine(&[one, elsewhere], &[], &catalog(), "r").expect_err("index");
+        assert!(
+            error
+                .to_string()
+                .starts_with("shards tested different indexes"),
+            "{error}"
+        );
+    }
+}
