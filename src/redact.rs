@@ -31,12 +31,19 @@ pub fn redact_url(url: &str) -> String {
         let authority_end = out[rest_start..]
             .find(['/', '?', '#'])
             .map_or(out.len(), |i| rest_start + i);
+        let scheme = out[..scheme_end]
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .next()
+            .unwrap_or_default();
+        let http = scheme.to_ascii_lowercase().starts_with("http");
         if let Some(at) = out[rest_start..authority_end].rfind('@') {
             let userinfo = &out[rest_start..rest_start + at];
             let masked = match userinfo.split_once(':') {
+                // Over http(s) any user part is a credential: a token is often the user name
+                // (`https://ghp_x@github.com`, `https://<token>:x-oauth-basic@github.com`).
+                _ if http => MASK.to_string(),
                 Some((user, _)) => format!("{user}:{MASK}"),
-                // A bare token used as user name (`https://ghp_x@github.com`) is a secret too.
-                None if userinfo.len() > 20 => MASK.to_string(),
+                // An ssh user name (`ssh://git@host`) is not a secret.
                 None => userinfo.to_string(),
             };
             out.replace_range(rest_start..rest_start + at, &masked);
@@ -62,7 +69,7 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// True if a URL carries a password (or token) in its userinfo.
+/// True if a URL carries a password or token in its userinfo (over http(s): any userinfo).
 pub fn url_has_password(url: &str) -> bool {
     redact_url(url) != url && url.contains('@')
 }
@@ -131,12 +138,22 @@ mod tests {
     fn masks_passwords_and_tokens_in_urls() {
         assert_eq!(
             redact_url("https://bot:ghp_secret@github.com/ROCm/pytorch.git"),
-            "https://bot:****@github.com/ROCm/pytorch.git"
+            "https://****@github.com/ROCm/pytorch.git"
         );
         assert_eq!(
             redact_url("https://ghp_0123456789abcdefghijklmnop@github.com/a/b"),
             "https://****@github.com/a/b"
         );
+        assert_eq!(
+            redact_url("https://ghp_x@github.com/a/b"),
+            "https://****@github.com/a/b"
+        );
+        assert_eq!(
+            redact_url("ssh://git:pw@github.com/a/b"),
+            "ssh://git:****@github.com/a/b"
+        );
+        assert!(url_has_password("https://ghp_x@github.com/a/b"));
+        assert!(!url_has_password("ssh://git@github.com/a/b"));
         assert_eq!(
             redact_url("ssh://git@github.com/a/b"),
             "ssh://git@github.com/a/b"
@@ -156,12 +173,30 @@ mod tests {
     }
 
     #[test]
+    fn repro_lines_and_logs_mask_a_token_given_as_user_name() {
+        let cmd = crate::exec::Cmd::new("git").args([
+            "fetch",
+            "--",
+            "https://ghp_token0as0user@github.com/ROCm/pytorch.git",
+        ]);
+        assert_eq!(
+            cmd.repro(),
+            "git fetch -- 'https://****@github.com/ROCm/pytorch.git'"
+        );
+        let secrets = Secrets::default();
+        assert_eq!(
+            secrets.mask("fatal: unable to access 'https://ghp_token0as0user@github.com/x/'"),
+            "fatal: unable to access 'https://****@github.com/x/'"
+        );
+    }
+
+    #[test]
     fn masks_secret_values_in_text() {
         let mut secrets = Secrets::default();
         secrets.add("hunter2hunter2");
         assert_eq!(
             secrets.mask("auth hunter2hunter2 to https://u:p@h/x"),
-            "auth **** to https://u:****@h/x"
+            "auth **** to https://****@h/x"
         );
         assert!(is_secret_env_name("AWS_SECRET_ACCESS_KEY"));
         assert!(is_secret_env_name("GITHUB_TOKEN"));

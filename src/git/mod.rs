@@ -9,6 +9,7 @@
 mod error;
 pub mod local;
 pub mod mirror;
+mod names;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
 pub use error::{Error, fetch_failure};
+pub use names::{Commit, Invalid, Origin, RefName};
 
 /// Tag on the upstream commit of every checked-out repository and submodule.
 pub const UPSTREAM_TAG: &str = "THEROCK_UPSTREAM_DIFFBASE";

@@ -13,6 +13,7 @@ mod checkout;
 mod ci;
 mod ci_files;
 mod cli;
+mod hostile_inputs;
 mod local;
 mod manylinux;
 mod publish;
