@@ -394,3 +394,32 @@ fn a_token_as_user_name_is_masked_and_never_stored() {
     }
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_token_in_url", out));
 }
+
+#[test]
+fn a_locked_commit_missing_from_its_origin_is_named() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    lock(&env, &world.config, &["--project", "vision"])
+        .assert()
+        .success();
+    let good = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
+    std::fs::remove_file(env.path("ws/rockbuild.lock.json")).expect("remove");
+    let missing = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::write(
+        env.path("gone.lock.json"),
+        good.replace(&world.vision_pin, missing),
+    )
+    .expect("write");
+    let output = checkout(&env, &world.config, &["--from-lock", "gone.lock.json"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("commit {missing} of 'vision'")), "{stderr}");
+    let shown: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("  ")).collect();
+    snapshot::settings(&env).bind(|| {
+        insta::assert_snapshot!("hostile_missing_locked_commit", scrub(&shown.join("\n"), &env));
+    });
+}
