@@ -423,3 +423,104 @@ fn a_locked_commit_missing_from_its_origin_is_named() {
         insta::assert_snapshot!("hostile_missing_locked_commit", scrub(&shown.join("\n"), &env));
     });
 }
+
+/// Every exit code docs/exit-codes.md lists, for the cases that drifted from it: one row per
+/// case, the whole table compared at once. 6 (publish conflict) and 128+n (interrupted) are
+/// proven by tests/it/publish (`code(6)`) and checkout's interrupted-checkout test.
+#[test]
+fn exit_codes_match_the_documentation() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    std::fs::create_dir_all(env.path("empty")).expect("mkdir");
+    std::fs::create_dir_all(env.path("staged")).expect("mkdir");
+    let index = format!("file://{}", env.path("staged").display());
+    let release = format!("file://{}", env.path("release").display());
+    let config = world.config.display().to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("presets table", vec!["presets".into()]),
+        (
+            "unreachable origin",
+            vec![
+                "checkout", "--config", &config, "--root-checkout-dir", "ws", "--project",
+                "vision", "--origin", "vision=file:///nonexistent/vision.git", "--fetch-attempts",
+                "1",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        ),
+        (
+            "whole-stack checkout, unknown ref",
+            vec![
+                "checkout", "--config", &config, "--root-checkout-dir", "ws", "--no-hipify",
+                "--hashtag", "vision=no-such-branch",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        ),
+        (
+            "whole-stack lock, bad --version-suffix",
+            vec![
+                "lock", "--config", &config, "--lock", "ws/l.json", "--pytorch-rocm-arch",
+                "gfx942", "--version-suffix", "+not a suffix!",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        ),
+        (
+            "stage from an empty directory",
+            vec!["stage".into(), "--input".into(), "empty".into(), "--to".into(), index.clone()],
+        ),
+        (
+            "verify an empty directory",
+            vec!["verify".into(), "empty".into()],
+        ),
+        (
+            "retag an empty directory",
+            vec![
+                "retag".into(),
+                "--platform".into(),
+                "manylinux_2_28_x86_64".into(),
+                "empty".into(),
+            ],
+        ),
+        (
+            "promote with nothing staged",
+            vec!["promote".into(), "--from".into(), index.clone(), "--to".into(), release.clone()],
+        ),
+        (
+            "promote with a missing --test-report",
+            vec![
+                "promote".into(),
+                "--from".into(),
+                index,
+                "--to".into(),
+                release,
+                "--test-report".into(),
+                "missing-report.json".into(),
+            ],
+        ),
+    ];
+    let mut table = String::from("| case | exit | first error line |\n|---|---|---|\n");
+    for (case, args) in cases {
+        let output = env.rockbuild().args(&args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The error line, and a project's own line under a multi-project summary.
+        let first = [
+            stderr.lines().find(|l| l.starts_with("error")),
+            stderr.lines().find(|l| l.starts_with('[')),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+        table.push_str(&format!(
+            "| {case} | {} | {} |\n",
+            output.status.code().map_or("signal".into(), |c| c.to_string()),
+            scrub(&first, &env)
+        ));
+    }
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_exit_codes", table));
+}
