@@ -524,3 +524,36 @@ fn exit_codes_match_the_documentation() {
     }
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_exit_codes", table));
 }
+
+/// `-vv` (and an explicit `ROCKBUILD_LOG=trace`) turn on the AWS SDK's debug and trace lines,
+/// which carry the access key (credentials, `Credential=` of signatures) and signing
+/// material: none of the credential values may reach stderr.
+#[test]
+fn verbose_logs_never_print_aws_credentials() {
+    use crate::common::s3::{ACCESS_KEY, S3Server, SECRET_KEY};
+    let env = TestEnv::new();
+    let server = S3Server::start(&env.path("s3"));
+    server.plant("staging/rock-torch/README", b"not a wheel\n");
+    for (flag, log) in [("-vv", None), ("-v", Some("trace"))] {
+        let mut command = env.rockbuild();
+        command
+            .envs(server.env())
+            .env("AWS_SESSION_TOKEN", "session-token-rockbuild-test")
+            .arg(flag)
+            .args(["index", &server.url("staging")])
+            .args(server.store_args());
+        if let Some(log) = log {
+            command.env("ROCKBUILD_LOG", log);
+        }
+        let output = command.output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.lines().count() > 20 && stderr.contains("aws"),
+            "{flag}: the SDK's lines are shown: {stderr}"
+        );
+        for secret in [ACCESS_KEY, SECRET_KEY, "session-token-rockbuild-test"] {
+            let leaked: Vec<&str> = stderr.lines().filter(|l| l.contains(secret)).collect();
+            assert!(leaked.is_empty(), "{flag}: {secret} printed:\n{}", leaked.join("\n"));
+        }
+    }
+}
