@@ -140,8 +140,7 @@ impl Secrets {
                 let quoted = marker.ends_with('"');
                 let end = out[start..]
                     .find(|c: char| {
-                        c == '"'
-                            || (!quoted && (matches!(c, '/' | ',' | '&') || c.is_whitespace()))
+                        c == '"' || (!quoted && (matches!(c, '/' | ',' | '&') || c.is_whitespace()))
                     })
                     .map_or(out.len(), |i| start + i);
                 if end > start && &out[start..end] != MASK {

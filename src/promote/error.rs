@@ -89,10 +89,9 @@ impl HasExitStatus for Error {
             Error::Lock(error) => error.exit_status(),
             Error::Verify(error) => error.exit_status(),
             Error::Publish(error) => error.exit_status(),
-            Error::Scan { .. }
-            | Error::WorkDir(_)
-            | Error::Io(_)
-            | Error::NotDownloaded { .. } => ExitStatus::Failure,
+            Error::Scan { .. } | Error::WorkDir(_) | Error::Io(_) | Error::NotDownloaded { .. } => {
+                ExitStatus::Failure
+            }
         }
     }
 }

@@ -417,10 +417,16 @@ fn a_locked_commit_missing_from_its_origin_is_named() {
         .clone();
     assert!(!env.path("ws/rockbuild.lock.json").exists());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(&format!("commit {missing} of 'vision'")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("commit {missing} of 'vision'")),
+        "{stderr}"
+    );
     let shown: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("  ")).collect();
     snapshot::settings(&env).bind(|| {
-        insta::assert_snapshot!("hostile_missing_locked_commit", scrub(&shown.join("\n"), &env));
+        insta::assert_snapshot!(
+            "hostile_missing_locked_commit",
+            scrub(&shown.join("\n"), &env)
+        );
     });
 }
 
@@ -441,8 +447,16 @@ fn exit_codes_match_the_documentation() {
         (
             "unreachable origin",
             vec![
-                "checkout", "--config", &config, "--root-checkout-dir", "ws", "--project",
-                "vision", "--origin", "vision=file:///nonexistent/vision.git", "--fetch-attempts",
+                "checkout",
+                "--config",
+                &config,
+                "--root-checkout-dir",
+                "ws",
+                "--project",
+                "vision",
+                "--origin",
+                "vision=file:///nonexistent/vision.git",
+                "--fetch-attempts",
                 "1",
             ]
             .into_iter()
@@ -452,8 +466,14 @@ fn exit_codes_match_the_documentation() {
         (
             "whole-stack checkout, unknown ref",
             vec![
-                "checkout", "--config", &config, "--root-checkout-dir", "ws", "--no-hipify",
-                "--hashtag", "vision=no-such-branch",
+                "checkout",
+                "--config",
+                &config,
+                "--root-checkout-dir",
+                "ws",
+                "--no-hipify",
+                "--hashtag",
+                "vision=no-such-branch",
             ]
             .into_iter()
             .map(String::from)
@@ -462,8 +482,15 @@ fn exit_codes_match_the_documentation() {
         (
             "whole-stack lock, bad --version-suffix",
             vec![
-                "lock", "--config", &config, "--lock", "ws/l.json", "--pytorch-rocm-arch",
-                "gfx942", "--version-suffix", "+not a suffix!",
+                "lock",
+                "--config",
+                &config,
+                "--lock",
+                "ws/l.json",
+                "--pytorch-rocm-arch",
+                "gfx942",
+                "--version-suffix",
+                "+not a suffix!",
             ]
             .into_iter()
             .map(String::from)
@@ -471,7 +498,13 @@ fn exit_codes_match_the_documentation() {
         ),
         (
             "stage from an empty directory",
-            vec!["stage".into(), "--input".into(), "empty".into(), "--to".into(), index.clone()],
+            vec![
+                "stage".into(),
+                "--input".into(),
+                "empty".into(),
+                "--to".into(),
+                index.clone(),
+            ],
         ),
         (
             "verify an empty directory",
@@ -488,7 +521,13 @@ fn exit_codes_match_the_documentation() {
         ),
         (
             "promote with nothing staged",
-            vec!["promote".into(), "--from".into(), index.clone(), "--to".into(), release.clone()],
+            vec![
+                "promote".into(),
+                "--from".into(),
+                index.clone(),
+                "--to".into(),
+                release.clone(),
+            ],
         ),
         (
             "promote with a missing --test-report",
@@ -518,7 +557,10 @@ fn exit_codes_match_the_documentation() {
         .join(" ");
         table.push_str(&format!(
             "| {case} | {} | {} |\n",
-            output.status.code().map_or("signal".into(), |c| c.to_string()),
+            output
+                .status
+                .code()
+                .map_or("signal".into(), |c| c.to_string()),
             scrub(&first, &env)
         ));
     }
@@ -553,7 +595,78 @@ fn verbose_logs_never_print_aws_credentials() {
         );
         for secret in [ACCESS_KEY, SECRET_KEY, "session-token-rockbuild-test"] {
             let leaked: Vec<&str> = stderr.lines().filter(|l| l.contains(secret)).collect();
-            assert!(leaked.is_empty(), "{flag}: {secret} printed:\n{}", leaked.join("\n"));
+            assert!(
+                leaked.is_empty(),
+                "{flag}: {secret} printed:\n{}",
+                leaked.join("\n")
+            );
         }
     }
+}
+
+/// An index that accepts connections and never answers: install-rocm ends after its waits
+/// (`--index-timeout`, `--index-retries`), says what it waited for and exits 1.
+#[test]
+fn an_index_that_never_answers_ends_bounded_and_worded() {
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    // Accept and hold every connection, answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let output = env
+        .rockbuild()
+        .args(["install-rocm", "--index-url"])
+        .arg(format!("http://127.0.0.1:{port}/simple/"))
+        .args(["--index-timeout", "1", "--index-retries", "1", "--venv", "venv"])
+        // A hang fails the test instead of stalling the suite.
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(!env.path("venv").exists(), "nothing installed");
+    snapshot::settings(&env).bind(|| {
+        insta::assert_snapshot!(
+            "hostile_index_never_answers",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    });
+}
+
+/// `--rocm-extras device-gfx942` against an SDK built for other targets: pip warns and
+/// installs without it; install-rocm refuses, naming the extra and what the SDK provides.
+#[test]
+fn an_extra_that_did_not_install_is_an_error() {
+    use crate::common::http::serve;
+    use crate::common::sdk::sdk_index;
+    let mut env = TestEnv::new();
+    env.set("PIP_NO_INDEX", "1");
+    env.set(
+        "PIP_FIND_LINKS",
+        crate::common::wheelhouse().display().to_string(),
+    );
+    let server = serve(&sdk_index("7.10.0a20251124", &["gfx906", "gfx1030"]));
+    let output = env
+        .rockbuild()
+        .args(["install-rocm", "--index-url"])
+        .arg(format!("{}simple/", server.url()))
+        .args(["--rocm-extras", "device-gfx942", "--venv", "venv"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("error"))
+        .collect();
+    snapshot::settings(&env).bind(|| {
+        insta::assert_snapshot!("hostile_missing_extra", error.join("\n"));
+    });
+    assert!(!env.path("venv/rockbuild-sdk.json").exists(), "no SDK record");
 }
