@@ -210,14 +210,7 @@ impl<'a> Run<'a> {
             Step::Checkout { commit } => {
                 self.task
                     .phase(format!("checking out {}", super::plan::short(commit)));
-                ctx.runner.run(&self.git.cmd([
-                    "checkout",
-                    "-q",
-                    "--force",
-                    "--detach",
-                    "--end-of-options",
-                    commit,
-                ]))?;
+                ctx.runner.run(&self.git.checkout_detached(commit))?;
             }
             Step::TagUpstream => {
                 local::force_tag(
@@ -619,14 +612,7 @@ fn from_cache(
         }
         if job.target.commit_hipify {
             if !rel.is_empty() {
-                ctx.runner.run(&node_git.cmd([
-                    "checkout",
-                    "-q",
-                    "--force",
-                    "--detach",
-                    "--end-of-options",
-                    commit,
-                ]))?;
+                ctx.runner.run(&node_git.checkout_detached(commit))?;
             }
         } else {
             let mut restore = node_git.cmd([

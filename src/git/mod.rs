@@ -122,6 +122,18 @@ impl Git {
             })
     }
 
+    /// `git checkout --force --detach <commit>`, options ended before the commit.
+    pub fn checkout_detached(&self, commit: &str) -> Cmd {
+        self.cmd([
+            "checkout",
+            "-q",
+            "--force",
+            "--detach",
+            "--end-of-options",
+            commit,
+        ])
+    }
+
     /// `git commit-tree` with rockbuild's identity at a fixed date (the upstream commit's):
     /// the same tree on the same parent gives the same commit SHA on every machine.
     pub fn commit_tree_as_rockbuild(&self, tree: &str, parent: &str, date: &str) -> Cmd {

@@ -246,15 +246,21 @@ fn repository_content_cannot_run_commands() {
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_repository_content", out));
 }
 
-#[test]
-fn lock_and_manifest_fields_are_refused() {
-    let env = TestEnv::new();
-    let world = StackWorld::new(&env);
-    lock(&env, &world.config, &["--project", "vision"])
+/// A good lock of vision, as text (the lock file itself is removed again).
+fn vision_lock(env: &TestEnv, world: &StackWorld) -> String {
+    lock(env, &world.config, &["--project", "vision"])
         .assert()
         .success();
     let good = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
     std::fs::remove_file(env.path("ws/rockbuild.lock.json")).expect("remove");
+    good
+}
+
+#[test]
+fn lock_and_manifest_fields_are_refused() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let good = vision_lock(&env, &world);
     let commit = &world.vision_pin;
     let mut out = String::new();
     for (field, from, to) in [
@@ -399,11 +405,7 @@ fn a_token_as_user_name_is_masked_and_never_stored() {
 fn a_locked_commit_missing_from_its_origin_is_named() {
     let env = TestEnv::new();
     let world = StackWorld::new(&env);
-    lock(&env, &world.config, &["--project", "vision"])
-        .assert()
-        .success();
-    let good = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
-    std::fs::remove_file(env.path("ws/rockbuild.lock.json")).expect("remove");
+    let good = vision_lock(&env, &world);
     let missing = "0123456789abcdef0123456789abcdef01234567";
     std::fs::write(
         env.path("gone.lock.json"),
@@ -622,7 +624,14 @@ fn an_index_that_never_answers_ends_bounded_and_worded() {
         .rockbuild()
         .args(["install-rocm", "--index-url"])
         .arg(format!("http://127.0.0.1:{port}/simple/"))
-        .args(["--index-timeout", "1", "--index-retries", "1", "--venv", "venv"])
+        .args([
+            "--index-timeout",
+            "1",
+            "--index-retries",
+            "1",
+            "--venv",
+            "venv",
+        ])
         // A hang fails the test instead of stalling the suite.
         .timeout(std::time::Duration::from_secs(120))
         .assert()
@@ -668,5 +677,8 @@ fn an_extra_that_did_not_install_is_an_error() {
     snapshot::settings(&env).bind(|| {
         insta::assert_snapshot!("hostile_missing_extra", error.join("\n"));
     });
-    assert!(!env.path("venv/rockbuild-sdk.json").exists(), "no SDK record");
+    assert!(
+        !env.path("venv/rockbuild-sdk.json").exists(),
+        "no SDK record"
+    );
 }
