@@ -75,11 +75,6 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// True if a URL carries a password or token in its userinfo (over http(s): any userinfo).
-pub fn url_has_password(url: &str) -> bool {
-    redact_url(url) != url && url.contains('@')
-}
-
 /// True for environment variable names whose values must never be printed.
 pub fn is_secret_env_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -254,8 +249,6 @@ mod tests {
             redact_url("ssh://git:pw@github.com/a/b"),
             "ssh://git:****@github.com/a/b"
         );
-        assert!(url_has_password("https://ghp_x@github.com/a/b"));
-        assert!(!url_has_password("ssh://git@github.com/a/b"));
         assert_eq!(
             redact_url("ssh://git@github.com/a/b"),
             "ssh://git@github.com/a/b"
@@ -268,8 +261,6 @@ mod tests {
             redact_url("file:///tmp/origin.git"),
             "file:///tmp/origin.git"
         );
-        assert!(url_has_password("https://u:p@h/x"));
-        assert!(!url_has_password("https://github.com/x@y"));
         assert!(is_masked(&redact_url("https://u:p@h/simple/")));
         assert!(!is_masked("https://h/simple/"));
     }

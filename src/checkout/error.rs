@@ -19,10 +19,6 @@ pub enum Error {
     #[error("{} has no entry for '{project}'", file.display())]
     NotInLock { file: PathBuf, project: String },
     #[error(
-        "the origin of '{project}' carries credentials ({origin}); rockbuild never stores or prints them: use a git credential helper instead"
-    )]
-    Credentials { project: String, origin: String },
-    #[error(
         "ref '{reference}' of '{project}' looks like an abbreviated commit; git can only fetch full 40-character SHAs"
     )]
     AbbreviatedSha { project: String, reference: String },
@@ -47,7 +43,6 @@ impl HasExitStatus for Error {
         match self {
             Error::Dirty { .. }
             | Error::NotInLock { .. }
-            | Error::Credentials { .. }
             | Error::AbbreviatedSha { .. }
             | Error::Invalid { .. } => ExitStatus::Usage,
             Error::Failed { status, .. } => *status,

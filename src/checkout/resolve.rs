@@ -179,13 +179,7 @@ fn pin_of(
         None => Ok((path.to_string(), None)),
     };
     let resolved = resolve::resolve_pin(project, &request, selection.release, &read)?;
-    if crate::redact::url_has_password(&resolved.origin) {
-        return Err(Error::Credentials {
-            project: name,
-            origin: crate::redact::redact_url(&resolved.origin),
-        }
-        .into());
-    }
+    // Credentials, options and remote helpers in the origin are refused by `valid` below.
     if git::is_abbreviated_sha(&resolved.requested_ref) {
         return Err(Error::AbbreviatedSha {
             project: name,

@@ -194,9 +194,7 @@ fn repository_content_cannot_run_commands() {
     let mut out = String::new();
 
     // `lock` touches no tree: repository content must not get code execution there.
-    world.torch.write("related_commits", &related);
-    world.torch.commit("hostile apex origin");
-    world.torch.publish();
+    publish_torch(&world, "related_commits", &related, "hostile apex origin");
     out.push_str(&refused(
         &env,
         "related_commits origin field (lock)",
@@ -204,12 +202,12 @@ fn repository_content_cannot_run_commands() {
     ));
     world.torch.git(&["revert", "--no-edit", "HEAD"]);
 
-    world.torch.write(
+    publish_torch(
+        &world,
         ".ci/docker/ci_commit_pins/triton.txt",
         &format!("{PAYLOAD}\n"),
+        "hostile triton pin",
     );
-    world.torch.commit("hostile triton pin");
-    world.torch.publish();
     out.push_str(&refused(
         &env,
         "triton.txt pin",
@@ -244,6 +242,13 @@ fn repository_content_cannot_run_commands() {
         world.torch.git(&["revert", "--no-edit", "HEAD"]);
     }
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_repository_content", out));
+}
+
+/// Commits `text` as `path` to torch and publishes it: repository content under test.
+fn publish_torch(world: &StackWorld, path: &str, text: &str, message: &str) {
+    world.torch.write(path, text);
+    world.torch.commit(message);
+    world.torch.publish();
 }
 
 /// A good lock of vision, as text (the lock file itself is removed again).
@@ -374,15 +379,15 @@ fn a_token_as_user_name_is_masked_and_never_stored() {
         "stack config origin",
         checkout(&env, &with_token, &["--project", "vision"]).assert(),
     ));
-    world.torch.write(
+    publish_torch(
+        &world,
         "related_commits",
         &format!(
             "ubuntu|pytorch|torchaudio|release/2.9|{}|{url}\n",
             world.audio_pin
         ),
+        "a token in a related_commits row",
     );
-    world.torch.commit("a token in a related_commits row");
-    world.torch.publish();
     out.push_str(&refused(
         &env,
         "related_commits origin field",
