@@ -419,6 +419,24 @@ pub struct SdkArgs {
     /// /opt/python/cp312-cp312/bin/python in the build image; default: python3 on PATH)
     #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
+    /// Seconds one request to the SDK index may wait for an answer (the preflight, and pip's
+    /// `--timeout` / uv's UV_HTTP_TIMEOUT)
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 60,
+        env = "ROCKBUILD_INDEX_TIMEOUT"
+    )]
+    pub index_timeout: u64,
+    /// Retries of a request to the SDK index that timed out or could not connect (pip's
+    /// `--retries`, uv's UV_HTTP_RETRIES)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 2,
+        env = "ROCKBUILD_INDEX_RETRIES"
+    )]
+    pub index_retries: u32,
 }
 
 #[derive(Debug, Args)]

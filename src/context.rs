@@ -77,7 +77,10 @@ fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format
     let no_color = env.get(env_vars::NO_COLOR).is_some();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(ui.log_writer())
+        .with_writer(crate::redact::RedactingWriter::new(
+            ui.log_writer(),
+            crate::redact::Secrets::of_env(env.iter()),
+        ))
         .with_target(false)
         .without_time()
         .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()));

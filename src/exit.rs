@@ -42,14 +42,18 @@ impl ExitStatus {
             (
                 "2".into(),
                 "usage or configuration",
-                "Unknown flag, project, family or target; malformed config, lock or pin file; a \
-                 dirty tree without `--force`. Nothing was changed.",
+                "Unknown flag, project, family, target or ref; a ref, origin or lock field git \
+                 would read as an option; malformed config, lock or pin file; a bad \
+                 `--version-suffix`; a dirty tree without `--force`. A multi-project checkout or \
+                 lock whose failures are all usage errors exits 2 too. Nothing was changed.",
             ),
             (
                 "5".into(),
                 "verification failed",
                 "A wheel failed verification, or promotion was denied for lack of passing \
-                 evidence.",
+                 evidence (a missing or unopenable `--test-report` is no evidence). Nothing to \
+                 verify is never a pass: `verify`, `stage` and `retag` on a directory without \
+                 wheels, and `promote` from a prefix without wheels, exit 5.",
             ),
             (
                 "6".into(),

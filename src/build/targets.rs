@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(
             unnamed("https://user:secret@pypi.example/simple/"),
             UnnamedIndex {
-                url: "https://user:****@pypi.example/simple/".into(),
+                url: "https://****@pypi.example/simple/".into(),
                 segment: "simple".into(),
                 suggestion: None
             }

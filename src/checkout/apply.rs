@@ -210,11 +210,7 @@ impl<'a> Run<'a> {
             Step::Checkout { commit } => {
                 self.task
                     .phase(format!("checking out {}", super::plan::short(commit)));
-                ctx.runner.run(
-                    &self
-                        .git
-                        .cmd(["checkout", "-q", "--force", "--detach", commit]),
-                )?;
+                ctx.runner.run(&self.git.checkout_detached(commit))?;
             }
             Step::TagUpstream => {
                 local::force_tag(
@@ -286,7 +282,8 @@ impl<'a> Run<'a> {
                 let git = self.node_git(rel);
                 let head = local::head_commit(&local::open(git.dir())?);
                 if head.map(|h| h.to_string()).as_deref() != Some(commit.as_str()) {
-                    ctx.runner.run(&git.cmd(["reset", "-q", commit]))?;
+                    ctx.runner
+                        .run(&git.cmd(["reset", "-q", "--end-of-options", commit]))?;
                 }
             }
         }
@@ -370,6 +367,7 @@ fn objects(ctx: &Context, git: &Git, resolved: &Resolved, dir: &Path) -> anyhow:
             "-q".into(),
             "--no-tags".into(),
             "--no-write-fetch-head".into(),
+            "--".into(),
             resolved.mirror.dir.display().to_string(),
             "+refs/rockbuild/*:refs/rockbuild/*".into(),
         ]))?;
@@ -607,14 +605,14 @@ fn from_cache(
                 "-q".into(),
                 "--no-tags".into(),
                 "--no-write-fetch-head".into(),
+                "--".into(),
                 mirror.dir.display().to_string(),
                 format!("refs/rockbuild/hipify/{commit}"),
             ]))?;
         }
         if job.target.commit_hipify {
             if !rel.is_empty() {
-                ctx.runner
-                    .run(&node_git.cmd(["checkout", "-q", "--force", "--detach", commit]))?;
+                ctx.runner.run(&node_git.checkout_detached(commit))?;
             }
         } else {
             let mut restore = node_git.cmd([

@@ -19,13 +19,16 @@ pub enum Error {
     #[error("{} has no entry for '{project}'", file.display())]
     NotInLock { file: PathBuf, project: String },
     #[error(
-        "the origin of '{project}' carries credentials ({origin}); rockbuild never stores or prints them: use a git credential helper instead"
-    )]
-    Credentials { project: String, origin: String },
-    #[error(
         "ref '{reference}' of '{project}' looks like an abbreviated commit; git can only fetch full 40-character SHAs"
     )]
     AbbreviatedSha { project: String, reference: String },
+    #[error("'{project}': {place}: {invalid}")]
+    Invalid {
+        project: String,
+        /// Where the value was written (a flag, a file and line, a preset, a lock).
+        place: String,
+        invalid: crate::git::Invalid,
+    },
     #[error("cannot resolve the pin of '{project}': {reason}")]
     NoPins { project: String, reason: String },
     #[error("the work of '{project}' panicked")]
@@ -40,8 +43,8 @@ impl HasExitStatus for Error {
         match self {
             Error::Dirty { .. }
             | Error::NotInLock { .. }
-            | Error::Credentials { .. }
-            | Error::AbbreviatedSha { .. } => ExitStatus::Usage,
+            | Error::AbbreviatedSha { .. }
+            | Error::Invalid { .. } => ExitStatus::Usage,
             Error::Failed { status, .. } => *status,
             Error::NoPins { .. } | Error::Panicked { .. } => ExitStatus::Failure,
         }

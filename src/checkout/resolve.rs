@@ -60,9 +60,11 @@ pub fn project(
     let started = Instant::now();
     let name = project.name.as_str();
     let (request, pin, fetch_ref) = pin_of(project, selection, pins_from, task)?;
+    let origin = valid(name, &pin, git::Origin::parse(&pin.origin))?;
+    let fetch_ref = valid(name, &pin, git::RefName::parse(&fetch_ref))?;
     task.phase(format!("fetching {}", pin.requested_ref));
     let warn = |message: String| ctx.ui.warn(message);
-    let mirror = Mirror::open(&selection.cache_dir, &pin.origin, &warn)?;
+    let mirror = Mirror::open(&selection.cache_dir, &origin, &warn)?;
     let mut progress =
         |line: &str| task.progress(format!("fetching {}: {line}", pin.requested_ref));
     let fetched = mirror.fetch(
@@ -177,13 +179,7 @@ fn pin_of(
         None => Ok((path.to_string(), None)),
     };
     let resolved = resolve::resolve_pin(project, &request, selection.release, &read)?;
-    if crate::redact::url_has_password(&resolved.origin) {
-        return Err(Error::Credentials {
-            project: name,
-            origin: crate::redact::redact_url(&resolved.origin),
-        }
-        .into());
-    }
+    // Credentials, options and remote helpers in the origin are refused by `valid` below.
     if git::is_abbreviated_sha(&resolved.requested_ref) {
         return Err(Error::AbbreviatedSha {
             project: name,
@@ -193,6 +189,16 @@ fn pin_of(
     }
     let fetch_ref = resolved.requested_ref.clone();
     Ok((request, resolved, fetch_ref))
+}
+
+/// A value of a pin checked at the choke point every source passes (flags, presets, the
+/// stack config, pin files, locks); the place its ref came from is named.
+fn valid<T>(project: &str, pin: &ResolvedPin, parsed: Result<T, git::Invalid>) -> Result<T, Error> {
+    parsed.map_err(|invalid| Error::Invalid {
+        project: project.to_string(),
+        place: pin.pin.describe(),
+        invalid,
+    })
 }
 
 /// The recursive submodule walk of one project.
@@ -236,11 +242,18 @@ impl Walk<'_> {
                     }
                     .into());
                 }
+                let invalid = |invalid| Error::Invalid {
+                    project: self.project.to_string(),
+                    place: format!(".gitmodules at {commit}, submodule {path}"),
+                    invalid,
+                };
+                let child_origin = git::Origin::parse(&url).map_err(invalid)?;
+                let child_commit = git::RefName::parse(&link.commit).map_err(invalid)?;
                 let warn = |message: String| self.ctx.ui.warn(message);
-                let child = Mirror::open(&self.selection.cache_dir, &url, &warn)?;
+                let child = Mirror::open(&self.selection.cache_dir, &child_origin, &warn)?;
                 let fetched = child.fetch(
                     &self.ctx.runner,
-                    &link.commit,
+                    &child_commit,
                     self.selection.depth,
                     self.selection.limits,
                     self.project,

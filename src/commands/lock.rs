@@ -42,7 +42,13 @@ fn inspect_build(inputs: &BuildInputs, ctx: &Context) -> anyhow::Result<lockfile
                 query.find_links.as_deref(),
                 crate::sdk::install::DEFAULT_INDEX,
             );
-            let chosen = preflight::check(&sources, &query.spec, query.pre, None)?;
+            let chosen = preflight::check(
+                &sources,
+                &query.spec,
+                query.pre,
+                None,
+                crate::index::client::Waits::default(),
+            )?;
             ctx.ui.status(format!(
                 "preflight: rocm {} (newest match of `{}` on {})",
                 chosen.version,

@@ -222,13 +222,7 @@ impl Cmd {
 
     /// Secret values this child can see, to be masked in everything it prints.
     pub(super) fn secrets(&self, env: &BTreeMap<OsString, OsString>) -> Secrets {
-        let mut secrets = Secrets::default();
-        for (key, value) in env {
-            if redact::is_secret_env_name(&key.to_string_lossy()) {
-                secrets.add(value.to_string_lossy());
-            }
-        }
-        secrets
+        Secrets::of_env(env.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str())))
     }
 }
 

@@ -15,6 +15,14 @@ pub enum Error {
         project: String,
         origin: String,
     },
+    #[error(
+        "commit {commit} of '{project}' is not on {origin}: it was never pushed there, or a force-push or branch deletion dropped it; pin a commit the origin has (re-run `rockbuild lock`), or point the origin at a fork that has it"
+    )]
+    UnknownCommit {
+        commit: String,
+        project: String,
+        origin: String,
+    },
     #[error("fetching '{reference}' of '{project}' from {origin} {what}")]
     Fetch {
         reference: String,
@@ -86,6 +94,7 @@ impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         let process = match self {
             Error::UnknownRef { .. }
+            | Error::UnknownCommit { .. }
             | Error::LocalSubmodule { .. }
             | Error::SubmoduleWithoutUrl { .. } => return ExitStatus::Usage,
             Error::Fetch { source, .. } | Error::Process(source) => source,
@@ -103,7 +112,17 @@ impl HasExitStatus for Error {
 pub fn fetch_failure(error: ProcessError, reference: &str, project: &str, origin: &str) -> Error {
     let origin = crate::redact::redact_url(origin);
     let tail = error.tail().join("\n");
-    if tail.contains("couldn't find remote ref") || tail.contains("not our ref") {
+    let unknown = tail.contains("couldn't find remote ref")
+        || tail.contains("not our ref")
+        || tail.contains("upload-pack: not our ref");
+    if unknown && super::is_full_sha(reference) {
+        return Error::UnknownCommit {
+            commit: reference.to_string(),
+            project: project.to_string(),
+            origin,
+        };
+    }
+    if unknown {
         return Error::UnknownRef {
             reference: reference.to_string(),
             project: project.to_string(),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::{Error, Git, TransferLimits, is_full_sha, local};
+use super::{Error, Git, Origin, RefName, TransferLimits, is_full_sha, local};
 use crate::exec::Runner;
 
 /// Where the mirrors of a cache directory live.
@@ -36,7 +36,7 @@ const HASH_LEN: u64 = 20;
 #[derive(Clone, Debug)]
 pub struct Mirror {
     pub dir: PathBuf,
-    pub origin: String,
+    pub origin: Origin,
     lock_path: PathBuf,
 }
 
@@ -66,12 +66,12 @@ pub enum Transfer {
 impl Mirror {
     /// The mirror of `origin` in `cache_dir`, created when missing and re-created (with a
     /// warning through `warn`) when damaged.
-    pub fn open(cache_dir: &Path, origin: &str, warn: &dyn Fn(String)) -> Result<Mirror, Error> {
+    pub fn open(cache_dir: &Path, origin: &Origin, warn: &dyn Fn(String)) -> Result<Mirror, Error> {
         let root = mirrors_dir(cache_dir);
-        let name = mirror_name(origin);
+        let name = mirror_name(origin.as_str());
         let mirror = Mirror {
             dir: root.join(&name),
-            origin: origin.to_string(),
+            origin: origin.clone(),
             lock_path: root.join(format!("{name}.lock")),
         };
         fs_err::create_dir_all(&root)
@@ -84,7 +84,7 @@ impl Mirror {
                     warn(format!(
                         "the git cache {} of {} is damaged ({reason}); re-cloning it",
                         mirror.dir.display(),
-                        crate::redact::redact_url(origin)
+                        origin
                     ));
                     mirror.discard()?;
                 }
@@ -138,8 +138,11 @@ impl Mirror {
         ] {
             local::set_config(&repo, key, value)?;
         }
-        fs_err::write(staging.path().join("rockbuild-origin"), &self.origin)
-            .map_err(|e| Error::cache(staging.path(), "writing the origin", e))?;
+        fs_err::write(
+            staging.path().join("rockbuild-origin"),
+            self.origin.as_str(),
+        )
+        .map_err(|e| Error::cache(staging.path(), "writing the origin", e))?;
         let staged = staging.keep();
         fs_err::rename(&staged, &self.dir).map_err(|e| Error::cache(&self.dir, "creating", e))
     }
@@ -175,12 +178,13 @@ impl Mirror {
     pub fn fetch(
         &self,
         runner: &Runner,
-        reference: &str,
+        reference: &RefName,
         depth: Option<u32>,
         limits: TransferLimits,
         project: &str,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Fetched, Error> {
+        let reference = reference.as_str();
         if let Some(commit) = self.commit(reference) {
             return Ok(Fetched {
                 commit,
@@ -203,7 +207,7 @@ impl Mirror {
         let depth = depth.filter(|_| fresh || repo.is_shallow());
         let git = Git::new(&self.dir, project)
             .log_to(self.dir.join("rockbuild-fetch.log"))
-            .allow_file_protocol(super::is_local_origin(&self.origin));
+            .allow_file_protocol(super::is_local_origin(self.origin.as_str()));
         let mut args = vec![
             "fetch".to_string(),
             "--progress".into(),
@@ -213,11 +217,15 @@ impl Mirror {
         if let Some(depth) = depth {
             args.push(format!("--depth={depth}"));
         }
-        args.push(self.origin.clone());
+        // Options end here: origin and ref are validated, and still never read as options.
+        args.push("--".into());
+        args.push(self.origin.as_str().to_string());
         args.push(reference.to_string());
         runner
             .run_streaming(&git.transfer(args, limits), progress)
-            .map_err(|error| super::fetch_failure(error, reference, project, &self.origin))?;
+            .map_err(|error| {
+                super::fetch_failure(error, reference, project, self.origin.as_str())
+            })?;
         let fetch_head = fs_err::read_to_string(self.dir.join("FETCH_HEAD"))
             .map_err(|e| Error::cache(&self.dir, "reading FETCH_HEAD", e))?;
         let object = super::parse_fetch_head(&fetch_head)
@@ -452,6 +460,10 @@ fn idx_pack_checksum(path: &Path) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn nowhere() -> Origin {
+        Origin::parse("file:///nowhere/x.git").expect("origin")
+    }
+
     #[test]
     fn one_mirror_per_repository_whatever_the_spelling() {
         assert_eq!(
@@ -470,11 +482,11 @@ mod tests {
         let cache = tempfile::tempdir().expect("tempdir");
         let warnings = std::cell::RefCell::new(Vec::new());
         let warn = |w: String| warnings.borrow_mut().push(w);
-        let mirror = Mirror::open(cache.path(), "file:///nowhere/x.git", &warn).expect("open");
+        let mirror = Mirror::open(cache.path(), &nowhere(), &warn).expect("open");
         assert_eq!(damage(&mirror.dir), None);
         fs_err::remove_file(mirror.dir.join("HEAD")).expect("break it");
         assert_eq!(damage(&mirror.dir).as_deref(), Some("no HEAD or objects"));
-        let again = Mirror::open(cache.path(), "file:///nowhere/x.git", &warn).expect("reopen");
+        let again = Mirror::open(cache.path(), &nowhere(), &warn).expect("reopen");
         assert_eq!(damage(&again.dir), None);
         assert_eq!(warnings.borrow().len(), 1, "{:?}", warnings.borrow());
     }
@@ -514,7 +526,7 @@ mod tests {
             commits.push(commit);
         }
         let cache = dir.path().join("cache");
-        let url = format!("file://{}", origin.display());
+        let url = Origin::parse(&format!("file://{}", origin.display())).expect("origin");
         let mirror = Mirror::open(&cache, &url, &|w| panic!("{w}")).expect("mirror");
         let runner = Runner::new(crate::env_vars::Environment::capture());
         let limits = TransferLimits {
@@ -524,7 +536,14 @@ mod tests {
         };
         for n in 0..=MAX_PACKS + 1 {
             let fetched = mirror
-                .fetch(&runner, &format!("b{n}"), None, limits, "t", &mut |_| {})
+                .fetch(
+                    &runner,
+                    &RefName::parse(&format!("b{n}")).expect("ref"),
+                    None,
+                    limits,
+                    "t",
+                    &mut |_| {},
+                )
                 .expect("fetch");
             assert!(fetched.transferred);
         }

@@ -9,6 +9,7 @@
 mod error;
 pub mod local;
 pub mod mirror;
+mod names;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
 pub use error::{Error, fetch_failure};
+pub use names::{Commit, Invalid, Origin, RefName};
 
 /// Tag on the upstream commit of every checked-out repository and submodule.
 pub const UPSTREAM_TAG: &str = "THEROCK_UPSTREAM_DIFFBASE";
@@ -118,6 +120,18 @@ impl Git {
                 backoff: Duration::from_secs(2),
                 is_transient: is_transient_failure,
             })
+    }
+
+    /// `git checkout --force --detach <commit>`, options ended before the commit.
+    pub fn checkout_detached(&self, commit: &str) -> Cmd {
+        self.cmd([
+            "checkout",
+            "-q",
+            "--force",
+            "--detach",
+            "--end-of-options",
+            commit,
+        ])
     }
 
     /// `git commit-tree` with rockbuild's identity at a fixed date (the upstream commit's):

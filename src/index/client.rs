@@ -32,15 +32,37 @@ pub struct RemoteFile {
     pub yanked: bool,
 }
 
+/// How long a request to an index may take, and how often one that timed out or could not
+/// connect is tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waits {
+    pub timeout: Duration,
+    pub attempts: u32,
+}
+
+impl Default for Waits {
+    fn default() -> Self {
+        Waits {
+            timeout: Duration::from_secs(120),
+            attempts: ATTEMPTS,
+        }
+    }
+}
+
 /// A client for one index root (`https://host/simple/`, `file:///srv/index/`).
 #[derive(Debug)]
 pub struct IndexClient {
     base: Url,
     http: reqwest::blocking::Client,
+    waits: Waits,
 }
 
 impl IndexClient {
     pub fn new(index_url: &str) -> Result<Self, Error> {
+        Self::with_waits(index_url, Waits::default())
+    }
+
+    pub fn with_waits(index_url: &str, waits: Waits) -> Result<Self, Error> {
         let bad = |reason: String| Error::BadUrl {
             url: redact_url(index_url),
             reason,
@@ -58,12 +80,12 @@ impl IndexClient {
             base.set_path(&path);
         }
         let http = reqwest::blocking::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
-            .timeout(Duration::from_secs(120))
+            .connect_timeout(waits.timeout.min(Duration::from_secs(15)))
+            .timeout(waits.timeout)
             .user_agent(concat!("rockbuild/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| bad(e.to_string()))?;
-        Ok(IndexClient { base, http })
+        Ok(IndexClient { base, http, waits })
     }
 
     /// The index root, credentials masked.
@@ -100,6 +122,8 @@ impl IndexClient {
         let shown = redact_url(url.as_str());
         let mut backoff = Duration::from_millis(500);
         let mut attempt = 1;
+        let attempts = self.waits.attempts.max(1);
+        let timeout = self.waits.timeout.as_secs_f64();
         loop {
             let result = self.http.get(url.clone()).header("Accept", ACCEPT).send();
             let retry = match result {
@@ -118,22 +142,34 @@ impl IndexClient {
                 }
                 Ok(response) => {
                     let status = response.status().as_u16();
-                    if (status < 500 && status != 429) || attempt >= ATTEMPTS {
+                    if (status < 500 && status != 429) || attempt >= attempts {
                         return Err(Error::Status { url: shown, status });
                     }
                     format!("HTTP {status}")
                 }
                 Err(error) => {
-                    if attempt >= ATTEMPTS || !(error.is_connect() || error.is_timeout()) {
+                    let waited = if error.is_timeout() {
+                        format!("no answer within {timeout}s")
+                    } else {
+                        error_chain(&error)
+                    };
+                    if attempt >= attempts || !(error.is_connect() || error.is_timeout()) {
                         return Err(Error::Transfer {
                             url: shown,
-                            message: error_chain(&error),
+                            message: format!(
+                                "{waited} (attempt {attempt} of {attempts}; each request waits \
+                                 up to {timeout}s)"
+                            ),
                         });
                     }
-                    error_chain(&error)
+                    waited
                 }
             };
-            tracing::debug!("{shown}: {retry}; retrying in {}ms", backoff.as_millis());
+            tracing::warn!(
+                "index {shown}: {retry}; retrying in {:.1}s (attempt {} of {attempts})",
+                backoff.as_secs_f64(),
+                attempt + 1
+            );
             std::thread::sleep(backoff);
             backoff *= 2;
             attempt += 1;

@@ -78,6 +78,13 @@ pub enum Error {
     BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]
     Manifest { path: PathBuf, problem: String },
+    #[error("{}:{line}: `{field}`: {invalid}", path.display())]
+    Field {
+        path: PathBuf,
+        line: usize,
+        field: String,
+        invalid: crate::git::Invalid,
+    },
 }
 
 impl HasExitStatus for Error {

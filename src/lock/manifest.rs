@@ -7,7 +7,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::{Error, Lock};
-use crate::git::is_full_sha;
+use crate::git::{Commit, Origin, RefName, is_full_sha};
 use crate::stack::Stack;
 
 /// A pin to reproduce: origin + exact commit (+ what the lock knows about its hipify result).
@@ -35,7 +35,7 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
             reason: error.to_string(),
         })?;
     if value.get("schema_version").is_some() || value.get("pytorch").is_some() {
-        return manifest_pins(path, &value, stack);
+        return manifest_pins(path, &text, &value, stack);
     }
     let lock = Lock::read(path)?;
     let mut pins = IndexMap::new();
@@ -49,16 +49,21 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
                 ),
             ));
         }
-        pins.insert(
-            name,
-            ReproducePin {
-                origin: project.origin,
-                requested_ref: project.requested_ref,
-                commit: project.commit,
-                hipify: project.hipify,
-                preset: project.preset,
-            },
-        );
+        let pin = ReproducePin {
+            origin: project.origin,
+            requested_ref: project.requested_ref,
+            commit: project.commit,
+            hipify: project.hipify,
+            preset: project.preset,
+        };
+        check_pin(
+            path,
+            &text,
+            &format!("projects.{name}"),
+            &pin,
+            ["origin", "requested_ref", "commit"],
+        )?;
+        pins.insert(name, pin);
     }
     Ok(pins)
 }
@@ -70,8 +75,45 @@ fn invalid(path: &Path, problem: String) -> Error {
     }
 }
 
+/// Checks what reaches git (origin, ref, commit), naming the field and its line: a value git
+/// would read as an option or a program is refused here, before any fetch.
+fn check_pin(
+    path: &Path,
+    text: &str,
+    at: &str,
+    pin: &ReproducePin,
+    [origin, reference, commit]: [&str; 3],
+) -> Result<(), Error> {
+    let checks = [
+        (origin, &pin.origin, Origin::parse(&pin.origin).err()),
+        (
+            reference,
+            &pin.requested_ref,
+            RefName::parse(&pin.requested_ref).err(),
+        ),
+        (commit, &pin.commit, Commit::parse(&pin.commit).err()),
+    ];
+    for (field, value, failed) in checks {
+        if let Some(invalid) = failed {
+            let quoted = serde_json::to_string(value).unwrap_or_default();
+            let line = text
+                .lines()
+                .position(|l| l.contains(&quoted))
+                .map_or(1, |i| i + 1);
+            return Err(Error::Field {
+                path: path.to_path_buf(),
+                line,
+                field: format!("{at}.{field}"),
+                invalid,
+            });
+        }
+    }
+    Ok(())
+}
+
 fn manifest_pins(
     path: &Path,
+    text: &str,
     value: &serde_json::Value,
     stack: &Stack,
 ) -> Result<IndexMap<String, ReproducePin>, Error> {
@@ -112,20 +154,33 @@ fn manifest_pins(
             ));
         }
         let branch = field("branch");
-        pins.insert(
-            project.name.clone(),
-            ReproducePin {
-                origin: repo.to_string(),
-                requested_ref: if branch.is_empty() {
-                    commit.to_string()
-                } else {
-                    branch.to_string()
-                },
-                commit: commit.to_ascii_lowercase(),
-                hipify: None,
-                preset: None,
+        let pin = ReproducePin {
+            origin: repo.to_string(),
+            requested_ref: if branch.is_empty() {
+                commit.to_string()
+            } else {
+                branch.to_string()
             },
-        );
+            commit: commit.to_ascii_lowercase(),
+            hipify: None,
+            preset: None,
+        };
+        check_pin(
+            path,
+            text,
+            &project.checkout_dir,
+            &pin,
+            [
+                "repo",
+                if branch.is_empty() {
+                    "commit"
+                } else {
+                    "branch"
+                },
+                "commit",
+            ],
+        )?;
+        pins.insert(project.name.clone(), pin);
     }
     if pins.is_empty() {
         return Err(invalid(

@@ -59,7 +59,11 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<RelatedCommit>, RelatedCommit
             file: file.to_string(),
             line,
             reason: reason.to_string(),
-            text: trimmed.to_string(),
+            text: trimmed
+                .split('|')
+                .map(crate::redact::redact_url)
+                .collect::<Vec<_>>()
+                .join("|"),
         };
         let fields: Vec<&str> = trimmed.split('|').map(str::trim).collect();
         if fields.len() != 6 {
@@ -74,6 +78,11 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<RelatedCommit>, RelatedCommit
                 "`{}` is not a full commit SHA",
                 fields[4]
             )));
+        }
+        if !fields[5].is_empty()
+            && let Err(invalid) = crate::git::Origin::parse(fields[5])
+        {
+            return Err(malformed(&format!("origin {invalid}")));
         }
         let row = RelatedCommit {
             os: fields[0].to_string(),

@@ -18,6 +18,13 @@ pub enum Error {
          for exactly this staged set; nothing was copied"
     )]
     Evidence(EvidenceError),
+    /// A report that is missing or cannot be opened is no evidence (docs/publishing.md).
+    #[error(
+        "--test-report {0}\npromotion denied: no evidence; nothing was copied\n\
+         hint: pass the report `rockbuild smoke --report FILE` or a JUnit XML run wrote for \
+         exactly this staged set"
+    )]
+    NoEvidence(EvidenceError),
     #[error("reading the staged set at {url}")]
     Scan {
         url: String,
@@ -57,7 +64,8 @@ pub enum Error {
     Publish(#[from] crate::publish::Error),
 }
 
-/// Denied evidence and a rewritten set that fails verification are failed verifications (5);
+/// Denied or missing evidence, an empty staged set and a rewritten set that fails
+/// verification are failed verifications (5);
 /// flags, reports and waivers that cannot be used, and versions that cannot be promoted, are
 /// usage errors (2); a wheel that cannot be read or rewritten is a failed step (1).
 impl HasExitStatus for Error {
@@ -66,7 +74,12 @@ impl HasExitStatus for Error {
             Error::SameStore(_) | Error::Waiver(_) | Error::Evidence(_) | Error::Split(_) => {
                 ExitStatus::Usage
             }
-            Error::Denied { .. } | Error::RewrittenNotVerified(_) => ExitStatus::VerificationFailed,
+            // Nothing staged is nothing verified, never a pass (as stage/verify/retag on an
+            // empty directory).
+            Error::Denied { .. }
+            | Error::NoEvidence(_)
+            | Error::NothingToPromote(_)
+            | Error::RewrittenNotVerified(_) => ExitStatus::VerificationFailed,
             Error::Rewrite(error) if error.is_wheel_failure() => ExitStatus::Failure,
             Error::Rewrite(_) => ExitStatus::Usage,
             Error::Download { error, .. } => match error.interrupted {
@@ -76,11 +89,9 @@ impl HasExitStatus for Error {
             Error::Lock(error) => error.exit_status(),
             Error::Verify(error) => error.exit_status(),
             Error::Publish(error) => error.exit_status(),
-            Error::Scan { .. }
-            | Error::NothingToPromote(_)
-            | Error::WorkDir(_)
-            | Error::Io(_)
-            | Error::NotDownloaded { .. } => ExitStatus::Failure,
+            Error::Scan { .. } | Error::WorkDir(_) | Error::Io(_) | Error::NotDownloaded { .. } => {
+                ExitStatus::Failure
+            }
         }
     }
 }

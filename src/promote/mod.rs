@@ -106,9 +106,10 @@ pub struct Staged {
     pub today: jiff::civil::Date,
 }
 
-/// Reads every report (before anything else is looked at: a report the user named that
-/// cannot be read is a usage error, and going on would deny the promotion and then suggest
-/// the very flag that was given), then the staged set.
+/// Reads every report (before anything else is looked at: going on would deny the promotion
+/// and then suggest the very flag that was given), then the staged set. A report that is
+/// missing or cannot be opened is no evidence (exit 5, as docs/publishing.md says); one that
+/// is not a report is a usage error.
 pub fn inspect(
     ctx: &Context,
     reports: &[PathBuf],
@@ -118,7 +119,12 @@ pub fn inspect(
 ) -> Result<Staged, Error> {
     let evidence = reports
         .iter()
-        .map(|path| evidence::read(path).map_err(Error::Evidence))
+        .map(|path| {
+            evidence::read(path).map_err(|error| match fs_err::File::open(path) {
+                Err(_) => Error::NoEvidence(error),
+                Ok(_) => Error::Evidence(error),
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let scan =
         scan::scan(ctx, source, &HashMap::new(), jobs).map_err(|source_error| Error::Scan {

@@ -26,7 +26,7 @@ pub enum Error {
 
     // The preflight (exit 1): the index does not have what is asked for.
     #[error("{0}; check the URL and the network (the preflight runs before anything is installed)")]
-    Index(#[from] ClientError),
+    Index(ClientError),
     #[error(
         "could not read {what}: {reason}; check the URL and the network (the preflight runs before anything is installed)"
     )]
@@ -69,6 +69,27 @@ pub enum Error {
         venv: PathBuf,
         log: PathBuf,
     },
+    #[error(
+        "rocm {version} has no extra `{extra}` (pip only warns and installs without it); it provides: {}; pick one of those with --rocm-extras, or an index whose SDK was built for it",
+        provided.join(", ")
+    )]
+    ExtraNotProvided {
+        extra: String,
+        version: String,
+        provided: Vec<String>,
+    },
+    #[error(
+        "the extra `{extra}` of rocm {version} requires {requirement}, which is not installed in {}; check the installer log {}",
+        venv.display(),
+        log.display()
+    )]
+    ExtraNotInstalled {
+        extra: String,
+        version: String,
+        requirement: String,
+        venv: PathBuf,
+        log: PathBuf,
+    },
     #[error("`python -m rocm_sdk version` reports {reported} but rocm {wanted} was installed into {}: the SDK packages are inconsistent; reinstall with `rockbuild install-rocm`", venv.display())]
     ReportedMismatch {
         wanted: String,
@@ -104,6 +125,14 @@ pub enum Error {
     },
 }
 
+/// By hand rather than `#[from]`: the message already holds the client's error, and a source
+/// would print it a second time as `caused by`.
+impl From<ClientError> for Error {
+    fn from(error: ClientError) -> Self {
+        Error::Index(error)
+    }
+}
+
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
@@ -120,6 +149,8 @@ impl HasExitStatus for Error {
             | Error::CompanionMissing { .. }
             | Error::Cache { .. }
             | Error::DistMismatch { .. }
+            | Error::ExtraNotProvided { .. }
+            | Error::ExtraNotInstalled { .. }
             | Error::ReportedMismatch { .. }
             | Error::RecordJson(_)
             | Error::Record(_)

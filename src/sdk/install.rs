@@ -12,6 +12,7 @@ use pep440_rs::{Version, VersionSpecifiers};
 use super::preflight::{self, IndexSource, Preflight};
 use super::{Error, SdkInfo, Venv};
 use crate::exec::{Cmd, Retry, Runner};
+use crate::index::client::Waits;
 
 /// pip's default index, used when neither --index-url nor --find-links is given. Passed
 /// explicitly so the preflight reads the same index the installer uses.
@@ -116,6 +117,8 @@ pub struct InstallSettings {
     pub locked_version: Option<Version>,
     /// Log file of the install steps.
     pub log: PathBuf,
+    /// How long each request to the index waits, and how often it is tried.
+    pub waits: Waits,
 }
 
 impl InstallSettings {
@@ -170,6 +173,18 @@ impl InstallSettings {
         for var in SOURCE_ENV_VARS {
             cmd = cmd.env_remove(*var);
         }
+        // The installer's own waits: a request without an answer ends after the timeout and
+        // is retried as often as the preflight's were.
+        let (timeout, retries) = (
+            self.waits.timeout.as_secs().to_string(),
+            self.waits.attempts.saturating_sub(1).to_string(),
+        );
+        cmd = match self.installer {
+            Installer::Pip => cmd.args(["--timeout", &timeout, "--retries", &retries]),
+            Installer::Uv => cmd
+                .env("UV_HTTP_TIMEOUT", &timeout)
+                .env("UV_HTTP_RETRIES", &retries),
+        };
         cmd.arg(self.requirement(version))
             .label(format!("install-rocm: {} install", self.installer.as_str()))
             .env("PIP_NO_INPUT", "1")
@@ -283,6 +298,7 @@ pub fn inspect(settings: &InstallSettings, status: &dyn Fn(&str)) -> Result<Insp
         &settings.spec,
         settings.pre,
         settings.locked_version.as_ref(),
+        settings.waits,
     )?;
     Ok(Inspected {
         preflight,
@@ -358,6 +374,7 @@ pub fn apply(
             log: settings.log.clone(),
         });
     }
+    check_extras(settings, version)?;
     let sdk = super::query(runner, &settings.venv)?;
     if sdk.version != *version {
         return Err(Error::ReportedMismatch {
@@ -368,6 +385,84 @@ pub fn apply(
     }
     sdk.write_record(&settings.venv)?;
     Ok(sdk)
+}
+
+/// Every extra asked for is one the installed `rocm` provides, and its requirements are
+/// installed: pip and uv only warn about an unknown extra and exit 0.
+fn check_extras(settings: &InstallSettings, version: &str) -> Result<(), Error> {
+    let metadata = settings
+        .venv
+        .site_packages()
+        .and_then(|site| super::venv::installed_metadata_in(&site, super::ROCM_DIST))
+        .unwrap_or_default();
+    let site = settings.venv.site_packages();
+    let mut asked: Vec<&str> = BASE_EXTRAS.to_vec();
+    asked.extend(settings.extras.iter().map(String::as_str));
+    for extra in asked {
+        let found =
+            extra_requirements(&metadata, extra).ok_or_else(|| Error::ExtraNotProvided {
+                extra: extra.to_string(),
+                version: version.to_string(),
+                provided: provided_extras(&metadata),
+            })?;
+        for requirement in found {
+            let name = requirement_name(&requirement);
+            let installed = site
+                .as_deref()
+                .and_then(|site| super::venv::installed_version_in(site, name));
+            if installed.is_none() {
+                return Err(Error::ExtraNotInstalled {
+                    extra: extra.to_string(),
+                    version: version.to_string(),
+                    requirement,
+                    venv: settings.venv.dir.clone(),
+                    log: settings.log.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `Provides-Extra:` names of core metadata.
+fn provided_extras(metadata: &str) -> Vec<String> {
+    metadata
+        .lines()
+        .filter_map(|line| line.strip_prefix("Provides-Extra:"))
+        .map(|extra| extra.trim().to_string())
+        .collect()
+}
+
+/// The requirements an extra adds (`Requires-Dist: x; extra == "name"`), or None when the
+/// metadata does not provide the extra.
+fn extra_requirements(metadata: &str, extra: &str) -> Option<Vec<String>> {
+    let normalize = |name: &str| name.trim().to_ascii_lowercase().replace(['_', '.'], "-");
+    if !provided_extras(metadata)
+        .iter()
+        .any(|p| normalize(p) == normalize(extra))
+    {
+        return None;
+    }
+    Some(
+        metadata
+            .lines()
+            .filter_map(|line| line.strip_prefix("Requires-Dist:"))
+            .filter_map(|requirement| {
+                let (requirement, marker) = requirement.split_once(';')?;
+                let marker = marker.replace(['\'', '"'], "");
+                let (_, name) = marker.split_once("extra ==")?;
+                (normalize(name) == normalize(extra)).then(|| requirement.trim().to_string())
+            })
+            .collect(),
+    )
+}
+
+/// `rocm-sdk-device-gfx942==7.10.0` → `rocm-sdk-device-gfx942`.
+fn requirement_name(requirement: &str) -> &str {
+    let end = requirement
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(requirement.len());
+    &requirement[..end]
 }
 
 #[cfg(test)]
@@ -388,6 +483,10 @@ mod tests {
             extras: vec!["device-gfx942".into(), "devel".into()],
             locked_version: None,
             log: PathBuf::from("/o/logs/install-rocm.log"),
+            waits: Waits {
+                timeout: Duration::from_secs(7),
+                attempts: 3,
+            },
         }
     }
 
@@ -396,9 +495,12 @@ mod tests {
         let pip = settings(Installer::Pip).install_cmd("7.10.0a1");
         assert_eq!(
             pip.argv_display().join(" "),
-            "/w/venv/bin/python -m pip install --disable-pip-version-check --cache-dir /c/pip --force-reinstall --pre --index-url http://127.0.0.1:9/simple rocm[libraries,devel,device-gfx942]==7.10.0a1"
+            "/w/venv/bin/python -m pip install --disable-pip-version-check --cache-dir /c/pip --force-reinstall --pre --index-url http://127.0.0.1:9/simple --timeout 7 --retries 2 rocm[libraries,devel,device-gfx942]==7.10.0a1"
         );
         let uv = settings(Installer::Uv).install_cmd("7.10.0a1");
+        let env = uv.env_diff();
+        assert_eq!(env.get("UV_HTTP_TIMEOUT"), Some(&Some("7".into())));
+        assert_eq!(env.get("UV_HTTP_RETRIES"), Some(&Some("2".into())));
         assert_eq!(
             uv.argv_display().join(" "),
             "uv pip install --python /w/venv/bin/python --cache-dir /c/pip --reinstall --prerelease allow --index-url http://127.0.0.1:9/simple rocm[libraries,devel,device-gfx942]==7.10.0a1"
@@ -408,7 +510,26 @@ mod tests {
         no_pre.index_url = None;
         no_pre.find_links = Some("/wheels".into());
         let argv = no_pre.install_cmd("7.9.0").argv_display().join(" ");
-        assert!(argv.ends_with("--force-reinstall --index-url https://pypi.org/simple --find-links /wheels rocm[libraries,devel,device-gfx942]==7.9.0"), "{argv}");
+        assert!(argv.ends_with("--force-reinstall --index-url https://pypi.org/simple --find-links /wheels --timeout 7 --retries 2 rocm[libraries,devel,device-gfx942]==7.9.0"), "{argv}");
+    }
+
+    #[test]
+    fn extras_are_read_from_the_metadata() {
+        // As the stand-in (examples/sdk/build_sdk.py) and the real rocm sdist write them.
+        let metadata = "Metadata-Version: 2.1\nName: rocm\nProvides-Extra: libraries\n\
+            Requires-Dist: rocm-sdk-libraries==7.10.0; extra == \"libraries\"\n\
+            Provides-Extra: device-gfx906\n\
+            Requires-Dist: rocm-sdk-device-gfx906==7.10.0 ; extra == 'device-gfx906'\n";
+        assert_eq!(
+            extra_requirements(metadata, "device-gfx906"),
+            Some(vec!["rocm-sdk-device-gfx906==7.10.0".to_string()])
+        );
+        assert_eq!(extra_requirements(metadata, "device-gfx942"), None);
+        assert_eq!(provided_extras(metadata), ["libraries", "device-gfx906"]);
+        assert_eq!(
+            requirement_name("rocm-sdk-device-gfx906==7.10.0"),
+            "rocm-sdk-device-gfx906"
+        );
     }
 
     #[test]

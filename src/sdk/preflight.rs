@@ -9,12 +9,11 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
 
 use pep440_rs::{Operator, Version, VersionSpecifiers};
 
 use super::Error;
-use crate::index::client::IndexClient;
+use crate::index::client::{IndexClient, Waits};
 use crate::index::normalize_name;
 use crate::redact::redact_url;
 use crate::wheel::filename::dist_name_and_version;
@@ -151,9 +150,13 @@ pub fn project_files(names: &[(String, bool)], project: &str) -> Vec<IndexFile> 
 }
 
 /// Reads the file list of `project` from one source (HTTP, `file://` or a directory).
-pub fn fetch_names(source: &IndexSource, project: &str) -> Result<Vec<(String, bool)>, Error> {
+pub fn fetch_names(
+    source: &IndexSource,
+    project: &str,
+    waits: Waits,
+) -> Result<Vec<(String, bool)>, Error> {
     match source {
-        IndexSource::Index(url) => match IndexClient::new(url)?.project(project)? {
+        IndexSource::Index(url) => match IndexClient::with_waits(url, waits)?.project(project)? {
             Some(files) => Ok(files.into_iter().map(|f| (f.filename, f.yanked)).collect()),
             None => Err(Error::NoPage {
                 project: project.to_string(),
@@ -172,7 +175,7 @@ pub fn fetch_names(source: &IndexSource, project: &str) -> Result<Vec<(String, b
                     .map(|name| (name, false))
                     .collect())
             }
-            None => flat_page(location),
+            None => flat_page(location, waits),
         },
     }
 }
@@ -186,14 +189,14 @@ fn local_dir(location: &str) -> Option<PathBuf> {
 
 /// A `--find-links` page over HTTP: one flat page of links, read with the index client's
 /// HTML parser.
-fn flat_page(location: &str) -> Result<Vec<(String, bool)>, Error> {
+fn flat_page(location: &str, waits: Waits) -> Result<Vec<(String, bool)>, Error> {
     let unreachable = |reason: String| Error::Unreachable {
         what: format!("find-links page {}", redact_url(location)),
         reason,
     };
     let url = reqwest::Url::parse(location).map_err(|e| unreachable(e.to_string()))?;
     let response = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(60))
+        .timeout(waits.timeout)
         .user_agent(concat!("rockbuild/", env!("CARGO_PKG_VERSION")))
         .build()
         .and_then(|client| client.get(url.clone()).header("Accept", "text/html").send())
@@ -222,6 +225,7 @@ pub fn check(
     spec: &VersionSpecifiers,
     pre: bool,
     pinned: Option<&Version>,
+    waits: Waits,
 ) -> Result<Preflight, Error> {
     let sources_text = sources
         .iter()
@@ -231,7 +235,7 @@ pub fn check(
     let gather = |project: &str| -> Result<Vec<IndexFile>, Error> {
         let mut files = Vec::new();
         for source in sources {
-            match fetch_names(source, project) {
+            match fetch_names(source, project, waits) {
                 Ok(names) => files.extend(project_files(&names, project)),
                 // A find-links page beside an index may lack a project; the index may lack it
                 // when find-links provides it. Only "nowhere" is an error (below).
@@ -441,8 +445,14 @@ mod tests {
             fs_err::write(dir.path().join(name), "").expect("write");
         }
         let source = IndexSource::FindLinks(dir.path().display().to_string());
-        let error = check(std::slice::from_ref(&source), &spec("==7.10.0"), true, None)
-            .expect_err("no devel");
+        let error = check(
+            std::slice::from_ref(&source),
+            &spec("==7.10.0"),
+            true,
+            None,
+            Waits::default(),
+        )
+        .expect_err("no devel");
         assert!(
             error
                 .to_string()
@@ -454,9 +464,17 @@ mod tests {
             "",
         )
         .expect("write");
-        let found = check(std::slice::from_ref(&source), &spec(">1.0"), true, None).expect("found");
+        let found = check(
+            std::slice::from_ref(&source),
+            &spec(">1.0"),
+            true,
+            None,
+            Waits::default(),
+        )
+        .expect("found");
         assert_eq!(found.version.to_string(), "7.10.0");
-        let error = check(&[source], &spec("==7.11.0"), true, None).expect_err("missing");
+        let error =
+            check(&[source], &spec("==7.11.0"), true, None, Waits::default()).expect_err("missing");
         assert_eq!(
             error.to_string(),
             format!(

@@ -66,6 +66,21 @@ impl Venv {
     }
 }
 
+/// The core metadata (`METADATA`) of installed distribution `name`.
+pub fn installed_metadata_in(site_packages: &Path, name: &str) -> Option<String> {
+    let version = installed_version_in(site_packages, name)?;
+    let entries = fs_err::read_dir(site_packages).ok()?;
+    let wanted = (escape_name(name), version);
+    entries.filter_map(Result::ok).find_map(|entry| {
+        let file_name = entry.file_name();
+        let stem = file_name.to_str()?.strip_suffix(".dist-info")?;
+        let (dist, version) = stem.split_once('-')?;
+        (escape_name(dist) == wanted.0 && version == wanted.1)
+            .then(|| fs_err::read_to_string(entry.path().join("METADATA")).ok())
+            .flatten()
+    })
+}
+
 /// Scans a site-packages directory for `<name>-<version>.dist-info`.
 pub fn installed_version_in(site_packages: &Path, name: &str) -> Option<String> {
     let wanted = escape_name(name);

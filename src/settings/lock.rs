@@ -14,7 +14,7 @@ use crate::checkout::{self, Selection};
 use crate::cli::{LockArgs, LockBuildArgs, SelectionArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
-use crate::git::TransferLimits;
+use crate::git::{self, TransferLimits};
 use crate::lock::PinOrigin;
 use crate::lock::resolve::{RefRequest, Request};
 use crate::stack::presets::{self, Choice, PresetTable, RefRule};
@@ -396,12 +396,24 @@ fn overrides(
         value,
         source: Source::Flag(flag.to_string()),
     };
+    // Refs and origins are checked where they were typed: a value git would read as an
+    // option or a program never gets further than the flag that carried it.
+    let checked = |value: &str, flag: &str, is_origin: bool| {
+        let parsed = if is_origin {
+            git::Origin::parse(value).map(drop)
+        } else {
+            git::RefName::parse(value).map(drop)
+        };
+        parsed.map_err(|invalid| crate::exit::usage(format!("{flag}: {invalid}")))
+    };
     let mut out: IndexMap<String, Overrides> = IndexMap::new();
     if let Some(reference) = repo_hashtag {
+        checked(&reference, "--repo-hashtag", false)?;
         out.entry(primary.to_string()).or_default().reference =
             Some(flagged(reference, "--repo-hashtag"));
     }
     if let Some(url) = gitrepo_origin {
+        checked(&url, "--gitrepo-origin", true)?;
         out.entry(primary.to_string()).or_default().origin = Some(flagged(url, "--gitrepo-origin"));
     }
     for (flag_name, values, is_origin) in
@@ -415,6 +427,7 @@ fn overrides(
                 ))
             })?;
             stack.project(name)?;
+            checked(rest, &format!("{flag_name} {name}"), is_origin)?;
             let entry = out.entry(name.to_string()).or_default();
             let slot = if is_origin {
                 &mut entry.origin

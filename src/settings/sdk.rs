@@ -2,12 +2,14 @@
 //! install the ROCm SDK into it.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pep440_rs::Version;
 
 use crate::cli::{SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars;
+use crate::index::client::Waits;
 use crate::lock::Lock;
 use crate::sdk::install::{InstallSettings, parse_extras};
 use crate::sdk::{self, Venv, preflight};
@@ -62,6 +64,8 @@ pub fn install_settings(
         rocm_extras,
         installer,
         python,
+        index_timeout,
+        index_retries,
     } = args;
     let spec = preflight::parse_spec(rocm_sdk_version)?;
     let pre = flag(*pre, *no_pre).unwrap_or(true);
@@ -83,6 +87,10 @@ pub fn install_settings(
         extras,
         locked_version: locked,
         log,
+        waits: Waits {
+            timeout: Duration::from_secs((*index_timeout).max(1)),
+            attempts: index_retries.saturating_add(1),
+        },
     })
 }
 

@@ -272,24 +272,19 @@ fn validate_project(
             ),
         ));
     }
-    if crate::redact::url_has_password(&entry.origin) {
-        return Err(source.error_at(
-            &at(&["origin"]),
-            "origin URLs must not carry credentials; configure a git credential helper instead",
-        ));
+    if let Err(invalid) = crate::git::Origin::parse(&entry.origin) {
+        return Err(source.error_at(&at(&["origin"]), invalid.to_string()));
+    }
+    if let Err(invalid) = crate::git::RefName::parse(&entry.default_ref) {
+        return Err(source.error_at(&at(&["ref"]), invalid.to_string()));
     }
     for (origin_name, url) in &entry.origins {
         let message = if origin_name == UPSTREAM {
             Some(format!(
                 "`{UPSTREAM}` is the name of the project's own `origin:`; give this origin another name"
             ))
-        } else if crate::redact::url_has_password(url) {
-            Some(
-                "origin URLs must not carry credentials; configure a git credential helper instead"
-                    .to_string(),
-            )
         } else {
-            None
+            crate::git::Origin::parse(url).err().map(|e| e.to_string())
         };
         if let Some(message) = message {
             return Err(source.error_at(&["projects", name, "origins", origin_name], message));

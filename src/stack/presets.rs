@@ -142,6 +142,12 @@ impl PresetTable {
                 ));
             }
             for reference in &entry.torch_refs {
+                if let Err(invalid) = crate::git::RefName::parse(reference) {
+                    return Err(source.error_at(
+                        &["presets", &name, "torch-refs"],
+                        format!("preset '{name}': {invalid}"),
+                    ));
+                }
                 if let Some(other) = presets.iter().find(|p| p.torch_refs.contains(reference)) {
                     return Err(source.error_at(
                         &["presets", &name, "torch-refs"],
@@ -423,6 +429,13 @@ fn rules(
     for (project, entry) in entries {
         let mut path = at.to_vec();
         path.extend(["projects", project.as_str()]);
+        if let Some(reference) = entry.reference.as_deref().filter(|r| *r != REQUESTED)
+            && let Err(invalid) = crate::git::RefName::parse(reference)
+        {
+            let mut at_ref = path.clone();
+            at_ref.push("ref");
+            return Err(source.error_at(&at_ref, format!("'{project}': {invalid}")));
+        }
         let reference = match (entry.reference, entry.pin) {
             (Some(reference), None) if reference == REQUESTED => RefRule::Requested,
             (Some(reference), None) => RefRule::Fixed(reference),

@@ -194,7 +194,10 @@ pub enum RetagError {
 impl HasExitStatus for RetagError {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            RetagError::Refused { .. } => ExitStatus::VerificationFailed,
+            // An empty directory is nothing verified, never a pass: as `verify` and `stage`.
+            RetagError::Refused { .. } | RetagError::Inputs(CollectError::EmptyDirectory(_)) => {
+                ExitStatus::VerificationFailed
+            }
             RetagError::Wheel { .. } => ExitStatus::Failure,
             RetagError::Platform(_) | RetagError::Inputs(_) => ExitStatus::Usage,
         }

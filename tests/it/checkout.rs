@@ -755,7 +755,7 @@ fn bad_selections_are_usage_errors() {
     )
     .code(2)
     .stderr(contains(
-        "carries credentials (https://bot:****@example.com/x.git)",
+        "`https://****@example.com/x.git` is not a valid origin: it carries credentials",
     ))
     .stderr(contains("hunter2secret").not());
 }

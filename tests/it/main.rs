@@ -15,6 +15,7 @@ mod ci_chain;
 mod ci_files;
 mod cli;
 mod hostile_writers;
+mod hostile_inputs;
 mod local;
 mod manylinux;
 mod publish;

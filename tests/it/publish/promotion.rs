@@ -137,11 +137,11 @@ fn promotion_is_denied_without_passing_evidence() {
         "{}",
         stderr(&denied)
     );
-    // A report that was named but cannot be read or parsed is a usage error up front, not
-    // a denial that suggests --test-report again.
+    // A report that was named but is missing is no evidence (exit 5, docs/publishing.md),
+    // said up front with the file named; one that cannot be parsed is a usage error (2).
     let missing = world
         .promote("staged", "release", &["--test-report", "absent.json"])
-        .code(2);
+        .code(5);
     assert!(
         stderr(&missing).contains("absent.json"),
         "{}",
@@ -150,7 +150,7 @@ fn promotion_is_denied_without_passing_evidence() {
     assert!(
         stderr(&missing).contains("--test-report ")
             && stderr(&missing).contains("hint: pass the report `rockbuild smoke --report FILE`")
-            && !stderr(&missing).contains("promotion denied"),
+            && stderr(&missing).contains("promotion denied: no evidence; nothing was copied"),
         "{}",
         stderr(&missing)
     );
