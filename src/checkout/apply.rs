@@ -12,9 +12,9 @@ use serde::Serialize;
 use super::inspect::{self, TRITON_BUILD_ENV};
 use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, TreeState};
 use super::repos::{self, Node};
-use super::submodules;
 use super::resolve::Resolved;
 use super::{Selection, TreeOptions};
+use super::{snapshot, submodules};
 use crate::context::Context;
 use crate::git::{self, Git, local};
 use crate::hipify::{self, cache, leftover};
@@ -74,6 +74,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
     // From here until the stamp is written the tree is in flux.
     let marker = inspect::marker(run.dir);
     write(&marker, b"checkout in progress\n")?;
+    snapshot::forget(run.dir)?;
     hipify::remove_stamp(run.dir)?;
     if job.state.interrupted {
         ctx.ui.warn(format!(
@@ -87,6 +88,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
     }
     run.lap(Phase::Tags);
     fs_err::remove_file(&marker)?;
+    run.record_snapshot()?;
     let state = match job.plan.action {
         Action::Fetch { .. } => "checked out",
         _ => "repaired",
@@ -177,8 +179,31 @@ impl<'a> Run<'a> {
         Git::new(dir, self.job.project.name.as_str()).log_to(&self.log)
     }
 
+    /// A snapshot for the next run's up-to-date check, when the tree is clean by construction
+    /// (every repository at a commit it was checked out or reset to; uncommitted hipify
+    /// changes are recorded by the next run's status instead).
+    fn record_snapshot(&mut self) -> anyhow::Result<()> {
+        if has_script(self.job.target) && !self.job.target.commit_hipify {
+            return Ok(());
+        }
+        let nodes = repos::discover(self.dir, !self.job.target.submodules.is_empty())?;
+        let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
+        let digests = snapshot::digests(self.dir, &rels);
+        let mut states = Vec::new();
+        for node in &nodes {
+            states.extend(inspect::node_state(&self.ctx.runner, node, true)?);
+        }
+        snapshot::record(self.dir, &states, &digests)?;
+        self.nodes = nodes;
+        Ok(())
+    }
+
     fn up_to_date(mut self) -> anyhow::Result<Outcome> {
         let target = self.job.target;
+        // The statuses this run read, with the digests taken before them.
+        if !self.job.state.digests.is_empty() {
+            snapshot::record(self.dir, &self.job.state.nodes, &self.job.state.digests)?;
+        }
         let hipified = self.job.state.stamp.is_some();
         ensure_tags(self.nodes()?, target, hipified)?;
         write_triton_build_env(target, self.dir)?;

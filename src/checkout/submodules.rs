@@ -47,14 +47,31 @@ fn level(
     parent: &str,
     parent_git_dir: &Path,
 ) -> anyhow::Result<()> {
-    request
+    let children: Vec<&ResolvedSubmodule> = request
         .submodules
-        .par_iter()
+        .iter()
         .filter(|s| s.parent == parent)
-        .try_for_each(|submodule| {
-            let git_dir = one(ctx, request, submodule, parent_git_dir)?;
-            level(ctx, request, &submodule.path, &git_dir)
-        })
+        .collect();
+    if children.is_empty() {
+        return Ok(());
+    }
+    // What `git submodule init` records in the parent, written before the children start
+    // (one writer per config file).
+    let parent_dir = if parent.is_empty() {
+        request.root.to_path_buf()
+    } else {
+        request.root.join(parent)
+    };
+    let parent_repo = local::open(&parent_dir)?;
+    for submodule in &children {
+        let section = format!("submodule.{}", submodule.name);
+        local::set_config(&parent_repo, &format!("{section}.url"), &submodule.origin)?;
+        local::set_config(&parent_repo, &format!("{section}.active"), "true")?;
+    }
+    children.par_iter().try_for_each(|submodule| {
+        let git_dir = one(ctx, request, submodule, parent_git_dir)?;
+        level(ctx, request, &submodule.path, &git_dir)
+    })
 }
 
 /// One submodule: its repository (made or reused), objects, checkout. Returns its git dir.
@@ -65,11 +82,6 @@ fn one(
     parent_git_dir: &Path,
 ) -> anyhow::Result<PathBuf> {
     let work_tree = request.root.join(&submodule.path);
-    let parent_dir = if submodule.parent.is_empty() {
-        request.root.to_path_buf()
-    } else {
-        request.root.join(&submodule.parent)
-    };
     let git_dir = repository(&work_tree, parent_git_dir, &submodule.name)?;
     let repo = local::open(&work_tree)?;
     local::set_config(&repo, "remote.origin.url", &submodule.origin)?;
@@ -78,11 +90,6 @@ fn one(
         "remote.origin.fetch",
         "+refs/heads/*:refs/remotes/origin/*",
     )?;
-    // What `git submodule init` records in the parent.
-    let parent_repo = local::open(&parent_dir)?;
-    let section = format!("submodule.{}", submodule.name);
-    local::set_config(&parent_repo, &format!("{section}.url"), &submodule.origin)?;
-    local::set_config(&parent_repo, &format!("{section}.active"), "true")?;
 
     let label = submodule.path.as_str();
     let git = Git::new(&work_tree, label)
@@ -192,9 +199,7 @@ mod tests {
                 &root.join("third_party/kineto/third_party/fmt"),
                 &root.join(".git/modules/third_party/kineto/modules/third_party/fmt")
             ),
-            Path::new(
-                "../../../../.git/modules/third_party/kineto/modules/third_party/fmt"
-            )
+            Path::new("../../../../.git/modules/third_party/kineto/modules/third_party/fmt")
         );
     }
 }

@@ -229,8 +229,16 @@ fn submodules_come_from_the_cache_laid_out_as_git_lays_them_out() {
     checkout(&env, &world, "warm", &["--project", "torch"]).success();
     let cold = env.path("cold/pytorch");
     let torch = env.path("warm/pytorch");
-    assert_eq!(hipify_runs(&torch), 0, "a new root takes hipify from the cache");
-    for rel in ["", "third_party/kineto", "third_party/kineto/third_party/fmt"] {
+    assert_eq!(
+        hipify_runs(&torch),
+        0,
+        "a new root takes hipify from the cache"
+    );
+    for rel in [
+        "",
+        "third_party/kineto",
+        "third_party/kineto/third_party/fmt",
+    ] {
         assert_eq!(
             git_in(&torch.join(rel), &["rev-parse", "HEAD", "HEAD^{tree}"]),
             git_in(&cold.join(rel), &["rev-parse", "HEAD", "HEAD^{tree}"]),
@@ -244,7 +252,10 @@ fn submodules_come_from_the_cache_laid_out_as_git_lays_them_out() {
     let fmt = kineto.join("third_party/fmt");
     assert_eq!(
         git_in(&kineto, &["rev-parse", "--absolute-git-dir"]),
-        torch.join(".git/modules/third_party/kineto").display().to_string()
+        torch
+            .join(".git/modules/third_party/kineto")
+            .display()
+            .to_string()
     );
     assert_eq!(
         git_in(&fmt, &["rev-parse", "--absolute-git-dir"]),
@@ -273,7 +284,10 @@ fn submodules_come_from_the_cache_laid_out_as_git_lays_them_out() {
     // parent's ignore=all hides kineto's hipify commit), with every object they need.
     let recorded = |dir: &Path, path: &str| git_in(dir, &["rev-parse", &format!("HEAD:{path}")]);
     assert_eq!(
-        format!(" {}", git_in(&torch, &["submodule", "status", "--recursive"])),
+        format!(
+            " {}",
+            git_in(&torch, &["submodule", "status", "--recursive"])
+        ),
         format!(
             " {} third_party/kineto (THEROCK_UPSTREAM_DIFFBASE)\n {} third_party/kineto/third_party/fmt (THEROCK_HIPIFY_DIFFBASE)",
             recorded(&torch, "third_party/kineto"),
@@ -283,6 +297,68 @@ fn submodules_come_from_the_cache_laid_out_as_git_lays_them_out() {
     for dir in [&torch, &kineto, &fmt] {
         git_in(dir, &["fsck", "--connectivity-only", "--no-dangling"]);
     }
+}
+
+#[test]
+fn up_to_date_runs_trust_the_snapshot_only_while_nothing_changed() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let args = ["--project", "torch"];
+    checkout(&env, &world, "ws", &args).success();
+    let torch = env.path("ws/pytorch");
+    let snapshot = torch.join(".git/rockbuild/snapshot.json");
+    assert!(snapshot.is_file(), "the checkout records a snapshot");
+    checkout(&env, &world, "ws", &args)
+        .success()
+        .stderr(contains("up to date"));
+
+    // An edit, a new file and a deleted file, in torch and in a nested submodule: each one is
+    // seen (refused as a user change), and once undone the tree is up to date again.
+    for rel in ["", "third_party/kineto/third_party/fmt"] {
+        let repo = torch.join(rel);
+        let tracked = git_in(&repo, &["ls-files"]);
+        let file = tracked.lines().next().expect("a tracked file").to_string();
+        let shown = |code: &str, path: &str| {
+            let full = if rel.is_empty() {
+                path.to_string()
+            } else {
+                format!("{rel}/{path}")
+            };
+            contains(format!("{code} {full}")).or(contains(format!("{rel}/{code} {path}")))
+        };
+        let original = std::fs::read(repo.join(&file)).expect("read");
+
+        let mut edited = original.clone();
+        edited.extend_from_slice(b"// local edit\n");
+        std::fs::write(repo.join(&file), &edited).expect("edit");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("M", &file));
+        std::fs::write(repo.join(&file), &original).expect("undo the edit");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+
+        std::fs::write(repo.join("scratch.txt"), "new\n").expect("add");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("??", "scratch.txt"));
+        std::fs::remove_file(repo.join("scratch.txt")).expect("undo the addition");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+
+        std::fs::remove_file(repo.join(&file)).expect("delete");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("D", &file));
+        std::fs::write(repo.join(&file), &original).expect("undo the deletion");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+        assert!(snapshot.is_file(), "an up-to-date run records what it read");
+    }
+    assert_eq!(hipify_runs(&torch), 1);
 }
 
 #[test]
