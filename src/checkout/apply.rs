@@ -580,14 +580,12 @@ fn from_cache(
                     .mirror
             };
             let _guard = mirror.shared()?;
-            ctx.runner.run(&node_git.cmd([
-                "fetch".to_string(),
-                "-q".into(),
-                "--no-tags".into(),
-                "--no-write-fetch-head".into(),
-                mirror.dir.display().to_string(),
-                format!("refs/rockbuild/hipify/{commit}"),
-            ]))?;
+            submodules::fetch_from(
+                ctx,
+                &node_git,
+                mirror,
+                &format!("refs/rockbuild/hipify/{commit}"),
+            )?;
         }
         let found = if job.target.commit_hipify {
             // The tree checkout wrote the cached commit (submodules included): `checkout

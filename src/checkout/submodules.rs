@@ -152,15 +152,22 @@ fn repository(work_tree: &Path, parent_git_dir: &Path, name: &str) -> anyhow::Re
 pub fn objects(ctx: &Context, git: &Git, mirror: &Mirror, git_dir: &Path) -> anyhow::Result<()> {
     let _guard = mirror.shared()?;
     if mirror.link_into(git_dir)? == Transfer::NeedsCopy {
-        ctx.runner.run(&git.cmd([
-            "fetch".to_string(),
-            "-q".into(),
-            "--no-tags".into(),
-            "--no-write-fetch-head".into(),
-            mirror.dir.display().to_string(),
-            "+refs/rockbuild/*:refs/rockbuild/*".into(),
-        ]))?;
+        fetch_from(ctx, git, mirror, "+refs/rockbuild/*:refs/rockbuild/*")?;
     }
+    Ok(())
+}
+
+/// A local fetch of `refspec` from the mirror into the repository of `git` (hold the mirror's
+/// shared lock meanwhile).
+pub fn fetch_from(ctx: &Context, git: &Git, mirror: &Mirror, refspec: &str) -> anyhow::Result<()> {
+    ctx.runner.run(&git.cmd([
+        "fetch".to_string(),
+        "-q".into(),
+        "--no-tags".into(),
+        "--no-write-fetch-head".into(),
+        mirror.dir.display().to_string(),
+        refspec.to_string(),
+    ]))?;
     Ok(())
 }
 
