@@ -8,10 +8,11 @@
 #                                    hipify commit per changed submodule included
 #   rockbuild checkout, cold         new root, empty --cache-dir
 #   rockbuild checkout, warm         new root, the --cache-dir the cold run just filled
-# then the up-to-date re-run. The torch path is broken into phases (phases.py) from the
-# reference's step timings and rockbuild's own phase clock (--report). Each measurement records
-# the machine's load at its start (load average, CPU and IO pressure). Results: target/bench/torch-scale/;
-# docs/performance.md quotes torch-scale.md.
+# then the up-to-date re-run and the floor (floor.sh: the same trees written by plain git).
+# The torch path is broken into phases (phases.py) from the reference's step timings and
+# rockbuild's own phase clock (--report). Each measurement starts after a `sync` and records the
+# machine's load at its start (load average, CPU and IO pressure). Results:
+# target/bench/torch-scale/; docs/performance.md quotes torch-scale.md.
 #
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
@@ -34,6 +35,7 @@ print(json.dumps({"load": float(open("/proc/loadavg").read().split()[0]), "cpu":
 timed() { # name command...: wall seconds to $out/name.time, load at the start to $out/name.load
   local name=$1
   shift
+  sync # the previous step's write-back (a deleted tree is 2 GB of it) is not this one's
   load >"$out/$name.load"
   if ! /usr/bin/time -f %e -o "$out/$name.time" "$@" >"$out/$name.out" 2>&1; then
     echo "bench: $name failed:" >&2
@@ -90,5 +92,7 @@ json.dump({
     "up_to_date_load": [json.load(open(f"{out}/up-to-date-{i}.load")) for i in runs],
 }, open(f"{out}/extra.json", "w"))
 PY
+# The floor: the same trees written with plain git and tar (floor.sh), on the last warm tree.
+benches/torch-scale/floor.sh "$work/warm/pytorch" "$work/floor" | tee "$out/floor.txt"
 python3 benches/torch-scale/phases.py report "$out" | tee "$out/torch-scale.md"
 rm -rf "$work"
