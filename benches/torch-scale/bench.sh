@@ -17,7 +17,7 @@
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
 # ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
-# checkouts go to its runs/ (three trees of ~0.6 GB at a time). A round takes about 2-3 minutes
+# checkouts go to its runs/ (about 3 GB per round, kept until the end). A round takes about 2-3 minutes
 # on 2 cores.
 set -euo pipefail
 rounds=${1:-5}
@@ -43,14 +43,15 @@ timed() { # name command...: wall seconds to $out/name.time, load at the start t
     exit 1
   fi
 }
-reference() { REFERENCE_TIMINGS="$out/reference-$1.timings" timed "reference-$1" benches/reference-checkout.sh "$world/origins" "$work/ref" "$ref"; }
+reference() { REFERENCE_TIMINGS="$out/reference-$1.timings" timed "reference-$1" benches/reference-checkout.sh "$world/origins" "$work/$1/ref" "$ref"; }
 rockbuild() { # side round
-  timed "$1-$2" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
-    --root-checkout-dir "$work/$1" --repo-hashtag "$ref" --report "$out/$1-$2.report.json"
+  timed "$1-$2" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/$2/cache" \
+    --root-checkout-dir "$work/$2/$1" --repo-hashtag "$ref" --report "$out/$1-$2.report.json"
 }
 
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
-  rm -rf "$work/ref" "$work/cold" "$work/warm" "$work/cache"
+  # Every round in directories of its own, deleted only at the end: this disk is mounted with
+  # `discard`, and after deleting a round's 2 GB the trims slow every write for a minute.
   # Alternate which side goes first; warm follows cold (it uses cold's cache).
   if [ $((i % 2)) -eq 0 ]; then
     reference "$i"
@@ -80,8 +81,8 @@ done
 
 # Up to date: the same pins again on the last warm tree.
 for i in 1 2 3 4 5; do
-  timed "up-to-date-$i" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
-    --root-checkout-dir "$work/warm" --repo-hashtag "$ref"
+  timed "up-to-date-$i" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/$rounds/cache" \
+    --root-checkout-dir "$work/$rounds/warm" --repo-hashtag "$ref"
 done
 python3 - "$out" <<'PY'
 import json, sys
@@ -93,6 +94,6 @@ json.dump({
 }, open(f"{out}/extra.json", "w"))
 PY
 # The floor: the same trees written with plain git and tar (floor.sh), on the last warm tree.
-benches/torch-scale/floor.sh "$work/warm/pytorch" "$work/floor" | tee "$out/floor.txt"
+benches/torch-scale/floor.sh "$work/$rounds/warm/pytorch" "$work/floor" | tee "$out/floor.txt"
 python3 benches/torch-scale/phases.py report "$out" | tee "$out/torch-scale.md"
 rm -rf "$work"
