@@ -186,14 +186,15 @@ impl<'a> Run<'a> {
         if has_script(self.job.target) && !self.job.target.commit_hipify {
             return Ok(());
         }
-        let nodes = repos::discover(self.dir, !self.job.target.submodules.is_empty())?;
+        let recurse = !self.job.target.submodules.is_empty();
+        let nodes = repos::discover(self.dir, recurse)?;
         let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
         let digests = snapshot::digests(self.dir, &rels);
         let mut states = Vec::new();
         for node in &nodes {
             states.extend(inspect::node_state(&self.ctx.runner, node, true)?);
         }
-        snapshot::record(self.dir, &states, &digests)?;
+        snapshot::record(self.dir, recurse, &states, &digests)?;
         self.nodes = nodes;
         Ok(())
     }
@@ -202,7 +203,9 @@ impl<'a> Run<'a> {
         let target = self.job.target;
         // The statuses this run read, with the digests taken before them.
         if !self.job.state.digests.is_empty() {
-            snapshot::record(self.dir, &self.job.state.nodes, &self.job.state.digests)?;
+            let recurse = !self.job.target.submodules.is_empty();
+            let state = self.job.state;
+            snapshot::record(self.dir, recurse, &state.nodes, &state.digests)?;
         }
         let hipified = self.job.state.stamp.is_some();
         ensure_tags(self.nodes()?, target, hipified)?;

@@ -133,7 +133,7 @@ pub fn tree(runner: &Runner, dir: &Path, recurse: bool) -> anyhow::Result<TreeSt
         return Ok(state);
     }
     if !state.interrupted
-        && let Some(nodes) = snapshot::unchanged(dir)
+        && let Some(nodes) = snapshot::unchanged(dir, recurse)
     {
         state.nodes = nodes;
         return Ok(state);

@@ -31,6 +31,8 @@ fn path(dir: &Path) -> PathBuf {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Snapshot {
+    /// Whether the submodules were looked into (a run without them sees only the root).
+    recurse: bool,
     nodes: Vec<Entry>,
 }
 
@@ -46,9 +48,10 @@ struct Entry {
     upstream_tree: Option<String>,
 }
 
-/// The stored state of every repository of the project at `dir`, when the snapshot exists and
-/// every digest still matches; `None` sends the caller to the full status walk.
-pub fn unchanged(dir: &Path) -> Option<Vec<NodeState>> {
+/// The stored state of every repository of the project at `dir`, when the snapshot exists, was
+/// taken with the same `recurse` and every digest still matches; `None` sends the caller to
+/// the full status walk.
+pub fn unchanged(dir: &Path, recurse: bool) -> Option<Vec<NodeState>> {
     let file = path(dir);
     let taken = fs_err::metadata(&file).ok()?;
     let snapshot: Snapshot = serde_json::from_slice(&fs_err::read(&file).ok()?).ok()?;
@@ -56,7 +59,7 @@ pub fn unchanged(dir: &Path) -> Option<Vec<NodeState>> {
     let all_match = snapshot.nodes.par_iter().all(|entry| {
         digest(&node_dir(dir, &entry.rel), Some(bound)).as_ref() == Some(&entry.digest)
     });
-    if !all_match || snapshot.nodes.is_empty() {
+    if !all_match || snapshot.nodes.is_empty() || snapshot.recurse != recurse {
         return None;
     }
     Some(
@@ -86,7 +89,12 @@ pub fn digests(dir: &Path, rels: &[String]) -> Vec<Option<String>> {
 
 /// Records the states with the digests taken before they were read; a repository without a
 /// digest leaves no snapshot at all (the next run walks).
-pub fn record(dir: &Path, nodes: &[NodeState], digests: &[Option<String>]) -> anyhow::Result<()> {
+pub fn record(
+    dir: &Path,
+    recurse: bool,
+    nodes: &[NodeState],
+    digests: &[Option<String>],
+) -> anyhow::Result<()> {
     forget(dir)?;
     if nodes.is_empty() || nodes.len() != digests.len() {
         return Ok(());
@@ -107,7 +115,10 @@ pub fn record(dir: &Path, nodes: &[NodeState], digests: &[Option<String>]) -> an
             upstream_tree: node.upstream_tree.clone(),
         });
     }
-    let json = serde_json::to_vec(&Snapshot { nodes: entries })?;
+    let json = serde_json::to_vec(&Snapshot {
+        recurse,
+        nodes: entries,
+    })?;
     crate::fsutil::write_atomic(&path(dir), &json)?;
     Ok(())
 }
@@ -227,15 +238,24 @@ mod tests {
     fn an_unchanged_tree_is_trusted_and_a_changed_one_is_not() {
         let (dir, state) = repo();
         let digests = digests(dir.path(), &[String::new()]);
-        record(dir.path(), std::slice::from_ref(&state), &digests).expect("record");
-        assert_eq!(unchanged(dir.path()), Some(vec![state.clone()]));
+        record(dir.path(), false, std::slice::from_ref(&state), &digests).expect("record");
+        assert_eq!(unchanged(dir.path(), false), Some(vec![state.clone()]));
+        assert_eq!(
+            unchanged(dir.path(), true),
+            None,
+            "taken without submodules"
+        );
         // A new file in a directory that holds tracked ones: its mtime moved.
         fs_err::write(dir.path().join("src/b.c"), "int b;\n").expect("add");
-        assert_eq!(unchanged(dir.path()), None);
+        assert_eq!(unchanged(dir.path(), false), None);
         fs_err::remove_file(dir.path().join("src/b.c")).expect("remove");
-        assert_eq!(unchanged(dir.path()), None, "the directory's mtime moved");
+        assert_eq!(
+            unchanged(dir.path(), false),
+            None,
+            "the directory's mtime moved"
+        );
         // A snapshot that does not name every repository's digest is not written.
-        record(dir.path(), &[state], &[None]).expect("record");
+        record(dir.path(), false, &[state], &[None]).expect("record");
         assert!(!path(dir.path()).exists());
     }
 
@@ -243,7 +263,7 @@ mod tests {
     fn entries_not_older_than_the_snapshot_are_racy() {
         let (dir, state) = repo();
         let digests = digests(dir.path(), &[String::new()]);
-        record(dir.path(), std::slice::from_ref(&state), &digests).expect("record");
+        record(dir.path(), false, std::slice::from_ref(&state), &digests).expect("record");
         // Give the snapshot the file's own timestamp: a change within that tick could be
         // invisible, so the repository is walked instead.
         let file = fs_err::File::open(dir.path().join("src/a.c")).expect("open");
@@ -253,6 +273,6 @@ mod tests {
             .open(path(dir.path()))
             .and_then(|f| f.file().set_modified(modified))
             .expect("set mtime");
-        assert_eq!(unchanged(dir.path()), None);
+        assert_eq!(unchanged(dir.path(), false), None);
     }
 }
