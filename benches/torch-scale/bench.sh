@@ -8,14 +8,16 @@
 #                                    hipify commit per changed submodule included
 #   rockbuild checkout, cold         new root, empty --cache-dir
 #   rockbuild checkout, warm         new root, the --cache-dir the cold run just filled
-# then the up-to-date re-run. The torch path is broken into phases (phases.py) from the
-# reference's step timings and rockbuild's runner log. Results: target/bench/torch-scale/;
-# docs/performance.md quotes torch-scale.md.
+# then the up-to-date re-run and the floor (floor.sh: the same trees written by plain git).
+# The torch path is broken into phases (phases.py) from the reference's step timings and
+# rockbuild's own phase clock (--report). Each measurement starts after a `sync` and records the
+# machine's load at its start (load average, CPU and IO pressure). Results:
+# target/bench/torch-scale/; docs/performance.md quotes torch-scale.md.
 #
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
 # ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
-# checkouts go to its runs/ (three trees of ~0.6 GB at a time). A round takes about 2-3 minutes
+# checkouts go to its runs/ (about 3 GB per round, kept until the end). A round takes about 2-3 minutes
 # on 2 cores.
 set -euo pipefail
 rounds=${1:-5}
@@ -25,25 +27,31 @@ rb="${CARGO_TARGET_DIR:-$repo/target}/release/rockbuild"
 work="$cache/runs"
 rm -rf "$out" "$work" && mkdir -p "$out" "$work"
 ref=release/2.6
-timed() { # name command...: wall seconds to $out/name.time
+load() { # the 1-minute load average and PSI 'some' avg10 (CPU, IO) as JSON
+  python3 -c 'import json, sys
+some = lambda kind: float(open(f"/proc/pressure/{kind}").read().split()[1].split("=")[1])
+print(json.dumps({"load": float(open("/proc/loadavg").read().split()[0]), "cpu": some("cpu"), "io": some("io")}))'
+}
+timed() { # name command...: wall seconds to $out/name.time, load at the start to $out/name.load
   local name=$1
   shift
+  sync # the previous step's write-back (a deleted tree is 2 GB of it) is not this one's
+  load >"$out/$name.load"
   if ! /usr/bin/time -f %e -o "$out/$name.time" "$@" >"$out/$name.out" 2>&1; then
     echo "bench: $name failed:" >&2
     tail -20 "$out/$name.out" >&2
     exit 1
   fi
 }
-reference() { REFERENCE_TIMINGS="$out/reference-$1.timings" timed "reference-$1" benches/reference-checkout.sh "$world/origins" "$work/ref" "$ref"; }
+reference() { REFERENCE_TIMINGS="$out/reference-$1.timings" timed "reference-$1" benches/reference-checkout.sh "$world/origins" "$work/$1/ref" "$ref"; }
 rockbuild() { # side round
-  timed "$1-$2" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
-    --root-checkout-dir "$work/$1" --repo-hashtag "$ref"
+  timed "$1-$2" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/$2/cache" \
+    --root-checkout-dir "$work/$2/$1" --repo-hashtag "$ref" --report "$out/$1-$2.report.json"
 }
 
-loads=()
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
-  rm -rf "$work/ref" "$work/cold" "$work/warm" "$work/cache"
-  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+  # Every round in directories of its own, deleted only at the end: this disk is mounted with
+  # `discard`, and after deleting a round's 2 GB the trims slow every write for a minute.
   # Alternate which side goes first; warm follows cold (it uses cold's cache).
   if [ $((i % 2)) -eq 0 ]; then
     reference "$i"
@@ -62,26 +70,30 @@ def phases(kind, path):
     return json.loads(subprocess.run([sys.executable, "benches/torch-scale/phases.py", kind, path], check=True, capture_output=True, text=True).stdout)
 def wall(name):
     return float(open(f"{out}/{name}.time").read().split()[-1])
-run = {"reference": {"wall": wall(f"reference-{i}"), "torch": phases("reference", f"{out}/reference-{i}.timings")}}
+def load(name):
+    return json.load(open(f"{out}/{name}.load"))
+run = {"reference": {"wall": wall(f"reference-{i}"), "load": load(f"reference-{i}"), "torch": phases("reference", f"{out}/reference-{i}.timings")}}
 for side in ("cold", "warm"):
-    run[side] = {"wall": wall(f"{side}-{i}"), "torch": phases("rockbuild", f"{work}/{side}/pytorch/.git/rockbuild/checkout.log")}
+    run[side] = {"wall": wall(f"{side}-{i}"), "load": load(f"{side}-{i}"), "torch": phases("rockbuild", f"{out}/{side}-{i}.report.json")}
 json.dump(run, open(f"{out}/run-{i}.json", "w"), indent=1)
 PY
 done
 
 # Up to date: the same pins again on the last warm tree.
-up=()
 for i in 1 2 3 4 5; do
-  timed "up-to-date-$i" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/cache" \
-    --root-checkout-dir "$work/warm" --repo-hashtag "$ref"
-  up+=("$(cat "$out/up-to-date-$i.time")")
+  timed "up-to-date-$i" "$rb" checkout --quiet --config "$world/stack.yaml" --cache-dir "$work/$rounds/cache" \
+    --root-checkout-dir "$work/$rounds/warm" --repo-hashtag "$ref"
 done
-loads+=("$(cut -d' ' -f1 /proc/loadavg)")
-python3 - "$out" "${loads[*]}" "${up[*]}" <<'PY'
+python3 - "$out" <<'PY'
 import json, sys
-out, loads, up = sys.argv[1:]
-loads = [float(x) for x in loads.split()]
-json.dump({"load": f"{min(loads):.1f}–{max(loads):.1f} (1-minute, at each round's start)", "up_to_date": [float(x) for x in up.split()]}, open(f"{out}/extra.json", "w"))
+out = sys.argv[1]
+runs = range(1, 6)
+json.dump({
+    "up_to_date": [float(open(f"{out}/up-to-date-{i}.time").read().split()[-1]) for i in runs],
+    "up_to_date_load": [json.load(open(f"{out}/up-to-date-{i}.load")) for i in runs],
+}, open(f"{out}/extra.json", "w"))
 PY
+# The floor: the same trees written with plain git and tar (floor.sh), on the last warm tree.
+benches/torch-scale/floor.sh "$work/$rounds/warm/pytorch" "$work/floor" | tee "$out/floor.txt"
 python3 benches/torch-scale/phases.py report "$out" | tee "$out/torch-scale.md"
 rm -rf "$work"

@@ -14,8 +14,8 @@ use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, T
 use super::repos::{self, Node};
 use super::resolve::Resolved;
 use super::{Selection, TreeOptions};
+use super::{snapshot, submodules};
 use crate::context::Context;
-use crate::git::mirror::Transfer;
 use crate::git::{self, Git, local};
 use crate::hipify::{self, cache, leftover};
 use crate::lock::{HipifyStamp, LockedProject, LockedSubmodule};
@@ -74,6 +74,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
     // From here until the stamp is written the tree is in flux.
     let marker = inspect::marker(run.dir);
     write(&marker, b"checkout in progress\n")?;
+    snapshot::forget(run.dir)?;
     hipify::remove_stamp(run.dir)?;
     if job.state.interrupted {
         ctx.ui.warn(format!(
@@ -87,6 +88,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
     }
     run.lap(Phase::Tags);
     fs_err::remove_file(&marker)?;
+    run.record_snapshot()?;
     let state = match job.plan.action {
         Action::Fetch { .. } => "checked out",
         _ => "repaired",
@@ -177,8 +179,34 @@ impl<'a> Run<'a> {
         Git::new(dir, self.job.project.name.as_str()).log_to(&self.log)
     }
 
+    /// A snapshot for the next run's up-to-date check, when the tree is clean by construction
+    /// (every repository at a commit it was checked out or reset to; uncommitted hipify
+    /// changes are recorded by the next run's status instead).
+    fn record_snapshot(&mut self) -> anyhow::Result<()> {
+        if has_script(self.job.target) && !self.job.target.commit_hipify {
+            return Ok(());
+        }
+        let recurse = !self.job.target.submodules.is_empty();
+        let nodes = repos::discover(self.dir, recurse)?;
+        let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
+        let digests = snapshot::digests(self.dir, &rels);
+        let mut states = Vec::new();
+        for node in &nodes {
+            states.extend(inspect::node_state(&self.ctx.runner, node, true)?);
+        }
+        snapshot::record(self.dir, recurse, &states, &digests)?;
+        self.nodes = nodes;
+        Ok(())
+    }
+
     fn up_to_date(mut self) -> anyhow::Result<Outcome> {
         let target = self.job.target;
+        // The statuses this run read, with the digests taken before them.
+        if !self.job.state.digests.is_empty() {
+            let recurse = !self.job.target.submodules.is_empty();
+            let state = self.job.state;
+            snapshot::record(self.dir, recurse, &state.nodes, &state.digests)?;
+        }
         let hipified = self.job.state.stamp.is_some();
         ensure_tags(self.nodes()?, target, hipified)?;
         write_triton_build_env(target, self.dir)?;
@@ -205,7 +233,8 @@ impl<'a> Run<'a> {
             }
             Step::Objects => {
                 self.task.phase("objects from the cache");
-                objects(ctx, &self.git, self.job.resolved, self.dir)?;
+                let git_dir = self.dir.join(".git");
+                submodules::objects(ctx, &self.git, &self.job.resolved.mirror, &git_dir)?;
             }
             Step::Checkout { commit } => {
                 self.task
@@ -222,7 +251,7 @@ impl<'a> Run<'a> {
             }
             Step::Submodules { .. } => {
                 self.task.phase("submodules");
-                submodules(ctx, &self.git, self.job, self.task)?;
+                self.submodules()?;
                 self.nodes = repos::discover(self.dir, true)?;
                 protect_submodules(ctx, &self.nodes, &self.log)?;
                 self.lap(Phase::Submodules);
@@ -243,6 +272,31 @@ impl<'a> Run<'a> {
             Step::EnsureTags => {}
         }
         Ok(())
+    }
+
+    /// Every submodule from its mirror; with cached hipify commits, those directly.
+    fn submodules(&mut self) -> anyhow::Result<()> {
+        let job = self.job;
+        let commits = match &job.target.hipify {
+            HipifyTarget::Cached { record, .. } if job.target.commit_hipify => record
+                .commits
+                .iter()
+                .filter(|(rel, _)| !rel.is_empty())
+                .map(|(rel, commit)| (rel.clone(), commit.clone()))
+                .collect(),
+            _ => IndexMap::new(),
+        };
+        submodules::check_out(
+            self.ctx,
+            &submodules::Request {
+                root: self.dir,
+                submodules: &job.resolved.submodules,
+                commits: &commits,
+                jobs: job.selection.jobs,
+                log: &self.log,
+                project: &job.project.name,
+            },
+        )
     }
 
     /// Runs hipify or takes its result from the cache; then, with commits, moves every changed
@@ -355,80 +409,6 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
     }
     fs_err::create_dir_all(dir.join(".git/rockbuild"))?;
     Ok(repo)
-}
-
-/// Every object of the project's mirror into the tree: hard links, or a local copy of what
-/// the commit needs when the cache is on another file system.
-fn objects(ctx: &Context, git: &Git, resolved: &Resolved, dir: &Path) -> anyhow::Result<()> {
-    let _guard = resolved.mirror.shared()?;
-    if resolved.mirror.link_into(&dir.join(".git"))? == Transfer::NeedsCopy {
-        ctx.runner.run(&git.cmd([
-            "fetch".to_string(),
-            "-q".into(),
-            "--no-tags".into(),
-            "--no-write-fetch-head".into(),
-            "--".into(),
-            resolved.mirror.dir.display().to_string(),
-            "+refs/rockbuild/*:refs/rockbuild/*".into(),
-        ]))?;
-    }
-    Ok(())
-}
-
-/// `git submodule update --init --recursive` with every submodule URL rewritten to its mirror
-/// (a local path: git clones it with hard links), so no submodule reaches its origin.
-fn submodules(ctx: &Context, git: &Git, job: &Job<'_>, task: &Task) -> anyhow::Result<()> {
-    let selection = job.selection;
-    let mut guards = Vec::new();
-    let mut rewrite = Vec::new();
-    for submodule in &job.resolved.submodules {
-        guards.push(submodule.mirror.shared()?);
-        rewrite.push(format!(
-            "url.{}.insteadOf={}",
-            submodule.mirror.dir.display(),
-            submodule.origin
-        ));
-    }
-    ctx.runner
-        .run(&git.cmd(["submodule", "sync", "--recursive", "--quiet"]))?;
-    let mut args: Vec<String> = Vec::new();
-    for entry in &rewrite {
-        args.push("-c".into());
-        args.push(entry.clone());
-    }
-    args.extend([
-        "submodule".to_string(),
-        "update".into(),
-        "--init".into(),
-        "--recursive".into(),
-        "--force".into(),
-        "--progress".into(),
-        format!("--jobs={}", selection.jobs.max(1)),
-    ]);
-    if let Some(depth) = selection.depth {
-        args.push(format!("--depth={depth}"));
-    }
-    let mut progress = |line: &str| task.progress(format!("submodules: {line}"));
-    ctx.runner
-        .run_streaming(&git.cmd(args), &mut progress)
-        .map_err(|error| {
-            let detail = error
-                .tail()
-                .iter()
-                .find(|l| l.contains("submodule path"))
-                .cloned()
-                .unwrap_or_default();
-            anyhow::Error::new(error).context(
-                format!(
-                    "checking out the submodules of '{}' failed {detail}",
-                    job.project.name
-                )
-                .trim_end()
-                .to_string(),
-            )
-        })?;
-    drop(guards);
-    Ok(())
 }
 
 /// Tags every submodule's upstream commit, and hides submodule changes from the parent
@@ -600,20 +580,28 @@ fn from_cache(
                     .mirror
             };
             let _guard = mirror.shared()?;
-            ctx.runner.run(&node_git.cmd([
-                "fetch".to_string(),
-                "-q".into(),
-                "--no-tags".into(),
-                "--no-write-fetch-head".into(),
-                "--".into(),
-                mirror.dir.display().to_string(),
-                format!("refs/rockbuild/hipify/{commit}"),
-            ]))?;
+            submodules::fetch_from(
+                ctx,
+                &node_git,
+                mirror,
+                &format!("refs/rockbuild/hipify/{commit}"),
+            )?;
         }
-        if job.target.commit_hipify {
-            if !rel.is_empty() {
-                ctx.runner.run(&node_git.checkout_detached(commit))?;
+        let found = if job.target.commit_hipify {
+            // The tree checkout wrote the cached commit (submodules included): `checkout
+            // --force` leaves exactly its tree, so no walk of the working tree is needed.
+            let commit = Oid::from_str(commit)?;
+            if local::head_commit(&node_repo) != Some(commit) {
+                ctx.runner.run(&node_git.cmd([
+                    "checkout".to_string(),
+                    "-q".into(),
+                    "--force".into(),
+                    "--detach".into(),
+                    "--end-of-options".into(),
+                    commit.to_string(),
+                ]))?;
             }
+            local::tree_of(&node_repo, commit)?.to_string()
         } else {
             let mut restore = node_git.cmd([
                 "restore".to_string(),
@@ -626,13 +614,13 @@ fn from_cache(
                 restore = restore.arg(format!(":(exclude){path}"));
             }
             ctx.runner.run(&restore)?;
-        }
+            hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?
+        };
         let expected = if rel.is_empty() {
             Some(&record.stamp.result_tree)
         } else {
             record.stamp.submodule_trees.get(rel)
         };
-        let found = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
         if expected != Some(&found) {
             return Err(hipify::Error::CacheMismatch {
                 project: name.clone(),

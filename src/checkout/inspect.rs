@@ -10,6 +10,7 @@ use super::TreeOptions;
 use super::plan::{HipifyTarget, NodeState, SubmoduleTarget, Target, TreeState};
 use super::repos;
 use super::resolve::Resolved;
+use super::snapshot;
 use crate::exec::Runner;
 use crate::git::mirror::Mirror;
 use crate::git::{Git, local};
@@ -126,44 +127,69 @@ pub fn tree(runner: &Runner, dir: &Path, recurse: bool) -> anyhow::Result<TreeSt
         interrupted: marker(dir).exists(),
         stamp: hipify::read_stamp(dir),
         nodes: Vec::new(),
+        digests: Vec::new(),
     };
     if local::head_commit(&repo).is_none() {
         return Ok(state);
     }
-    for node in repos::discover(dir, recurse)? {
-        let repo = local::open(&node.dir)?;
-        let Some(head) = local::head_commit(&repo) else {
-            continue;
-        };
-        let hipify_parent = repo
-            .find_commit(head)
-            .ok()
-            .filter(|c| c.summary().ok().flatten() == Some(crate::git::HIPIFY_COMMIT_MESSAGE))
-            .and_then(|c| c.parent_id(0).ok())
-            .map(|p| p.to_string());
-        let changes = local::uncommitted_changes(&repo)?;
-        let state_tree = if changes.is_empty() {
-            local::tree_of(&repo, head)?.to_string()
-        } else {
-            hipify::working_tree_id(
-                runner,
-                &Git::new(&node.dir, node.label()),
-                &node.gitlink_paths(),
-            )?
-        };
-        let upstream_tree = Oid::from_str(&node.recorded)
-            .ok()
-            .and_then(|c| local::tree_of(&repo, c).ok())
-            .map(|t| t.to_string());
-        state.nodes.push(NodeState {
-            rel: node.rel.clone(),
-            head: head.to_string(),
-            hipify_parent,
-            recorded: node.recorded.clone(),
-            changes,
-            state_tree,
-            upstream_tree,
-        });
+    if !state.interrupted
+        && let Some(nodes) = snapshot::unchanged(dir, recurse)
+    {
+        state.nodes = nodes;
+        return Ok(state);
+    }
+    let nodes = repos::discover(dir, recurse)?;
+    let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
+    // Taken before the statuses: a change made meanwhile shows in the next run's digests.
+    state.digests = snapshot::digests(dir, &rels);
+    for node in nodes {
+        state.nodes.extend(node_state(runner, &node, false)?);
     }
     Ok(state)
+}
+
+/// One repository's state (`None` without a HEAD). `known_clean`: the caller just wrote it
+/// from a commit, so its status is not walked.
+pub fn node_state(
+    runner: &Runner,
+    node: &repos::Node,
+    known_clean: bool,
+) -> anyhow::Result<Option<NodeState>> {
+    let repo = local::open(&node.dir)?;
+    let Some(head) = local::head_commit(&repo) else {
+        return Ok(None);
+    };
+    let hipify_parent = repo
+        .find_commit(head)
+        .ok()
+        .filter(|c| c.summary().ok().flatten() == Some(crate::git::HIPIFY_COMMIT_MESSAGE))
+        .and_then(|c| c.parent_id(0).ok())
+        .map(|p| p.to_string());
+    let changes = if known_clean {
+        Vec::new()
+    } else {
+        local::uncommitted_changes(&repo)?
+    };
+    let state_tree = if changes.is_empty() {
+        local::tree_of(&repo, head)?.to_string()
+    } else {
+        hipify::working_tree_id(
+            runner,
+            &Git::new(&node.dir, node.label()),
+            &node.gitlink_paths(),
+        )?
+    };
+    let upstream_tree = Oid::from_str(&node.recorded)
+        .ok()
+        .and_then(|c| local::tree_of(&repo, c).ok())
+        .map(|t| t.to_string());
+    Ok(Some(NodeState {
+        rel: node.rel.clone(),
+        head: head.to_string(),
+        hipify_parent,
+        recorded: node.recorded.clone(),
+        changes,
+        state_tree,
+        upstream_tree,
+    }))
 }

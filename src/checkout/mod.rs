@@ -18,6 +18,8 @@ mod pins;
 pub mod plan;
 mod repos;
 pub mod resolve;
+mod snapshot;
+mod submodules;
 
 use std::path::{Path, PathBuf};
 

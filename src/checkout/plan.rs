@@ -84,6 +84,9 @@ pub struct TreeState {
     pub stamp: Option<HipifyStamp>,
     /// The root and every checked-out submodule, parents first; empty without a HEAD.
     pub nodes: Vec<NodeState>,
+    /// Each node's stat digest, taken before its status was read (empty when the nodes came
+    /// from an unchanged snapshot): what an up-to-date run records for the next one.
+    pub digests: Vec<Option<String>>,
 }
 
 /// One repository of a checkout (the root or a submodule).
@@ -534,6 +537,7 @@ mod tests {
             git: true,
             interrupted: false,
             stamp: Some(stamp()),
+            digests: Vec::new(),
             nodes: vec![
                 NodeState {
                     rel: String::new(),
@@ -628,6 +632,7 @@ mod tests {
             git: true,
             interrupted: false,
             stamp: Some(stamp()),
+            digests: Vec::new(),
             nodes: vec![NodeState {
                 rel: String::new(),
                 head: C1.into(),

@@ -39,6 +39,10 @@ pub struct Resolved {
 pub struct ResolvedSubmodule {
     /// Path relative to the project root (nested ones joined).
     pub path: String,
+    /// Its name in the parent's `.gitmodules` (git keeps its repository under that name).
+    pub name: String,
+    /// The repository it belongs to: empty for the root, else another submodule's `path`.
+    pub parent: String,
     pub commit: String,
     /// The URL as `.gitmodules` gives it.
     pub url: String,
@@ -263,6 +267,8 @@ impl Walk<'_> {
                 let mut found = vec![(
                     ResolvedSubmodule {
                         path,
+                        name: link.name.clone(),
+                        parent: prefix.trim_end_matches('/').to_string(),
                         commit: link.commit.clone(),
                         url: link.url.clone(),
                         origin: url,

@@ -222,6 +222,146 @@ fn uncommitted_hipify_is_up_to_date_too() {
 }
 
 #[test]
+fn submodules_come_from_the_cache_laid_out_as_git_lays_them_out() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "cold", &["--project", "torch"]).success();
+    checkout(&env, &world, "warm", &["--project", "torch"]).success();
+    let cold = env.path("cold/pytorch");
+    let torch = env.path("warm/pytorch");
+    assert_eq!(
+        hipify_runs(&torch),
+        0,
+        "a new root takes hipify from the cache"
+    );
+    for rel in [
+        "",
+        "third_party/kineto",
+        "third_party/kineto/third_party/fmt",
+    ] {
+        assert_eq!(
+            git_in(&torch.join(rel), &["rev-parse", "HEAD", "HEAD^{tree}"]),
+            git_in(&cold.join(rel), &["rev-parse", "HEAD", "HEAD^{tree}"]),
+            "{rel}: the cached hipify commit, checked out directly"
+        );
+        assert_eq!(status(&torch.join(rel)), "", "{rel} is clean");
+    }
+    // Where `git submodule update` would put them: repositories under the parent's
+    // .git/modules, a `.git` file in the working tree, the URL in the parent's config.
+    let kineto = torch.join("third_party/kineto");
+    let fmt = kineto.join("third_party/fmt");
+    assert_eq!(
+        git_in(&kineto, &["rev-parse", "--absolute-git-dir"]),
+        torch
+            .join(".git/modules/third_party/kineto")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        git_in(&fmt, &["rev-parse", "--absolute-git-dir"]),
+        torch
+            .join(".git/modules/third_party/kineto/modules/third_party/fmt")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        git_in(&kineto, &["rev-parse", "--show-toplevel"]),
+        kineto.display().to_string()
+    );
+    assert_eq!(
+        git_in(&torch, &["config", "submodule.third_party/kineto.url"]),
+        world.kineto.url()
+    );
+    assert_eq!(
+        git_in(&kineto, &["config", "remote.origin.url"]),
+        world.kineto.url()
+    );
+    assert_eq!(
+        git_in(&kineto, &["config", "submodule.third_party/fmt.url"]),
+        world.fmt.url()
+    );
+    // git itself sees both as initialised submodules (`-` would mean not checked out; the
+    // parent's ignore=all hides kineto's hipify commit), with every object they need.
+    let recorded = |dir: &Path, path: &str| git_in(dir, &["rev-parse", &format!("HEAD:{path}")]);
+    assert_eq!(
+        format!(
+            " {}",
+            git_in(&torch, &["submodule", "status", "--recursive"])
+        ),
+        format!(
+            " {} third_party/kineto (THEROCK_UPSTREAM_DIFFBASE)\n {} third_party/kineto/third_party/fmt (THEROCK_HIPIFY_DIFFBASE)",
+            recorded(&torch, "third_party/kineto"),
+            recorded(&kineto, "third_party/fmt"),
+        )
+    );
+    for dir in [&torch, &kineto, &fmt] {
+        git_in(dir, &["fsck", "--connectivity-only", "--no-dangling"]);
+    }
+}
+
+#[test]
+fn up_to_date_runs_trust_the_snapshot_only_while_nothing_changed() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let args = ["--project", "torch"];
+    checkout(&env, &world, "ws", &args).success();
+    let torch = env.path("ws/pytorch");
+    let snapshot = torch.join(".git/rockbuild/snapshot.json");
+    assert!(snapshot.is_file(), "the checkout records a snapshot");
+    checkout(&env, &world, "ws", &args)
+        .success()
+        .stderr(contains("up to date"));
+
+    // An edit, a new file and a deleted file, in torch and in a nested submodule: each one is
+    // seen (refused as a user change), and once undone the tree is up to date again.
+    for rel in ["", "third_party/kineto/third_party/fmt"] {
+        let repo = torch.join(rel);
+        let tracked = git_in(&repo, &["ls-files"]);
+        let file = tracked.lines().next().expect("a tracked file").to_string();
+        let shown = |code: &str, path: &str| {
+            let full = if rel.is_empty() {
+                path.to_string()
+            } else {
+                format!("{rel}/{path}")
+            };
+            contains(format!("{code} {full}")).or(contains(format!("{rel}/{code} {path}")))
+        };
+        let original = std::fs::read(repo.join(&file)).expect("read");
+
+        let mut edited = original.clone();
+        edited.extend_from_slice(b"// local edit\n");
+        std::fs::write(repo.join(&file), &edited).expect("edit");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("M", &file));
+        std::fs::write(repo.join(&file), &original).expect("undo the edit");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+
+        std::fs::write(repo.join("scratch.txt"), "new\n").expect("add");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("??", "scratch.txt"));
+        std::fs::remove_file(repo.join("scratch.txt")).expect("undo the addition");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+
+        std::fs::remove_file(repo.join(&file)).expect("delete");
+        checkout(&env, &world, "ws", &args)
+            .code(2)
+            .stderr(shown("D", &file));
+        std::fs::write(repo.join(&file), &original).expect("undo the deletion");
+        checkout(&env, &world, "ws", &args)
+            .success()
+            .stderr(contains("up to date"));
+        assert!(snapshot.is_file(), "an up-to-date run records what it read");
+    }
+    assert_eq!(hipify_runs(&torch), 1);
+}
+
+#[test]
 fn every_ref_kind_and_shallow_fetches() {
     let env = TestEnv::new();
     let world = StackWorld::new(&env);

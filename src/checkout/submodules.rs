@@ -1,0 +1,220 @@
+//! Submodule working trees straight from the mirror cache, all at once.
+//!
+//! `git submodule update --init --recursive` clones each submodule (a process chain per
+//! submodule) and checks them out one level at a time. Every submodule's objects are already
+//! in its mirror, so each one here is a repository laid out as git lays it out
+//! (`<parent git dir>/modules/<name>` with `core.worktree`, a `.git` file in the working
+//! tree, the URL in the parent's config) that borrows the mirror's packs (hard links) and
+//! gets one `git checkout`. Siblings run concurrently; a nested submodule starts once its
+//! parent is checked out.
+
+use std::path::{Component, Path, PathBuf};
+
+use indexmap::IndexMap;
+use rayon::prelude::*;
+
+use super::resolve::ResolvedSubmodule;
+use crate::context::Context;
+use crate::git::mirror::{Mirror, Transfer};
+use crate::git::{self, Git, local};
+
+/// What to check out.
+pub struct Request<'a> {
+    /// The project's working tree (its `.git` is the root repository).
+    pub root: &'a Path,
+    pub submodules: &'a [ResolvedSubmodule],
+    /// Commits to check out instead of the recorded ones (cached hipify commits), by path.
+    pub commits: &'a IndexMap<String, String>,
+    pub jobs: usize,
+    pub log: &'a Path,
+    pub project: &'a str,
+}
+
+/// Checks every submodule out at its commit (or the one `commits` names for its path).
+pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(request.jobs.max(1))
+        .build()?;
+    let root_git_dir = request.root.join(".git");
+    pool.install(|| level(ctx, request, "", &root_git_dir))
+}
+
+/// The submodules of the repository at `parent` (its git directory `parent_git_dir`), each
+/// followed by its own.
+fn level(
+    ctx: &Context,
+    request: &Request<'_>,
+    parent: &str,
+    parent_git_dir: &Path,
+) -> anyhow::Result<()> {
+    let children: Vec<&ResolvedSubmodule> = request
+        .submodules
+        .iter()
+        .filter(|s| s.parent == parent)
+        .collect();
+    if children.is_empty() {
+        return Ok(());
+    }
+    // What `git submodule init` records in the parent, written before the children start
+    // (one writer per config file).
+    let parent_dir = if parent.is_empty() {
+        request.root.to_path_buf()
+    } else {
+        request.root.join(parent)
+    };
+    let parent_repo = local::open(&parent_dir)?;
+    for submodule in &children {
+        let section = format!("submodule.{}", submodule.name);
+        local::set_config(&parent_repo, &format!("{section}.url"), &submodule.origin)?;
+        local::set_config(&parent_repo, &format!("{section}.active"), "true")?;
+    }
+    children.par_iter().try_for_each(|submodule| {
+        let git_dir = one(ctx, request, submodule, parent_git_dir)?;
+        level(ctx, request, &submodule.path, &git_dir)
+    })
+}
+
+/// One submodule: its repository (made or reused), objects, checkout. Returns its git dir.
+fn one(
+    ctx: &Context,
+    request: &Request<'_>,
+    submodule: &ResolvedSubmodule,
+    parent_git_dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    let work_tree = request.root.join(&submodule.path);
+    let git_dir = repository(&work_tree, parent_git_dir, &submodule.name)?;
+    let repo = local::open(&work_tree)?;
+    local::set_config(&repo, "remote.origin.url", &submodule.origin)?;
+    local::set_config(
+        &repo,
+        "remote.origin.fetch",
+        "+refs/heads/*:refs/remotes/origin/*",
+    )?;
+
+    let label = submodule.path.as_str();
+    let git = Git::new(&work_tree, label)
+        .log_to(request.log)
+        .allow_file_protocol(true);
+    objects(ctx, &git, &submodule.mirror, &git_dir)?;
+    let commit = request
+        .commits
+        .get(&submodule.path)
+        .unwrap_or(&submodule.commit);
+    ctx.runner
+        .run(&git.cmd([
+            "checkout",
+            "-q",
+            "--force",
+            "--detach",
+            "--end-of-options",
+            commit.as_str(),
+        ]))
+        .map_err(|error| {
+            anyhow::Error::new(error).context(format!(
+                "checking out the submodule {} of '{}' at {commit} failed",
+                submodule.path, request.project
+            ))
+        })?;
+    Ok(git_dir)
+}
+
+/// The submodule's repository: the one its working tree already has, else a new one at
+/// `<parent git dir>/modules/<name>`, laid out as `git submodule` lays it out.
+fn repository(work_tree: &Path, parent_git_dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let dot_git = work_tree.join(".git");
+    if dot_git.is_dir() {
+        return Ok(dot_git);
+    }
+    if let Ok(text) = fs_err::read_to_string(&dot_git)
+        && let Some(target) = text.trim().strip_prefix("gitdir:")
+    {
+        let git_dir = work_tree.join(target.trim());
+        if git_dir.join("HEAD").is_file() {
+            return Ok(git_dir);
+        }
+    }
+    let git_dir = parent_git_dir.join("modules").join(name);
+    if !git_dir.join("HEAD").is_file() {
+        let repo = git2::Repository::init_bare(&git_dir)
+            .map_err(|e| git::Error::local(&git_dir, "creating a submodule repository", e))?;
+        local::set_config(&repo, "core.bare", "false")?;
+    }
+    fs_err::create_dir_all(work_tree)?;
+    let repo = git2::Repository::open_bare(&git_dir)
+        .map_err(|e| git::Error::local(&git_dir, "opening a submodule repository", e))?;
+    local::set_config(
+        &repo,
+        "core.worktree",
+        &relative(&git_dir, work_tree).display().to_string(),
+    )?;
+    fs_err::write(
+        &dot_git,
+        format!("gitdir: {}\n", relative(work_tree, &git_dir).display()),
+    )?;
+    Ok(git_dir)
+}
+
+/// Every object of the mirror into `git_dir`: hard-linked packs, or a local fetch when the
+/// cache is on another file system. The mirror's shared lock is held meanwhile.
+pub fn objects(ctx: &Context, git: &Git, mirror: &Mirror, git_dir: &Path) -> anyhow::Result<()> {
+    let _guard = mirror.shared()?;
+    if mirror.link_into(git_dir)? == Transfer::NeedsCopy {
+        fetch_from(ctx, git, mirror, "+refs/rockbuild/*:refs/rockbuild/*")?;
+    }
+    Ok(())
+}
+
+/// A local fetch of `refspec` from the mirror into the repository of `git` (hold the mirror's
+/// shared lock meanwhile).
+pub fn fetch_from(ctx: &Context, git: &Git, mirror: &Mirror, refspec: &str) -> anyhow::Result<()> {
+    ctx.runner.run(&git.cmd([
+        "fetch".to_string(),
+        "-q".into(),
+        "--no-tags".into(),
+        "--no-write-fetch-head".into(),
+        "--".into(),
+        mirror.dir.display().to_string(),
+        refspec.to_string(),
+    ]))?;
+    Ok(())
+}
+
+/// `to` relative to the directory `from` (both absolute, no `..` in them), as git writes
+/// `core.worktree` and `gitdir:` for submodules.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<Component> = from.components().collect();
+    let to: Vec<Component> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut path = PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    for part in &to[common..] {
+        path.push(part);
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_as_git_writes_them() {
+        let root = Path::new("/w/pytorch");
+        assert_eq!(
+            relative(
+                &root.join(".git/modules/third_party/kineto"),
+                &root.join("third_party/kineto")
+            ),
+            Path::new("../../../../third_party/kineto")
+        );
+        assert_eq!(
+            relative(
+                &root.join("third_party/kineto/third_party/fmt"),
+                &root.join(".git/modules/third_party/kineto/modules/third_party/fmt")
+            ),
+            Path::new("../../../../.git/modules/third_party/kineto/modules/third_party/fmt")
+        );
+    }
+}
