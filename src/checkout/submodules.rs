@@ -6,9 +6,12 @@
 //! (`<parent git dir>/modules/<name>` with `core.worktree`, a `.git` file in the working
 //! tree, the URL in the parent's config) that borrows the mirror's packs (hard links) and
 //! gets one `git checkout`. Siblings run concurrently; a nested submodule starts once its
-//! parent is checked out.
+//! parent is checked out. [`Progress`] tells the steps that need only some of them (hipify)
+//! which are out, so they can start while the others are still being written.
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -28,15 +31,71 @@ pub struct Request<'a> {
     pub jobs: usize,
     pub log: &'a Path,
     pub project: &'a str,
+    /// Told of every submodule checked out, and of the end.
+    pub progress: &'a Progress,
+}
+
+/// Which submodules are checked out so far, shared between the thread checking them out and
+/// the steps waiting for some of them.
+#[derive(Debug, Default)]
+pub struct Progress {
+    state: Mutex<ProgressState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    done: HashSet<String>,
+    /// The checkout stopped (finished or failed): nothing more will be done.
+    stopped: bool,
+}
+
+impl Progress {
+    fn update(&self, change: impl FnOnce(&mut ProgressState)) {
+        // A poisoned lock means a panicking checkout thread; its join reports that.
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut state);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every one of `paths` is checked out. False when the checkout stopped
+    /// before (it failed: its own result says why).
+    pub fn wait_for(&self, paths: &[&str]) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if paths.iter().all(|p| state.done.contains(*p)) {
+                return true;
+            }
+            if state.stopped {
+                return false;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The directories of the top-level submodules, made before the parent's own `git checkout`
+/// runs beside [`check_out`]: git leaves an existing directory at a gitlink alone, but two
+/// writers racing to create one would fail.
+pub fn make_top_level_dirs(root: &Path, submodules: &[ResolvedSubmodule]) -> anyhow::Result<()> {
+    for submodule in submodules.iter().filter(|s| s.parent.is_empty()) {
+        fs_err::create_dir_all(root.join(&submodule.path))?;
+    }
+    Ok(())
 }
 
 /// Checks every submodule out at its commit (or the one `commits` names for its path).
 pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
-    let pool = rayon::ThreadPoolBuilder::new()
+    let result = rayon::ThreadPoolBuilder::new()
         .num_threads(request.jobs.max(1))
-        .build()?;
-    let root_git_dir = request.root.join(".git");
-    pool.install(|| level(ctx, request, "", &root_git_dir))
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|pool| {
+            let root_git_dir = request.root.join(".git");
+            pool.install(|| level(ctx, request, "", &root_git_dir))
+        });
+    request.progress.update(|state| state.stopped = true);
+    result
 }
 
 /// The submodules of the repository at `parent` (its git directory `parent_git_dir`), each
@@ -115,6 +174,9 @@ fn one(
                 submodule.path, request.project
             ))
         })?;
+    request.progress.update(|state| {
+        state.done.insert(submodule.path.clone());
+    });
     Ok(git_dir)
 }
 
