@@ -355,6 +355,7 @@ fn validate_project(
         HipifyMode::TritonBuildEnv | HipifyMode::Off
             if entry.hipify.script.is_some()
                 || !entry.hipify.check_paths.is_empty()
+                || !entry.hipify.allow.is_empty()
                 || entry.hipify.edits_submodules.is_some() =>
         {
             return Err(source.error_at(
@@ -511,6 +512,40 @@ projects:
                 stack.projects["audio"].recipe_line
             ),
             ("audoi", Some(16))
+        );
+    }
+
+    #[test]
+    fn edits_submodules_is_a_hipify_script_setting() {
+        let stack = Stack::load(None).expect("loads");
+        let HipifyPolicy::Script {
+            edits_submodules, ..
+        } = &stack.projects["torch"].hipify
+        else {
+            panic!("torch hipifies with its script");
+        };
+        assert_eq!(
+            edits_submodules.as_deref(),
+            Some(
+                &[
+                    "third_party/fbgemm",
+                    "third_party/gloo",
+                    "third_party/kineto",
+                    "third_party/nvfuser",
+                    "third_party/tensorpipe"
+                ]
+                .map(String::from)[..]
+            )
+        );
+        let error = parse(&MINIMAL.replace("TORCHY", "torch").replacen(
+            "hipify: {mode: off}",
+            "hipify: {mode: off, edits-submodules: [third_party/gloo]}",
+            1,
+        ))
+        .expect_err("not a script");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:9: script, check-paths, allow and edits-submodules only apply to hipify mode `script`"
         );
     }
 
