@@ -49,6 +49,24 @@ rockbuild() { # side round
     --root-checkout-dir "$work/$2/$1" --repo-hashtag "$ref" --report "$out/$1-$2.report.json"
 }
 
+trees() { # ROOT: the HEAD tree of every repository of a checkout root, by path
+  local project
+  for project in pytorch pytorch_audio pytorch_vision triton apex; do
+    echo "$project $(git -C "$1/$project" rev-parse 'HEAD^{tree}')"
+  done
+  git -C "$1/pytorch" submodule foreach --quiet --recursive 'echo "pytorch/$displaypath $(git rev-parse "HEAD^{tree}")"'
+}
+same_trees() { # round: the three sides must have written the same trees (hipify included)
+  trees "$work/$1/ref" >"$out/trees-$1-reference.txt"
+  for side in cold warm; do
+    trees "$work/$1/$side" >"$out/trees-$1-$side.txt"
+    if ! diff -u "$out/trees-$1-reference.txt" "$out/trees-$1-$side.txt" >&2; then
+      echo "bench: round $1: rockbuild's $side checkout differs from the reference's" >&2
+      exit 1
+    fi
+  done
+}
+
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
   # Every round in directories of its own, deleted only at the end: this disk is mounted with
   # `discard`, and after deleting a round's 2 GB the trims slow every write for a minute.
@@ -62,6 +80,7 @@ for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
     rockbuild warm "$i"
     reference "$i"
   fi
+  same_trees "$i"
   [ "$i" -eq 0 ] && continue
   python3 - "$out" "$work" "$i" <<'PY'
 import json, subprocess, sys

@@ -6,6 +6,9 @@
 //! of their own beside the other steps — in a new checkout from the start, beside the root's
 //! own checkout; else from their step on — and what needs them waits: the hipify script for
 //! the submodules it edits (`hipify: edits-submodules`), every other step for all of them.
+//! When the script runs, only the submodules it edits are written beside the root's checkout;
+//! the others start once that is done, beside the script (on two cores, writing them all at
+//! once only slows the root's checkout, which the script needs).
 
 use std::path::Path;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -18,7 +21,7 @@ use serde::Serialize;
 use super::inspect::{self, TRITON_BUILD_ENV};
 use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, TreeState};
 use super::repos::{self, Node};
-use super::resolve::Resolved;
+use super::resolve::{Resolved, ResolvedSubmodule};
 use super::snapshot;
 use super::submodules::{self, Progress};
 use super::{Error, Selection, TreeOptions};
@@ -238,28 +241,53 @@ impl<'a> Run<'a> {
     where
         'a: 'scope,
     {
+        let result = self.schedule(scope, progress);
+        if result.is_err() {
+            progress.abandon();
+        }
+        result
+    }
+
+    fn schedule<'scope>(
+        &mut self,
+        scope: &'scope Scope<'scope, '_>,
+        progress: &'scope Progress,
+    ) -> anyhow::Result<()>
+    where
+        'a: 'scope,
+    {
         let steps = &self.job.plan.steps;
         let has_submodules = steps.iter().any(|s| matches!(s, Step::Submodules { .. }));
         let mut background = None;
         if has_submodules && self.job.state.nodes.is_empty() {
             submodules::make_top_level_dirs(self.dir, &self.job.resolved.submodules)?;
-            background = Some(self.spawn_submodules(scope, progress));
+            let runs_script = steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Hipify {
+                        how: HipifyStep::Run { .. }
+                    }
+                )
+            });
+            let first = edited_submodules(self.job)
+                .filter(|_| runs_script)
+                .map(|edited| top_level_of(&self.job.resolved.submodules, &edited));
+            background = Some(self.spawn_submodules(scope, progress, first));
         }
         for step in steps {
             match step {
                 Step::Submodules { .. } => {
                     self.task.phase("submodules");
                     if background.is_none() {
-                        background = Some(self.spawn_submodules(scope, progress));
+                        background = Some(self.spawn_submodules(scope, progress, None));
                     }
                 }
                 Step::Hipify { how } => self.hipify(how, &mut background)?,
-                Step::Discard { .. }
-                | Step::Objects
-                | Step::Checkout { .. }
-                | Step::TagUpstream => {
+                Step::Checkout { .. } => {
                     self.step(step)?;
+                    progress.open_gate();
                 }
+                Step::Discard { .. } | Step::Objects | Step::TagUpstream => self.step(step)?,
                 _ => {
                     self.join_submodules(&mut background)?;
                     self.step(step)?;
@@ -275,6 +303,7 @@ impl<'a> Run<'a> {
         &self,
         scope: &'scope Scope<'scope, '_>,
         progress: &'scope Progress,
+        first: Option<Vec<String>>,
     ) -> Background<'scope>
     where
         'a: 'scope,
@@ -301,6 +330,7 @@ impl<'a> Run<'a> {
                     log: &log,
                     project: &job.project.name,
                     progress,
+                    first: first.as_deref(),
                 },
             )
         });
@@ -313,10 +343,11 @@ impl<'a> Run<'a> {
         background: &mut Option<Background<'_>>,
         paths: &[&str],
     ) -> anyhow::Result<()> {
-        if let Some(running) = background
-            && !running.progress.wait_for(paths)
-        {
-            self.join_submodules(background)?;
+        if let Some(running) = background {
+            running.progress.open_gate();
+            if !running.progress.wait_for(paths) {
+                self.join_submodules(background)?;
+            }
         }
         self.lap(Phase::Submodules);
         Ok(())
@@ -327,6 +358,7 @@ impl<'a> Run<'a> {
         let Some(running) = background.take() else {
             return Ok(());
         };
+        running.progress.open_gate();
         running.handle.join().map_err(|_| Error::Panicked {
             project: self.job.project.name.clone(),
         })??;
@@ -594,6 +626,20 @@ fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
             .map(|s| s.path.clone())
             .collect(),
     )
+}
+
+/// The top-level submodules that are or hold one of `paths`.
+fn top_level_of(submodules: &[ResolvedSubmodule], paths: &[String]) -> Vec<String> {
+    submodules
+        .iter()
+        .filter(|s| s.parent.is_empty())
+        .filter(|s| {
+            paths
+                .iter()
+                .any(|p| p == &s.path || p.starts_with(&format!("{}/", s.path)))
+        })
+        .map(|s| s.path.clone())
+        .collect()
 }
 
 /// Runs the script on the pristine tree (the root and the submodules it edits).

@@ -7,7 +7,9 @@
 //! tree, the URL in the parent's config) that borrows the mirror's packs (hard links) and
 //! gets one `git checkout`. Siblings run concurrently; a nested submodule starts once its
 //! parent is checked out. [`Progress`] tells the steps that need only some of them (hipify)
-//! which are out, so they can start while the others are still being written.
+//! which are out, so they can start while the others are still being written; and holds the
+//! others back (`Request::first`) until the parent's own checkout has opened its gate, so that
+//! on a machine with few cores the files the next step needs are written first.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -33,6 +35,9 @@ pub struct Request<'a> {
     pub project: &'a str,
     /// Told of every submodule checked out, and of the end.
     pub progress: &'a Progress,
+    /// The top-level submodules to check out before the others, which wait for
+    /// [`Progress::open_gate`] (none: all at once).
+    pub first: Option<&'a [String]>,
 }
 
 /// Which submodules are checked out so far, shared between the thread checking them out and
@@ -48,6 +53,17 @@ struct ProgressState {
     done: HashSet<String>,
     /// The checkout stopped (finished or failed): nothing more will be done.
     stopped: bool,
+    gate: Gate,
+}
+
+/// Whether the submodules held back may start.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    #[default]
+    Closed,
+    Open,
+    /// The other steps failed: the held-back submodules are not checked out.
+    Abandoned,
 }
 
 impl Progress {
@@ -56,6 +72,28 @@ impl Progress {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         change(&mut state);
         self.changed.notify_all();
+    }
+
+    /// Lets the held-back submodules start.
+    pub fn open_gate(&self) {
+        self.update(|state| state.gate = Gate::Open);
+    }
+
+    /// The other steps failed: the held-back submodules need not start.
+    pub fn abandon(&self) {
+        self.update(|state| {
+            if state.gate == Gate::Closed {
+                state.gate = Gate::Abandoned;
+            }
+        });
+    }
+
+    fn wait_for_gate(&self) -> Gate {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.gate == Gate::Closed {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.gate
     }
 
     /// Waits until every one of `paths` is checked out. False when the checkout stopped
@@ -86,30 +124,59 @@ pub fn make_top_level_dirs(root: &Path, submodules: &[ResolvedSubmodule]) -> any
 
 /// Checks every submodule out at its commit (or the one `commits` names for its path).
 pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
-    let result = rayon::ThreadPoolBuilder::new()
-        .num_threads(request.jobs.max(1))
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|pool| {
-            let root_git_dir = request.root.join(".git");
-            pool.install(|| level(ctx, request, "", &root_git_dir))
-        });
+    let result = in_order(ctx, request);
     request.progress.update(|state| state.stopped = true);
     result
 }
 
-/// The submodules of the repository at `parent` (its git directory `parent_git_dir`), each
-/// followed by its own.
+/// All at once, or `first` and then, once the gate opens, the others.
+fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
+    let root_git_dir = request.root.join(".git");
+    let pool = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+    };
+    let Some(first) = request.first else {
+        return pool(request.jobs)?.install(|| level(ctx, request, "", &root_git_dir, &|_| true));
+    };
+    pool(request.jobs)?.install(|| {
+        level(ctx, request, "", &root_git_dir, &|s| {
+            first.contains(&s.path)
+        })
+    })?;
+    if request.progress.wait_for_gate() == Gate::Abandoned {
+        return Ok(());
+    }
+    pool(later_jobs(request.jobs))?.install(|| {
+        level(ctx, request, "", &root_git_dir, &|s| {
+            !first.contains(&s.path)
+        })
+    })
+}
+
+/// How many of the held-back submodules run at once beside the hipify script: the script
+/// is one single-threaded process that keeps a core busy for seconds (3 s of CPU in 3.1 s at
+/// torch scale), so the checkouts get the other cores (at least one; at most `jobs`). On two
+/// cores more of them only take CPU time from the script, which is on the critical path.
+fn later_jobs(jobs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.saturating_sub(1).clamp(1, jobs.max(1))
+}
+
+/// The submodules of the repository at `parent` (its git directory `parent_git_dir`) that are
+/// `wanted`, each followed by all of its own.
 fn level(
     ctx: &Context,
     request: &Request<'_>,
     parent: &str,
     parent_git_dir: &Path,
+    wanted: &(dyn Fn(&ResolvedSubmodule) -> bool + Sync),
 ) -> anyhow::Result<()> {
     let children: Vec<&ResolvedSubmodule> = request
         .submodules
         .iter()
-        .filter(|s| s.parent == parent)
+        .filter(|s| s.parent == parent && wanted(s))
         .collect();
     if children.is_empty() {
         return Ok(());
@@ -129,7 +196,7 @@ fn level(
     }
     children.par_iter().try_for_each(|submodule| {
         let git_dir = one(ctx, request, submodule, parent_git_dir)?;
-        level(ctx, request, &submodule.path, &git_dir)
+        level(ctx, request, &submodule.path, &git_dir, &|_| true)
     })
 }
 
