@@ -17,8 +17,8 @@
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
 # ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
-# checkouts go to its runs/ (about 3 GB per round, kept until the end). A round takes about 2-3 minutes
-# on 2 cores.
+# checkouts go to its runs/ (about 3 GB per round; each round's deleted after it, then a pause of
+# ROCKBUILD_BENCH_SETTLE seconds, default 90). A round takes about 2-3 minutes on 2 cores.
 set -euo pipefail
 rounds=${1:-5}
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -67,10 +67,20 @@ same_trees() { # round: the three sides must have written the same trees (hipify
   done
 }
 
+drop_round() { # round: its trees deleted (not the last round's: the up-to-date runs and the
+  # floor use it), then a pause: this disk is mounted with `discard`, and for about a minute
+  # after a deletion of 2-3 GB the trims slow every write. Keeping every round instead needs
+  # about 3 GB of free disk per round.
+  if [ "$1" -lt "$rounds" ]; then
+    rm -rf "${work:?}/$1"
+    sync
+    sleep "${ROCKBUILD_BENCH_SETTLE:-90}"
+  fi
+}
+
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
-  # Every round in directories of its own, deleted only at the end: this disk is mounted with
-  # `discard`, and after deleting a round's 2 GB the trims slow every write for a minute.
-  # Alternate which side goes first; warm follows cold (it uses cold's cache).
+  # Every round in directories of its own (drop_round). Alternate which side goes first; warm
+  # follows cold (it uses cold's cache).
   if [ $((i % 2)) -eq 0 ]; then
     reference "$i"
     rockbuild cold "$i"
@@ -81,7 +91,10 @@ for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
     reference "$i"
   fi
   same_trees "$i"
-  [ "$i" -eq 0 ] && continue
+  if [ "$i" -eq 0 ]; then
+    drop_round 0
+    continue
+  fi
   python3 - "$out" "$work" "$i" <<'PY'
 import json, subprocess, sys
 out, work, i = sys.argv[1:]
@@ -96,6 +109,7 @@ for side in ("cold", "warm"):
     run[side] = {"wall": wall(f"{side}-{i}"), "load": load(f"{side}-{i}"), "torch": phases("rockbuild", f"{out}/{side}-{i}.report.json")}
 json.dump(run, open(f"{out}/run-{i}.json", "w"), indent=1)
 PY
+  drop_round "$i"
 done
 
 # Up to date: the same pins again on the last warm tree.
