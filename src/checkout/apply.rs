@@ -6,9 +6,9 @@
 //! of their own beside the other steps — in a new checkout from the start, beside the root's
 //! own checkout; else from their step on — and what needs them waits: the hipify script for
 //! the submodules it edits (`hipify: edits-submodules`), every other step for all of them.
-//! When the script runs, only the submodules it edits are written beside the root's checkout;
-//! the others start once that is done, beside the script (on two cores, writing them all at
-//! once only slows the root's checkout, which the script needs).
+//! When the script runs, only the submodules it edits (and theirs) are written beside the
+//! root's checkout; the others start once that is done, beside the script (on two cores,
+//! writing them all at once only slows the root's checkout, which the script needs).
 
 use std::path::Path;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -96,7 +96,14 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
         ));
     }
     let progress = Progress::default();
-    std::thread::scope(|scope| run.steps(scope, &progress))?;
+    std::thread::scope(|scope| {
+        let result = run.steps(scope, &progress);
+        if result.is_err() {
+            // Submodules held back for the root's checkout need not start.
+            progress.abandon();
+        }
+        result
+    })?;
     run.lap(Phase::Tags);
     fs_err::remove_file(&marker)?;
     run.record_snapshot()?;
@@ -234,21 +241,6 @@ impl<'a> Run<'a> {
 
     /// The plan's steps, the submodules on a thread of their own (the module's doc).
     fn steps<'scope>(
-        &mut self,
-        scope: &'scope Scope<'scope, '_>,
-        progress: &'scope Progress,
-    ) -> anyhow::Result<()>
-    where
-        'a: 'scope,
-    {
-        let result = self.schedule(scope, progress);
-        if result.is_err() {
-            progress.abandon();
-        }
-        result
-    }
-
-    fn schedule<'scope>(
         &mut self,
         scope: &'scope Scope<'scope, '_>,
         progress: &'scope Progress,

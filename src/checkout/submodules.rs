@@ -132,36 +132,23 @@ pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
 /// All at once, or `first` and then, once the gate opens, the others.
 fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
     let root_git_dir = request.root.join(".git");
-    let pool = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .build()
-    };
-    let Some(first) = request.first else {
-        return pool(request.jobs)?.install(|| level(ctx, request, "", &root_git_dir, &|_| true));
-    };
-    pool(request.jobs)?.install(|| {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(request.jobs.max(1))
+        .build()?;
+    pool.install(|| {
+        let Some(first) = request.first else {
+            return level(ctx, request, "", &root_git_dir, &|_| true);
+        };
         level(ctx, request, "", &root_git_dir, &|s| {
             first.contains(&s.path)
-        })
-    })?;
-    if request.progress.wait_for_gate() == Gate::Abandoned {
-        return Ok(());
-    }
-    pool(later_jobs(request.jobs))?.install(|| {
+        })?;
+        if request.progress.wait_for_gate() == Gate::Abandoned {
+            return Ok(());
+        }
         level(ctx, request, "", &root_git_dir, &|s| {
             !first.contains(&s.path)
         })
     })
-}
-
-/// How many of the held-back submodules run at once beside the hipify script: the script
-/// is one single-threaded process that keeps a core busy for seconds (3 s of CPU in 3.1 s at
-/// torch scale), so the checkouts get the other cores (at least one; at most `jobs`). On two
-/// cores more of them only take CPU time from the script, which is on the critical path.
-fn later_jobs(jobs: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    cores.saturating_sub(1).clamp(1, jobs.max(1))
 }
 
 /// The submodules of the repository at `parent` (its git directory `parent_git_dir`) that are

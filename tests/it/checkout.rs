@@ -978,8 +978,8 @@ fn with_edits_submodules(world: &StackWorld, list: Option<&str>) -> String {
 fn an_overlapped_checkout_equals_the_sequential_one() {
     let env = TestEnv::new();
     let world = StackWorld::new(&env);
-    // Overlapped: torch's checkout beside its submodules, hipify waiting for kineto (the one
-    // it edits) while fmt is still being checked out.
+    // Overlapped: kineto (the submodule the script edits) and fmt (nested in it) beside
+    // torch's checkout; hipify waits for kineto alone, fmt may still be being written.
     checkout(&env, &world, "overlapped", &["--project", "torch"]).success();
     // Hipify after every submodule, with a cache of its own (so hipify runs again).
     let sequential_config = env.path("sequential.yaml");
