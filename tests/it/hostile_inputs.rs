@@ -559,11 +559,23 @@ fn exit_codes_match_the_documentation() {
             vec![
                 "promote".into(),
                 "--from".into(),
+                index.clone(),
+                "--to".into(),
+                release.clone(),
+                "--test-report".into(),
+                "missing-report.json".into(),
+            ],
+        ),
+        (
+            "promote with an empty --test-report directory",
+            vec![
+                "promote".into(),
+                "--from".into(),
                 index,
                 "--to".into(),
                 release,
                 "--test-report".into(),
-                "missing-report.json".into(),
+                "empty".into(),
             ],
         ),
     ];
