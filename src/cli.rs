@@ -1,7 +1,7 @@
 //! The command line. Flag names follow TheRock's scripts so existing invocations keep working.
 //! Every value-taking flag can also be set through `ROCKBUILD_<FLAG>` (upper snake case of the
 //! long name; a unit test enforces the rule). Precedence: default < environment < flag.
-//! docs/cli.md is generated from these definitions (see tests/it/docs.rs).
+//! docs/cli.md is generated from these definitions (src/docgen.rs).
 
 use std::path::PathBuf;
 
