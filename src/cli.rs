@@ -775,6 +775,15 @@ pub struct StoreArgs {
         env = "ROCKBUILD_LEASE_TTL"
     )]
     pub lease_ttl: u64,
+    /// Seconds to wait for the prefix's lease while another run holds it, before exiting 7
+    /// (0: refuse at once)
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0,
+        env = "ROCKBUILD_LEASE_WAIT"
+    )]
+    pub lease_wait: u64,
 }
 
 #[derive(Debug, Args)]

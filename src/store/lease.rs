@@ -29,27 +29,35 @@ use crate::lockfile::{Holder, LockError, LockFile};
 /// leading `.rockbuild-` keeps it out of listings and pages.
 pub const LEASE_KEY: &str = ".rockbuild-lease";
 
-/// How leases are taken (`--break-lease`, `--lease-ttl`).
+/// How leases are taken (`--break-lease`, `--lease-ttl`, `--lease-wait`).
 #[derive(Clone, Debug)]
 pub struct LeaseSettings {
     /// Take the lease even when another run holds it.
     pub break_lease: bool,
     /// How long an S3 lease is valid without renewal.
     pub ttl: Duration,
+    /// How long to wait for a lease another run holds before refusing (zero: refuse at once).
+    pub wait: Duration,
 }
+
+/// How often a waiting run looks at the lease again.
+const POLL: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     #[error(
-        "{store} is being written by {}; nothing was changed{}\n{}",
+        "{store} is being written by {}; nothing was changed{}{}\n{}",
         holder.as_ref().map_or_else(|| "another run (its record is not readable)".to_string(), Holder::describe),
         expiry(holder.as_ref()),
+        waited.map_or_else(String::new, |waited| format!(" (waited {} s for it: --lease-wait)", waited.as_secs())),
         hint
     )]
     Held {
         store: String,
         holder: Option<Holder>,
         hint: &'static str,
+        /// How long this run waited for the lease before giving up, if it waited.
+        waited: Option<Duration>,
     },
     #[error(
         "{store}: this run's lease was taken by {}; nothing more was written and the index pages are as that run left them\n\
@@ -114,8 +122,50 @@ pub enum Lease<'a> {
     },
 }
 
-/// Takes the lease of `store` for `verb`, then clears what killed runs left behind.
+/// Takes the lease of `store` for `verb`, then clears what killed runs left behind. While
+/// another run holds it, waits up to `settings.wait` (polling every [`POLL`]) before refusing:
+/// CI jobs promoting several refs into one family's index queue here instead of failing.
 pub fn acquire<'a>(
+    ctx: &crate::context::Context,
+    store: &'a dyn Storage,
+    verb: &str,
+    settings: &LeaseSettings,
+) -> Result<Lease<'a>, LeaseError> {
+    let started = std::time::Instant::now();
+    let mut announced = false;
+    loop {
+        match try_acquire(ctx, store, verb, settings) {
+            Err(LeaseError::Held {
+                store: url,
+                holder,
+                hint,
+                ..
+            }) => {
+                let waited = started.elapsed();
+                if waited >= settings.wait {
+                    return Err(LeaseError::Held {
+                        store: url,
+                        holder,
+                        hint,
+                        waited: (!settings.wait.is_zero()).then_some(waited),
+                    });
+                }
+                if !announced {
+                    announced = true;
+                    ctx.ui.warn(format!(
+                        "{url} is being written by {}; waiting up to {} s for its lease (--lease-wait)",
+                        holder.as_ref().map_or_else(|| "another run".to_string(), Holder::describe),
+                        settings.wait.as_secs()
+                    ));
+                }
+                std::thread::sleep(POLL.min(settings.wait - waited));
+            }
+            taken => return taken,
+        }
+    }
+}
+
+fn try_acquire<'a>(
     ctx: &crate::context::Context,
     store: &'a dyn Storage,
     verb: &str,
@@ -130,6 +180,7 @@ pub fn acquire<'a>(
                     store: store.url(),
                     holder,
                     hint: LOCAL_HINT,
+                    waited: None,
                 },
                 error => LeaseError::Lock {
                     store: store.url(),
@@ -182,6 +233,7 @@ pub fn acquire<'a>(
                         store: store.url(),
                         holder: Some(current),
                         hint: S3_HINT,
+                        waited: None,
                     });
                 }
                 let taken = s3.put_conditional(LEASE_KEY, &record(&holder), Some(&etag))?;
@@ -216,6 +268,7 @@ pub fn acquire<'a>(
         store: store.url(),
         holder: current,
         hint: S3_HINT,
+        waited: None,
     })
 }
 
