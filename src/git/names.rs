@@ -266,17 +266,34 @@ mod tests {
 
     #[test]
     fn submodule_paths_stay_inside_the_checkout() {
-        for good in ["third_party/kineto", "kineto", "a.b/c-d_e", "third_party/.github-x"] {
-            assert_eq!(check_submodule_path("submodule name", good), Ok(()), "{good}");
+        for good in [
+            "third_party/kineto",
+            "kineto",
+            "a.b/c-d_e",
+            "third_party/.github-x",
+        ] {
+            assert_eq!(
+                check_submodule_path("submodule name", good),
+                Ok(()),
+                "{good}"
+            );
         }
-        let refused =
-            |value: &str| check_submodule_path("submodule name", value).expect_err(value);
+        let refused = |value: &str| check_submodule_path("submodule name", value).expect_err(value);
         assert_eq!(
             refused("../../../escape").to_string(),
             "`../../../escape` is not a valid submodule name: it has a `..` component, which \
              would leave the submodule's directory"
         );
-        for bad in ["", "/abs", "a//b", "a/./b", "x/.GIT/hooks", "a\\..\\b", "a\nb", "a/"] {
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/./b",
+            "x/.GIT/hooks",
+            "a\\..\\b",
+            "a\nb",
+            "a/",
+        ] {
             refused(bad);
         }
     }
