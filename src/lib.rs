@@ -30,7 +30,7 @@ mod hipify;
 mod index;
 mod junit;
 mod lock;
-mod lockfile;
+mod flock;
 mod pip;
 mod promote;
 mod publish;

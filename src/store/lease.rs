@@ -2,7 +2,7 @@
 //! lease before they read what it holds and keep it until their pages are written:
 //!
 //! * a local directory store: the lock file `<dir>/.rockbuild-lease`, held with `flock(2)`
-//!   ([`crate::lockfile`]); the kernel releases it when its run dies, so it never goes stale;
+//!   ([`crate::flock`]); the kernel releases it when its run dies, so it never goes stale;
 //! * S3: the object `<prefix>/.rockbuild-lease`, a JSON holder record created with
 //!   `If-None-Match: *` (the server refuses it while another run's lease exists) and carrying
 //!   an expiry. An expired lease, or one broken with `--break-lease`, is taken over with
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::{LocalDir, S3Store, Storage, StoreError};
 use crate::exit::{ExitStatus, HasExitStatus};
-use crate::lockfile::{Holder, LockError, LockFile};
+use crate::flock::{Holder, LockError, LockFile};
 
 /// The lease's name: a file in a directory store, an object under an S3 prefix. Its
 /// leading `.rockbuild-` keeps it out of listings and pages.
