@@ -261,12 +261,9 @@ fn try_acquire<'a>(
             });
         }
     }
-    let current = s3
-        .get_tagged(LEASE_KEY)?
-        .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok());
     Err(LeaseError::Held {
         store: store.url(),
-        holder: current,
+        holder: current_holder(s3)?,
         hint: S3_HINT,
         waited: None,
     })
@@ -305,12 +302,9 @@ impl Lease<'_> {
                     *holder = renewed;
                     return Ok(());
                 }
-                let current = store
-                    .get_tagged(LEASE_KEY)?
-                    .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok());
                 Err(LeaseError::Lost {
                     store: store.url(),
-                    holder: current,
+                    holder: current_holder(store)?,
                 })
             }
         }
@@ -348,6 +342,13 @@ fn parse(store: &S3Store, bytes: &[u8]) -> Result<Holder, LeaseError> {
         key: LEASE_KEY.into(),
         reason: error.to_string(),
     })
+}
+
+/// Who holds the lease now, if anyone (and its record is readable).
+fn current_holder(store: &S3Store) -> Result<Option<Holder>, LeaseError> {
+    Ok(store
+        .get_tagged(LEASE_KEY)?
+        .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok()))
 }
 
 /// Whether the stored lease is `holder`'s, the stored record, and its ETag.
