@@ -1,7 +1,7 @@
 //! The command line. Flag names follow TheRock's scripts so existing invocations keep working.
 //! Every value-taking flag can also be set through `ROCKBUILD_<FLAG>` (upper snake case of the
 //! long name; a unit test enforces the rule). Precedence: default < environment < flag.
-//! docs/cli.md is generated from these definitions (see tests/it/docs.rs).
+//! docs/cli.md is generated from these definitions (src/docgen.rs).
 
 use std::path::PathBuf;
 
@@ -775,6 +775,15 @@ pub struct StoreArgs {
         env = "ROCKBUILD_LEASE_TTL"
     )]
     pub lease_ttl: u64,
+    /// Seconds to wait for the prefix's lease while another run holds it, before exiting 7
+    /// (0: refuse at once)
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0,
+        env = "ROCKBUILD_LEASE_WAIT"
+    )]
+    pub lease_wait: u64,
 }
 
 #[derive(Debug, Args)]

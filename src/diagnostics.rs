@@ -56,7 +56,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::sdk::Error,
         crate::store::StoreError,
         crate::store::lease::LeaseError,
-        crate::lockfile::LockError,
+        crate::flock::LockError,
         crate::index::Error,
         crate::verify::Error,
         crate::publish::Error,

@@ -18,16 +18,22 @@ fn render_cli() -> String {
     );
     let command = Cli::command();
     write_args(&mut out, &command, "Global options");
+    write_subcommands(&mut out, &command, "rockbuild");
+    out
+}
+
+/// One section per verb, then one per sub-verb (`rockbuild ci generate`), depth first.
+fn write_subcommands(out: &mut String, command: &clap::Command, prefix: &str) {
     for sub in command.get_subcommands() {
+        let name = format!("{prefix} {}", sub.get_name());
         let _ = write!(
             out,
-            "\n## `rockbuild {}`\n\n{}\n",
-            sub.get_name(),
+            "\n## `{name}`\n\n{}\n",
             sub.get_about().map(ToString::to_string).unwrap_or_default()
         );
-        write_args(&mut out, sub, "");
+        write_args(out, sub, "");
+        write_subcommands(out, sub, &name);
     }
-    out
 }
 
 fn write_args(out: &mut String, command: &clap::Command, heading: &str) {

@@ -251,6 +251,8 @@ impl Walk<'_> {
                     place: format!(".gitmodules at {commit}, submodule {path}"),
                     invalid,
                 };
+                git::check_submodule_path("submodule name", &link.name).map_err(invalid)?;
+                git::check_submodule_path("submodule path", &path).map_err(invalid)?;
                 let child_origin = git::Origin::parse(&url).map_err(invalid)?;
                 let child_commit = git::RefName::parse(&link.commit).map_err(invalid)?;
                 let warn = |message: String| self.ctx.ui.warn(message);

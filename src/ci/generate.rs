@@ -835,6 +835,11 @@ fn chain_workflow() -> Workflow {
                         lit(RECORD),
                         lit("--test-report"),
                         lit("reports"),
+                        // Every ref of a release type promotes into the same family index:
+                        // the chains take turns on its lease instead of failing with exit 7
+                        // (within the job's 60-minute timeout).
+                        lit("--lease-wait"),
+                        lit("2700"),
                     ],
                 ),
             ],
@@ -851,8 +856,9 @@ fn chain_workflow() -> Workflow {
             "One family's chain for one PyTorch ref, called once per row of `rockbuild matrix`:",
             "lock -> build (per Python, build image, the family's build runner) -> stage (this",
             "attempt's prefix) -> smoke (per Python) and test (per row), on the family's GPU",
-            "runner in the test image -> test report (per Python) -> promote. Chains share",
-            "nothing, so one family's failure never blocks another's promotion.",
+            "runner in the test image -> test report (per Python) -> promote. No job needs",
+            "another chain's, so one family's failure never blocks another's promotion; the",
+            "chains of one family take turns on its release index's lease (--lease-wait).",
         ]),
         on,
         permissions: Vec::new(),

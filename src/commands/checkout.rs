@@ -7,7 +7,7 @@ use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
-use crate::lockfile::{Holder, LockFile};
+use crate::flock::{Holder, LockFile};
 use crate::settings::checkout::CheckoutSettings;
 
 pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {

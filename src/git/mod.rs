@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
 pub use error::{Error, fetch_failure};
-pub use names::{Commit, Invalid, Origin, RefName};
+pub use names::{Commit, Invalid, Origin, RefName, check_submodule_path};
 
 /// Tag on the upstream commit of every checked-out repository and submodule.
 pub const UPSTREAM_TAG: &str = "THEROCK_UPSTREAM_DIFFBASE";

@@ -178,6 +178,33 @@ impl Origin {
     }
 }
 
+/// Checks a submodule's name or path from `.gitmodules` or a tree before it becomes a
+/// directory: relative, `/`-separated, no empty, `.`, `..` or `.git` component (any case), no
+/// backslash or control character. Both are joined below `.git/modules/` or the worktree, so a
+/// `..` would write outside the checkout (git's own submodule code refuses the same names since
+/// CVE-2018-11235).
+pub fn check_submodule_path(kind: &'static str, value: &str) -> Result<(), Invalid> {
+    let fail = |reason: &str| Err(invalid(kind, value, reason));
+    if value.is_empty() {
+        return fail("it is empty");
+    }
+    if value.starts_with('/') {
+        return fail("it is absolute; submodules live inside their parent's checkout");
+    }
+    if value.chars().any(|c| c.is_control() || c == '\\') {
+        return fail("it contains a backslash or a control character");
+    }
+    if let Some(part) = value
+        .split('/')
+        .find(|part| matches!(*part, "" | "." | "..") || part.eq_ignore_ascii_case(".git"))
+    {
+        return fail(&format!(
+            "it has a `{part}` component, which would leave the submodule's directory"
+        ));
+    }
+    Ok(())
+}
+
 impl fmt::Display for Commit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -234,6 +261,40 @@ mod tests {
             "/a", "a/", "a//b", "a.", ".a", "a/.b", "a.lock", "a@{1}", "a\nb",
         ] {
             assert!(RefName::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn submodule_paths_stay_inside_the_checkout() {
+        for good in [
+            "third_party/kineto",
+            "kineto",
+            "a.b/c-d_e",
+            "third_party/.github-x",
+        ] {
+            assert_eq!(
+                check_submodule_path("submodule name", good),
+                Ok(()),
+                "{good}"
+            );
+        }
+        let refused = |value: &str| check_submodule_path("submodule name", value).expect_err(value);
+        assert_eq!(
+            refused("../../../escape").to_string(),
+            "`../../../escape` is not a valid submodule name: it has a `..` component, which \
+             would leave the submodule's directory"
+        );
+        for bad in [
+            "",
+            "/abs",
+            "a//b",
+            "a/./b",
+            "x/.GIT/hooks",
+            "a\\..\\b",
+            "a\nb",
+            "a/",
+        ] {
+            refused(bad);
         }
     }
 

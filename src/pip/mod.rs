@@ -46,16 +46,25 @@ pub fn pip(python: Cmd, label: impl Into<String>) -> Cmd {
         })
 }
 
-/// pip failures worth another attempt: the network, not the resolver.
-fn is_transient(tail: &str) -> bool {
+/// Installer (pip, uv) failures worth another attempt: the connection, not the request or
+/// the resolver. The one classifier for every install rockbuild runs (SDK, build
+/// requirements, test venvs).
+pub fn is_transient(tail: &str) -> bool {
     [
         "Connection reset",
+        "ConnectionResetError",
         "ConnectionError",
-        "Read timed out",
+        "Connection aborted",
         "timed out",
-        "HTTP error 5",
-        "Temporary failure in name resolution",
+        "ReadTimeoutError",
         "IncompleteRead",
+        "Temporary failure in name resolution",
+        "HTTP error 502",
+        "HTTP error 503",
+        "HTTP error 504",
+        "status code 502",
+        "status code 503",
+        "status code 504",
     ]
     .iter()
     .any(|pattern| tail.contains(pattern))
@@ -75,6 +84,12 @@ mod tests {
         ));
         assert!(!is_transient(
             "ERROR: Could not find a version that satisfies the requirement torch==9.9"
+        ));
+        assert!(is_transient(
+            "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool"
+        ));
+        assert!(!is_transient(
+            "ERROR: No matching distribution found for rocm==9"
         ));
         let cmd = pip(Cmd::new("python"), "install");
         assert_eq!(

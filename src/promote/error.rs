@@ -25,6 +25,19 @@ pub enum Error {
          exactly this staged set"
     )]
     NoEvidence(EvidenceError),
+    /// A `--test-report` directory with no reports in it (or one that cannot be listed) is no
+    /// evidence either, never "no evidence needed".
+    #[error(
+        "--test-report {}: the directory holds no reports (*.json, *.xml)\n\
+         promotion denied: no evidence; nothing was copied\n\
+         hint: give the directory the tests wrote their reports into",
+        dir.display()
+    )]
+    NoReportsIn {
+        dir: std::path::PathBuf,
+        #[source]
+        source: Option<std::io::Error>,
+    },
     #[error("reading the staged set at {url}")]
     Scan {
         url: String,
@@ -78,6 +91,7 @@ impl HasExitStatus for Error {
             // empty directory).
             Error::Denied { .. }
             | Error::NoEvidence(_)
+            | Error::NoReportsIn { .. }
             | Error::NothingToPromote(_)
             | Error::RewrittenNotVerified(_) => ExitStatus::VerificationFailed,
             Error::Rewrite(error) if error.is_wheel_failure() => ExitStatus::Failure,

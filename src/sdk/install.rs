@@ -193,31 +193,10 @@ impl InstallSettings {
             .retry(Retry {
                 attempts: 3,
                 backoff: Duration::from_secs(5),
-                is_transient: is_transient_download_error,
+                is_transient: crate::pip::is_transient,
             })
             .log_to(&self.log)
     }
-}
-
-/// Failures worth another attempt: the connection, not the request.
-pub fn is_transient_download_error(tail: &str) -> bool {
-    [
-        "Connection reset",
-        "ConnectionResetError",
-        "Read timed out",
-        "ReadTimeoutError",
-        "IncompleteRead",
-        "Connection aborted",
-        "HTTP error 502",
-        "HTTP error 503",
-        "HTTP error 504",
-        "status code 502",
-        "status code 503",
-        "status code 504",
-        "operation timed out",
-    ]
-    .iter()
-    .any(|pattern| tail.contains(pattern))
 }
 
 /// What an install did, for the caller's status lines and the lock.
@@ -530,15 +509,5 @@ mod tests {
             requirement_name("rocm-sdk-device-gfx906==7.10.0"),
             "rocm-sdk-device-gfx906"
         );
-    }
-
-    #[test]
-    fn transient_errors_are_recognised() {
-        assert!(is_transient_download_error(
-            "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool"
-        ));
-        assert!(!is_transient_download_error(
-            "ERROR: No matching distribution found for rocm==9"
-        ));
     }
 }

@@ -71,25 +71,27 @@ impl PromoteSettings {
 }
 
 /// A directory given as `--test-report` stands for every report in it (`*.json`, `*.xml`, by
-/// name): a CI job downloads each Python's reports into one directory. An empty one is an
-/// error, never "no evidence needed".
-fn expand_reports(given: impl Iterator<Item = PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
+/// name): a CI job downloads each Python's reports into one directory. An empty or unreadable
+/// one is no evidence (exit 5), never "no evidence needed".
+fn expand_reports(given: impl Iterator<Item = PathBuf>) -> Result<Vec<PathBuf>, promote::Error> {
     let mut reports = Vec::new();
     for path in given {
         if !path.is_dir() {
             reports.push(path);
             continue;
         }
-        let mut found: Vec<PathBuf> = fs_err::read_dir(&path)?
+        let no_reports = |source| promote::Error::NoReportsIn {
+            dir: path.clone(),
+            source,
+        };
+        let mut found: Vec<PathBuf> = fs_err::read_dir(&path)
+            .map_err(|error| no_reports(Some(error)))?
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json" || e == "xml"))
             .collect();
         if found.is_empty() {
-            anyhow::bail!(
-                "--test-report {}: the directory holds no reports (*.json, *.xml); give the reports the tests wrote",
-                path.display()
-            );
+            return Err(no_reports(None));
         }
         found.sort();
         reports.extend(found);

@@ -20,6 +20,7 @@ pub fn store_settings(args: StoreArgs) -> StoreSettings {
         s3_attempts,
         break_lease,
         lease_ttl,
+        lease_wait,
     } = args;
     // A workflow passes an unset repository variable through as "": AWS's defaults.
     let given = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
@@ -36,6 +37,7 @@ pub fn store_settings(args: StoreArgs) -> StoreSettings {
         lease: LeaseSettings {
             break_lease,
             ttl: Duration::from_secs(lease_ttl),
+            wait: Duration::from_secs(lease_wait),
         },
         jobs: transfer_jobs.max(1),
         attempts: transfer_attempts.max(1),

@@ -2,7 +2,7 @@
 //! lease before they read what it holds and keep it until their pages are written:
 //!
 //! * a local directory store: the lock file `<dir>/.rockbuild-lease`, held with `flock(2)`
-//!   ([`crate::lockfile`]); the kernel releases it when its run dies, so it never goes stale;
+//!   ([`crate::flock`]); the kernel releases it when its run dies, so it never goes stale;
 //! * S3: the object `<prefix>/.rockbuild-lease`, a JSON holder record created with
 //!   `If-None-Match: *` (the server refuses it while another run's lease exists) and carrying
 //!   an expiry. An expired lease, or one broken with `--break-lease`, is taken over with
@@ -23,33 +23,41 @@ use std::time::Duration;
 
 use super::{LocalDir, S3Store, Storage, StoreError};
 use crate::exit::{ExitStatus, HasExitStatus};
-use crate::lockfile::{Holder, LockError, LockFile};
+use crate::flock::{Holder, LockError, LockFile};
 
 /// The lease's name: a file in a directory store, an object under an S3 prefix. Its
 /// leading `.rockbuild-` keeps it out of listings and pages.
 pub const LEASE_KEY: &str = ".rockbuild-lease";
 
-/// How leases are taken (`--break-lease`, `--lease-ttl`).
+/// How leases are taken (`--break-lease`, `--lease-ttl`, `--lease-wait`).
 #[derive(Clone, Debug)]
 pub struct LeaseSettings {
     /// Take the lease even when another run holds it.
     pub break_lease: bool,
     /// How long an S3 lease is valid without renewal.
     pub ttl: Duration,
+    /// How long to wait for a lease another run holds before refusing (zero: refuse at once).
+    pub wait: Duration,
 }
+
+/// How often a waiting run looks at the lease again.
+const POLL: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     #[error(
-        "{store} is being written by {}; nothing was changed{}\n{}",
+        "{store} is being written by {}; nothing was changed{}{}\n{}",
         holder.as_ref().map_or_else(|| "another run (its record is not readable)".to_string(), Holder::describe),
         expiry(holder.as_ref()),
+        waited.map_or_else(String::new, |waited| format!(" (waited {} s for it: --lease-wait)", waited.as_secs())),
         hint
     )]
     Held {
         store: String,
         holder: Option<Holder>,
         hint: &'static str,
+        /// How long this run waited for the lease before giving up, if it waited.
+        waited: Option<Duration>,
     },
     #[error(
         "{store}: this run's lease was taken by {}; nothing more was written and the index pages are as that run left them\n\
@@ -114,8 +122,50 @@ pub enum Lease<'a> {
     },
 }
 
-/// Takes the lease of `store` for `verb`, then clears what killed runs left behind.
+/// Takes the lease of `store` for `verb`, then clears what killed runs left behind. While
+/// another run holds it, waits up to `settings.wait` (polling every [`POLL`]) before refusing:
+/// CI jobs promoting several refs into one family's index queue here instead of failing.
 pub fn acquire<'a>(
+    ctx: &crate::context::Context,
+    store: &'a dyn Storage,
+    verb: &str,
+    settings: &LeaseSettings,
+) -> Result<Lease<'a>, LeaseError> {
+    let started = std::time::Instant::now();
+    let mut announced = false;
+    loop {
+        match try_acquire(ctx, store, verb, settings) {
+            Err(LeaseError::Held {
+                store: url,
+                holder,
+                hint,
+                ..
+            }) => {
+                let waited = started.elapsed();
+                if waited >= settings.wait {
+                    return Err(LeaseError::Held {
+                        store: url,
+                        holder,
+                        hint,
+                        waited: (!settings.wait.is_zero()).then_some(waited),
+                    });
+                }
+                if !announced {
+                    announced = true;
+                    ctx.ui.warn(format!(
+                        "{url} is being written by {}; waiting up to {} s for its lease (--lease-wait)",
+                        holder.as_ref().map_or_else(|| "another run".to_string(), Holder::describe),
+                        settings.wait.as_secs()
+                    ));
+                }
+                std::thread::sleep(POLL.min(settings.wait - waited));
+            }
+            taken => return taken,
+        }
+    }
+}
+
+fn try_acquire<'a>(
     ctx: &crate::context::Context,
     store: &'a dyn Storage,
     verb: &str,
@@ -130,6 +180,7 @@ pub fn acquire<'a>(
                     store: store.url(),
                     holder,
                     hint: LOCAL_HINT,
+                    waited: None,
                 },
                 error => LeaseError::Lock {
                     store: store.url(),
@@ -182,6 +233,7 @@ pub fn acquire<'a>(
                         store: store.url(),
                         holder: Some(current),
                         hint: S3_HINT,
+                        waited: None,
                     });
                 }
                 let taken = s3.put_conditional(LEASE_KEY, &record(&holder), Some(&etag))?;
@@ -209,13 +261,11 @@ pub fn acquire<'a>(
             });
         }
     }
-    let current = s3
-        .get_tagged(LEASE_KEY)?
-        .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok());
     Err(LeaseError::Held {
         store: store.url(),
-        holder: current,
+        holder: current_holder(s3)?,
         hint: S3_HINT,
+        waited: None,
     })
 }
 
@@ -252,12 +302,9 @@ impl Lease<'_> {
                     *holder = renewed;
                     return Ok(());
                 }
-                let current = store
-                    .get_tagged(LEASE_KEY)?
-                    .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok());
                 Err(LeaseError::Lost {
                     store: store.url(),
-                    holder: current,
+                    holder: current_holder(store)?,
                 })
             }
         }
@@ -295,6 +342,13 @@ fn parse(store: &S3Store, bytes: &[u8]) -> Result<Holder, LeaseError> {
         key: LEASE_KEY.into(),
         reason: error.to_string(),
     })
+}
+
+/// Who holds the lease now, if anyone (and its record is readable).
+fn current_holder(store: &S3Store) -> Result<Option<Holder>, LeaseError> {
+    Ok(store
+        .get_tagged(LEASE_KEY)?
+        .and_then(|(bytes, _)| serde_json::from_slice(&bytes).ok()))
 }
 
 /// Whether the stored lease is `holder`'s, the stored record, and its ETag.

@@ -241,6 +241,24 @@ fn repository_content_cannot_run_commands() {
         ));
         world.torch.git(&["revert", "--no-edit", "HEAD"]);
     }
+    // A submodule name becomes `.git/modules/<name>`: `..` would write outside the checkout
+    // (CVE-2018-11235, which git's own submodule code refuses too).
+    world.torch.git(&[
+        "config",
+        "-f",
+        ".gitmodules",
+        "--rename-section",
+        "submodule.third_party/kineto",
+        "submodule.../../../../escape",
+    ]);
+    world.torch.git(&["add", ".gitmodules"]);
+    world.torch.commit(".gitmodules name escaping .git/modules");
+    world.torch.publish();
+    out.push_str(&refused(
+        &env,
+        ".gitmodules name escaping .git/modules",
+        lock(&env, &world.config, &["--project", "torch"]).assert(),
+    ));
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_repository_content", out));
 }
 
@@ -541,11 +559,23 @@ fn exit_codes_match_the_documentation() {
             vec![
                 "promote".into(),
                 "--from".into(),
+                index.clone(),
+                "--to".into(),
+                release.clone(),
+                "--test-report".into(),
+                "missing-report.json".into(),
+            ],
+        ),
+        (
+            "promote with an empty --test-report directory",
+            vec![
+                "promote".into(),
+                "--from".into(),
                 index,
                 "--to".into(),
                 release,
                 "--test-report".into(),
-                "missing-report.json".into(),
+                "empty".into(),
             ],
         ),
     ];

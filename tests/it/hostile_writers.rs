@@ -313,6 +313,16 @@ fn two_stages_into_one_prefix_take_turns_and_lose_nothing() {
     settings(env).bind(|| {
         insta::assert_snapshot!("stage_refused_lease_held_local", text(&refused.stderr));
     });
+    let mut waiting = stage_args("dist/new", "staged");
+    waiting.extend(["--lease-wait", "1"]);
+    let gave_up = output(&mut rockbuild(env, &waiting));
+    assert_eq!(gave_up.status.code(), Some(7), "{}", text(&gave_up.stderr));
+    let stderr = text(&gave_up.stderr);
+    assert!(
+        stderr.contains("waiting up to 1 s for its lease")
+            && stderr.contains(" s for it: --lease-wait)\n"),
+        "{stderr}"
+    );
     succeeded(&first.release());
     let second = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
     succeeded(&second);
@@ -344,13 +354,32 @@ fn two_promotes_into_one_prefix_take_turns_and_nested_destinations_are_refused()
     let first = Held::start(env, &promote("release"), "confirm:0", "go-first");
     let refused = output(&mut rockbuild(env, &promote("release")));
     assert_eq!(refused.status.code(), Some(7), "{}", text(&refused.stderr));
+    // With --lease-wait the second run queues behind the first instead (several refs of one
+    // family promote into one index at night), then finds the wheels already there.
+    let waiter_log = env.path("waiter.stderr");
+    let mut waiter = rockbuild(env, &promote("release"))
+        .args(["--lease-wait", "300"])
+        .stderr(std::fs::File::create(&waiter_log).expect("log"))
+        .spawn()
+        .expect("spawn the waiting promote");
+    let start = Instant::now();
+    while !std::fs::read_to_string(&waiter_log)
+        .unwrap_or_default()
+        .contains("waiting up to 300 s for its lease")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the second promote never waited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     succeeded(&first.release());
-    let again = output(&mut rockbuild(env, &promote("release")));
-    succeeded(&again);
+    let waited = waiter.wait().expect("wait");
+    let waited_log = std::fs::read_to_string(&waiter_log).expect("log");
+    assert!(waited.success(), "{waited}\n{waited_log}");
     assert!(
-        text(&again.stderr).contains("(0 objects copied, 0 B; 6 already there)"),
-        "{}",
-        text(&again.stderr)
+        waited_log.contains("(0 objects copied, 0 B; 6 already there)"),
+        "{waited_log}"
     );
     pages_list_exactly(&env.path("release"), &old);
 

@@ -81,7 +81,7 @@ impl<'a> Steps<'a> {
             .retry(Retry {
                 attempts: 3,
                 backoff: Duration::from_secs(5),
-                is_transient: crate::sdk::install::is_transient_download_error,
+                is_transient: crate::pip::is_transient,
             });
         self.steps.push(Step {
             label: label.to_string(),

@@ -181,17 +181,21 @@ impl SkipLists {
     /// Every `*.yaml` file of a directory, instead of the shipped lists.
     pub fn read_dir(dir: &Path, families: &FamilyTable) -> anyhow::Result<Self> {
         let mut paths: Vec<_> = fs_err::read_dir(dir)
-            .map_err(|e| crate::exit::usage(format!("--skip-lists: {e}")))?
+            .map_err(|e| crate::suite::Error::Flag {
+                flag: "--skip-lists",
+                message: e.to_string(),
+            })?
             .filter_map(Result::ok)
             .map(|entry| entry.path())
             .filter(|path| path.extension().is_some_and(|e| e == "yaml" || e == "yml"))
             .collect();
         paths.sort();
         if paths.is_empty() {
-            return Err(crate::exit::usage(format!(
-                "--skip-lists {}: no .yaml files in the directory",
-                dir.display()
-            )));
+            return Err(crate::suite::Error::Flag {
+                flag: "--skip-lists",
+                message: format!("{}: no .yaml files in the directory", dir.display()),
+            }
+            .into());
         }
         let sources = paths
             .iter()
@@ -523,6 +527,26 @@ mod tests {
 
     fn families() -> FamilyTable {
         crate::stack::load_families(None).expect("families")
+    }
+
+    #[test]
+    fn a_skip_list_directory_without_lists_is_a_usage_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let error = SkipLists::read_dir(dir.path(), &families()).expect_err("empty directory");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "--skip-lists: {}: no .yaml files in the directory",
+                dir.path().display()
+            )
+        );
+        let typed = error
+            .downcast_ref::<crate::suite::Error>()
+            .expect("a suite error");
+        assert_eq!(
+            crate::exit::HasExitStatus::exit_status(typed),
+            crate::exit::ExitStatus::Usage
+        );
     }
 
     fn source(text: &str) -> ConfigSource {
