@@ -94,6 +94,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
             job.project.name,
             run.dir.display()
         ));
+        clear_stale_locks(&run.dir.join(".git"))?;
     }
     let progress = Progress::default();
     std::thread::scope(|scope| {
@@ -514,6 +515,23 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         fs_err::create_dir_all(parent)?;
     }
     fs_err::write(path, bytes)?;
+    Ok(())
+}
+
+/// Removes the lock files a killed git left in the repositories of an interrupted checkout
+/// (`index.lock`, `HEAD.lock`, …; a submodule can be cut off half-way now that it is written
+/// beside hipify): git refuses to touch a repository that has one, and nothing else writes
+/// there while this checkout holds the root's lock.
+fn clear_stale_locks(git_dir: &Path) -> anyhow::Result<()> {
+    let walk = walkdir::WalkDir::new(git_dir)
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "objects"));
+    for entry in walk {
+        let entry = entry?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|x| x == "lock") {
+            fs_err::remove_file(entry.path())?;
+        }
+    }
     Ok(())
 }
 

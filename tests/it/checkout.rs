@@ -940,6 +940,8 @@ fn an_interrupted_checkout_leaves_no_lock_and_is_repaired() {
         torch.join(".git/rockbuild/incomplete").exists(),
         "the interrupted state is marked"
     );
+    // What a git killed mid-write leaves (a submodule is still being written beside hipify).
+    std::fs::write(torch.join(".git/index.lock"), "").expect("stale lock");
 
     env.set("FIXTURE_HIPIFY_PAUSE", "");
     env.rockbuild()
