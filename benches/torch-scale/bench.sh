@@ -17,8 +17,8 @@
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
 # ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
-# checkouts go to its runs/ (about 3 GB per round, kept until the end). A round takes about 2-3 minutes
-# on 2 cores.
+# checkouts go to its runs/ (about 3 GB per round; each round's deleted after it, then a pause of
+# ROCKBUILD_BENCH_SETTLE seconds, default 90). A round takes about 2-3 minutes on 2 cores.
 set -euo pipefail
 rounds=${1:-5}
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -49,10 +49,38 @@ rockbuild() { # side round
     --root-checkout-dir "$work/$2/$1" --repo-hashtag "$ref" --report "$out/$1-$2.report.json"
 }
 
+trees() { # ROOT: the HEAD tree of every repository of a checkout root, by path
+  local project
+  for project in pytorch pytorch_audio pytorch_vision triton apex; do
+    echo "$project $(git -C "$1/$project" rev-parse 'HEAD^{tree}')"
+  done
+  git -C "$1/pytorch" submodule foreach --quiet --recursive 'echo "pytorch/$displaypath $(git rev-parse "HEAD^{tree}")"'
+}
+same_trees() { # round: the three sides must have written the same trees (hipify included)
+  trees "$work/$1/ref" >"$out/trees-$1-reference.txt"
+  for side in cold warm; do
+    trees "$work/$1/$side" >"$out/trees-$1-$side.txt"
+    if ! diff -u "$out/trees-$1-reference.txt" "$out/trees-$1-$side.txt" >&2; then
+      echo "bench: round $1: rockbuild's $side checkout differs from the reference's" >&2
+      exit 1
+    fi
+  done
+}
+
+drop_round() { # round: its trees deleted (not the last round's: the up-to-date runs and the
+  # floor use it), then a pause: this disk is mounted with `discard`, and for about a minute
+  # after a deletion of 2-3 GB the trims slow every write. Keeping every round instead needs
+  # about 3 GB of free disk per round.
+  if [ "$1" -lt "$rounds" ]; then
+    rm -rf "${work:?}/$1"
+    sync
+    sleep "${ROCKBUILD_BENCH_SETTLE:-90}"
+  fi
+}
+
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
-  # Every round in directories of its own, deleted only at the end: this disk is mounted with
-  # `discard`, and after deleting a round's 2 GB the trims slow every write for a minute.
-  # Alternate which side goes first; warm follows cold (it uses cold's cache).
+  # Every round in directories of its own (drop_round). Alternate which side goes first; warm
+  # follows cold (it uses cold's cache).
   if [ $((i % 2)) -eq 0 ]; then
     reference "$i"
     rockbuild cold "$i"
@@ -62,7 +90,11 @@ for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
     rockbuild warm "$i"
     reference "$i"
   fi
-  [ "$i" -eq 0 ] && continue
+  same_trees "$i"
+  if [ "$i" -eq 0 ]; then
+    drop_round 0
+    continue
+  fi
   python3 - "$out" "$work" "$i" <<'PY'
 import json, subprocess, sys
 out, work, i = sys.argv[1:]
@@ -77,6 +109,7 @@ for side in ("cold", "warm"):
     run[side] = {"wall": wall(f"{side}-{i}"), "load": load(f"{side}-{i}"), "torch": phases("rockbuild", f"{out}/{side}-{i}.report.json")}
 json.dump(run, open(f"{out}/run-{i}.json", "w"), indent=1)
 PY
+  drop_round "$i"
 done
 
 # Up to date: the same pins again on the last warm tree.

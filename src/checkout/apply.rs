@@ -1,8 +1,17 @@
 //! Applying a project's plan: the effects, through the one runner, timed per phase (fetch,
 //! tree, submodules, hipify, tags and commits). Between the first change and the end the tree
 //! carries a marker, so a killed run is repaired next time rather than trusted.
+//!
+//! The steps run in the plan's order, except the submodules: they are checked out on a thread
+//! of their own beside the other steps — in a new checkout from the start, beside the root's
+//! own checkout; else from their step on — and what needs them waits: the hipify script for
+//! the submodules it edits (`hipify: edits-submodules`), every other step for all of them.
+//! When the script runs, only the submodules it edits (and theirs) are written beside the
+//! root's checkout; the others start once that is done, beside the script (on two cores,
+//! writing them all at once only slows the root's checkout, which the script needs).
 
 use std::path::Path;
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;
 
 use git2::{Oid, Repository};
@@ -12,9 +21,10 @@ use serde::Serialize;
 use super::inspect::{self, TRITON_BUILD_ENV};
 use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, TreeState};
 use super::repos::{self, Node};
-use super::resolve::Resolved;
-use super::{Selection, TreeOptions};
-use super::{snapshot, submodules};
+use super::resolve::{Resolved, ResolvedSubmodule};
+use super::snapshot;
+use super::submodules::{self, Progress};
+use super::{Error, Selection, TreeOptions};
 use crate::context::Context;
 use crate::git::{self, Git, local};
 use crate::hipify::{self, cache, leftover};
@@ -29,6 +39,8 @@ pub struct Phases {
     pub fetch: f64,
     /// Objects into the tree, checkout, upstream tag.
     pub tree: f64,
+    /// Waiting for the submodules (they are checked out beside the other steps), and tagging
+    /// them.
     pub submodules: f64,
     pub hipify: f64,
     /// Hipify commits, tags, stamps, the hipify cache.
@@ -82,10 +94,17 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
             job.project.name,
             run.dir.display()
         ));
+        clear_stale_locks(&run.dir.join(".git"))?;
     }
-    for step in &job.plan.steps {
-        run.step(step)?;
-    }
+    let progress = Progress::default();
+    std::thread::scope(|scope| {
+        let result = run.steps(scope, &progress);
+        if result.is_err() {
+            // Submodules held back for the root's checkout need not start.
+            progress.abandon();
+        }
+        result
+    })?;
     run.lap(Phase::Tags);
     fs_err::remove_file(&marker)?;
     run.record_snapshot()?;
@@ -221,6 +240,127 @@ impl<'a> Run<'a> {
         self.outcome("up to date")
     }
 
+    /// The plan's steps, the submodules on a thread of their own (the module's doc).
+    fn steps<'scope>(
+        &mut self,
+        scope: &'scope Scope<'scope, '_>,
+        progress: &'scope Progress,
+    ) -> anyhow::Result<()>
+    where
+        'a: 'scope,
+    {
+        let steps = &self.job.plan.steps;
+        let has_submodules = steps.iter().any(|s| matches!(s, Step::Submodules { .. }));
+        let mut background = None;
+        if has_submodules && self.job.state.nodes.is_empty() {
+            submodules::make_top_level_dirs(self.dir, &self.job.resolved.submodules)?;
+            let runs_script = steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Hipify {
+                        how: HipifyStep::Run { .. }
+                    }
+                )
+            });
+            let first = edited_submodules(self.job)
+                .filter(|_| runs_script)
+                .map(|edited| top_level_of(&self.job.resolved.submodules, &edited));
+            background = Some(self.spawn_submodules(scope, progress, first));
+        }
+        for step in steps {
+            match step {
+                Step::Submodules { .. } => {
+                    self.task.phase("submodules");
+                    if background.is_none() {
+                        background = Some(self.spawn_submodules(scope, progress, None));
+                    }
+                }
+                Step::Hipify { how } => self.hipify(how, &mut background)?,
+                Step::Checkout { .. } => {
+                    self.step(step)?;
+                    progress.open_gate();
+                }
+                Step::Discard { .. } | Step::Objects | Step::TagUpstream => self.step(step)?,
+                _ => {
+                    self.join_submodules(&mut background)?;
+                    self.step(step)?;
+                }
+            }
+        }
+        self.join_submodules(&mut background)
+    }
+
+    /// Starts checking out every submodule from its mirror (with cached hipify commits,
+    /// those directly).
+    fn spawn_submodules<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        progress: &'scope Progress,
+        first: Option<Vec<String>>,
+    ) -> Background<'scope>
+    where
+        'a: 'scope,
+    {
+        let (ctx, job) = (self.ctx, self.job);
+        let commits: IndexMap<String, String> = match &job.target.hipify {
+            HipifyTarget::Cached { record, .. } if job.target.commit_hipify => record
+                .commits
+                .iter()
+                .filter(|(rel, _)| !rel.is_empty())
+                .map(|(rel, commit)| (rel.clone(), commit.clone()))
+                .collect(),
+            _ => IndexMap::new(),
+        };
+        let log = self.log.clone();
+        let handle = scope.spawn(move || {
+            submodules::check_out(
+                ctx,
+                &submodules::Request {
+                    root: &job.target.dir,
+                    submodules: &job.resolved.submodules,
+                    commits: &commits,
+                    jobs: job.selection.jobs,
+                    log: &log,
+                    project: &job.project.name,
+                    progress,
+                    first: first.as_deref(),
+                },
+            )
+        });
+        Background { handle, progress }
+    }
+
+    /// Waits until `paths` are checked out: the submodule checkout's error if it failed first.
+    fn wait_for_submodules(
+        &mut self,
+        background: &mut Option<Background<'_>>,
+        paths: &[&str],
+    ) -> anyhow::Result<()> {
+        if let Some(running) = background {
+            running.progress.open_gate();
+            if !running.progress.wait_for(paths) {
+                self.join_submodules(background)?;
+            }
+        }
+        self.lap(Phase::Submodules);
+        Ok(())
+    }
+
+    /// Waits for every submodule, then tags them and hides their changes from their parents.
+    fn join_submodules(&mut self, background: &mut Option<Background<'_>>) -> anyhow::Result<()> {
+        let Some(running) = background.take() else {
+            return Ok(());
+        };
+        running.progress.open_gate();
+        running.handle.join().map_err(|_| Error::Panicked {
+            project: self.job.project.name.clone(),
+        })??;
+        self.nodes = repos::discover(self.dir, true)?;
+        protect_submodules(self.ctx, &self.nodes, &self.log)?;
+        self.lap(Phase::Submodules);
+        Ok(())
+    }
+
     fn step(&mut self, step: &Step) -> anyhow::Result<()> {
         let (ctx, target) = (self.ctx, self.job.target);
         match step {
@@ -249,14 +389,8 @@ impl<'a> Run<'a> {
                 )?;
                 self.lap(Phase::Tree);
             }
-            Step::Submodules { .. } => {
-                self.task.phase("submodules");
-                self.submodules()?;
-                self.nodes = repos::discover(self.dir, true)?;
-                protect_submodules(ctx, &self.nodes, &self.log)?;
-                self.lap(Phase::Submodules);
-            }
-            Step::Hipify { how } => self.hipify(how)?,
+            // Scheduled by `steps`.
+            Step::Submodules { .. } | Step::Hipify { .. } => {}
             Step::CommitHipify => {
                 for node in self.nodes()? {
                     let node_repo = local::open(&node.dir)?;
@@ -274,45 +408,38 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Every submodule from its mirror; with cached hipify commits, those directly.
-    fn submodules(&mut self) -> anyhow::Result<()> {
-        let job = self.job;
-        let commits = match &job.target.hipify {
-            HipifyTarget::Cached { record, .. } if job.target.commit_hipify => record
-                .commits
-                .iter()
-                .filter(|(rel, _)| !rel.is_empty())
-                .map(|(rel, commit)| (rel.clone(), commit.clone()))
-                .collect(),
-            _ => IndexMap::new(),
-        };
-        submodules::check_out(
-            self.ctx,
-            &submodules::Request {
-                root: self.dir,
-                submodules: &job.resolved.submodules,
-                commits: &commits,
-                jobs: job.selection.jobs,
-                log: &self.log,
-                project: &job.project.name,
-            },
-        )
-    }
-
     /// Runs hipify or takes its result from the cache; then, with commits, moves every changed
     /// repository to its hipify commit, and records the stamp (and a fresh result in the cache).
-    fn hipify(&mut self, how: &HipifyStep) -> anyhow::Result<()> {
+    /// The script waits only for the submodules it edits; what follows it for all of them.
+    fn hipify(
+        &mut self,
+        how: &HipifyStep,
+        background: &mut Option<Background<'_>>,
+    ) -> anyhow::Result<()> {
         let (ctx, job) = (self.ctx, self.job);
-        self.nodes()?;
-        self.task.phase("hipify");
         let found = match (how, &job.target.hipify) {
             (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
-                let found = run_hipify(
+                let edited = edited_submodules(job);
+                let waits: Vec<&str> = match &edited {
+                    Some(edited) => edited.iter().map(String::as_str).collect(),
+                    None => job
+                        .resolved
+                        .submodules
+                        .iter()
+                        .map(|s| s.path.as_str())
+                        .collect(),
+                };
+                self.wait_for_submodules(background, &waits)?;
+                self.task.phase("hipify");
+                run_script(ctx, job, &self.git, script, &self.log)?;
+                self.lap(Phase::Hipify);
+                self.join_submodules(background)?;
+                self.nodes()?;
+                let found = hipify_result(
                     ctx,
                     job,
-                    &self.git,
                     &self.nodes,
-                    script,
+                    edited.as_deref(),
                     script_sha256,
                     &self.log,
                 )?;
@@ -320,11 +447,15 @@ impl<'a> Run<'a> {
                 found
             }
             (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
+                self.join_submodules(background)?;
+                self.nodes()?;
+                self.task.phase("hipify");
                 let found = from_cache(ctx, job, &self.nodes, record, key, &self.log)?;
                 self.hipify_summary = format!("from cache ({} files)", found.stamp.changed_files);
                 found
             }
             _ => {
+                self.join_submodules(background)?;
                 self.hipify_summary = "no script".into();
                 self.lap(Phase::Hipify);
                 return Ok(());
@@ -384,6 +515,23 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         fs_err::create_dir_all(parent)?;
     }
     fs_err::write(path, bytes)?;
+    Ok(())
+}
+
+/// Removes the lock files a killed git left in the repositories of an interrupted checkout
+/// (`index.lock`, `HEAD.lock`, …; a submodule can be cut off half-way now that it is written
+/// beside hipify): git refuses to touch a repository that has one, and nothing else writes
+/// there while this checkout holds the root's lock.
+fn clear_stale_locks(git_dir: &Path) -> anyhow::Result<()> {
+    let walk = walkdir::WalkDir::new(git_dir)
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "objects"));
+    for entry in walk {
+        let entry = entry?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|x| x == "lock") {
+            fs_err::remove_file(entry.path())?;
+        }
+    }
     Ok(())
 }
 
@@ -458,24 +606,60 @@ fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Resul
     Ok(())
 }
 
+/// The submodules being checked out beside the other steps.
+struct Background<'scope> {
+    handle: ScopedJoinHandle<'scope, anyhow::Result<()>>,
+    progress: &'scope Progress,
+}
+
 /// A hipify result: its stamp and the hipify commit of every repository it changed.
 struct Hipified {
     stamp: HipifyStamp,
     commits: IndexMap<String, String>,
 }
 
-/// Runs the script on the pristine tree, checks the result for leftover CUDA includes and
-/// records it as commits (checked out or not, as asked) with a stamp.
-fn run_hipify(
+/// The submodules of this checkout the hipify script edits (`hipify: edits-submodules`);
+/// `None` when the stack config does not say (then it waits for all of them).
+fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
+    let HipifyPolicy::Script {
+        edits_submodules: Some(listed),
+        ..
+    } = &job.project.hipify
+    else {
+        return None;
+    };
+    Some(
+        job.resolved
+            .submodules
+            .iter()
+            .filter(|s| listed.contains(&s.path))
+            .map(|s| s.path.clone())
+            .collect(),
+    )
+}
+
+/// The top-level submodules that are or hold one of `paths`.
+fn top_level_of(submodules: &[ResolvedSubmodule], paths: &[String]) -> Vec<String> {
+    submodules
+        .iter()
+        .filter(|s| s.parent.is_empty())
+        .filter(|s| {
+            paths
+                .iter()
+                .any(|p| p == &s.path || p.starts_with(&format!("{}/", s.path)))
+        })
+        .map(|s| s.path.clone())
+        .collect()
+}
+
+/// Runs the script on the pristine tree (the root and the submodules it edits).
+fn run_script(
     ctx: &Context,
     job: &Job<'_>,
     git: &Git,
-    nodes: &[Node],
     script: &str,
-    script_sha256: &str,
     log: &Path,
-) -> anyhow::Result<Hipified> {
-    let name = &job.project.name;
+) -> anyhow::Result<()> {
     hipify::run_script(
         &ctx.runner,
         git,
@@ -485,10 +669,26 @@ fn run_hipify(
         &mut |_| {},
     )
     .map_err(|source| hipify::Error::Script {
-        project: name.clone(),
+        project: job.project.name.clone(),
         source,
     })?;
+    Ok(())
+}
+
+/// The script's result, once every submodule is out: checked against the list of submodules
+/// it may edit and for leftover CUDA includes, and recorded as commits (checked out or not,
+/// as asked) with a stamp.
+fn hipify_result(
+    ctx: &Context,
+    job: &Job<'_>,
+    nodes: &[Node],
+    edited: Option<&[String]>,
+    script_sha256: &str,
+    log: &Path,
+) -> anyhow::Result<Hipified> {
+    let name = &job.project.name;
     let mut changed_paths = Vec::new();
+    let mut unlisted = Vec::new();
     let mut result_tree = job.target.upstream_tree.clone();
     let mut submodule_trees = IndexMap::new();
     let mut commits = IndexMap::new();
@@ -496,6 +696,12 @@ fn run_hipify(
         let node_repo = local::open(&node.dir)?;
         if local::uncommitted_changes(&node_repo)?.is_empty() {
             continue;
+        }
+        if let Some(edited) = edited
+            && !node.rel.is_empty()
+            && !edited.contains(&node.rel)
+        {
+            unlisted.push(node.rel.clone());
         }
         let node_git = Git::new(&node.dir, node.label()).log_to(log);
         let state = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
@@ -521,6 +727,14 @@ fn run_hipify(
         } else {
             submodule_trees.insert(node.rel.clone(), state);
         }
+    }
+    if !unlisted.is_empty() {
+        return Err(hipify::Error::UnlistedSubmodules {
+            project: name.clone(),
+            submodules: unlisted,
+            config: job.selection.stack.source_name.clone(),
+        }
+        .into());
     }
     check_leftovers(job, &changed_paths)?;
     let stamp = HipifyStamp {

@@ -6,9 +6,14 @@
 //! (`<parent git dir>/modules/<name>` with `core.worktree`, a `.git` file in the working
 //! tree, the URL in the parent's config) that borrows the mirror's packs (hard links) and
 //! gets one `git checkout`. Siblings run concurrently; a nested submodule starts once its
-//! parent is checked out.
+//! parent is checked out. [`Progress`] tells the steps that need only some of them (hipify)
+//! which are out, so they can start while the others are still being written; and holds the
+//! others back (`Request::first`) until the parent's own checkout has opened its gate, so that
+//! on a machine with few cores the files the next step needs are written first.
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -28,29 +33,137 @@ pub struct Request<'a> {
     pub jobs: usize,
     pub log: &'a Path,
     pub project: &'a str,
+    /// Told of every submodule checked out, and of the end.
+    pub progress: &'a Progress,
+    /// The top-level submodules to check out before the others, which wait for
+    /// [`Progress::open_gate`] (none: all at once).
+    pub first: Option<&'a [String]>,
+}
+
+/// Which submodules are checked out so far, shared between the thread checking them out and
+/// the steps waiting for some of them.
+#[derive(Debug, Default)]
+pub struct Progress {
+    state: Mutex<ProgressState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    done: HashSet<String>,
+    /// The checkout stopped (finished or failed): nothing more will be done.
+    stopped: bool,
+    gate: Gate,
+}
+
+/// Whether the submodules held back may start.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    #[default]
+    Closed,
+    Open,
+    /// The other steps failed: the held-back submodules are not checked out.
+    Abandoned,
+}
+
+impl Progress {
+    fn update(&self, change: impl FnOnce(&mut ProgressState)) {
+        // A poisoned lock means a panicking checkout thread; its join reports that.
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut state);
+        self.changed.notify_all();
+    }
+
+    /// Lets the held-back submodules start.
+    pub fn open_gate(&self) {
+        self.update(|state| state.gate = Gate::Open);
+    }
+
+    /// The other steps failed: the held-back submodules need not start.
+    pub fn abandon(&self) {
+        self.update(|state| {
+            if state.gate == Gate::Closed {
+                state.gate = Gate::Abandoned;
+            }
+        });
+    }
+
+    fn wait_for_gate(&self) -> Gate {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.gate == Gate::Closed {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.gate
+    }
+
+    /// Waits until every one of `paths` is checked out. False when the checkout stopped
+    /// before (it failed: its own result says why).
+    pub fn wait_for(&self, paths: &[&str]) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if paths.iter().all(|p| state.done.contains(*p)) {
+                return true;
+            }
+            if state.stopped {
+                return false;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The directories of the top-level submodules, made before the parent's own `git checkout`
+/// runs beside [`check_out`]: git leaves an existing directory at a gitlink alone, but two
+/// writers racing to create one would fail.
+pub fn make_top_level_dirs(root: &Path, submodules: &[ResolvedSubmodule]) -> anyhow::Result<()> {
+    for submodule in submodules.iter().filter(|s| s.parent.is_empty()) {
+        fs_err::create_dir_all(root.join(&submodule.path))?;
+    }
+    Ok(())
 }
 
 /// Checks every submodule out at its commit (or the one `commits` names for its path).
 pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
+    let result = in_order(ctx, request);
+    request.progress.update(|state| state.stopped = true);
+    result
+}
+
+/// All at once, or `first` and then, once the gate opens, the others.
+fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
+    let root_git_dir = request.root.join(".git");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(request.jobs.max(1))
         .build()?;
-    let root_git_dir = request.root.join(".git");
-    pool.install(|| level(ctx, request, "", &root_git_dir))
+    pool.install(|| {
+        let Some(first) = request.first else {
+            return level(ctx, request, "", &root_git_dir, &|_| true);
+        };
+        level(ctx, request, "", &root_git_dir, &|s| {
+            first.contains(&s.path)
+        })?;
+        if request.progress.wait_for_gate() == Gate::Abandoned {
+            return Ok(());
+        }
+        level(ctx, request, "", &root_git_dir, &|s| {
+            !first.contains(&s.path)
+        })
+    })
 }
 
-/// The submodules of the repository at `parent` (its git directory `parent_git_dir`), each
-/// followed by its own.
+/// The submodules of the repository at `parent` (its git directory `parent_git_dir`) that are
+/// `wanted`, each followed by all of its own.
 fn level(
     ctx: &Context,
     request: &Request<'_>,
     parent: &str,
     parent_git_dir: &Path,
+    wanted: &(dyn Fn(&ResolvedSubmodule) -> bool + Sync),
 ) -> anyhow::Result<()> {
     let children: Vec<&ResolvedSubmodule> = request
         .submodules
         .iter()
-        .filter(|s| s.parent == parent)
+        .filter(|s| s.parent == parent && wanted(s))
         .collect();
     if children.is_empty() {
         return Ok(());
@@ -70,7 +183,7 @@ fn level(
     }
     children.par_iter().try_for_each(|submodule| {
         let git_dir = one(ctx, request, submodule, parent_git_dir)?;
-        level(ctx, request, &submodule.path, &git_dir)
+        level(ctx, request, &submodule.path, &git_dir, &|_| true)
     })
 }
 
@@ -115,6 +228,9 @@ fn one(
                 submodule.path, request.project
             ))
         })?;
+    request.progress.update(|state| {
+        state.done.insert(submodule.path.clone());
+    });
     Ok(git_dir)
 }
 

@@ -56,6 +56,15 @@ pub enum Error {
         expected: String,
         path: PathBuf,
     },
+    #[error(
+        "hipify of '{project}' changed the submodule(s) {}, which `hipify: edits-submodules` in {config} does not list; the script ran while they were still being checked out, so the result cannot be trusted — add them to the list (or remove the list to make hipify wait for every submodule) and check out again",
+        submodules.join(", ")
+    )]
+    UnlistedSubmodules {
+        project: String,
+        submodules: Vec<String>,
+        config: String,
+    },
     #[error("the hipify cache {}: {reason}", path.display())]
     Cache { path: PathBuf, reason: String },
     #[error(transparent)]
@@ -72,6 +81,7 @@ impl HasExitStatus for Error {
             | Error::Process(ProcessError::Interrupted { signal, .. }) => {
                 ExitStatus::Signal(*signal)
             }
+            Error::UnlistedSubmodules { .. } => ExitStatus::Usage,
             _ => ExitStatus::Failure,
         }
     }

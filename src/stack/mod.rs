@@ -34,6 +34,10 @@ pub enum HipifyPolicy {
         check_paths: Vec<String>,
         /// Globs exempt from the leftover-include check.
         allow: Vec<String>,
+        /// The submodules the script edits (paths from the project root): hipify waits for
+        /// these alone while the others are still being checked out. `None`: it waits for
+        /// every submodule.
+        edits_submodules: Option<Vec<String>>,
     },
     /// Triton's "hipify": write build_env.json as the reference does.
     TritonBuildEnv,
@@ -171,6 +175,8 @@ struct HipifyEntry {
     check_paths: Vec<String>,
     #[serde(default)]
     allow: Vec<String>,
+    #[serde(default)]
+    edits_submodules: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, PartialEq, Eq)]
@@ -344,13 +350,17 @@ fn validate_project(
             })?,
             check_paths: entry.hipify.check_paths,
             allow: entry.hipify.allow,
+            edits_submodules: entry.hipify.edits_submodules,
         },
         HipifyMode::TritonBuildEnv | HipifyMode::Off
-            if entry.hipify.script.is_some() || !entry.hipify.check_paths.is_empty() =>
+            if entry.hipify.script.is_some()
+                || !entry.hipify.check_paths.is_empty()
+                || !entry.hipify.allow.is_empty()
+                || entry.hipify.edits_submodules.is_some() =>
         {
             return Err(source.error_at(
                 &at(&["hipify"]),
-                "script, check-paths and allow only apply to hipify mode `script`",
+                "script, check-paths, allow and edits-submodules only apply to hipify mode `script`",
             ));
         }
         HipifyMode::TritonBuildEnv => HipifyPolicy::TritonBuildEnv,
@@ -502,6 +512,40 @@ projects:
                 stack.projects["audio"].recipe_line
             ),
             ("audoi", Some(16))
+        );
+    }
+
+    #[test]
+    fn edits_submodules_is_a_hipify_script_setting() {
+        let stack = Stack::load(None).expect("loads");
+        let HipifyPolicy::Script {
+            edits_submodules, ..
+        } = &stack.projects["torch"].hipify
+        else {
+            panic!("torch hipifies with its script");
+        };
+        assert_eq!(
+            edits_submodules.as_deref(),
+            Some(
+                &[
+                    "third_party/fbgemm",
+                    "third_party/gloo",
+                    "third_party/kineto",
+                    "third_party/nvfuser",
+                    "third_party/tensorpipe"
+                ]
+                .map(String::from)[..]
+            )
+        );
+        let error = parse(&MINIMAL.replace("TORCHY", "torch").replacen(
+            "hipify: {mode: off}",
+            "hipify: {mode: off, edits-submodules: [third_party/gloo]}",
+            1,
+        ))
+        .expect_err("not a script");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:9: script, check-paths, allow and edits-submodules only apply to hipify mode `script`"
         );
     }
 

@@ -940,6 +940,8 @@ fn an_interrupted_checkout_leaves_no_lock_and_is_repaired() {
         torch.join(".git/rockbuild/incomplete").exists(),
         "the interrupted state is marked"
     );
+    // What a git killed mid-write leaves (a submodule is still being written beside hipify).
+    std::fs::write(torch.join(".git/index.lock"), "").expect("stale lock");
 
     env.set("FIXTURE_HIPIFY_PAUSE", "");
     env.rockbuild()
@@ -962,4 +964,120 @@ fn an_interrupted_checkout_leaves_no_lock_and_is_repaired() {
         "#include <hip/driver_types.h>\n"
     );
     assert!(env.path("ws/rockbuild.lock.json").exists());
+}
+
+/// The stack config with torch's `hipify: edits-submodules` replaced by `list` (`None`: the
+/// key removed, so hipify waits for every submodule).
+fn with_edits_submodules(world: &StackWorld, list: Option<&str>) -> String {
+    let config = std::fs::read_to_string(&world.config).expect("config");
+    let start = config.find("      edits-submodules:").expect("listed");
+    let end = start + config[start..].find(']').expect("list ends") + 2;
+    let replacement = list.map_or(String::new(), |l| format!("      edits-submodules: {l}\n"));
+    format!("{}{replacement}{}", &config[..start], &config[end..])
+}
+
+#[test]
+fn an_overlapped_checkout_equals_the_sequential_one() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // Overlapped: kineto (the submodule the script edits) and fmt (nested in it) beside
+    // torch's checkout; hipify waits for kineto alone, fmt may still be being written.
+    checkout(&env, &world, "overlapped", &["--project", "torch"]).success();
+    // Hipify after every submodule, with a cache of its own (so hipify runs again).
+    let sequential_config = env.path("sequential.yaml");
+    std::fs::write(&sequential_config, with_edits_submodules(&world, None)).expect("write");
+    env.rockbuild()
+        .args(["checkout", "--project", "torch", "--config"])
+        .arg(&sequential_config)
+        .args(["--root-checkout-dir", "sequential", "--cache-dir", "cache2"])
+        .assert()
+        .success();
+    let overlapped = env.path("overlapped/pytorch");
+    let sequential = env.path("sequential/pytorch");
+    assert_eq!(hipify_runs(&overlapped), 1);
+    assert_eq!(hipify_runs(&sequential), 1);
+    let repos = [
+        "",
+        "third_party/kineto",
+        "third_party/kineto/third_party/fmt",
+    ];
+    for rel in repos {
+        let ids = [
+            "HEAD",
+            "HEAD^{tree}",
+            "THEROCK_UPSTREAM_DIFFBASE",
+            "THEROCK_HIPIFY_DIFFBASE",
+        ];
+        let mut args = vec!["rev-parse"];
+        args.extend(ids);
+        assert_eq!(
+            git_in(&overlapped.join(rel), &args),
+            git_in(&sequential.join(rel), &args),
+            "{rel}: the same commits, trees and tags"
+        );
+        assert_eq!(status(&overlapped.join(rel)), "", "{rel} is clean");
+    }
+    let lock = |root: &str| read_lock(&env.path(&format!("{root}/rockbuild.lock.json")));
+    let (first, second) = (lock("overlapped"), lock("sequential"));
+    for key in ["commit", "tree", "submodules", "hipify"] {
+        assert_eq!(
+            first["projects"]["torch"][key], second["projects"]["torch"][key],
+            "torch.{key}"
+        );
+    }
+
+    // And both are what git's own commands give, one step after another (clone, submodules,
+    // the script from the root): the same tree in every repository.
+    let plain = env.path("plain");
+    crate::common::run_ok(
+        env.command("git")
+            .args(["-c", "protocol.file.allow=always", "clone", "-q"])
+            .arg("--recurse-submodules")
+            .arg(world.torch.url())
+            .arg(&plain),
+    );
+    crate::common::run_ok(
+        env.command("python3")
+            .arg("tools/amd_build/build_amd.py")
+            .current_dir(&plain),
+    );
+    for rel in repos {
+        git_in(&plain.join(rel), &["add", "-A"]);
+        assert_eq!(
+            git_in(&plain.join(rel), &["write-tree"]),
+            git_in(&overlapped.join(rel), &["rev-parse", "HEAD^{tree}"]),
+            "{rel}: the tree git's sequential steps produce"
+        );
+    }
+}
+
+#[test]
+fn a_submodule_hipify_edits_must_be_listed() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // A script that edits kineto once its checkout is complete (its index is written last),
+    // under a config that says the script edits no submodule: hipify does not wait for it.
+    world.torch.write(
+        "tools/amd_build/build_amd.py",
+        r#"import pathlib, time
+index = pathlib.Path(".git/modules/third_party/kineto/index")
+for _ in range(1200):
+    if index.exists():
+        break
+    time.sleep(0.05)
+platform = pathlib.Path("third_party/kineto/platform.h")
+platform.write_text(platform.read_text().replace("HIP_PLATFORM_HCC", "HIP_PLATFORM_AMD"))
+"#,
+    );
+    world.torch.commit("hipify that edits kineto");
+    world.torch.publish();
+    std::fs::write(&world.config, with_edits_submodules(&world, Some("[]"))).expect("write");
+    let out = checkout(&env, &world, "ws", &["--project", "torch", "--quiet"])
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    crate::common::snapshot::settings(&env)
+        .bind(|| insta::assert_snapshot!("checkout_unlisted_hipify_submodule", stderr));
+    assert!(!env.path("ws/rockbuild.lock.json").exists());
 }
