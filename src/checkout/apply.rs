@@ -806,14 +806,8 @@ fn from_cache(
             // --force` leaves exactly its tree, so no walk of the working tree is needed.
             let commit = Oid::from_str(commit)?;
             if local::head_commit(&node_repo) != Some(commit) {
-                ctx.runner.run(&node_git.cmd([
-                    "checkout".to_string(),
-                    "-q".into(),
-                    "--force".into(),
-                    "--detach".into(),
-                    "--end-of-options".into(),
-                    commit.to_string(),
-                ]))?;
+                ctx.runner
+                    .run(&node_git.checkout_detached(&commit.to_string()))?;
             }
             local::tree_of(&node_repo, commit)?.to_string()
         } else {

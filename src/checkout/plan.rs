@@ -89,8 +89,9 @@ pub struct TreeState {
     pub digests: Vec<Option<String>>,
 }
 
-/// One repository of a checkout (the root or a submodule).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One repository of a checkout (the root or a submodule). Serialized as the stat
+/// snapshot's record of it (`snapshot.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct NodeState {
     /// Path relative to the project root; empty for the root.
     pub rel: String,

@@ -38,14 +38,9 @@ struct Snapshot {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
-    rel: String,
     digest: String,
-    head: String,
-    hipify_parent: Option<String>,
-    recorded: String,
-    changes: Vec<String>,
-    state_tree: String,
-    upstream_tree: Option<String>,
+    #[serde(flatten)]
+    state: NodeState,
 }
 
 /// The stored state of every repository of the project at `dir`, when the snapshot exists, was
@@ -57,26 +52,12 @@ pub fn unchanged(dir: &Path, recurse: bool) -> Option<Vec<NodeState>> {
     let snapshot: Snapshot = serde_json::from_slice(&fs_err::read(&file).ok()?).ok()?;
     let bound = Stamp::of(&taken);
     let all_match = snapshot.nodes.par_iter().all(|entry| {
-        digest(&node_dir(dir, &entry.rel), Some(bound)).as_ref() == Some(&entry.digest)
+        digest(&node_dir(dir, &entry.state.rel), Some(bound)).as_ref() == Some(&entry.digest)
     });
     if !all_match || snapshot.nodes.is_empty() || snapshot.recurse != recurse {
         return None;
     }
-    Some(
-        snapshot
-            .nodes
-            .into_iter()
-            .map(|e| NodeState {
-                rel: e.rel,
-                head: e.head,
-                hipify_parent: e.hipify_parent,
-                recorded: e.recorded,
-                changes: e.changes,
-                state_tree: e.state_tree,
-                upstream_tree: e.upstream_tree,
-            })
-            .collect(),
-    )
+    Some(snapshot.nodes.into_iter().map(|e| e.state).collect())
 }
 
 /// The digest of every repository (by its path from `dir`), taken before their status is read,
@@ -105,14 +86,8 @@ pub fn record(
             return Ok(());
         };
         entries.push(Entry {
-            rel: node.rel.clone(),
             digest: digest.clone(),
-            head: node.head.clone(),
-            hipify_parent: node.hipify_parent.clone(),
-            recorded: node.recorded.clone(),
-            changes: node.changes.clone(),
-            state_tree: node.state_tree.clone(),
-            upstream_tree: node.upstream_tree.clone(),
+            state: node.clone(),
         });
     }
     let json = serde_json::to_vec(&Snapshot {

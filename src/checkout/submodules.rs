@@ -214,14 +214,7 @@ fn one(
         .get(&submodule.path)
         .unwrap_or(&submodule.commit);
     ctx.runner
-        .run(&git.cmd([
-            "checkout",
-            "-q",
-            "--force",
-            "--detach",
-            "--end-of-options",
-            commit.as_str(),
-        ]))
+        .run(&git.checkout_detached(commit))
         .map_err(|error| {
             anyhow::Error::new(error).context(format!(
                 "checking out the submodule {} of '{}' at {commit} failed",
