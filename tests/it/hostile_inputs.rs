@@ -467,6 +467,13 @@ fn exit_codes_match_the_documentation() {
     let index = format!("file://{}", env.path("staged").display());
     let release = format!("file://{}", env.path("release").display());
     let config = world.config.display().to_string();
+    let promote = |extra: &[&str]| -> Vec<String> {
+        ["promote", "--from", &index, "--to", &release]
+            .iter()
+            .chain(extra)
+            .map(|arg| arg.to_string())
+            .collect()
+    };
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("presets table", vec!["presets".into()]),
         (
@@ -544,39 +551,14 @@ fn exit_codes_match_the_documentation() {
                 "empty".into(),
             ],
         ),
-        (
-            "promote with nothing staged",
-            vec![
-                "promote".into(),
-                "--from".into(),
-                index.clone(),
-                "--to".into(),
-                release.clone(),
-            ],
-        ),
+        ("promote with nothing staged", promote(&[])),
         (
             "promote with a missing --test-report",
-            vec![
-                "promote".into(),
-                "--from".into(),
-                index.clone(),
-                "--to".into(),
-                release.clone(),
-                "--test-report".into(),
-                "missing-report.json".into(),
-            ],
+            promote(&["--test-report", "missing-report.json"]),
         ),
         (
             "promote with an empty --test-report directory",
-            vec![
-                "promote".into(),
-                "--from".into(),
-                index,
-                "--to".into(),
-                release,
-                "--test-report".into(),
-                "empty".into(),
-            ],
+            promote(&["--test-report", "empty"]),
         ),
     ];
     let mut table = String::from("| case | exit | first error line |\n|---|---|---|\n");
