@@ -27,6 +27,7 @@ use std::sync::Arc;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, MetadataDirective};
 use sha2::{Digest, Sha256};
@@ -216,7 +217,9 @@ impl S3Store {
         }
     }
 
-    async fn read_all(&self, key: &str) -> Result<ByteStream, StoreError> {
+    /// The object at `key`; `None` when it does not exist (a 404, or `NoSuchKey` from servers
+    /// that answer a missing key with another status).
+    async fn get_object(&self, key: &str) -> Result<Option<GetObjectOutput>, StoreError> {
         match self
             .client
             .get_object()
@@ -225,17 +228,24 @@ impl S3Store {
             .send()
             .await
         {
-            Ok(output) => Ok(output.body),
+            Ok(output) => Ok(Some(output)),
             Err(error) => {
                 let failure = failure(&error);
-                if failure.status == Some(404) {
-                    return Err(StoreError::NotFound {
-                        store: self.url(),
-                        key: key.to_string(),
-                    });
+                if failure.status == Some(404) || failure.code.as_deref() == Some("NoSuchKey") {
+                    return Ok(None);
                 }
                 Err(self.error("read", key, failure))
             }
+        }
+    }
+
+    async fn read_all(&self, key: &str) -> Result<ByteStream, StoreError> {
+        match self.get_object(key).await? {
+            Some(output) => Ok(output.body),
+            None => Err(StoreError::NotFound {
+                store: self.url(),
+                key: key.to_string(),
+            }),
         }
     }
 
@@ -351,22 +361,8 @@ impl S3Store {
         key: &str,
     ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
         self.runtime.block_on(async {
-            let output = match self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(self.full_key(key))
-                .send()
-                .await
-            {
-                Ok(output) => output,
-                Err(error) => {
-                    let failure = failure(&error);
-                    if failure.status == Some(404) || failure.code.as_deref() == Some("NoSuchKey") {
-                        return Ok(None);
-                    }
-                    return Err(self.error("read", key, failure));
-                }
+            let Some(output) = self.get_object(key).await? else {
+                return Ok(None);
             };
             let etag = output.e_tag().unwrap_or_default().to_string();
             let bytes = output
