@@ -17,8 +17,8 @@
 #   benches/torch-scale/bench.sh [ROUNDS]        (default 5, after one warm-up round)
 #
 # ROCKBUILD_BENCH_CACHE sets the cache directory (default ~/.cache/rockbuild-bench/torch-scale);
-# checkouts go to its runs/ (about 3 GB per round; each round's deleted after it, then a pause of
-# ROCKBUILD_BENCH_SETTLE seconds, default 90). A round takes about 2-3 minutes on 2 cores.
+# checkouts go to its runs/ (about 3.5 GB per round, all kept until the end: see settle). A round
+# takes about 1-2 minutes on 2 cores, plus the settling after the previous run's deletion.
 set -euo pipefail
 rounds=${1:-5}
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -27,10 +27,40 @@ rb="${CARGO_TARGET_DIR:-$repo/target}/release/rockbuild"
 work="$cache/runs"
 rm -rf "$out" "$work" && mkdir -p "$out" "$work"
 ref=release/2.6
-load() { # the 1-minute load average and PSI 'some' avg10 (CPU, IO) as JSON
+# This machine's root file system is ext4 without a journal, where creating an inode walks
+# past every recently deleted one (the kernel's `recently_deleted` check in ialloc.c, made only
+# when there is no journal): for a minute or two after a few tens of thousands of files are
+# deleted, creating files is up to 40 times slower (20,000 empty files: 10.5 s right after a
+# deletion of 40,000, 3.5 s 30 s later, 0.25 s from 90 s on). The reference creates more inodes
+# than rockbuild, so it suffers more: ratios taken in that shadow flatter rockbuild. Hence no
+# round's trees are deleted before the end, and every measurement waits until creating files
+# runs at the settled rate (settle) and records that rate.
+probe() { # milliseconds to create 2,000 empty files in a directory of its own (kept: deleting
+  # them would be a deletion)
+  python3 - "$work/.probe" <<'PY'
+import os, sys, time, uuid
+d = os.path.join(sys.argv[1], uuid.uuid4().hex)
+os.makedirs(d)
+start = time.perf_counter()
+for i in range(2000):
+    os.close(os.open(os.path.join(d, str(i)), os.O_CREAT | os.O_WRONLY, 0o644))
+print(round((time.perf_counter() - start) * 1000))
+PY
+}
+settle() { # waits (up to 10 minutes) until creating files runs at the settled rate
+  local waited=0 ms
+  while ms=$(probe) && [ "$ms" -gt "${ROCKBUILD_BENCH_SETTLED_MS:-100}" ] && [ "$waited" -lt 600 ]; do
+    sleep 15
+    waited=$((waited + 15))
+  done
+  echo "$ms"
+}
+load() { # the 1-minute load average, PSI 'some' avg10 (CPU, IO) and the create probe as JSON
+  local create_ms
+  create_ms=$(settle)
   python3 -c 'import json, sys
 some = lambda kind: float(open(f"/proc/pressure/{kind}").read().split()[1].split("=")[1])
-print(json.dumps({"load": float(open("/proc/loadavg").read().split()[0]), "cpu": some("cpu"), "io": some("io")}))'
+print(json.dumps({"load": float(open("/proc/loadavg").read().split()[0]), "cpu": some("cpu"), "io": some("io"), "create_2000_files_ms": int(sys.argv[1])}))' "$create_ms"
 }
 timed() { # name command...: wall seconds to $out/name.time, load at the start to $out/name.load
   local name=$1
@@ -67,20 +97,10 @@ same_trees() { # round: the three sides must have written the same trees (hipify
   done
 }
 
-drop_round() { # round: its trees deleted (not the last round's: the up-to-date runs and the
-  # floor use it), then a pause: this disk is mounted with `discard`, and for about a minute
-  # after a deletion of 2-3 GB the trims slow every write. Keeping every round instead needs
-  # about 3 GB of free disk per round.
-  if [ "$1" -lt "$rounds" ]; then
-    rm -rf "${work:?}/$1"
-    sync
-    sleep "${ROCKBUILD_BENCH_SETTLE:-90}"
-  fi
-}
 
 for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
-  # Every round in directories of its own (drop_round). Alternate which side goes first; warm
-  # follows cold (it uses cold's cache).
+  # Every round in directories of its own, all kept until the end (about 3.5 GB each).
+  # Alternate which side goes first; warm follows cold (it uses cold's cache).
   if [ $((i % 2)) -eq 0 ]; then
     reference "$i"
     rockbuild cold "$i"
@@ -92,7 +112,6 @@ for i in $(seq 0 "$rounds"); do # round 0 warms up and is dropped
   fi
   same_trees "$i"
   if [ "$i" -eq 0 ]; then
-    drop_round 0
     continue
   fi
   python3 - "$out" "$work" "$i" <<'PY'
@@ -109,7 +128,6 @@ for side in ("cold", "warm"):
     run[side] = {"wall": wall(f"{side}-{i}"), "load": load(f"{side}-{i}"), "torch": phases("rockbuild", f"{out}/{side}-{i}.report.json")}
 json.dump(run, open(f"{out}/run-{i}.json", "w"), indent=1)
 PY
-  drop_round "$i"
 done
 
 # Up to date: the same pins again on the last warm tree.

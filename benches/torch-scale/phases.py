@@ -8,7 +8,8 @@
 Phases of the torch path: fetch (into the mirror cache, submodules included), checkout (torch's
 worktree), submodules (every submodule's worktree and marking them skip-worktree), hipify
 (build_amd.py, or taking its result from the cache), commits and tags (the hipify commits,
-tags, stamps and the hipify cache). rockbuild's figures are its own phase clock (the torch row
+tags, stamps and the hipify cache), checkout packs (rockbuild only: the uncompressed packs it
+keeps in the cache for the next new tree). rockbuild's figures are its own phase clock (the torch row
 of --report); the reference's are its torch steps.
 """
 
@@ -17,9 +18,9 @@ import statistics
 import sys
 from pathlib import Path
 
-PHASES = ["fetch", "checkout", "submodules", "hipify", "commits and tags"]
+PHASES = ["fetch", "checkout", "submodules", "hipify", "commits and tags", "checkout packs"]
 # rockbuild's --report phase names, and the reference's step names, per phase above.
-ROCKBUILD = {"fetch": "fetch", "tree": "checkout", "submodules": "submodules", "hipify": "hipify", "tags": "commits and tags"}
+ROCKBUILD = {"fetch": "fetch", "tree": "checkout", "submodules": "submodules", "hipify": "hipify", "tags": "commits and tags", "cache": "checkout packs"}
 REFERENCE = {"fetch": "fetch", "checkout": "checkout", "submodules": "submodules", "hipify": "hipify", "commits": "commits and tags", "tags": "commits and tags"}
 
 
@@ -52,9 +53,10 @@ def fmt(seconds):
 
 
 def load(samples):
-    """Median load average, CPU and IO pressure (PSI 'some' avg10, %) of the samples."""
-    med = lambda key: statistics.median(s[key] for s in samples)
-    return f"{med('load'):.1f} / {med('cpu'):.0f} % / {med('io'):.0f} %"
+    """Median load average, CPU and IO pressure (PSI 'some' avg10, %) and the time to create
+    2,000 files (bench.sh's settle probe) of the samples."""
+    med = lambda key: statistics.median(s.get(key, 0) for s in samples)
+    return f"{med('load'):.1f} / {med('cpu'):.0f} % / {med('io'):.0f} % / {med('create_2000_files_ms'):.0f} ms"
 
 
 def report(results):
@@ -68,7 +70,7 @@ def report(results):
         "warm": "`rockbuild checkout`, new root, warm cache",
     }
     out = [f"{len(runs)} alternating rounds (reference, cold, warm).", ""]
-    out += ["| measurement | median | min | max | ratio to the reference (median of per-round ratios) | load average / CPU PSI / IO PSI at start (median) |", "|---|---|---|---|---|---|"]
+    out += ["| measurement | median | min | max | ratio to the reference (median of per-round ratios) | load average / CPU PSI / IO PSI / 2,000 files created, at start (median) |", "|---|---|---|---|---|---|"]
     for side in sides:
         walls = [r[side]["wall"] for r in runs]
         ratios = [r[side]["wall"] / r["reference"]["wall"] for r in runs]

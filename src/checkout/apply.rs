@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use git2::{Oid, Repository};
 use indexmap::IndexMap;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::inspect::{self, TRITON_BUILD_ENV};
@@ -45,6 +46,9 @@ pub struct Phases {
     pub hipify: f64,
     /// Hipify commits, tags, stamps, the hipify cache.
     pub tags: f64,
+    /// Checkout packs written into the cache for the next new tree of these commits (in
+    /// `--report`, not in the summary table).
+    pub cache: f64,
 }
 
 /// One row of the summary (and of `--report`).
@@ -105,9 +109,10 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
         }
         result
     })?;
-    run.lap(Phase::Tags);
     fs_err::remove_file(&marker)?;
     run.record_snapshot()?;
+    run.lap(Phase::Tags);
+    run.keep_checkout_packs()?;
     let state = match job.plan.action {
         Action::Fetch { .. } => "checked out",
         _ => "repaired",
@@ -122,6 +127,7 @@ enum Phase {
     Submodules,
     Hipify,
     Tags,
+    Cache,
 }
 
 /// One project's apply in progress: the repository, its log, the phase clock and what the
@@ -176,6 +182,7 @@ impl<'a> Run<'a> {
             Phase::Submodules => &mut self.phases.submodules,
             Phase::Hipify => &mut self.phases.hipify,
             Phase::Tags => &mut self.phases.tags,
+            Phase::Cache => &mut self.phases.cache,
         };
         *slot += self.clock.elapsed().as_secs_f64();
         self.clock = Instant::now();
@@ -215,6 +222,51 @@ impl<'a> Run<'a> {
         }
         snapshot::record(self.dir, recurse, &states, &digests)?;
         self.nodes = nodes;
+        Ok(())
+    }
+
+    /// Gives every repository's commit a checkout pack in its mirror, so that the next new
+    /// tree of these commits copies its files instead of inflating them (see
+    /// `git/mirror/checkout_packs.rs`). `--jobs` at a time; a failure only costs that speed,
+    /// so it is a warning.
+    fn keep_checkout_packs(&mut self) -> anyhow::Result<()> {
+        let job = self.job;
+        let mut wanted = Vec::new();
+        for node in self.nodes()? {
+            let mirror = if node.rel.is_empty() {
+                &job.resolved.mirror
+            } else {
+                match job.resolved.submodules.iter().find(|s| s.path == node.rel) {
+                    Some(submodule) => &submodule.mirror,
+                    None => continue,
+                }
+            };
+            let head = local::head_commit(&local::open(&node.dir)?);
+            if let Some(head) = head.filter(|h| !mirror.has_checkout_pack(*h))
+                && mirror.commit(&head.to_string()).is_some()
+            {
+                wanted.push((mirror, head, node.label().to_string()));
+            }
+        }
+        if !wanted.is_empty() {
+            self.task.phase("checkout packs into the cache");
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(job.selection.jobs.max(1))
+                .build()?;
+            let ctx = self.ctx;
+            pool.install(|| {
+                wanted.par_iter().for_each(|(mirror, head, label)| {
+                    if let Err(error) = mirror.write_checkout_pack(&ctx.runner, *head) {
+                        ctx.ui.warn(format!(
+                            "{}: no checkout pack of {label} at {head} in the cache ({error}); \
+                             the next checkout of it inflates its files from the mirror",
+                            job.project.name
+                        ));
+                    }
+                });
+            });
+        }
+        self.lap(Phase::Cache);
         Ok(())
     }
 
@@ -374,7 +426,17 @@ impl<'a> Run<'a> {
             Step::Objects => {
                 self.task.phase("objects from the cache");
                 let git_dir = self.dir.join(".git");
-                submodules::objects(ctx, &self.git, &self.job.resolved.mirror, &git_dir)?;
+                let checking_out = self.job.plan.steps.iter().find_map(|step| match step {
+                    Step::Checkout { commit } => Some(commit.as_str()),
+                    _ => None,
+                });
+                submodules::objects(
+                    ctx,
+                    &self.git,
+                    &self.job.resolved.mirror,
+                    &git_dir,
+                    checking_out.unwrap_or(&target.commit),
+                )?;
             }
             Step::Checkout { commit } => {
                 self.task

@@ -208,11 +208,11 @@ fn one(
     let git = Git::new(&work_tree, label)
         .log_to(request.log)
         .allow_file_protocol(true);
-    objects(ctx, &git, &submodule.mirror, &git_dir)?;
     let commit = request
         .commits
         .get(&submodule.path)
         .unwrap_or(&submodule.commit);
+    objects(ctx, &git, &submodule.mirror, &git_dir, commit)?;
     ctx.runner
         .run(&git.checkout_detached(commit))
         .map_err(|error| {
@@ -263,11 +263,18 @@ fn repository(work_tree: &Path, parent_git_dir: &Path, name: &str) -> anyhow::Re
     Ok(git_dir)
 }
 
-/// Every object of the mirror into `git_dir`: hard-linked packs, or a local fetch when the
-/// cache is on another file system. The mirror's shared lock is held meanwhile.
-pub fn objects(ctx: &Context, git: &Git, mirror: &Mirror, git_dir: &Path) -> anyhow::Result<()> {
+/// Every object of the mirror into `git_dir`: hard-linked packs (with the checkout pack of
+/// `commit`, the one about to be checked out), or a local fetch when the cache is on another
+/// file system. The mirror's shared lock is held meanwhile.
+pub fn objects(
+    ctx: &Context,
+    git: &Git,
+    mirror: &Mirror,
+    git_dir: &Path,
+    commit: &str,
+) -> anyhow::Result<()> {
     let _guard = mirror.shared()?;
-    if mirror.link_into(git_dir)? == Transfer::NeedsCopy {
+    if mirror.link_into(git_dir, commit)? == Transfer::NeedsCopy {
         fetch_from(ctx, git, mirror, "+refs/rockbuild/*:refs/rockbuild/*")?;
     }
     Ok(())

@@ -36,6 +36,8 @@ pub struct Cmd {
     pub(super) log: Option<PathBuf>,
     pub(super) retry: Option<Retry>,
     pub(super) capture_stdout: bool,
+    /// A file read as the child's standard input (none: no input).
+    pub(super) stdin: Option<PathBuf>,
 }
 
 impl Cmd {
@@ -52,6 +54,7 @@ impl Cmd {
             log: None,
             retry: None,
             capture_stdout: false,
+            stdin: None,
         }
     }
 
@@ -134,6 +137,13 @@ impl Cmd {
         self
     }
 
+    /// Feeds the file at `path` to the child's standard input (e.g. an object list for
+    /// `git pack-objects`).
+    pub fn stdin_from(mut self, path: impl Into<PathBuf>) -> Self {
+        self.stdin = Some(path.into());
+        self
+    }
+
     #[cfg(test)]
     pub fn get_label(&self) -> &str {
         &self.label
@@ -198,6 +208,9 @@ impl Cmd {
         }
         let argv: Vec<String> = self.argv_display().iter().map(|a| quote(a)).collect();
         line.push_str(&argv.join(" "));
+        if let Some(stdin) = &self.stdin {
+            let _ = write!(line, " < {}", quote(&stdin.to_string_lossy()));
+        }
         line
     }
 

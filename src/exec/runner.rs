@@ -157,6 +157,10 @@ impl Runner {
             repro: repro.to_string(),
             source,
         };
+        let stdin = match &cmd.stdin {
+            Some(path) => Stdio::from(fs_err::File::open(path).map_err(spawn_error)?.into_file()),
+            None => Stdio::null(),
+        };
         #[expect(
             clippy::disallowed_methods,
             reason = "the one place that starts processes"
@@ -166,7 +170,7 @@ impl Runner {
             .args(&cmd.args)
             .env_clear()
             .envs(&env)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Own process group: timeouts and signals reach grandchildren too.
@@ -306,6 +310,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("==> exit status: 0"), "{text}");
+    }
+
+    #[test]
+    fn stdin_comes_from_the_named_file_and_the_repro_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = dir.path().join("objects");
+        fs_err::write(&input, "one\ntwo\n").expect("write");
+        let cmd = Cmd::new("wc").arg("-l").stdin_from(&input).capture_stdout();
+        assert_eq!(runner().run(&cmd).expect("runs").stdout.trim(), "2");
+        assert_eq!(cmd.repro(), format!("wc -l < {}", input.display()));
+        let missing = Cmd::new("wc").stdin_from(dir.path().join("absent"));
+        assert!(matches!(
+            runner().run(&missing),
+            Err(ProcessError::Spawn { .. })
+        ));
     }
 
     #[test]

@@ -20,6 +20,8 @@ use git2::{Oid, Repository};
 use super::{Error, Git, Origin, RefName, TransferLimits, is_full_sha, local};
 use crate::exec::Runner;
 
+mod checkout_packs;
+
 /// Where the mirrors of a cache directory live.
 pub fn mirrors_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("git")
@@ -79,7 +81,15 @@ impl Mirror {
         let _guard = mirror.exclusive()?;
         if mirror.dir.exists() {
             match damage(&mirror.dir) {
-                None => return Ok(mirror),
+                None => {
+                    if let Some(reason) = mirror.discard_damaged_checkout_packs()? {
+                        warn(format!(
+                            "the checkout packs of {} are damaged ({reason}); removed them",
+                            mirror.dir.display()
+                        ));
+                    }
+                    return Ok(mirror);
+                }
                 Some(reason) => {
                     warn(format!(
                         "the git cache {} of {} is damaged ({reason}); re-cloning it",
@@ -292,8 +302,9 @@ impl Mirror {
     }
 
     /// Gives the repository at `git_dir` (a `.git` directory) every object of the mirror by
-    /// hard-linking its pack files, and its shallow boundary. Hold [`Mirror::shared`] meanwhile.
-    pub fn link_into(&self, git_dir: &Path) -> Result<Transfer, Error> {
+    /// hard-linking its pack files, the checkout pack of `commit` (the one it will check out)
+    /// when there is one, and its shallow boundary. Hold [`Mirror::shared`] meanwhile.
+    pub fn link_into(&self, git_dir: &Path, commit: &str) -> Result<Transfer, Error> {
         let pack_dir = git_dir.join("objects/pack");
         fs_err::create_dir_all(&pack_dir)
             .map_err(|e| Error::cache(&pack_dir, "creating the pack directory", e))?;
@@ -323,6 +334,10 @@ impl Mirror {
                     Err(error) => return Err(Error::cache(&target, "linking a pack", error)),
                 }
             }
+        }
+        match self.link_checkout_pack(git_dir, commit)? {
+            Some(checkout_pack) => linked += usize::from(checkout_pack),
+            None => return Ok(Transfer::NeedsCopy),
         }
         let shallow = self.dir.join("shallow");
         if shallow.exists() {
@@ -396,6 +411,12 @@ fn damage(dir: &Path) -> Option<String> {
     if let Err(error) = Repository::open_bare(dir) {
         return Some(error.message().to_string());
     }
+    damage_in_packs(dir)
+}
+
+/// Why the packs of the object store at `dir` cannot be trusted, if they cannot: each pack
+/// has an index recording the checksum it ends with, and each index a pack.
+fn damage_in_packs(dir: &Path) -> Option<String> {
     for pack in pack_files(dir, "pack") {
         let name = pack
             .file_name()

@@ -557,6 +557,145 @@ fn a_damaged_mirror_is_recloned_with_a_warning() {
     );
 }
 
+/// The checkout packs of a mirror (`rockbuild-checkout/objects/pack/pack-<commit>.*`), by
+/// commit, most recently used first.
+fn checkout_packs(mirror: &Path) -> Vec<String> {
+    let dir = mirror.join("rockbuild-checkout/objects/pack");
+    let mut packs: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let commit = name
+                        .strip_prefix("pack-")?
+                        .strip_suffix(".pack")?
+                        .to_string();
+                    Some((e.metadata().ok()?.modified().ok()?, commit))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    packs.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
+    packs.into_iter().map(|(_, commit)| commit).collect()
+}
+
+/// A checkout leaves, per repository, its commit's objects stored as-is beside the mirror; a
+/// new tree of that commit links them as its newest pack (git reads objects from the newest
+/// pack first), so its files are copied, not inflated. Two are kept per mirror; a damaged one
+/// is dropped with a warning.
+#[test]
+fn new_trees_read_their_files_from_uncompressed_checkout_packs() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // Text deflate would shrink: found verbatim in a pack only if stored as-is.
+    let probe = "a line of text that deflate would compress well\n".repeat(40);
+    world.torch.write("PROBE.txt", &probe);
+    world.torch.commit("probe");
+    world.torch.publish();
+    ok(&checkout(&env, &world, "one", &[]).output().expect("run"));
+    let torch_mirror = mirror(&env, "torch");
+    let one_head = git_in(&env.path("one/pytorch"), &["rev-parse", "HEAD"]);
+    let kineto_head = git_in(
+        &env.path("one/pytorch/third_party/kineto"),
+        &["rev-parse", "HEAD"],
+    );
+    // torch's is its hipify commit (what a new tree checks out), a submodule's its pin.
+    assert_eq!(
+        checkout_packs(&torch_mirror),
+        std::slice::from_ref(&one_head)
+    );
+    assert_eq!(checkout_packs(&mirror(&env, "kineto")), [kineto_head]);
+    let pack_of = |commit: &str| {
+        torch_mirror.join(format!(
+            "rockbuild-checkout/objects/pack/pack-{commit}.pack"
+        ))
+    };
+    let bytes = std::fs::read(pack_of(&one_head)).expect("checkout pack");
+    assert!(
+        bytes.windows(probe.len()).any(|w| w == probe.as_bytes()),
+        "stored uncompressed"
+    );
+
+    ok(&checkout(&env, &world, "two", &[]).output().expect("run"));
+    let two_packs = env.path("two/pytorch/.git/objects/pack");
+    let linked = two_packs.join(format!("pack-{one_head}.pack"));
+    let inode =
+        |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("stat"));
+    assert_eq!(inode(&linked), inode(&pack_of(&one_head)), "a hard link");
+    let mtime = |p: &Path| {
+        std::fs::metadata(p)
+            .expect("stat")
+            .modified()
+            .expect("mtime")
+    };
+    let newest_other = std::fs::read_dir(&two_packs)
+        .expect("packs")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pack") && *p != linked)
+        .map(|p| mtime(&p))
+        .max()
+        .expect("the mirror's packs");
+    assert!(mtime(&linked) > newest_other, "the newest pack of the tree");
+    assert_eq!(
+        git_in(&env.path("two/pytorch"), &["fsck", "--no-dangling"]),
+        ""
+    );
+    assert_eq!(
+        git_in(&env.path("two/pytorch"), &["rev-parse", "HEAD"]),
+        one_head
+    );
+
+    // Two more torch commits: the mirror keeps the packs of the two newest, and the first
+    // tree still has every object (its own link).
+    let mut heads = Vec::new();
+    for root in ["three", "four"] {
+        world.torch.write("NEWS", &format!("{root}\n"));
+        world.torch.commit(root);
+        world.torch.publish();
+        ok(&checkout(&env, &world, root, &["--no-hipify"])
+            .output()
+            .expect("run"));
+        heads.push(git_in(
+            &env.path(&format!("{root}/pytorch")),
+            &["rev-parse", "HEAD"],
+        ));
+    }
+    heads.reverse();
+    assert_eq!(checkout_packs(&torch_mirror), heads);
+    assert_eq!(
+        git_in(&env.path("one/pytorch"), &["fsck", "--no-dangling"]),
+        ""
+    );
+
+    // A truncated checkout pack: removed with a warning; the checkout goes on without it.
+    let newest = pack_of(&heads[0]);
+    let bytes = std::fs::read(&newest).expect("read");
+    std::fs::write(&newest, &bytes[..bytes.len() / 2]).expect("truncate");
+    let output = checkout(&env, &world, "five", &["--no-hipify"])
+        .output()
+        .expect("run");
+    let (_, stderr) = ok(&output);
+    assert!(
+        stderr.contains(&format!(
+            "the checkout packs of {} are damaged (pack-{}.pack does not match its index (truncated?)); removed them",
+            torch_mirror.display(),
+            heads[0]
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        checkout_packs(&torch_mirror),
+        [heads[0].clone()],
+        "written again"
+    );
+    assert_eq!(
+        git_in(&env.path("five/pytorch"), &["fsck", "--no-dangling"]),
+        ""
+    );
+}
+
 /// The lock resolves sources, SDK, targets and wheel names with no tree; checkout reproduces
 /// it; build's plan names every wheel the same; any drift is refused naming both values.
 #[test]
