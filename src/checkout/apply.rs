@@ -227,25 +227,27 @@ impl<'a> Run<'a> {
 
     /// Gives every repository's commit a checkout pack in its mirror, so that the next new
     /// tree of these commits copies its files instead of inflating them (see
-    /// `git/mirror/checkout_packs.rs`). `--jobs` at a time; a failure only costs that speed,
-    /// so it is a warning.
+    /// `git/mirror/checkout_packs.rs`): the upstream commits' were written beside hipify, so
+    /// what is left is mostly the hipify commits, each with its upstream commit as base.
+    /// `--jobs` at a time.
     fn keep_checkout_packs(&mut self) -> anyhow::Result<()> {
         let job = self.job;
         let mut wanted = Vec::new();
         for node in self.nodes()? {
-            let mirror = if node.rel.is_empty() {
-                &job.resolved.mirror
+            let (mirror, upstream) = if node.rel.is_empty() {
+                (&job.resolved.mirror, &job.target.commit)
             } else {
                 match job.resolved.submodules.iter().find(|s| s.path == node.rel) {
-                    Some(submodule) => &submodule.mirror,
+                    Some(submodule) => (&submodule.mirror, &submodule.commit),
                     None => continue,
                 }
             };
-            let head = local::head_commit(&local::open(&node.dir)?);
-            if let Some(head) = head.filter(|h| !mirror.has_checkout_pack(*h))
-                && mirror.commit(&head.to_string()).is_some()
-            {
-                wanted.push((mirror, head, node.label().to_string()));
+            let Some(head) = local::head_commit(&local::open(&node.dir)?) else {
+                continue;
+            };
+            if !mirror.has_checkout_pack(head) && mirror.commit(&head.to_string()).is_some() {
+                let base = (head.to_string() != *upstream).then_some(upstream.as_str());
+                wanted.push((mirror, head.to_string(), base, node.label().to_string()));
             }
         }
         if !wanted.is_empty() {
@@ -255,14 +257,15 @@ impl<'a> Run<'a> {
                 .build()?;
             let ctx = self.ctx;
             pool.install(|| {
-                wanted.par_iter().for_each(|(mirror, head, label)| {
-                    if let Err(error) = mirror.write_checkout_pack(&ctx.runner, *head) {
-                        ctx.ui.warn(format!(
-                            "{}: no checkout pack of {label} at {head} in the cache ({error}); \
-                             the next checkout of it inflates its files from the mirror",
-                            job.project.name
-                        ));
-                    }
+                wanted.par_iter().for_each(|(mirror, head, base, label)| {
+                    submodules::keep_checkout_pack(
+                        ctx,
+                        &job.project.name,
+                        mirror,
+                        label,
+                        head,
+                        *base,
+                    );
                 });
             });
         }
@@ -304,6 +307,7 @@ impl<'a> Run<'a> {
         let steps = &self.job.plan.steps;
         let has_submodules = steps.iter().any(|s| matches!(s, Step::Submodules { .. }));
         let mut background = None;
+        let mut packer = None;
         if has_submodules && self.job.state.nodes.is_empty() {
             submodules::make_top_level_dirs(self.dir, &self.job.resolved.submodules)?;
             let runs_script = steps.iter().any(|s| {
@@ -328,9 +332,21 @@ impl<'a> Run<'a> {
                     }
                 }
                 Step::Hipify { how } => self.hipify(how, &mut background)?,
-                Step::Checkout { .. } => {
+                Step::Checkout { commit } => {
                     self.step(step)?;
                     progress.open_gate();
+                    // The tree's checkout pack, written beside the next steps (hipify).
+                    let (ctx, job) = (self.ctx, self.job);
+                    packer = Some(scope.spawn(move || {
+                        submodules::keep_checkout_pack(
+                            ctx,
+                            &job.project.name,
+                            &job.resolved.mirror,
+                            ".",
+                            commit,
+                            None,
+                        );
+                    }));
                 }
                 Step::Discard { .. } | Step::Objects | Step::TagUpstream => self.step(step)?,
                 _ => {
@@ -338,6 +354,11 @@ impl<'a> Run<'a> {
                     self.step(step)?;
                 }
             }
+        }
+        if let Some(packer) = packer {
+            packer.join().map_err(|_| Error::Panicked {
+                project: self.job.project.name.clone(),
+            })?;
         }
         self.join_submodules(&mut background)
     }

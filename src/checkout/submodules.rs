@@ -224,7 +224,36 @@ fn one(
     request.progress.update(|state| {
         state.done.insert(submodule.path.clone());
     });
+    keep_checkout_pack(ctx, request.project, &submodule.mirror, label, commit, None);
     Ok(git_dir)
+}
+
+/// Writes the checkout pack of `commit` into `mirror` (with only what `base` lacks, when it
+/// has one) for the next new tree of it, unless there is one; a failure only costs that
+/// speed, so it is a warning.
+pub fn keep_checkout_pack(
+    ctx: &Context,
+    project: &str,
+    mirror: &Mirror,
+    label: &str,
+    commit: &str,
+    base: Option<&str>,
+) {
+    let (Ok(commit), base) = (
+        git2::Oid::from_str(commit),
+        base.and_then(|b| git2::Oid::from_str(b).ok()),
+    ) else {
+        return;
+    };
+    if mirror.has_checkout_pack(commit) {
+        return;
+    }
+    if let Err(error) = mirror.write_checkout_pack(&ctx.runner, commit, base) {
+        ctx.ui.warn(format!(
+            "{project}: no checkout pack of {label} at {commit} in the cache ({error}); the next \
+             checkout of it inflates its files from the mirror"
+        ));
+    }
 }
 
 /// The submodule's repository: the one its working tree already has, else a new one at

@@ -137,6 +137,16 @@ impl Cmd {
         self
     }
 
+    /// Runs the step at the lowest CPU priority (`nice -n 19`): work that only the next run
+    /// needs, beside steps this run waits for.
+    pub fn lower_priority(mut self) -> Self {
+        let program = std::mem::replace(&mut self.program, "nice".into());
+        let mut args: Vec<OsString> = vec!["-n".into(), "19".into(), program];
+        args.append(&mut self.args);
+        self.args = args;
+        self
+    }
+
     /// Feeds the file at `path` to the child's standard input (e.g. an object list for
     /// `git pack-objects`).
     pub fn stdin_from(mut self, path: impl Into<PathBuf>) -> Self {

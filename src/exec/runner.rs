@@ -328,6 +328,16 @@ mod tests {
     }
 
     #[test]
+    fn lower_priority_runs_the_step_under_nice_19() {
+        let cmd = Cmd::new("sh")
+            .args(["-c", "nice"])
+            .capture_stdout()
+            .lower_priority();
+        assert_eq!(cmd.repro(), "nice -n 19 sh -c nice");
+        assert_eq!(runner().run(&cmd).expect("runs").stdout.trim(), "19");
+    }
+
+    #[test]
     fn failure_carries_status_tail_and_repro() {
         let cmd = Cmd::new("sh")
             .args(["-c", "echo one; echo two; exit 3"])

@@ -336,7 +336,7 @@ impl Mirror {
             }
         }
         match self.link_checkout_pack(git_dir, commit)? {
-            Some(checkout_pack) => linked += usize::from(checkout_pack),
+            Some(checkout_packs) => linked += checkout_packs,
             None => return Ok(Transfer::NeedsCopy),
         }
         let shallow = self.dir.join("shallow");

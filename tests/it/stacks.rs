@@ -557,33 +557,39 @@ fn a_damaged_mirror_is_recloned_with_a_warning() {
     );
 }
 
-/// The checkout packs of a mirror (`rockbuild-checkout/objects/pack/pack-<commit>.*`), by
-/// commit, most recently used first.
+/// The commits with a checkout pack in a mirror
+/// (`rockbuild-checkout/objects/pack/pack-<commit>.pack`), sorted.
 fn checkout_packs(mirror: &Path) -> Vec<String> {
     let dir = mirror.join("rockbuild-checkout/objects/pack");
-    let mut packs: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&dir)
+    let mut packs: Vec<String> = std::fs::read_dir(&dir)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
                 .filter_map(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    let commit = name
-                        .strip_prefix("pack-")?
-                        .strip_suffix(".pack")?
-                        .to_string();
-                    Some((e.metadata().ok()?.modified().ok()?, commit))
+                    Some(
+                        name.strip_prefix("pack-")?
+                            .strip_suffix(".pack")?
+                            .to_string(),
+                    )
                 })
                 .collect()
         })
         .unwrap_or_default();
-    packs.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
-    packs.into_iter().map(|(_, commit)| commit).collect()
+    packs.sort();
+    packs
 }
 
-/// A checkout leaves, per repository, its commit's objects stored as-is beside the mirror; a
-/// new tree of that commit links them as its newest pack (git reads objects from the newest
-/// pack first), so its files are copied, not inflated. Two are kept per mirror; a damaged one
-/// is dropped with a warning.
+/// `commits`, sorted.
+fn sorted(mut commits: Vec<String>) -> Vec<String> {
+    commits.sort();
+    commits
+}
+
+/// A checkout leaves, per repository, its commit's objects stored as-is beside the mirror (a
+/// hipify commit: what its upstream commit's pack lacks); a new tree of that commit links them
+/// as its newest packs (git reads objects from the newest pack first), so its files are copied,
+/// not inflated. Four are kept per mirror; a damaged one is dropped with a warning.
 #[test]
 fn new_trees_read_their_files_from_uncompressed_checkout_packs() {
     let env = TestEnv::new();
@@ -595,85 +601,107 @@ fn new_trees_read_their_files_from_uncompressed_checkout_packs() {
     world.torch.publish();
     ok(&checkout(&env, &world, "one", &[]).output().expect("run"));
     let torch_mirror = mirror(&env, "torch");
-    let one_head = git_in(&env.path("one/pytorch"), &["rev-parse", "HEAD"]);
-    let kineto_head = git_in(
-        &env.path("one/pytorch/third_party/kineto"),
-        &["rev-parse", "HEAD"],
+    let one = env.path("one/pytorch");
+    let (hipified, upstream) = (
+        git_in(&one, &["rev-parse", "HEAD"]),
+        git_in(&one, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"]),
     );
-    // torch's is its hipify commit (what a new tree checks out), a submodule's its pin.
+    let kineto = env.path("one/pytorch/third_party/kineto");
     assert_eq!(
         checkout_packs(&torch_mirror),
-        std::slice::from_ref(&one_head)
+        sorted(vec![hipified.clone(), upstream.clone()])
     );
-    assert_eq!(checkout_packs(&mirror(&env, "kineto")), [kineto_head]);
-    let pack_of = |commit: &str| {
-        torch_mirror.join(format!(
-            "rockbuild-checkout/objects/pack/pack-{commit}.pack"
-        ))
-    };
-    let bytes = std::fs::read(pack_of(&one_head)).expect("checkout pack");
+    assert_eq!(
+        checkout_packs(&mirror(&env, "kineto")),
+        sorted(vec![
+            git_in(&kineto, &["rev-parse", "HEAD"]),
+            git_in(&kineto, &["rev-parse", "THEROCK_UPSTREAM_DIFFBASE"])
+        ])
+    );
+    let pack_dir = torch_mirror.join("rockbuild-checkout/objects/pack");
+    let pack_of = |commit: &str| pack_dir.join(format!("pack-{commit}.pack"));
+    let bytes = std::fs::read(pack_of(&upstream)).expect("checkout pack");
     assert!(
         bytes.windows(probe.len()).any(|w| w == probe.as_bytes()),
         "stored uncompressed"
     );
+    assert_eq!(
+        std::fs::read_to_string(pack_dir.join(format!("pack-{hipified}.base"))).expect("base"),
+        format!("{upstream}\n")
+    );
+    // The hipify commit's pack holds what hipify changed, not the probe hipify left alone.
+    let delta = std::fs::read(pack_of(&hipified)).expect("checkout pack");
+    assert!(
+        delta.len() < bytes.len() / 2,
+        "{} {}",
+        delta.len(),
+        bytes.len()
+    );
 
     ok(&checkout(&env, &world, "two", &[]).output().expect("run"));
     let two_packs = env.path("two/pytorch/.git/objects/pack");
-    let linked = two_packs.join(format!("pack-{one_head}.pack"));
     let inode =
         |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("stat"));
-    assert_eq!(inode(&linked), inode(&pack_of(&one_head)), "a hard link");
     let mtime = |p: &Path| {
         std::fs::metadata(p)
             .expect("stat")
             .modified()
             .expect("mtime")
     };
+    let linked: Vec<PathBuf> = [&hipified, &upstream]
+        .iter()
+        .map(|c| two_packs.join(format!("pack-{c}.pack")))
+        .collect();
+    for (link, commit) in linked.iter().zip([&hipified, &upstream]) {
+        assert_eq!(inode(link), inode(&pack_of(commit)), "a hard link");
+    }
     let newest_other = std::fs::read_dir(&two_packs)
         .expect("packs")
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pack") && *p != linked)
+        .filter(|p| p.extension().is_some_and(|e| e == "pack") && !linked.contains(p))
         .map(|p| mtime(&p))
         .max()
         .expect("the mirror's packs");
-    assert!(mtime(&linked) > newest_other, "the newest pack of the tree");
+    for link in &linked {
+        assert!(mtime(link) > newest_other, "the newest packs of the tree");
+    }
     assert_eq!(
         git_in(&env.path("two/pytorch"), &["fsck", "--no-dangling"]),
         ""
     );
     assert_eq!(
         git_in(&env.path("two/pytorch"), &["rev-parse", "HEAD"]),
-        one_head
+        hipified
     );
 
-    // Two more torch commits: the mirror keeps the packs of the two newest, and the first
-    // tree still has every object (its own link).
-    let mut heads = Vec::new();
-    for root in ["three", "four"] {
+    // Three more torch commits: the mirror keeps the four most recently used packs, a base
+    // no earlier than the pack based on it; the first tree keeps every object (its own links).
+    let mut kept = Vec::new();
+    for root in ["three", "four", "five"] {
         world.torch.write("NEWS", &format!("{root}\n"));
         world.torch.commit(root);
         world.torch.publish();
         ok(&checkout(&env, &world, root, &["--no-hipify"])
             .output()
             .expect("run"));
-        heads.push(git_in(
-            &env.path(&format!("{root}/pytorch")),
-            &["rev-parse", "HEAD"],
-        ));
+        kept.insert(
+            0,
+            git_in(
+                &env.path(&format!("{root}/pytorch")),
+                &["rev-parse", "HEAD"],
+            ),
+        );
     }
-    heads.reverse();
-    assert_eq!(checkout_packs(&torch_mirror), heads);
-    assert_eq!(
-        git_in(&env.path("one/pytorch"), &["fsck", "--no-dangling"]),
-        ""
-    );
+    let newest = kept[0].clone();
+    kept.push(upstream.clone());
+    assert_eq!(checkout_packs(&torch_mirror), sorted(kept));
+    assert_eq!(git_in(&one, &["fsck", "--no-dangling"]), "");
 
     // A truncated checkout pack: removed with a warning; the checkout goes on without it.
-    let newest = pack_of(&heads[0]);
-    let bytes = std::fs::read(&newest).expect("read");
-    std::fs::write(&newest, &bytes[..bytes.len() / 2]).expect("truncate");
-    let output = checkout(&env, &world, "five", &["--no-hipify"])
+    let bytes = std::fs::read(pack_of(&newest)).expect("read");
+    std::fs::write(pack_of(&newest), &bytes[..bytes.len() / 2]).expect("truncate");
+    let output = checkout(&env, &world, "six", &["--no-hipify"])
         .output()
         .expect("run");
     let (_, stderr) = ok(&output);
@@ -681,17 +709,17 @@ fn new_trees_read_their_files_from_uncompressed_checkout_packs() {
         stderr.contains(&format!(
             "the checkout packs of {} are damaged (pack-{}.pack does not match its index (truncated?)); removed them",
             torch_mirror.display(),
-            heads[0]
+            newest
         )),
         "{stderr}"
     );
     assert_eq!(
         checkout_packs(&torch_mirror),
-        [heads[0].clone()],
+        std::slice::from_ref(&newest),
         "written again"
     );
     assert_eq!(
-        git_in(&env.path("five/pytorch"), &["fsck", "--no-dangling"]),
+        git_in(&env.path("six/pytorch"), &["fsck", "--no-dangling"]),
         ""
     );
 }
