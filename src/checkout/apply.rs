@@ -645,13 +645,14 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
 /// Tags every submodule's upstream commit, and hides submodule changes from the parent
 /// (`submodule.<name>.ignore=all` plus skip-worktree on the gitlinks), as the reference does.
 fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Result<()> {
-    for node in nodes {
+    // Each repository's own files only: all at once.
+    nodes.par_iter().try_for_each(|node| {
         let repo = local::open(&node.dir)?;
         if !node.rel.is_empty() {
             local::force_tag(&repo, git::UPSTREAM_TAG, Oid::from_str(&node.recorded)?)?;
         }
         if node.gitlinks.is_empty() {
-            continue;
+            return Ok(());
         }
         for link in &node.gitlinks {
             local::set_config(&repo, &format!("submodule.{}.ignore", link.name), "all")?;
@@ -662,8 +663,8 @@ fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Resu
             update = update.arg(path);
         }
         ctx.runner.run(&update)?;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Up to date: the upstream and hipify tags where they belong (moving only what moved).
@@ -775,11 +776,16 @@ fn hipify_result(
     let mut result_tree = job.target.upstream_tree.clone();
     let mut submodule_trees = IndexMap::new();
     let mut commits = IndexMap::new();
-    for node in nodes {
+    // Which repositories the script changed: a status each, all at once.
+    let changed: Vec<bool> = nodes
+        .par_iter()
+        .map(|node| {
+            let repo = local::open(&node.dir)?;
+            Ok(!local::uncommitted_changes(&repo)?.is_empty())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    for (node, _) in nodes.iter().zip(changed).filter(|(_, changed)| *changed) {
         let node_repo = local::open(&node.dir)?;
-        if local::uncommitted_changes(&node_repo)?.is_empty() {
-            continue;
-        }
         if let Some(edited) = edited
             && !node.rel.is_empty()
             && !edited.contains(&node.rel)
