@@ -223,6 +223,9 @@ impl Mirror {
             "--progress".into(),
             "--no-tags".into(),
             "--no-recurse-submodules".into(),
+            // A cold checkout fetches 33 mirrors: no `git maintenance` process after each
+            // (gc.auto=0 makes it a no-op here anyway; rockbuild repacks in `maintain`).
+            "--no-auto-maintenance".into(),
         ];
         if let Some(depth) = depth {
             args.push(format!("--depth={depth}"));
