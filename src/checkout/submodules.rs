@@ -183,7 +183,17 @@ fn level(
     }
     children.par_iter().try_for_each(|submodule| {
         let git_dir = one(ctx, request, submodule, parent_git_dir)?;
-        level(ctx, request, &submodule.path, &git_dir, &|_| true)
+        level(ctx, request, &submodule.path, &git_dir, &|_| true)?;
+        // Once its own submodules are out: nothing this run needs waits for it.
+        keep_checkout_pack(
+            ctx,
+            request.project,
+            &submodule.mirror,
+            &submodule.path,
+            commit_of(request, submodule),
+            None,
+        );
+        Ok(())
     })
 }
 
@@ -208,10 +218,7 @@ fn one(
     let git = Git::new(&work_tree, label)
         .log_to(request.log)
         .allow_file_protocol(true);
-    let commit = request
-        .commits
-        .get(&submodule.path)
-        .unwrap_or(&submodule.commit);
+    let commit = commit_of(request, submodule);
     objects(ctx, &git, &submodule.mirror, &git_dir, commit)?;
     ctx.runner
         .run(&git.checkout_detached(commit))
@@ -224,8 +231,15 @@ fn one(
     request.progress.update(|state| {
         state.done.insert(submodule.path.clone());
     });
-    keep_checkout_pack(ctx, request.project, &submodule.mirror, label, commit, None);
     Ok(git_dir)
+}
+
+/// The commit a submodule is checked out at: its cached hipify commit, else its pin.
+fn commit_of<'r>(request: &'r Request<'_>, submodule: &'r ResolvedSubmodule) -> &'r str {
+    request
+        .commits
+        .get(&submodule.path)
+        .unwrap_or(&submodule.commit)
 }
 
 /// Writes the checkout pack of `commit` into `mirror` (with only what `base` lacks, when it
