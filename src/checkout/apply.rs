@@ -308,6 +308,7 @@ impl<'a> Run<'a> {
         let has_submodules = steps.iter().any(|s| matches!(s, Step::Submodules { .. }));
         let mut background = None;
         let mut packer = None;
+        let mut storer = None;
         if has_submodules && self.job.state.nodes.is_empty() {
             submodules::make_top_level_dirs(self.dir, &self.job.resolved.submodules)?;
             let runs_script = steps.iter().any(|s| {
@@ -331,7 +332,14 @@ impl<'a> Run<'a> {
                         background = Some(self.spawn_submodules(scope, progress, None));
                     }
                 }
-                Step::Hipify { how } => self.hipify(how, &mut background)?,
+                Step::Hipify { how } => {
+                    if let Some(fresh) = self.hipify(how, &mut background)? {
+                        // Stored beside the commits and tags: nothing in this tree waits for
+                        // the cache, only the next checkout of the same tree.
+                        let (ctx, job) = (self.ctx, self.job);
+                        storer = Some(scope.spawn(move || store_in_cache(ctx, job, &fresh)));
+                    }
+                }
                 Step::Checkout { commit } => {
                     self.step(step)?;
                     progress.open_gate();
@@ -355,10 +363,14 @@ impl<'a> Run<'a> {
                 }
             }
         }
+        let panicked = || Error::Panicked {
+            project: self.job.project.name.clone(),
+        };
         if let Some(packer) = packer {
-            packer.join().map_err(|_| Error::Panicked {
-                project: self.job.project.name.clone(),
-            })?;
+            packer.join().map_err(|_| panicked())?;
+        }
+        if let Some(storer) = storer {
+            storer.join().map_err(|_| panicked())??;
         }
         self.join_submodules(&mut background)
     }
@@ -492,13 +504,14 @@ impl<'a> Run<'a> {
     }
 
     /// Runs hipify or takes its result from the cache; then, with commits, moves every changed
-    /// repository to its hipify commit, and records the stamp (and a fresh result in the cache).
-    /// The script waits only for the submodules it edits; what follows it for all of them.
+    /// repository to its hipify commit, and records the stamp. A fresh result is returned for
+    /// the cache. The script waits only for the submodules it edits; what follows it for all of
+    /// them.
     fn hipify(
         &mut self,
         how: &HipifyStep,
         background: &mut Option<Background<'_>>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<Fresh>> {
         let (ctx, job) = (self.ctx, self.job);
         let found = match (how, &job.target.hipify) {
             (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
@@ -541,7 +554,7 @@ impl<'a> Run<'a> {
                 self.join_submodules(background)?;
                 self.hipify_summary = "no script".into();
                 self.lap(Phase::Hipify);
-                return Ok(());
+                return Ok(None);
             }
         };
         self.lap(Phase::Hipify);
@@ -555,12 +568,18 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if let HipifyTarget::Run { key, .. } = &job.target.hipify {
-            store_in_cache(ctx, job, &found, key)?;
-        }
         hipify::write_stamp(self.dir, &found.stamp)?;
-        self.stamp = Some(found.stamp);
-        Ok(())
+        self.stamp = Some(found.stamp.clone());
+        Ok(match &job.target.hipify {
+            HipifyTarget::Run { key, .. } => Some(Fresh {
+                key: key.clone(),
+                record: cache::Record {
+                    stamp: found.stamp,
+                    commits: found.commits,
+                },
+            }),
+            _ => None,
+        })
     }
 
     fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
@@ -974,10 +993,16 @@ fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<()
     .into())
 }
 
+/// A hipify result the script just made, for the cache under `key`.
+struct Fresh {
+    key: String,
+    record: cache::Record,
+}
+
 /// Keeps a fresh hipify result for the next checkout of this tree with this script: the
 /// commits into the mirrors of their repositories, then the record.
-fn store_in_cache(ctx: &Context, job: &Job<'_>, found: &Hipified, key: &str) -> anyhow::Result<()> {
-    for (rel, commit) in &found.commits {
+fn store_in_cache(ctx: &Context, job: &Job<'_>, fresh: &Fresh) -> anyhow::Result<()> {
+    for (rel, commit) in &fresh.record.commits {
         let (mirror, dir) = if rel.is_empty() {
             (&job.resolved.mirror, job.target.dir.clone())
         } else {
@@ -988,14 +1013,7 @@ fn store_in_cache(ctx: &Context, job: &Job<'_>, found: &Hipified, key: &str) -> 
         };
         mirror.store(&ctx.runner, &dir, Oid::from_str(commit)?, "hipify")?;
     }
-    cache::write(
-        &job.selection.cache_dir,
-        key,
-        &cache::Record {
-            stamp: found.stamp.clone(),
-            commits: found.commits.clone(),
-        },
-    )?;
+    cache::write(&job.selection.cache_dir, &fresh.key, &fresh.record)?;
     Ok(())
 }
 
