@@ -573,10 +573,7 @@ impl<'a> Run<'a> {
         Ok(match &job.target.hipify {
             HipifyTarget::Run { key, .. } => Some(Fresh {
                 key: key.clone(),
-                record: cache::Record {
-                    stamp: found.stamp,
-                    commits: found.commits,
-                },
+                record: found,
             }),
             _ => None,
         })
@@ -715,12 +712,6 @@ struct Background<'scope> {
     progress: &'scope Progress,
 }
 
-/// A hipify result: its stamp and the hipify commit of every repository it changed.
-struct Hipified {
-    stamp: HipifyStamp,
-    commits: IndexMap<String, String>,
-}
-
 /// The submodules of this checkout the hipify script edits (`hipify: edits-submodules`);
 /// `None` when the stack config does not say (then it waits for all of them).
 fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
@@ -788,7 +779,7 @@ fn hipify_result(
     edited: Option<&[String]>,
     script_sha256: &str,
     log: &Path,
-) -> anyhow::Result<Hipified> {
+) -> anyhow::Result<cache::Record> {
     let name = &job.project.name;
     let mut changed_paths = Vec::new();
     let mut unlisted = Vec::new();
@@ -866,7 +857,7 @@ fn hipify_result(
         }
         .into());
     }
-    Ok(Hipified { stamp, commits })
+    Ok(cache::Record { stamp, commits })
 }
 
 /// Checks the cached hipify result out: in commit mode the root already is at its hipify
@@ -879,7 +870,7 @@ fn from_cache(
     record: &cache::Record,
     key: &str,
     log: &Path,
-) -> anyhow::Result<Hipified> {
+) -> anyhow::Result<cache::Record> {
     let name = &job.project.name;
     let mut changed_paths = Vec::new();
     for (rel, commit) in &record.commits {
@@ -959,7 +950,7 @@ fn from_cache(
         }
     }
     check_leftovers(job, &changed_paths)?;
-    Ok(Hipified {
+    Ok(cache::Record {
         stamp: record.stamp.clone(),
         commits: record.commits.clone(),
     })
