@@ -96,6 +96,12 @@ impl Progress {
         state.gate
     }
 
+    /// Waits until the parent's own checkout is out (the gate opened): false when the other
+    /// steps failed first.
+    pub fn root_is_out(&self) -> bool {
+        self.wait_for_gate() == Gate::Open
+    }
+
     /// Waits until every one of `paths` is checked out. False when the checkout stopped
     /// before (it failed: its own result says why).
     pub fn wait_for(&self, paths: &[&str]) -> bool {

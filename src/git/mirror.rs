@@ -283,7 +283,13 @@ impl Mirror {
             return Ok(());
         }
         let _guard = self.exclusive()?;
-        let git = Git::new(from, "cache").allow_file_protocol(true);
+        // A hipify commit's few hundred new objects, sent as they are: finding deltas and
+        // compressing them cost more than the push itself (torch: 0.39 -> 0.14 s of CPU), and
+        // the mirror's copy is read only when the commit's checkout pack is gone.
+        let git = Git::new(from, "cache")
+            .allow_file_protocol(true)
+            .config("pack.window", "0")
+            .config("pack.compression", "0");
         runner.run(&git.cmd([
             "push".to_string(),
             "--quiet".into(),

@@ -46,6 +46,8 @@ pub struct Git {
     label: String,
     /// Allow `file://` submodules: only for local origins (CVE-2022-39253 made it opt-in).
     allow_file_protocol: bool,
+    /// `-c key=value` for every command (and the git processes it starts).
+    config: Vec<(String, String)>,
 }
 
 impl Git {
@@ -55,6 +57,7 @@ impl Git {
             log: None,
             label: label.into(),
             allow_file_protocol: false,
+            config: Vec::new(),
         }
     }
 
@@ -65,6 +68,11 @@ impl Git {
 
     pub fn allow_file_protocol(mut self, allow: bool) -> Self {
         self.allow_file_protocol = allow;
+        self
+    }
+
+    pub fn config(mut self, key: &str, value: &str) -> Self {
+        self.config.push((key.to_string(), value.to_string()));
         self
     }
 
@@ -96,6 +104,9 @@ impl Git {
             .arg("core.hooksPath=/dev/null");
         if self.allow_file_protocol {
             cmd = cmd.arg("-c").arg("protocol.file.allow=always");
+        }
+        for (key, value) in &self.config {
+            cmd = cmd.arg("-c").arg(format!("{key}={value}"));
         }
         for leak in env_vars::GIT_LEAKS {
             cmd = cmd.env_remove(*leak);

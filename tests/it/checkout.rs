@@ -32,6 +32,25 @@ fn hipify_runs(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join(".git/hipify-runs")).map_or(0, |t| t.lines().count())
 }
 
+/// Whether every entry of the repository's index is older, in whole seconds, than the index
+/// file: git re-reads the file of any other entry ("racily clean") at every status.
+fn index_is_settled(dir: &Path) -> bool {
+    let index = dir.join(git_in(dir, &["rev-parse", "--git-path", "index"]));
+    let written = std::fs::metadata(&index)
+        .and_then(|m| m.modified())
+        .expect("index")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_secs();
+    let entries = git_in(dir, &["ls-files", "--debug"]);
+    let mtimes: Vec<u64> = entries
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("mtime: "))
+        .filter_map(|stamp| stamp.split(':').next()?.parse().ok())
+        .collect();
+    !mtimes.is_empty() && mtimes.iter().all(|&sec| sec < written)
+}
+
 #[test]
 fn whole_stack_checkout_tags_hipifies_and_locks() {
     let env = TestEnv::new();
@@ -88,6 +107,12 @@ fn whole_stack_checkout_tags_hipifies_and_locks() {
         "all"
     );
     assert!(git_in(&torch, &["ls-files", "-v", "third_party/kineto"]).starts_with("S "));
+    // A repository the script left alone has its index rewritten after its files (beside the
+    // script), so the statuses after it trust stat data instead of re-reading every file.
+    assert!(
+        index_is_settled(&fmt),
+        "fmt's index holds racily clean entries"
+    );
 
     // Projects pinned by torch: audio/vision/apex from related_commits, triton from its pin.
     assert_eq!(
