@@ -71,6 +71,7 @@ impl Git {
         self
     }
 
+    /// Sets `key` for this command and the git processes it starts (`git -c key=value`).
     pub fn config(mut self, key: &str, value: &str) -> Self {
         self.config.push((key.to_string(), value.to_string()));
         self
