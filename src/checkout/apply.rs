@@ -104,7 +104,7 @@ pub fn project(ctx: &Context, job: &Job<'_>, task: &Task) -> anyhow::Result<Outc
     std::thread::scope(|scope| {
         let result = run.steps(scope, &progress);
         if result.is_err() {
-            // Submodules held back for the root's checkout need not start.
+            // The submodule thread need not wait for the root's checkout.
             progress.abandon();
         }
         result
@@ -247,7 +247,8 @@ impl<'a> Run<'a> {
             };
             if !mirror.has_checkout_pack(head) && mirror.commit(&head.to_string()).is_some() {
                 let base = (head.to_string() != *upstream).then_some(upstream.as_str());
-                wanted.push((mirror, head.to_string(), base, node.label().to_string()));
+                let node = (node.label().to_string(), node.dir.clone());
+                wanted.push((mirror, head.to_string(), base, node));
             }
         }
         if !wanted.is_empty() {
@@ -257,16 +258,18 @@ impl<'a> Run<'a> {
                 .build()?;
             let ctx = self.ctx;
             pool.install(|| {
-                wanted.par_iter().for_each(|(mirror, head, base, label)| {
-                    submodules::keep_checkout_pack(
-                        ctx,
-                        &job.project.name,
-                        mirror,
-                        label,
-                        head,
-                        *base,
-                    );
-                });
+                wanted
+                    .par_iter()
+                    .for_each(|(mirror, head, base, (label, dir))| {
+                        submodules::keep_checkout_pack(
+                            ctx,
+                            &job.project.name,
+                            mirror,
+                            (label, dir),
+                            head,
+                            *base,
+                        );
+                    });
             });
         }
         self.lap(Phase::Cache);
@@ -348,13 +351,13 @@ impl<'a> Run<'a> {
                     self.step(step)?;
                     progress.open_gate();
                     // The tree's checkout pack, written beside the next steps (hipify).
-                    let (ctx, job) = (self.ctx, self.job);
+                    let (ctx, job, dir) = (self.ctx, self.job, self.dir);
                     packer = Some(scope.spawn(move || {
                         submodules::keep_checkout_pack(
                             ctx,
                             &job.project.name,
                             &job.resolved.mirror,
-                            ".",
+                            (".", dir),
                             commit,
                             None,
                         );

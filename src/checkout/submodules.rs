@@ -7,9 +7,10 @@
 //! tree, the URL in the parent's config) that borrows the mirror's packs (hard links) and
 //! gets one `git checkout`. Siblings run concurrently; a nested submodule starts once its
 //! parent is checked out. [`Progress`] tells the steps that need only some of them (hipify)
-//! which are out, so they can start while the others are still being written; and holds the
-//! others back (`Request::first`) until the parent's own checkout has opened its gate, so that
-//! on a machine with few cores the files the next step needs are written first.
+//! which are out, so they can start while the others are still being written; the others
+//! (all but `Request::first`) run at the lowest CPU priority from the start, beside the
+//! parent's own checkout and the script, so that on a machine with few cores the files the
+//! next step needs are written first and the rest takes the CPU those steps leave idle.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -20,6 +21,7 @@ use rayon::prelude::*;
 
 use super::resolve::ResolvedSubmodule;
 use crate::context::Context;
+use crate::exec::priority;
 use crate::git::mirror::{Mirror, Transfer};
 use crate::git::{self, Git, local};
 
@@ -35,8 +37,8 @@ pub struct Request<'a> {
     pub project: &'a str,
     /// Told of every submodule checked out, and of the end.
     pub progress: &'a Progress,
-    /// The top-level submodules to check out before the others, which wait for
-    /// [`Progress::open_gate`] (none: all at once).
+    /// The top-level submodules a step waits for; the others run beside them at the lowest
+    /// CPU priority (none: all at once, at normal priority).
     pub first: Option<&'a [String]>,
 }
 
@@ -56,13 +58,14 @@ struct ProgressState {
     gate: Gate,
 }
 
-/// Whether the submodules held back may start.
+/// Whether the parent's own checkout is out (the submodules' protection in the parent's
+/// index waits for it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Gate {
     #[default]
     Closed,
     Open,
-    /// The other steps failed: the held-back submodules are not checked out.
+    /// The other steps failed: the parent is not checked out.
     Abandoned,
 }
 
@@ -74,12 +77,12 @@ impl Progress {
         self.changed.notify_all();
     }
 
-    /// Lets the held-back submodules start.
+    /// Tells that the parent's own checkout is out.
     pub fn open_gate(&self) {
         self.update(|state| state.gate = Gate::Open);
     }
 
-    /// The other steps failed: the held-back submodules need not start.
+    /// The other steps failed: nothing waits for the parent any more.
     pub fn abandon(&self) {
         self.update(|state| {
             if state.gate == Gate::Closed {
@@ -88,18 +91,14 @@ impl Progress {
         });
     }
 
-    fn wait_for_gate(&self) -> Gate {
+    /// Waits until the parent's own checkout is out (the gate opened): false when the other
+    /// steps failed first.
+    pub fn root_is_out(&self) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while state.gate == Gate::Closed {
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        state.gate
-    }
-
-    /// Waits until the parent's own checkout is out (the gate opened): false when the other
-    /// steps failed first.
-    pub fn root_is_out(&self) -> bool {
-        self.wait_for_gate() == Gate::Open
+        state.gate == Gate::Open
     }
 
     /// Waits until every one of `paths` is checked out. False when the checkout stopped
@@ -135,25 +134,35 @@ pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
     result
 }
 
-/// All at once, or `first` and then, once the gate opens, the others.
+/// All at once, or `first` beside the others, which run at the lowest CPU priority: the
+/// steps waiting for `first` (the parent's own checkout, then hipify's script) keep the CPU
+/// they need, and the others take what is left, from the start.
 fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
     let root_git_dir = request.root.join(".git");
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(request.jobs.max(1))
-        .build()?;
-    pool.install(|| {
-        let Some(first) = request.first else {
-            return level(ctx, request, "", &root_git_dir, &|_| true);
-        };
-        level(ctx, request, "", &root_git_dir, &|s| {
-            first.contains(&s.path)
-        })?;
-        if request.progress.wait_for_gate() == Gate::Abandoned {
-            return Ok(());
+    let pool = |lowered: bool| {
+        let builder = rayon::ThreadPoolBuilder::new().num_threads(request.jobs.max(1));
+        match lowered {
+            true => builder.start_handler(|_| priority::lower_this_thread()),
+            false => builder,
         }
-        level(ctx, request, "", &root_git_dir, &|s| {
-            !first.contains(&s.path)
-        })
+        .build()
+    };
+    let Some(first) = request.first else {
+        return pool(false)?.install(|| level(ctx, request, "", &root_git_dir, &|_| true));
+    };
+    // Both halves write into the root's config: all of it first (one writer per file).
+    let top_level = record_in_parent(request, "", &|_| true)?;
+    let (first, others): (Vec<_>, Vec<_>) =
+        top_level.into_iter().partition(|s| first.contains(&s.path));
+    let (lowered, normal) = (pool(true)?, pool(false)?);
+    std::thread::scope(|scope| {
+        let others = scope
+            .spawn(|| lowered.install(|| check_out_each(ctx, request, &others, &root_git_dir)));
+        let first = normal.install(|| check_out_each(ctx, request, &first, &root_git_dir));
+        let others = others
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("a submodule checkout panicked")));
+        first.and(others)
     })
 }
 
@@ -166,16 +175,25 @@ fn level(
     parent_git_dir: &Path,
     wanted: &(dyn Fn(&ResolvedSubmodule) -> bool + Sync),
 ) -> anyhow::Result<()> {
+    let children = record_in_parent(request, parent, wanted)?;
+    check_out_each(ctx, request, &children, parent_git_dir)
+}
+
+/// The submodules of `parent` that are `wanted`, with what `git submodule init` records of
+/// them written into the parent's config (before any of them starts: one writer per file).
+fn record_in_parent<'r>(
+    request: &'r Request<'_>,
+    parent: &str,
+    wanted: &(dyn Fn(&ResolvedSubmodule) -> bool + Sync),
+) -> anyhow::Result<Vec<&'r ResolvedSubmodule>> {
     let children: Vec<&ResolvedSubmodule> = request
         .submodules
         .iter()
         .filter(|s| s.parent == parent && wanted(s))
         .collect();
     if children.is_empty() {
-        return Ok(());
+        return Ok(children);
     }
-    // What `git submodule init` records in the parent, written before the children start
-    // (one writer per config file).
     let parent_dir = if parent.is_empty() {
         request.root.to_path_buf()
     } else {
@@ -187,6 +205,16 @@ fn level(
         local::set_config(&parent_repo, &format!("{section}.url"), &submodule.origin)?;
         local::set_config(&parent_repo, &format!("{section}.active"), "true")?;
     }
+    Ok(children)
+}
+
+/// Checks `children` out at once, each followed by its own submodules and its checkout pack.
+fn check_out_each(
+    ctx: &Context,
+    request: &Request<'_>,
+    children: &[&ResolvedSubmodule],
+    parent_git_dir: &Path,
+) -> anyhow::Result<()> {
     children.par_iter().try_for_each(|submodule| {
         let git_dir = one(ctx, request, submodule, parent_git_dir)?;
         level(ctx, request, &submodule.path, &git_dir, &|_| true)?;
@@ -195,7 +223,7 @@ fn level(
             ctx,
             request.project,
             &submodule.mirror,
-            &submodule.path,
+            (&submodule.path, &request.root.join(&submodule.path)),
             commit_of(request, submodule),
             None,
         );
@@ -249,13 +277,14 @@ fn commit_of<'r>(request: &'r Request<'_>, submodule: &'r ResolvedSubmodule) -> 
 }
 
 /// Writes the checkout pack of `commit` into `mirror` (with only what `base` lacks, when it
-/// has one) for the next new tree of it, unless there is one; a failure only costs that
-/// speed, so it is a warning.
+/// has one) for the next new tree of it, unless there is one, from the working tree `dir`
+/// (shown as `label`) where its files are those blobs; a failure only costs that speed, so it
+/// is a warning.
 pub fn keep_checkout_pack(
     ctx: &Context,
     project: &str,
     mirror: &Mirror,
-    label: &str,
+    (label, dir): (&str, &Path),
     commit: &str,
     base: Option<&str>,
 ) {
@@ -268,7 +297,7 @@ pub fn keep_checkout_pack(
     if mirror.has_checkout_pack(commit) {
         return;
     }
-    if let Err(error) = mirror.write_checkout_pack(&ctx.runner, commit, base) {
+    if let Err(error) = mirror.write_checkout_pack(commit, base, dir) {
         ctx.ui.warn(format!(
             "{project}: no checkout pack of {label} at {commit} in the cache ({error}); the next \
              checkout of it inflates its files from the mirror"

@@ -36,8 +36,6 @@ pub struct Cmd {
     pub(super) log: Option<PathBuf>,
     pub(super) retry: Option<Retry>,
     pub(super) capture_stdout: bool,
-    /// A file read as the child's standard input (none: no input).
-    pub(super) stdin: Option<PathBuf>,
 }
 
 impl Cmd {
@@ -54,7 +52,6 @@ impl Cmd {
             log: None,
             retry: None,
             capture_stdout: false,
-            stdin: None,
         }
     }
 
@@ -137,23 +134,6 @@ impl Cmd {
         self
     }
 
-    /// Runs the step at the lowest CPU priority (`nice -n 19`): work that only the next run
-    /// needs, beside steps this run waits for.
-    pub fn lower_priority(mut self) -> Self {
-        let program = std::mem::replace(&mut self.program, "nice".into());
-        let mut args: Vec<OsString> = vec!["-n".into(), "19".into(), program];
-        args.append(&mut self.args);
-        self.args = args;
-        self
-    }
-
-    /// Feeds the file at `path` to the child's standard input (e.g. an object list for
-    /// `git pack-objects`).
-    pub fn stdin_from(mut self, path: impl Into<PathBuf>) -> Self {
-        self.stdin = Some(path.into());
-        self
-    }
-
     #[cfg(test)]
     pub fn get_label(&self) -> &str {
         &self.label
@@ -218,9 +198,6 @@ impl Cmd {
         }
         let argv: Vec<String> = self.argv_display().iter().map(|a| quote(a)).collect();
         line.push_str(&argv.join(" "));
-        if let Some(stdin) = &self.stdin {
-            let _ = write!(line, " < {}", quote(&stdin.to_string_lossy()));
-        }
         line
     }
 

@@ -24,6 +24,7 @@ mod command;
 mod error;
 mod log;
 mod pipes;
+pub mod priority;
 mod runner;
 mod signals;
 

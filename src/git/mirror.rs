@@ -21,6 +21,7 @@ use super::{Error, Git, Origin, RefName, TransferLimits, is_full_sha, local};
 use crate::exec::Runner;
 
 mod checkout_packs;
+mod stored_pack;
 
 /// Where the mirrors of a cache directory live.
 pub fn mirrors_dir(cache_dir: &Path) -> PathBuf {

@@ -14,15 +14,16 @@
 //! used packs. The mirror's own packs are untouched (its repacks never see these).
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
+use super::stored_pack::{self, StoredPack};
 use super::{Error, Mirror, damage_in_packs, pack_files};
-use crate::exec::Runner;
-use crate::git::Git;
 
 /// Checkout packs kept per mirror: the ones of the most recently used commits.
 const KEEP: usize = 4;
@@ -44,13 +45,15 @@ impl Mirror {
     /// least recently used ones beyond [`KEEP`]. With a `base` that has a checkout pack (the
     /// upstream commit of a hipify commit), the pack holds only the objects `base`'s tree
     /// lacks, and links bring the base's along: the big part is written while hipify runs, the
-    /// rest after it in a fraction of the time. Runs at low CPU priority (other steps wait for
-    /// their own work, not for this); takes the exclusive lock.
+    /// rest after it in a fraction of the time. `worktree` is a working tree of `commit` (or
+    /// one being hipified from it): its files are read instead of inflating their blobs when
+    /// they hash to them (`stored_pack.rs`). Runs on a thread at the lowest CPU priority
+    /// (other steps wait for their own work, not for this); takes the exclusive lock.
     pub fn write_checkout_pack(
         &self,
-        runner: &Runner,
         commit: Oid,
         base: Option<Oid>,
+        worktree: &Path,
     ) -> Result<(), Error> {
         if self.has_checkout_pack(commit) {
             return Ok(());
@@ -62,43 +65,35 @@ impl Mirror {
         let pack_dir = self.checkout_packs().join("objects/pack");
         fs_err::create_dir_all(&pack_dir)
             .map_err(|e| Error::cache(&pack_dir, "creating the checkout packs", e))?;
-        // pack-objects names its files by content; they are written here, then renamed to
-        // the commit's name (the index last: git sees a pack once its index exists).
+        // Written here, then renamed to the commit's name (the index last: git sees a pack
+        // once its index exists).
         let staging = tempfile::Builder::new()
             .prefix(".new-")
             .tempdir_in(&pack_dir)
             .map_err(|e| Error::cache(&pack_dir, "writing a checkout pack", e))?;
         let base = base.filter(|b| self.has_checkout_pack(*b));
-        let list = staging.path().join("objects");
-        fs_err::write(&list, object_list(&self.repo()?, commit, base)?)
-            .map_err(|e| Error::cache(&list, "writing", e))?;
-        let git = Git::new(&self.dir, "cache").log_to(self.dir.join("rockbuild-fetch.log"));
-        let output = runner.run(
-            &git.cmd([
-                "pack-objects".to_string(),
-                "-q".into(),
-                "--window=0".into(),
-                "--depth=0".into(),
-                "--no-reuse-object".into(),
-                "--compression=0".into(),
-                staging.path().join("pack").display().to_string(),
-            ])
-            .stdin_from(&list)
-            .capture_stdout()
-            .lower_priority(),
-        )?;
-        let written = output.stdout.trim();
+        let (pack, idx) = (staging.path().join("pack"), staging.path().join("idx"));
+        crate::exec::priority::at_lowest(|| {
+            let repo = self.repo()?;
+            let objects = objects_of(&repo, commit, base)?;
+            write_objects(&repo, &objects, worktree, &pack, &idx)
+                .map_err(|e| Error::cache(&pack, "writing a checkout pack", e))
+                .map(|_| ())
+        })
+        .unwrap_or_else(|_| {
+            let panicked = std::io::Error::other("its thread panicked");
+            Err(Error::cache(&pack, "writing a checkout pack", panicked))
+        })?;
         if let Some(base) = base {
             let to = pack_dir.join(format!("pack-{commit}.base"));
             fs_err::write(&to, format!("{base}\n")).map_err(|e| Error::cache(&to, "writing", e))?;
         }
-        for extension in ["pack", "rev", "idx"] {
-            let from = staging.path().join(format!("pack-{written}.{extension}"));
-            if extension == "rev" && !from.exists() {
-                continue;
-            }
+        for (from, extension) in [(&pack, "pack"), (&idx, "idx")] {
             let to = pack_dir.join(format!("pack-{commit}.{extension}"));
-            fs_err::rename(&from, &to).map_err(|e| Error::cache(&to, "writing", e))?;
+            // Read-only, as git leaves its packs: trees hard-link these.
+            fs_err::set_permissions(from, std::fs::Permissions::from_mode(0o444))
+                .and_then(|()| fs_err::rename(from, &to))
+                .map_err(|e| Error::cache(&to, "writing", e))?;
         }
         mark_used(&pack_dir.join(format!("pack-{commit}.pack")))?;
         self.prune_checkout_packs(&pack_dir)
@@ -209,33 +204,100 @@ impl Mirror {
     }
 }
 
-/// The commit, its trees and blobs, one object id per line, less those of `base`'s tree
-/// (gitlinks are other repositories' commits and are left out).
-fn object_list(repo: &Repository, commit: Oid, base: Option<Oid>) -> Result<String, Error> {
+/// One object of a checkout pack: its id, its kind, and for a file its path in the tree.
+struct Object {
+    id: Oid,
+    kind: ObjectType,
+    file: Option<PathBuf>,
+}
+
+/// The commit, its trees and blobs, each once, less those of `base`'s tree (gitlinks are
+/// other repositories' commits and are left out).
+fn objects_of(repo: &Repository, commit: Oid, base: Option<Oid>) -> Result<Vec<Object>, Error> {
     let at =
         |e: git2::Error| Error::local(repo.path(), format!("listing the objects of {commit}"), e);
-    let tree_objects = |commit: Oid| -> Result<Vec<Oid>, git2::Error> {
-        let tree = repo.find_commit(commit)?.tree()?;
-        let mut objects = vec![tree.id()];
+    let tree_of = |commit: Oid| repo.find_commit(commit).and_then(|c| c.tree());
+    let mut seen: HashSet<Oid> = HashSet::new();
+    if let Some(base) = base {
+        let tree = tree_of(base).map_err(at)?;
+        seen.insert(tree.id());
         tree.walk(TreeWalkMode::PreOrder, |_, entry| {
-            if matches!(entry.kind(), Some(ObjectType::Blob | ObjectType::Tree)) {
-                objects.push(entry.id());
-            }
+            seen.insert(entry.id());
             TreeWalkResult::Ok
-        })?;
-        Ok(objects)
-    };
-    let skip: HashSet<Oid> = match base {
-        Some(base) => tree_objects(base).map_err(at)?.into_iter().collect(),
-        None => HashSet::new(),
-    };
-    let mut list = format!("{commit}\n");
-    for object in tree_objects(commit).map_err(at)? {
-        if !skip.contains(&object) {
-            let _ = writeln!(list, "{object}");
+        })
+        .map_err(at)?;
+    }
+    let tree = tree_of(commit).map_err(at)?;
+    let mut objects = vec![Object {
+        id: commit,
+        kind: ObjectType::Commit,
+        file: None,
+    }];
+    if seen.insert(tree.id()) {
+        objects.push(Object {
+            id: tree.id(),
+            kind: ObjectType::Tree,
+            file: None,
+        });
+    }
+    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+        let kind = entry.kind();
+        if matches!(kind, Some(ObjectType::Blob | ObjectType::Tree)) && seen.insert(entry.id()) {
+            // Regular files only: a symlink's blob is its target, not the file it points to.
+            let regular = matches!(entry.filemode(), 0o100644 | 0o100755);
+            objects.push(Object {
+                id: entry.id(),
+                kind: kind.unwrap_or(ObjectType::Blob),
+                file: regular.then(|| {
+                    PathBuf::from(OsStr::from_bytes(dir.as_bytes()))
+                        .join(OsStr::from_bytes(entry.name_bytes()))
+                }),
+            });
+        }
+        TreeWalkResult::Ok
+    })
+    .map_err(at)?;
+    Ok(objects)
+}
+
+/// Writes `objects` as a pack of whole objects stored as-is, each file's from `worktree` when
+/// the file there is that blob, else from the object database. Returns how many were read
+/// from `worktree`.
+fn write_objects(
+    repo: &Repository,
+    objects: &[Object],
+    worktree: &Path,
+    pack: &Path,
+    idx: &Path,
+) -> std::io::Result<usize> {
+    let odb = repo.odb().map_err(std::io::Error::other)?;
+    let count = u32::try_from(objects.len()).map_err(std::io::Error::other)?;
+    let mut out = StoredPack::create(pack, count)?;
+    let mut from_files = 0;
+    for object in objects {
+        let file = object
+            .file
+            .as_ref()
+            .and_then(|file| fs_err::read(worktree.join(file)).ok())
+            .filter(|data| stored_pack::is_object(object.id, ObjectType::Blob, data));
+        match file {
+            Some(data) => {
+                from_files += 1;
+                out.add(object.id, object.kind, &data)?;
+            }
+            None => {
+                let stored = odb.read(object.id).map_err(std::io::Error::other)?;
+                out.add(object.id, object.kind, stored.data())?;
+            }
         }
     }
-    Ok(list)
+    out.finish(idx)?;
+    tracing::debug!(
+        "checkout pack {}: {count} objects, {from_files} read from {}",
+        pack.display(),
+        worktree.display()
+    );
+    Ok(from_files)
 }
 
 fn modified(path: &Path) -> SystemTime {
@@ -256,4 +318,115 @@ fn touch(path: &Path, at: SystemTime) -> Result<(), Error> {
     file.file()
         .set_modified(at)
         .map_err(|e| Error::cache(path, "setting the modification time of", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit with every kind of entry a checkout pack meets: an empty file, a file of
+    /// several stored blocks, the same content at two paths, an executable, a symlink, a
+    /// nested directory. Fixed author and time, so the ids (and the snapshot) are stable.
+    fn fixture(dir: &Path) -> (Repository, Oid) {
+        let repo = Repository::init(dir).expect("init");
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let files: [(&str, &[u8]); 5] = [
+            ("empty", b""),
+            ("big.bin", &big),
+            ("a/same.txt", b"same\n"),
+            ("a/b/same-again.txt", b"same\n"),
+            ("run.sh", b"#!/bin/sh\n"),
+        ];
+        let mut index = repo.index().expect("index");
+        for (path, data) in files {
+            let file = dir.join(path);
+            fs_err::create_dir_all(file.parent().expect("parent")).expect("dirs");
+            fs_err::write(&file, data).expect("write");
+        }
+        std::os::unix::fs::symlink("big.bin", dir.join("link")).expect("symlink");
+        let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        fs_err::set_permissions(dir.join("run.sh"), executable).expect("chmod");
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .expect("add");
+        let tree = repo
+            .find_tree(index.write_tree().expect("tree"))
+            .expect("find");
+        let when = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0))
+            .expect("signature");
+        let commit = repo
+            .commit(None, &when, &when, "fixture", &tree, &[])
+            .expect("commit");
+        drop(tree);
+        (repo, commit)
+    }
+
+    /// `git verify-pack -v` of the pack `idx` indexes (which must pass), the pack's path
+    /// replaced by `PACK`.
+    fn verify_pack(idx: &Path) -> String {
+        let runner = crate::exec::Runner::new(crate::env_vars::Environment::capture());
+        let cmd = crate::exec::Cmd::new("git")
+            .args(["verify-pack", "-v"])
+            .arg(idx)
+            .capture_stdout();
+        let output = runner.run(&cmd).expect("git verify-pack");
+        let pack = idx.with_extension("pack").display().to_string();
+        output.stdout.replace(&pack, "PACK")
+    }
+
+    /// The pack git verifies, whole objects only; files that no longer are their blob (edited,
+    /// removed) come from the object database, so the pack is the same whatever the tree holds.
+    #[test]
+    fn a_checkout_pack_is_whole_objects_git_verifies_from_any_working_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, commit) = fixture(dir.path());
+        let objects = objects_of(&repo, commit, None).expect("objects");
+        let out = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str| {
+            let (pack, idx) = (
+                out.path().join(format!("{name}.pack")),
+                out.path().join(format!("{name}.idx")),
+            );
+            let from_files =
+                write_objects(&repo, &objects, dir.path(), &pack, &idx).expect("write");
+            (
+                from_files,
+                fs_err::read(&pack).expect("pack"),
+                verify_pack(&idx),
+            )
+        };
+        // Four files are their blobs (the two same ones are one blob, read once); the
+        // symlink's blob is its target, from the object database.
+        let (from_files, clean, listing) = write("clean");
+        assert_eq!(from_files, 4);
+        fs_err::write(dir.path().join("big.bin"), b"edited").expect("edit");
+        fs_err::remove_file(dir.path().join("a/b/same-again.txt")).expect("remove");
+        let (from_files, edited, _) = write("edited");
+        assert_eq!((from_files, clean), (2, edited));
+        insta::assert_snapshot!(listing);
+    }
+
+    /// With a base, only what the base's tree lacks (and the commit).
+    #[test]
+    fn a_pack_on_a_base_holds_what_the_base_lacks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (repo, base) = fixture(dir.path());
+        let parent = repo.find_commit(base).expect("commit");
+        let mut tree = repo
+            .treebuilder(Some(&parent.tree().expect("tree")))
+            .expect("builder");
+        let blob = repo.blob(b"hipified\n").expect("blob");
+        tree.insert("empty", blob, 0o100644).expect("insert");
+        let tree = repo.find_tree(tree.write().expect("write")).expect("tree");
+        let sig = parent.author();
+        let commit = repo
+            .commit(None, &sig, &sig, "hipify", &tree, &[&parent])
+            .expect("commit");
+        let ids: Vec<Oid> = objects_of(&repo, commit, Some(base))
+            .expect("objects")
+            .iter()
+            .map(|o| o.id)
+            .collect();
+        assert_eq!(ids, vec![commit, tree.id(), blob]);
+    }
 }
