@@ -55,6 +55,8 @@ struct ProgressState {
     done: HashSet<String>,
     /// The checkout stopped (finished or failed): nothing more will be done.
     stopped: bool,
+    /// A submodule failed: the others not yet started are skipped.
+    failed: bool,
     gate: Gate,
 }
 
@@ -77,12 +79,20 @@ impl Progress {
         self.changed.notify_all();
     }
 
+    /// Whether the submodules not yet started should be skipped: one failed, or the other
+    /// steps did (the checkout fails either way).
+    fn should_stop(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.failed || state.gate == Gate::Abandoned
+    }
+
     /// Tells that the parent's own checkout is out.
     pub fn open_gate(&self) {
         self.update(|state| state.gate = Gate::Open);
     }
 
-    /// The other steps failed: nothing waits for the parent any more.
+    /// The other steps failed: nothing waits for the parent any more, and the submodules not
+    /// yet started are skipped.
     pub fn abandon(&self) {
         self.update(|state| {
             if state.gate == Gate::Closed {
@@ -109,7 +119,7 @@ impl Progress {
             if paths.iter().all(|p| state.done.contains(*p)) {
                 return true;
             }
-            if state.stopped {
+            if state.stopped || state.failed {
                 return false;
             }
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
@@ -136,7 +146,8 @@ pub fn check_out(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
 
 /// All at once, or `first` beside the others, which run at the lowest CPU priority: the
 /// steps waiting for `first` (the parent's own checkout, then hipify's script) keep the CPU
-/// they need, and the others take what is left, from the start.
+/// they need, and the others take what is left, from the start. Each half has `--jobs`
+/// threads: the niced half yields the CPU, not the disk, which it shares.
 fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
     let root_git_dir = request.root.join(".git");
     let pool = |lowered: bool| {
@@ -162,7 +173,13 @@ fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
         let others = others
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("a submodule checkout panicked")));
-        first.and(others)
+        match (first, others) {
+            (Err(error), Err(also)) => {
+                tracing::warn!("another submodule failed too: {also:#}");
+                Err(error)
+            }
+            (first, others) => first.and(others),
+        }
     })
 }
 
@@ -216,7 +233,11 @@ fn check_out_each(
     parent_git_dir: &Path,
 ) -> anyhow::Result<()> {
     children.par_iter().try_for_each(|submodule| {
-        let git_dir = one(ctx, request, submodule, parent_git_dir)?;
+        if request.progress.should_stop() {
+            return Ok(());
+        }
+        let git_dir = one(ctx, request, submodule, parent_git_dir)
+            .inspect_err(|_| request.progress.update(|state| state.failed = true))?;
         level(ctx, request, &submodule.path, &git_dir, &|_| true)?;
         // Once its own submodules are out: nothing this run needs waits for it.
         keep_checkout_pack(

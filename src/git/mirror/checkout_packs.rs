@@ -1,6 +1,6 @@
 //! Checkout packs: the objects of one checked-out commit (the commit, its trees and blobs)
 //! stored without compression or deltas, beside the mirror in
-//! `rockbuild-checkout/objects/pack/pack-<commit>.{pack,rev,idx}` (with `.used`, the time it
+//! `rockbuild-checkout/objects/pack/pack-<commit>.{pack,idx}` (with `.used`, the time it
 //! was last written or linked, and for a hipify commit `.base`, the upstream commit whose pack
 //! holds the objects it shares with it).
 //!
@@ -48,7 +48,9 @@ impl Mirror {
     /// rest after it in a fraction of the time. `worktree` is a working tree of `commit` (or
     /// one being hipified from it): its files are read instead of inflating their blobs when
     /// they hash to them (`stored_pack.rs`). Runs on a thread at the lowest CPU priority
-    /// (other steps wait for their own work, not for this); takes the exclusive lock.
+    /// (other steps wait for their own work, not for this) under the shared lock, so that the
+    /// trees reading the mirror meanwhile do not wait for it; the exclusive lock only to put
+    /// the pack in place.
     pub fn write_checkout_pack(
         &self,
         commit: Oid,
@@ -58,10 +60,7 @@ impl Mirror {
         if self.has_checkout_pack(commit) {
             return Ok(());
         }
-        let _guard = self.exclusive()?;
-        if self.has_checkout_pack(commit) {
-            return Ok(());
-        }
+        let shared = self.shared()?;
         let pack_dir = self.checkout_packs().join("objects/pack");
         fs_err::create_dir_all(&pack_dir)
             .map_err(|e| Error::cache(&pack_dir, "creating the checkout packs", e))?;
@@ -84,6 +83,12 @@ impl Mirror {
             let panicked = std::io::Error::other("its thread panicked");
             Err(Error::cache(&pack, "writing a checkout pack", panicked))
         })?;
+        drop(shared);
+        let _guard = self.exclusive()?;
+        if self.has_checkout_pack(commit) {
+            // Another checkout wrote it meanwhile.
+            return Ok(());
+        }
         if let Some(base) = base {
             let to = pack_dir.join(format!("pack-{commit}.base"));
             fs_err::write(&to, format!("{base}\n")).map_err(|e| Error::cache(&to, "writing", e))?;
@@ -278,7 +283,7 @@ fn write_objects(
         let file = object
             .file
             .as_ref()
-            .and_then(|file| fs_err::read(worktree.join(file)).ok())
+            .and_then(|file| read_file(&worktree.join(file)))
             .filter(|data| stored_pack::is_object(object.id, ObjectType::Blob, data));
         match file {
             Some(data) => {
@@ -287,6 +292,14 @@ fn write_objects(
             }
             None => {
                 let stored = odb.read(object.id).map_err(std::io::Error::other)?;
+                if stored.kind() != object.kind {
+                    return Err(std::io::Error::other(format!(
+                        "{} is a {}, its tree says {}",
+                        object.id,
+                        stored.kind(),
+                        object.kind
+                    )));
+                }
                 out.add(object.id, object.kind, stored.data())?;
             }
         }
@@ -298,6 +311,21 @@ fn write_objects(
         worktree.display()
     );
     Ok(from_files)
+}
+
+/// The contents of the file at `path`, if it can be read without waiting: opened
+/// non-blocking, so that a FIFO where the tree has a file reads as empty instead of hanging.
+fn read_file(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data).ok()?;
+    Some(data)
 }
 
 fn modified(path: &Path) -> SystemTime {

@@ -53,9 +53,12 @@ impl StoredPack {
     /// Appends `data` as the object `id` of `kind` (the caller vouches that it hashes to `id`
     /// and adds each object once).
     pub fn add(&mut self, id: Oid, kind: ObjectType, data: &[u8]) -> io::Result<()> {
+        let header = entry_header(kind, data.len())
+            .ok_or_else(|| io::Error::other(format!("{id}: not a commit, tree, blob or tag")))?;
         let offset = self.out.written;
+        // The entry's CRC-32 covers its header and zlib stream, nothing before.
         self.out.crc = crc32fast::Hasher::new();
-        self.out.write_all(&entry_header(kind, data.len()))?;
+        self.out.write_all(&header)?;
         // The zlib header: deflate, 32K window, no dictionary, "fastest" (its check bits make
         // the 16 bits a multiple of 31).
         self.out.write_all(&[0x78, 0x01])?;
@@ -75,7 +78,7 @@ impl StoredPack {
         let mut adler = simd_adler32::Adler32::new();
         adler.write(data);
         self.out.write_all(&adler.finish().to_be_bytes())?;
-        let crc = std::mem::take(&mut self.out.crc).finalize();
+        let crc = self.out.crc.clone().finalize();
         self.entries.push((id, crc, offset));
         Ok(())
     }
@@ -101,12 +104,13 @@ impl StoredPack {
 
 /// An entry's header: the type in bits 4–6 of the first byte, the size in 4 bits there and 7
 /// bits per following byte, least significant first; the top bit says another byte follows.
-fn entry_header(kind: ObjectType, size: usize) -> Vec<u8> {
+fn entry_header(kind: ObjectType, size: usize) -> Option<Vec<u8>> {
     let code: u8 = match kind {
         ObjectType::Commit => 1,
         ObjectType::Tree => 2,
         ObjectType::Blob => 3,
-        _ => 4,
+        ObjectType::Tag => 4,
+        ObjectType::Any => return None,
     };
     let mut header = Vec::with_capacity(10);
     let mut byte = (code << 4) | (size & 0x0f) as u8;
@@ -117,13 +121,17 @@ fn entry_header(kind: ObjectType, size: usize) -> Vec<u8> {
         rest >>= 7;
     }
     header.push(byte);
-    header
+    Some(header)
 }
 
 /// The index (version 2): fan-out table, sorted ids, CRC-32s, 31-bit offsets with an overflow
 /// table for packs past 2 GiB, the pack's checksum, then its own.
 fn write_index(path: &Path, entries: &mut [(Oid, u32, u64)], pack: &[u8; 20]) -> io::Result<()> {
     entries.sort_by_key(|(id, _, _)| *id);
+    if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        // git would find only one of them: an index with a name twice is invalid.
+        return Err(io::Error::other(format!("{} added twice", pair[0].0)));
+    }
     let file = fs_err::File::create(path)?;
     let mut out = Checksummed::new(BufWriter::new(file));
     out.write_all(&[0xff, b't', b'O', b'c'])?;
@@ -195,5 +203,33 @@ impl<W: Write> Write for Checksummed<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index naming an object twice would be invalid; a kind that is no object has no
+    /// entry type. Both are refused, and nothing is renamed into place by the caller.
+    #[test]
+    fn an_object_added_twice_or_of_no_kind_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (pack, idx) = (dir.path().join("pack"), dir.path().join("idx"));
+        let id = Oid::hash_object(ObjectType::Blob, b"x").expect("hash");
+        let mut out = StoredPack::create(&pack, 2).expect("create");
+        out.add(id, ObjectType::Blob, b"x").expect("add");
+        out.add(id, ObjectType::Blob, b"x").expect("add");
+        let error = out.finish(&idx).expect_err("refused");
+        assert_eq!(error.to_string(), format!("{id} added twice"));
+
+        let mut out = StoredPack::create(&pack, 1).expect("create");
+        let error = out.add(id, ObjectType::Any, b"x").expect_err("refused");
+        assert_eq!(
+            error.to_string(),
+            format!("{id}: not a commit, tree, blob or tag")
+        );
+        assert!(is_object(id, ObjectType::Blob, b"x"));
+        assert!(!is_object(id, ObjectType::Blob, b"y"));
     }
 }
