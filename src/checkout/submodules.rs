@@ -175,7 +175,8 @@ fn in_order(ctx: &Context, request: &Request<'_>) -> anyhow::Result<()> {
             .unwrap_or_else(|_| Err(anyhow::anyhow!("a submodule checkout panicked")));
         match (first, others) {
             (Err(error), Err(also)) => {
-                tracing::warn!("another submodule failed too: {also:#}");
+                ctx.ui
+                    .warn(format!("another submodule failed too: {also:#}"));
                 Err(error)
             }
             (first, others) => first.and(others),
