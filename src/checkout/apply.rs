@@ -20,7 +20,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::inspect::{self, TRITON_BUILD_ENV};
-use super::plan::{Action, HipifyStep, HipifyTarget, ProjectPlan, Step, Target, TreeState};
+use super::plan::{
+    Action, HipifyStep, HipifyTarget, NodeState, ProjectPlan, Step, Target, TreeState,
+};
 use super::repos::{self, Node};
 use super::resolve::{Resolved, ResolvedSubmodule};
 use super::snapshot;
@@ -215,11 +217,13 @@ impl<'a> Run<'a> {
         let recurse = !self.job.target.submodules.is_empty();
         let nodes = repos::discover(self.dir, recurse)?;
         let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
-        let digests = snapshot::digests(self.dir, &rels);
-        let mut states = Vec::new();
-        for node in &nodes {
-            states.extend(inspect::node_state(&self.ctx.runner, node, true)?);
-        }
+        // Clean by construction: the index's stat data is the tree's.
+        let digests = snapshot::digests(self.dir, &rels, snapshot::Source::Index);
+        let states: Vec<Option<NodeState>> = nodes
+            .par_iter()
+            .map(|node| inspect::node_state(&self.ctx.runner, node, true))
+            .collect::<anyhow::Result<_>>()?;
+        let states: Vec<NodeState> = states.into_iter().flatten().collect();
         snapshot::record(self.dir, recurse, &states, &digests)?;
         self.nodes = nodes;
         Ok(())
@@ -404,7 +408,9 @@ impl<'a> Run<'a> {
             _ => IndexMap::new(),
         };
         let log = self.log.clone();
-        let settle = self.runs_script();
+        let script = self
+            .runs_script()
+            .then(|| ScriptReach(edited_submodules(job)));
         let handle = scope.spawn(move || {
             submodules::check_out(
                 ctx,
@@ -419,18 +425,16 @@ impl<'a> Run<'a> {
                     first: first.as_deref(),
                 },
             )?;
-            // Tags and skip-worktree here, beside the script rather than after it: the first
-            // index write after a checkout re-reads the files git wrote in the same second as
-            // the index ("racily clean"; torch's 15k: 0.2-0.3 s). The root's own checkout
-            // must be out first (its index and HEAD).
+            // Tags and skip-worktree here, beside the script rather than after it. The root's
+            // own checkout must be out first (its index and HEAD).
             if !progress.root_is_out() {
                 // The other steps failed: nothing reads this.
                 return Ok(Vec::new());
             }
             let nodes = repos::discover(&job.target.dir, true)?;
-            protect_submodules(ctx, &nodes, &log)?;
-            if settle {
-                settle_indexes(ctx, &nodes, &log)?;
+            protect_submodules(ctx, &nodes, &log, script.as_ref())?;
+            if let Some(script) = &script {
+                settle_indexes(ctx, &nodes, &log, script)?;
             }
             Ok(nodes)
         });
@@ -507,12 +511,13 @@ impl<'a> Run<'a> {
             // Scheduled by `steps`.
             Step::Submodules { .. } | Step::Hipify { .. } => {}
             Step::CommitHipify => {
-                for node in self.nodes()? {
+                self.nodes()?.par_iter().try_for_each(|node| {
                     let node_repo = local::open(&node.dir)?;
                     if let Some(head) = local::head_commit(&node_repo) {
                         local::force_tag(&node_repo, git::HIPIFY_TAG, head)?;
                     }
-                }
+                    anyhow::Ok(())
+                })?;
             }
             Step::TritonBuildEnv { .. } => {
                 write_triton_build_env(target, self.dir)?;
@@ -678,9 +683,35 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
     Ok(repo)
 }
 
+/// The repositories the hipify script may write into beside the submodules' protection and
+/// settling: the root and the submodules it edits (`None`: the stack config does not say, so
+/// any). Only their indexes must be rewritten by git, which re-reads the files written in the
+/// index's second; the others' by `local::rewrite_index`, which need not. A script that edits a
+/// submodule it is not listed for is still caught by the status after it (libgit2's, to the
+/// nanosecond), unless it wrote in the very tick git checked that file out: a race the listing
+/// makes anyway, since such a submodule is still being checked out while the script runs.
+struct ScriptReach(Option<Vec<String>>);
+
+impl ScriptReach {
+    fn reaches(&self, node: &Node) -> bool {
+        let ScriptReach(Some(edited)) = self else {
+            return true;
+        };
+        node.rel.is_empty()
+            || edited
+                .iter()
+                .any(|e| node.rel == *e || node.rel.starts_with(&format!("{e}/")))
+    }
+}
+
 /// Tags every submodule's upstream commit, and hides submodule changes from the parent
 /// (`submodule.<name>.ignore=all` plus skip-worktree on the gitlinks), as the reference does.
-fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Result<()> {
+fn protect_submodules(
+    ctx: &Context,
+    nodes: &[Node],
+    log: &Path,
+    script: Option<&ScriptReach>,
+) -> anyhow::Result<()> {
     // Each repository's own files only: all at once.
     nodes.par_iter().try_for_each(|node| {
         let repo = local::open(&node.dir)?;
@@ -693,6 +724,10 @@ fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Resu
         for link in &node.gitlinks {
             local::set_config(&repo, &format!("submodule.{}.ignore", link.name), "all")?;
         }
+        if !script.is_some_and(|script| script.reaches(node)) {
+            local::rewrite_index(&repo, &node.gitlink_paths())?;
+            return Ok(());
+        }
         let git = Git::new(&node.dir, node.label()).log_to(log);
         let mut update = git.cmd(["update-index", "--skip-worktree", "--"]);
         for path in node.gitlink_paths() {
@@ -704,12 +739,18 @@ fn protect_submodules(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Resu
 }
 
 /// Rewrites every repository's index in a later second than its files, so that the statuses
-/// after the script compare stat data instead of reading every file: git (and libgit2) re-read
-/// each entry written in the same second as its index ("racily clean") at every status until
-/// the index is written again in a later second. Torch's submodules are 28k such files
-/// (XNNPACK alone: a 0.3 s status before, 0.01 s after). Beside the script, on the core it
-/// leaves free; waits up to a second when a repository was checked out in this one.
-fn settle_indexes(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Result<()> {
+/// after the script compare stat data instead of reading every file: git re-reads each entry
+/// written in the same second as its index ("racily clean") at every status until the index
+/// is written again in a later second. Torch's submodules are 28k such files (XNNPACK alone: a
+/// 0.3 s status before, 0.01 s after). Beside the script, on the core it leaves free; waits up
+/// to a second when a repository was checked out in this one. The repositories the script
+/// reaches go through git (`written_beside`).
+fn settle_indexes(
+    ctx: &Context,
+    nodes: &[Node],
+    log: &Path,
+    script: &ScriptReach,
+) -> anyhow::Result<()> {
     let since_epoch = |time: SystemTime| {
         time.duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()
@@ -723,6 +764,10 @@ fn settle_indexes(ctx: &Context, nodes: &[Node], log: &Path) -> anyhow::Result<(
         }
     }
     nodes.par_iter().try_for_each(|node| {
+        if !script.reaches(node) {
+            local::rewrite_index(&local::open(&node.dir)?, &node.gitlink_paths())?;
+            return Ok(());
+        }
         let git = Git::new(&node.dir, node.label()).log_to(log);
         ctx.runner
             .run(&git.cmd(["update-index", "-q", "--refresh", "--force-write-index"]))?;
@@ -1130,5 +1175,46 @@ fn prefix(rel: &str) -> String {
         String::new()
     } else {
         format!("{rel}/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(rel: &str) -> Node {
+        Node {
+            rel: rel.into(),
+            dir: std::path::PathBuf::from("/t").join(rel),
+            recorded: String::new(),
+            gitlinks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_script_reaches_the_root_and_what_it_is_listed_to_edit() {
+        let listed = ScriptReach(Some(vec!["third_party/kineto".into()]));
+        let reached: Vec<(&str, bool)> = [
+            "",
+            "third_party/kineto",
+            "third_party/kineto/third_party/fmt",
+            "third_party/kineto2",
+            "third_party/XNNPACK",
+        ]
+        .into_iter()
+        .map(|rel| (rel, listed.reaches(&node(rel))))
+        .collect();
+        assert_eq!(
+            reached,
+            [
+                ("", true),
+                ("third_party/kineto", true),
+                ("third_party/kineto/third_party/fmt", true),
+                ("third_party/kineto2", false),
+                ("third_party/XNNPACK", false),
+            ]
+        );
+        // Not listed at all: it may write anywhere.
+        assert!(ScriptReach(None).reaches(&node("third_party/XNNPACK")));
     }
 }

@@ -141,7 +141,7 @@ pub fn tree(runner: &Runner, dir: &Path, recurse: bool) -> anyhow::Result<TreeSt
     let nodes = repos::discover(dir, recurse)?;
     let rels: Vec<String> = nodes.iter().map(|n| n.rel.clone()).collect();
     // Taken before the statuses: a change made meanwhile shows in the next run's digests.
-    state.digests = snapshot::digests(dir, &rels);
+    state.digests = snapshot::digests(dir, &rels, snapshot::Source::Disk);
     for node in nodes {
         state.nodes.extend(node_state(runner, &node, false)?);
     }

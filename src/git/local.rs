@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use git2::{ObjectType, Oid, Repository, StatusOptions};
+use git2::{IndexEntryExtendedFlag, ObjectType, Oid, Repository, StatusOptions};
 
 use super::Error;
 
@@ -187,6 +187,28 @@ pub fn set_config(repo: &Repository, key: &str, value: &str) -> Result<(), Error
         .map_err(at(repo, format!("setting {key}")))
 }
 
+/// Writes the index again, with skip-worktree set on `skip_worktree` (paths it holds), as
+/// `git update-index --skip-worktree` would, minus its cost after a checkout: git re-reads every
+/// file whose mtime falls in the second its index was written in ("racily clean" at git's
+/// one-second resolution: most of a fresh checkout), libgit2 only those no older than the index
+/// to the nanosecond (a few). Only for a tree nothing has written into since its checkout: git
+/// compares whole seconds, so a file rewritten in the second of its checkout at the same size
+/// is found only by re-reading it, which git does and this does not. A write after this one
+/// moves the file's mtime past the index's, and git sees it.
+pub fn rewrite_index(repo: &Repository, skip_worktree: &[String]) -> Result<(), Error> {
+    let mut index = repo.index().map_err(at(repo, "reading the index"))?;
+    for path in skip_worktree {
+        let what = || format!("marking {path} skip-worktree in the index");
+        let mut entry = index
+            .get_path(Path::new(path), 0)
+            .ok_or_else(|| git2::Error::from_str("no such entry"))
+            .map_err(at(repo, what()))?;
+        entry.flags_extended |= IndexEntryExtendedFlag::SKIP_WORKTREE.bits();
+        index.add(&entry).map_err(at(repo, what()))?;
+    }
+    index.write().map_err(at(repo, "writing the index"))
+}
+
 /// Uncommitted changes as `git status --porcelain` style lines (`M path`, `?? path`),
 /// submodules excluded (they are checked as repositories of their own).
 pub fn uncommitted_changes(repo: &Repository) -> Result<Vec<String>, Error> {
@@ -243,5 +265,54 @@ mod tests {
         );
         assert!(parse_gitmodules("").is_empty());
         assert!(parse_gitmodules("# nothing\n").is_empty());
+    }
+
+    /// git's own view of a test repository.
+    fn git_output(dir: &Path, args: &[&str]) -> String {
+        #[expect(clippy::disallowed_methods, reason = "reading a test repository")]
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_remove("GIT_DIR")
+            .output()
+            .expect("git");
+        assert!(output.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    #[test]
+    fn a_rewritten_index_marks_gitlinks_skip_worktree_and_keeps_every_stat() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = |args: &[&str]| crate::build::source::tests::git(dir.path(), args);
+        git(&["init", "-q"]);
+        fs_err::create_dir_all(dir.path().join("src")).expect("mkdir");
+        fs_err::write(dir.path().join("src/a.c"), "int a;\n").expect("write");
+        git(&["add", "src/a.c"]);
+        let sub = "1111111111111111111111111111111111111111";
+        git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{sub},third_party/sub"),
+        ]);
+        git(&["commit", "-q", "-m", "fixture"]);
+        let stat = |dir: &Path| git_output(dir, &["ls-files", "--debug", "src/a.c"]);
+        let before = stat(dir.path());
+
+        let repo = open(dir.path()).expect("open");
+        rewrite_index(&repo, &["third_party/sub".to_string()]).expect("rewrite");
+        assert_eq!(
+            git_output(dir.path(), &["ls-files", "-v"]),
+            "H src/a.c\nS third_party/sub\n"
+        );
+        assert_eq!(stat(dir.path()), before, "the file's stat data is kept");
+        assert_eq!(git_output(dir.path(), &["status", "--porcelain"]), "");
+
+        let error = rewrite_index(&repo, &["third_party/none".to_string()])
+            .expect_err("a path the index does not hold");
+        assert_eq!(
+            format!("{error:#}").replace(&dir.path().display().to_string(), "DIR"),
+            "DIR/: marking third_party/none skip-worktree in the index: no such entry"
+        );
     }
 }

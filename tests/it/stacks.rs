@@ -452,6 +452,18 @@ fn a_lock_whose_commits_are_cached_needs_no_origin() {
         git_in(&env.path("offline/pytorch"), &["status", "--porcelain"]),
         ""
     );
+    // With no script beside, the gitlinks' skip-worktree is written by libgit2: the same
+    // index entries as the cold tree's, where git wrote it.
+    for root in ["warm", "offline"] {
+        assert_eq!(
+            git_in(
+                &env.path(&format!("{root}/pytorch")),
+                &["ls-files", "-v", "third_party"]
+            ),
+            "S third_party/kineto",
+            "{root}"
+        );
+    }
 }
 
 #[test]
