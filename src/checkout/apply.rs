@@ -744,7 +744,7 @@ fn protect_submodules(
 /// is written again in a later second. Torch's submodules are 28k such files (XNNPACK alone: a
 /// 0.3 s status before, 0.01 s after). Beside the script, on the core it leaves free; waits up
 /// to a second when a repository was checked out in this one. The repositories the script
-/// reaches go through git (`written_beside`).
+/// reaches go through git (`ScriptReach`).
 fn settle_indexes(
     ctx: &Context,
     nodes: &[Node],

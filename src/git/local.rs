@@ -194,7 +194,7 @@ pub fn set_config(repo: &Repository, key: &str, value: &str) -> Result<(), Error
 /// to the nanosecond (a few). Only for a tree nothing has written into since its checkout: git
 /// compares whole seconds, so a file rewritten in the second of its checkout at the same size
 /// is found only by re-reading it, which git does and this does not. A write after this one
-/// moves the file's mtime past the index's, and git sees it.
+/// moves the file's mtime to or past the index's, and git sees it.
 pub fn rewrite_index(repo: &Repository, skip_worktree: &[String]) -> Result<(), Error> {
     let mut index = repo.index().map_err(at(repo, "reading the index"))?;
     for path in skip_worktree {
