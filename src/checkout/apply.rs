@@ -685,11 +685,12 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
 
 /// The repositories the hipify script may write into beside the submodules' protection and
 /// settling: the root and the submodules it edits (`None`: the stack config does not say, so
-/// any). Only their indexes must be rewritten by git, which re-reads the files written in the
-/// index's second; the others' by `local::rewrite_index`, which need not. A script that edits a
-/// submodule it is not listed for is still caught by the status after it (libgit2's, to the
-/// nanosecond), unless it wrote in the very tick git checked that file out: a race the listing
-/// makes anyway, since such a submodule is still being checked out while the script runs.
+/// any). Their indexes are rewritten by git, which re-hashes the files written in the index's
+/// second; the others' by `local::rewrite_index`, which compares their stat data instead. A
+/// script that edits a submodule it is not listed for is still caught after it (libgit2's
+/// status and `rewrite_index` both see the nanoseconds), unless it rewrote a file at the same
+/// size in the very tick git checked that file out: a race the listing makes anyway, since
+/// such a submodule is still being checked out while the script runs.
 struct ScriptReach(Option<Vec<String>>);
 
 impl ScriptReach {

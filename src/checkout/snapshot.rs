@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::plan::NodeState;
+use crate::git::local::{self, StatData};
 
 /// Where the snapshot of the project at `dir` lives.
 fn path(dir: &Path) -> PathBuf {
@@ -148,12 +149,8 @@ fn digest(work_tree: &Path, bound: Option<Stamp>, source: Source) -> Option<Stri
     let mut files: Vec<(String, Option<StatData>)> = Vec::with_capacity(index.len());
     let mut dirs: BTreeSet<String> = BTreeSet::from([String::new()]);
     for entry in index.iter() {
-        let recorded = (source == Source::Index && entry.mode != GITLINK_MODE).then(|| StatData {
-            size: entry.file_size,
-            ino: entry.ino,
-            modified: (entry.mtime.seconds() as u32, entry.mtime.nanoseconds()),
-            changed: (entry.ctime.seconds() as u32, entry.ctime.nanoseconds()),
-        });
+        let recorded = (source == Source::Index && entry.mode != local::GITLINK_MODE)
+            .then(|| StatData::of_entry(&entry));
         let path = String::from_utf8(entry.path).ok()?;
         let mut parent = path.as_str();
         while let Some((up, _)) = parent.rsplit_once('/') {
@@ -167,7 +164,7 @@ fn digest(work_tree: &Path, bound: Option<Stamp>, source: Source) -> Option<Stri
     let lines: Vec<Option<String>> = files
         .par_iter()
         .map(|(p, recorded)| match recorded {
-            Some(stat) => Some(stat.line("f", p)),
+            Some(stat) => Some(line("f", p, stat)),
             None => stat_line("f", p, &work_tree.join(p), bound),
         })
         .chain(
@@ -185,37 +182,12 @@ fn digest(work_tree: &Path, bound: Option<Stamp>, source: Source) -> Option<Stri
     Some(hex::encode(hasher.finalize()))
 }
 
-/// A submodule's entry in its parent's index (git records no stat data for it).
-const GITLINK_MODE: u32 = 0o160000;
-
-/// What a line holds of a path's stat data, at the widths git's index stores it (32 bits: on
-/// a file system whose inode numbers or sizes do not fit, the lines from the index and from
-/// disk differ, and the tree is walked each time rather than trusted wrongly). No mode: a
-/// chmod moves the ctime.
-struct StatData {
-    size: u32,
-    ino: u32,
-    modified: (u32, u32),
-    changed: (u32, u32),
-}
-
-impl StatData {
-    fn of(meta: &std::fs::Metadata) -> StatData {
-        // Truncated as git truncates them for its index.
-        StatData {
-            size: meta.len() as u32,
-            ino: meta.ino() as u32,
-            modified: (meta.mtime() as u32, meta.mtime_nsec() as u32),
-            changed: (meta.ctime() as u32, meta.ctime_nsec() as u32),
-        }
-    }
-
-    fn line(&self, kind: &str, name: &str) -> String {
-        format!(
-            "{kind} {name} {} {} {}.{} {}.{}\n",
-            self.size, self.ino, self.modified.0, self.modified.1, self.changed.0, self.changed.1
-        )
-    }
+/// A line of a digest: no mode (a chmod moves the ctime), the rest at the index's widths.
+fn line(kind: &str, name: &str, stat: &StatData) -> String {
+    format!(
+        "{kind} {name} {} {} {}.{} {}.{}\n",
+        stat.size, stat.ino, stat.modified.0, stat.modified.1, stat.changed.0, stat.changed.1
+    )
 }
 
 /// One path's stat data as a line; `None` when it is racy. A missing path is a line too (its
@@ -228,7 +200,7 @@ fn stat_line(kind: &str, name: &str, path: &Path, bound: Option<Stamp>) -> Optio
     if bound.is_some_and(|b| Stamp::of(&meta) >= b || changed >= b) {
         return None;
     }
-    Some(StatData::of(&meta).line(kind, name))
+    Some(line(kind, name, &StatData::of_file(&meta)))
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! Local repository reads through git2: no process spawn, no network. Objects, gitlinks,
 //! `.gitmodules`, tags, config and status.
 
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::time::UNIX_EPOCH;
 
-use git2::{IndexEntryExtendedFlag, ObjectType, Oid, Repository, StatusOptions};
+use git2::{IndexEntry, IndexEntryExtendedFlag, ObjectType, Oid, Repository, StatusOptions};
 
 use super::Error;
 
@@ -187,16 +190,85 @@ pub fn set_config(repo: &Repository, key: &str, value: &str) -> Result<(), Error
         .map_err(at(repo, format!("setting {key}")))
 }
 
+/// A submodule's entry in its parent's index (git records no stat data for it).
+pub const GITLINK_MODE: u32 = 0o160000;
+
+/// A file's stat data at the widths git's index stores it (32 bits, truncated as git
+/// truncates): from an index entry, or from disk. Equal when the file is as git recorded it;
+/// on a file system whose inode numbers or sizes do not fit, possibly unequal when it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatData {
+    pub size: u32,
+    pub ino: u32,
+    pub modified: (u32, u32),
+    pub changed: (u32, u32),
+}
+
+impl StatData {
+    pub fn of_file(meta: &std::fs::Metadata) -> StatData {
+        StatData {
+            size: meta.len() as u32,
+            ino: meta.ino() as u32,
+            modified: (meta.mtime() as u32, meta.mtime_nsec() as u32),
+            changed: (meta.ctime() as u32, meta.ctime_nsec() as u32),
+        }
+    }
+
+    pub fn of_entry(entry: &IndexEntry) -> StatData {
+        StatData {
+            size: entry.file_size,
+            ino: entry.ino,
+            modified: (entry.mtime.seconds() as u32, entry.mtime.nanoseconds()),
+            changed: (entry.ctime.seconds() as u32, entry.ctime.nanoseconds()),
+        }
+    }
+}
+
 /// Writes the index again, with skip-worktree set on `skip_worktree` (paths it holds), as
-/// `git update-index --skip-worktree` would, minus its cost after a checkout: git re-reads every
-/// file whose mtime falls in the second its index was written in ("racily clean" at git's
-/// one-second resolution: most of a fresh checkout), libgit2 only those no older than the index
-/// to the nanosecond (a few). Only for a tree nothing has written into since its checkout: git
-/// compares whole seconds, so a file rewritten in the second of its checkout at the same size
-/// is found only by re-reading it, which git does and this does not. A write after this one
-/// moves the file's mtime to or past the index's, and git sees it.
+/// `git update-index --skip-worktree` would, without re-hashing files. git, writing an index,
+/// re-hashes every file whose mtime falls in the second the index it read was written in
+/// ("racily clean": at git's one-second resolution, a file rewritten in that second at the
+/// same size looks unchanged), and zeroes the recorded size of those that changed, so that
+/// every later status re-reads them. After a checkout that is most of the files. This applies
+/// the same rule by their stat data to the nanosecond instead: an entry of that second whose
+/// file's size, inode, mtime or ctime differs from the recorded ones has its size zeroed.
+/// What it cannot see is a rewrite at the same size within the very timestamp tick git wrote
+/// the file in, which git's hash would: for trees nobody writes into while git checks them out.
 pub fn rewrite_index(repo: &Repository, skip_worktree: &[String]) -> Result<(), Error> {
-    let mut index = repo.index().map_err(at(repo, "reading the index"))?;
+    let read = || "reading the index";
+    let written = fs_err::metadata(repo.path().join("index"))
+        .and_then(|meta| meta.modified())
+        .map_err(|e| git2::Error::from_str(&e.to_string()))
+        .map_err(at(repo, read()))?
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let mut index = repo.index().map_err(at(repo, read()))?;
+    let changed: Vec<IndexEntry> = match repo.workdir() {
+        Some(workdir) => index
+            .iter()
+            .filter(|entry| {
+                entry.mode != GITLINK_MODE
+                    && entry.flags_extended & IndexEntryExtendedFlag::SKIP_WORKTREE.bits() == 0
+                    && u64::from(entry.mtime.seconds() as u32) >= written
+            })
+            .filter(|entry| {
+                let path = workdir.join(std::ffi::OsStr::from_bytes(&entry.path));
+                fs_err::symlink_metadata(path).map_or(true, |meta| {
+                    StatData::of_file(&meta) != StatData::of_entry(entry)
+                })
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    for mut entry in changed {
+        let what = format!(
+            "marking {} changed in the index",
+            String::from_utf8_lossy(&entry.path)
+        );
+        entry.file_size = 0;
+        index.add(&entry).map_err(at(repo, what))?;
+    }
     for path in skip_worktree {
         let what = || format!("marking {path} skip-worktree in the index");
         let mut entry = index
@@ -278,6 +350,53 @@ mod tests {
             .expect("git");
         assert!(output.status.success(), "git {args:?}");
         String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Sleeps into the next second (and a little past its start).
+    fn next_second() {
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch");
+        let next = std::time::Duration::from_secs(now.as_secs() + 1);
+        std::thread::sleep(next - now + std::time::Duration::from_millis(20));
+    }
+
+    fn mtime_seconds(path: &Path) -> u64 {
+        fs_err::metadata(path)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs()
+    }
+
+    /// git's racy case: a file rewritten at the same size in the second its index was written
+    /// in looks unchanged by its stat data once the index is written again in a later second;
+    /// git re-hashes such files when it writes the index, `rewrite_index` compares their stat
+    /// data to the nanosecond. Either way git's next status must see the change.
+    #[test]
+    fn a_file_rewritten_in_its_index_second_stays_changed_for_git() {
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let git = |args: &[&str]| crate::build::source::tests::git(dir.path(), args);
+            git(&["init", "-q"]);
+            let file = dir.path().join("a.c");
+            next_second();
+            fs_err::write(&file, "int a;\n").expect("write");
+            git(&["add", "a.c"]);
+            fs_err::write(&file, "int b;\n").expect("rewrite at the same size");
+            if mtime_seconds(&file) != mtime_seconds(&dir.path().join(".git/index")) {
+                continue; // a second went by meanwhile: not the case under test
+            }
+            next_second();
+            rewrite_index(&open(dir.path()).expect("open"), &[]).expect("rewrite");
+            assert_eq!(
+                git_output(dir.path(), &["status", "--porcelain"]),
+                "AM a.c\n"
+            );
+            return;
+        }
+        panic!("three tries, each across a second boundary");
     }
 
     #[test]
