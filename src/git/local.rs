@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use git2::{IndexEntry, IndexEntryExtendedFlag, ObjectType, Oid, Repository, StatusOptions};
+use rayon::prelude::*;
 
 use super::Error;
 
@@ -245,8 +246,11 @@ pub fn rewrite_index(repo: &Repository, skip_worktree: &[String]) -> Result<(), 
         .as_secs();
     let mut index = repo.index().map_err(at(repo, read()))?;
     let changed: Vec<IndexEntry> = match repo.workdir() {
+        // A stat per entry of the index's second (after a checkout, up to all of them).
         Some(workdir) => index
             .iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
             .filter(|entry| {
                 entry.mode != GITLINK_MODE
                     && entry.flags_extended & IndexEntryExtendedFlag::SKIP_WORKTREE.bits() == 0
