@@ -688,7 +688,7 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
 /// any). Their indexes are rewritten by git, which re-hashes the files written in the index's
 /// second; the others' by `local::rewrite_index`, which compares their stat data instead. A
 /// script that edits a submodule it is not listed for is still caught after it (libgit2's
-/// status and `rewrite_index` both see the nanoseconds), unless it rewrote a file at the same
+/// status and `rewrite_index` both see sub-second times), unless it rewrote a file at the same
 /// size in the very tick git checked that file out: a race the listing makes anyway, since
 /// such a submodule is still being checked out while the script runs.
 struct ScriptReach(Option<Vec<String>>);
@@ -725,9 +725,12 @@ fn protect_submodules(
         for link in &node.gitlinks {
             local::set_config(&repo, &format!("submodule.{}.ignore", link.name), "all")?;
         }
-        if !script.is_some_and(|script| script.reaches(node)) {
-            local::rewrite_index(&repo, &node.gitlink_paths())?;
-            return Ok(());
+        match script {
+            // Nothing writes beside: libgit2, no re-hash.
+            None => return Ok(local::rewrite_index(&repo, &node.gitlink_paths())?),
+            // `settle_indexes` writes it (skip-worktree included) once the second is over.
+            Some(script) if !script.reaches(node) => return Ok(()),
+            Some(_) => {}
         }
         let git = Git::new(&node.dir, node.label()).log_to(log);
         let mut update = git.cmd(["update-index", "--skip-worktree", "--"]);
@@ -752,14 +755,11 @@ fn settle_indexes(
     log: &Path,
     script: &ScriptReach,
 ) -> anyhow::Result<()> {
-    let since_epoch = |time: SystemTime| {
-        time.duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-    };
-    let now = since_epoch(SystemTime::now());
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
     for node in nodes {
-        let index = local::open(&node.dir)?.path().join("index");
-        if since_epoch(fs_err::metadata(&index)?.modified()?).as_secs() >= now.as_secs() {
+        if local::index_written(&local::open(&node.dir)?)? >= now.as_secs() {
             std::thread::sleep(Duration::from_secs(now.as_secs() + 1) - now);
             break;
         }

@@ -102,7 +102,14 @@ impl Git {
             .arg("-c")
             .arg("advice.detachedHead=false")
             .arg("-c")
-            .arg("core.hooksPath=/dev/null");
+            .arg("core.hooksPath=/dev/null")
+            // rockbuild reads every index it has git write through libgit2, which refuses the
+            // split and sparse index formats ("unsupported mandatory extension"): a user's
+            // `core.splitIndex` or `index.sparse` must not reach the trees rockbuild owns.
+            .arg("-c")
+            .arg("core.splitIndex=false")
+            .arg("-c")
+            .arg("index.sparse=false");
         if self.allow_file_protocol {
             cmd = cmd.arg("-c").arg("protocol.file.allow=always");
         }

@@ -883,3 +883,46 @@ fn a_cache_on_another_file_system_is_copied_from() {
         )
     );
 }
+
+/// A developer's global git config may ask for index formats libgit2 cannot read (the split
+/// index, the sparse index) or for ones it rewrites differently (`feature.manyFiles`: index v4
+/// and the untracked cache). rockbuild's trees are read through libgit2, so its git commands
+/// keep those two off; the rest of the config is the user's.
+#[test]
+fn a_users_index_settings_do_not_break_checkouts() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    std::fs::write(
+        env.path("home/.gitconfig"),
+        "[core]\n\tsplitIndex = true\n[index]\n\tsparse = true\n[feature]\n\tmanyFiles = true\n",
+    )
+    .expect("gitconfig");
+    // Cold (the script runs), warm (a new root from the cache: indexes rewritten by libgit2),
+    // then the warm root again.
+    ok(&checkout(&env, &world, "cold", &[]).output().expect("run"));
+    ok(&checkout(&env, &world, "warm", &[]).output().expect("run"));
+    let (_, again) = ok(&checkout(&env, &world, "warm", &[]).output().expect("run"));
+    assert!(again.contains("torch: up to date"), "{again}");
+    for root in ["cold", "warm"] {
+        let torch = env.path(&format!("{root}/pytorch"));
+        let split: Vec<_> = std::fs::read_dir(torch.join(".git"))
+            .expect("git dir")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("sharedindex."))
+            .collect();
+        assert!(split.is_empty(), "{root}: a split index: {split:?}");
+        assert_eq!(git_in(&torch, &["status", "--porcelain"]), "", "{root}");
+        // The root's gitlink and the nested one (kineto's fmt): skip-worktree kept through
+        // every index write, whichever writer.
+        for (repo, gitlink) in [
+            ("", "third_party/kineto"),
+            ("third_party/kineto", "third_party/fmt"),
+        ] {
+            assert_eq!(
+                git_in(&torch.join(repo), &["ls-files", "-v", "third_party"]),
+                format!("S {gitlink}"),
+                "{root}/{repo}"
+            );
+        }
+    }
+}
