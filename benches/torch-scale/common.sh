@@ -1,4 +1,4 @@
-# Sourced by bench.sh and experiments.sh: the repo root (made the working directory), the cache
+# Sourced by bench.sh: the repo root (made the working directory), the cache
 # directory (ROCKBUILD_BENCH_CACHE, default ~/.cache/rockbuild-bench/torch-scale), the
 # torch-scale origins built there once ($world) and the results directory ($out).
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
