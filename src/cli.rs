@@ -809,8 +809,9 @@ pub struct StageArgs {
     /// the --family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
-    /// Index that must provide every pinned dependency not in the set, e.g. the ROCm SDK
-    /// (default: the index the lock's build record installed the SDK from)
+    /// Index of the ROCm SDK the set pins: pins outside the set must resolve there, and the
+    /// SDK wheels they pin are brought from there (default: the index the lock's build
+    /// record installed the SDK from)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Verify, then print exactly what would be uploaded and written
@@ -915,6 +916,11 @@ pub struct PromoteArgs {
     /// Lock the set was built from: every wheel's version must be the one it names
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
+    /// Index of the ROCm SDK the promoted set carries: its staged SDK wheels must be the
+    /// bytes it publishes (default: the lock's index); with --rewrite-version, the index of
+    /// the promoted SDK release, whose wheels replace the staged ones
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

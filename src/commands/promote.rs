@@ -23,6 +23,8 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         source.as_ref(),
         settings.store.jobs,
         settings.lock.as_ref(),
+        settings.promotion,
+        &settings.sdk_indexes,
     )?;
     let decision = promote::gate(&staged, &settings.waivers);
     promote::show_gate(ctx, &decision, &settings.waivers);
@@ -30,9 +32,12 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let prepared = promote::prepare(
         ctx,
         &staged,
-        source.as_ref(),
+        &promote::Sources {
+            source: source.as_ref(),
+            indexes: &settings.sdk_indexes,
+            settings: &settings.store,
+        },
         settings.promotion,
-        &settings.store,
         &dest.url(),
         settings.dry_run,
     )?;

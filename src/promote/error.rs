@@ -54,6 +54,27 @@ pub enum Error {
          or a waiver with an owner, a reason and an expiry (--waiver)"
     )]
     Denied { denied: usize, total: usize },
+    #[error(
+        "promotion denied: {denied} of {total} files are ROCm SDK files that are not shown to be \
+         the ones their index publishes; nothing was copied\n\
+         hint: a companion is promoted as its index publishes it: give that index (--index-url, \
+         or --lock with a build record naming it), or stage the set again"
+    )]
+    NotAsPublished { denied: usize, total: usize },
+    #[error(
+        "the promotion moves the ROCm SDK the set carries to {promoted}, and no index that \
+         publishes it was given; nothing was copied\n\
+         hint: give the index of the SDK's {promoted} release with --index-url (rockbuild \
+         carries the SDK's wheels as their index publishes them; it never renames them)"
+    )]
+    NoSdkIndex { promoted: String },
+    #[error(
+        "the set's wheels pin {} ROCm SDK releases ({}); promote a set built on one\nnothing was written",
+        versions.len(),
+        versions.join(", ")
+    )]
+    SeveralSdks { versions: Vec<String> },
+
     #[error(transparent)]
     Split(SplitError),
     #[error("creating a work directory for the rewritten wheels")]
@@ -84,12 +105,16 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::SameStore(_) | Error::Waiver(_) | Error::Evidence(_) | Error::Split(_) => {
-                ExitStatus::Usage
-            }
+            Error::SameStore(_)
+            | Error::Waiver(_)
+            | Error::Evidence(_)
+            | Error::Split(_)
+            | Error::NoSdkIndex { .. }
+            | Error::SeveralSdks { .. } => ExitStatus::Usage,
             // Nothing staged is nothing verified, never a pass (as stage/verify/retag on an
             // empty directory).
             Error::Denied { .. }
+            | Error::NotAsPublished { .. }
             | Error::NoEvidence(_)
             | Error::NoReportsIn { .. }
             | Error::NothingToPromote(_)

@@ -71,7 +71,7 @@ impl PromotePlan {
         for line in &self.gate {
             let _ = writeln!(
                 out,
-                "  {:<7} {} ({})",
+                "  {:<8} {} ({})",
                 line.verdict, line.wheel, line.evidence
             );
         }
@@ -98,6 +98,10 @@ fn gate_lines(decision: &Decision) -> Vec<GateLine> {
                     ("waived", format!("waiver {number} ({})", waived.join("; ")))
                 }
                 Verdict::Denied { reasons } => ("DENIED", reasons.join("; ")),
+                Verdict::Carried { source } => {
+                    ("carried", format!("ROCm SDK, the bytes {source} publishes"))
+                }
+                Verdict::Replaced { by } => ("replaced", by.clone()),
             };
             GateLine {
                 wheel: w.filename.clone(),

@@ -42,7 +42,7 @@ mod wheel;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use version::{VersionMap, promoted_version};
+pub use version::{VersionMap, label_names_sdk, promoted_version};
 pub use wheel::{Rewritten, rewrite_set, rewrite_version};
 
 /// Where a promotion takes a version.
