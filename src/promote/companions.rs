@@ -154,7 +154,9 @@ mod tests {
         assert_eq!(
             verdicts[1].verdict,
             Verdict::Replaced {
-                by: "the promoted set carries the SDK's 7.10.0rc1 from https://user:***@sdk.example/rc/".into()
+                by:
+                    "the promoted set carries the SDK's 7.10.0rc1 from https://****@sdk.example/rc/"
+                        .into()
             }
         );
         // Not moved, and no index to check against: denied, saying what to give.

@@ -55,10 +55,13 @@ pub enum Error {
     )]
     Denied { denied: usize, total: usize },
     #[error(
-        "promotion denied: {denied} of {total} files are ROCm SDK files that are not shown to be \
-         the ones their index publishes; nothing was copied\n\
-         hint: a companion is promoted as its index publishes it: give that index (--index-url, \
-         or --lock with a build record naming it), or stage the set again"
+        "promotion denied: {denied} of the {total} staged files {} ROCm SDK file{} not shown \
+         to be what {} index publishes; nothing was copied\n\
+         hint: the ROCm SDK's files are promoted as their index publishes them: give that index \
+         (--index-url, or --lock with a build record naming it), or stage the set again",
+        if *denied == 1 { "is a" } else { "are" },
+        if *denied == 1 { "" } else { "s" },
+        if *denied == 1 { "its" } else { "their" }
     )]
     NotAsPublished { denied: usize, total: usize },
     #[error(
