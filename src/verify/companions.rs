@@ -12,7 +12,7 @@
 //!   built on the installing machine; then every part of that SDK release the index
 //!   publishes is carried, so whatever it decides is there.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::Path;
 
 use pep440_rs::Version;
@@ -32,19 +32,18 @@ use crate::wheel::verify::{WheelReport, read_companion};
 #[derive(Debug, thiserror::Error)]
 pub enum CompanionError {
     #[error(
-        "the ROCm SDK's index {index} has no {name} for '{requirement}' (it has {listed}), so the \
-         set could not be installed from where it is published\n\
+        "'{requirement}' is not on the ROCm SDK's index: {index} has {listed}, so the set could \
+         not be installed from where it is published\n\
          hint: give the index that publishes this SDK release (--index-url)"
     )]
     NotOnIndex {
         requirement: String,
-        name: String,
         index: String,
         listed: String,
     },
     #[error(
         "{url}: the index lists sha256 {expected} for {file}, but the download has {actual}; \
-         a companion is carried only as its index publishes it"
+         an SDK wheel is carried only as its index publishes it"
     )]
     HashMismatch {
         file: String,
@@ -201,7 +200,7 @@ pub fn product_requirements(reports: &[WheelReport]) -> Vec<Requirement> {
         .collect()
 }
 
-/// Brings the companions `seeds` (requirements on the ROCm SDK) reach and `have` (the
+/// Brings the companions `seeds` (their requirements on the ROCm SDK) reach and `have` (the
 /// companions the set holds) lacks from the SDK's `index` into `dir`: each one downloaded,
 /// checked against the index's hash and read. Returns their reports (role companion, source
 /// the file's URL), in the order they were reached.
@@ -225,7 +224,10 @@ pub fn bring(
         fetched: Vec::new(),
         expanded: BTreeSet::new(),
     };
-    let mut queue: VecDeque<Requirement> = seeds.into();
+    let mut queue: VecDeque<Requirement> = seeds
+        .into_iter()
+        .filter(|r| is_sdk_distribution(&r.name) && r.url.is_none())
+        .collect();
     let mut visited: BTreeSet<(String, Version, Vec<String>)> = BTreeSet::new();
     while let Some(requirement) = queue.pop_front() {
         let (version, requires) = closure.resolve(&requirement)?;
@@ -330,7 +332,6 @@ impl Closure<'_> {
             .max()
             .ok_or_else(|| CompanionError::NotOnIndex {
                 requirement: requirement.raw.clone(),
-                name: name.clone(),
                 index: format!("{index}{name}/"),
                 listed: listing(&files),
             })?;
@@ -418,25 +419,264 @@ impl Closure<'_> {
     }
 }
 
-/// The companions of a set by name, for messages and plans: `rocm 7.10.0a1, rocm-sdk-core …`.
-pub fn describe(reports: &[WheelReport]) -> String {
-    let mut by_version: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for report in reports.iter().filter(|r| r.role == Role::Companion) {
-        if let (Some(name), Some(version)) = (&report.name, &report.version) {
-            by_version
-                .entry(version.clone())
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// A PEP 503 index on disk (`file://`), in TheRock's layout: one page per project linking
+    /// to the files beside them, with `#sha256=` fragments.
+    struct DiskIndex {
+        dir: tempfile::TempDir,
+        projects: BTreeMap<String, Vec<(String, String)>>,
+    }
+
+    impl DiskIndex {
+        fn new() -> Self {
+            DiskIndex {
+                dir: tempfile::tempdir().expect("tempdir"),
+                projects: BTreeMap::new(),
+            }
+        }
+
+        /// A wheel holding only METADATA (what the closure reads), listed under its project.
+        fn wheel(&mut self, name: &str, version: &str, requires: &[&str], extras: &[&str]) {
+            let mut metadata = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
+            for extra in extras {
+                metadata.push_str(&format!("Provides-Extra: {extra}\n"));
+            }
+            for requirement in requires {
+                metadata.push_str(&format!("Requires-Dist: {requirement}\n"));
+            }
+            let dist = name.replace('-', "_");
+            let mut cursor = std::io::Cursor::new(Vec::new());
+            let mut zip = zip::ZipWriter::new(&mut cursor);
+            zip.start_file(
+                format!("{dist}-{version}.dist-info/METADATA"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .expect("start");
+            zip.write_all(metadata.as_bytes()).expect("write");
+            zip.finish().expect("finish");
+            let file = format!("{dist}-{version}-py3-none-linux_x86_64.whl");
+            self.add(name, &file, &cursor.into_inner());
+        }
+
+        fn add(&mut self, name: &str, file: &str, bytes: &[u8]) {
+            fs_err::create_dir_all(self.dir.path().join("files")).expect("mkdir");
+            fs_err::write(self.dir.path().join("files").join(file), bytes).expect("write");
+            self.projects
+                .entry(normalize_name(name))
                 .or_default()
-                .insert(name.clone());
+                .push((file.to_string(), crate::fsutil::sha256_hex(bytes)));
+        }
+
+        /// Writes the pages; `url()` is the root.
+        fn publish(&self) {
+            let simple = self.dir.path().join("simple");
+            let mut root = String::from("<html><body>\n");
+            for (project, files) in &self.projects {
+                root.push_str(&format!("<a href=\"{project}/\">{project}</a>\n"));
+                let links: String = files
+                    .iter()
+                    .map(|(file, sha)| {
+                        format!("<a href=\"../../files/{file}#sha256={sha}\">{file}</a>\n")
+                    })
+                    .collect();
+                fs_err::create_dir_all(simple.join(project)).expect("mkdir");
+                fs_err::write(simple.join(project).join("index.html"), links).expect("page");
+            }
+            fs_err::write(simple.join("index.html"), root).expect("root");
+        }
+
+        fn url(&self) -> String {
+            format!("file://{}/simple/", self.dir.path().display())
         }
     }
-    by_version
-        .iter()
-        .map(|(version, names)| {
-            format!(
-                "{} {version}",
-                names.iter().cloned().collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+
+    fn ctx() -> Context {
+        Context::with_environment(
+            [("NO_COLOR".to_string(), "1".to_string())],
+            PathBuf::from("/"),
+        )
+    }
+
+    fn requirement(text: &str) -> Requirement {
+        Requirement::parse(text).expect("requirement")
+    }
+
+    /// TheRock's SDK release 1.0 (`_dist_info.py`: the meta package requires the runtime,
+    /// extras add the libraries, the development package and device files), an older
+    /// runtime, and a project of another namespace.
+    fn sdk() -> DiskIndex {
+        let mut index = DiskIndex::new();
+        index.wheel(
+            "rocm",
+            "1.0",
+            &[
+                "rocm-sdk-core==1.0",
+                "rocm-sdk-libraries==1.0; extra == \"libraries\"",
+                "rocm-sdk-devel==1.0; extra == \"devel\"",
+                "rocm-sdk-device-gfx906==1.0; extra == \"device-gfx906\" or extra == \"device-all\"",
+                "numpy",
+            ],
+            &["libraries", "devel", "device-gfx906", "device-all"],
+        );
+        index.wheel("rocm-sdk-core", "1.0", &[], &[]);
+        index.wheel("rocm-sdk-core", "0.9", &[], &[]);
+        index.wheel("rocm-sdk-libraries", "1.0", &["rocm-sdk-core==1.0"], &[]);
+        index.wheel("rocm-sdk-devel", "1.0", &["rocm-sdk-core==1.0"], &[]);
+        index.wheel(
+            "rocm-sdk-device-gfx906",
+            "1.0",
+            &["rocm-sdk-libraries==1.0"],
+            &[],
+        );
+        index.wheel("numpy", "2.0", &[], &[]);
+        index
+    }
+
+    fn files(reports: &[WheelReport]) -> Vec<String> {
+        let mut files: Vec<String> = reports.iter().map(|r| r.file.clone()).collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn the_closure_brings_what_the_pins_and_their_extras_reach() {
+        let index = sdk();
+        index.publish();
+        let client = IndexClient::new(&index.url()).expect("client");
+        let out = tempfile::tempdir().expect("tempdir");
+        let brought = bring(
+            &ctx(),
+            vec![requirement("rocm[libraries]==1.0"), requirement("filelock")],
+            &[],
+            &client,
+            out.path(),
+        )
+        .expect("bring");
+        assert_eq!(
+            files(&brought),
+            [
+                "rocm-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_core-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_libraries-1.0-py3-none-linux_x86_64.whl",
+            ]
+        );
+        assert!(brought.iter().all(|r| {
+            r.role == Role::Companion
+                && r.source
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with("file://"))
+        }));
+
+        // What the set already holds is not brought again; another extra reaches further.
+        let held = brought
+            .iter()
+            .filter(|r| r.file.starts_with("rocm_sdk_core"))
+            .cloned()
+            .collect::<Vec<_>>();
+        let out = tempfile::tempdir().expect("tempdir");
+        let more = bring(
+            &ctx(),
+            vec![requirement("rocm[devel,device-all]==1.0")],
+            &held,
+            &client,
+            out.path(),
+        )
+        .expect("bring");
+        assert_eq!(
+            files(&more),
+            [
+                "rocm-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_devel-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_device_gfx906-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_libraries-1.0-py3-none-linux_x86_64.whl",
+            ]
+        );
+    }
+
+    /// TheRock publishes `rocm` as a source distribution whose requirements are decided when
+    /// it is built on the installing machine: every part of that SDK release is carried.
+    #[test]
+    fn a_source_distribution_carries_its_whole_sdk_release() {
+        let mut index = sdk();
+        index.projects.remove("rocm");
+        index.add(
+            "rocm",
+            "rocm-1.0.tar.gz",
+            b"not read: an sdist is carried as it is",
+        );
+        index.publish();
+        let client = IndexClient::new(&index.url()).expect("client");
+        let out = tempfile::tempdir().expect("tempdir");
+        let brought = bring(
+            &ctx(),
+            vec![requirement("rocm[libraries]==1.0")],
+            &[],
+            &client,
+            out.path(),
+        )
+        .expect("bring");
+        assert_eq!(
+            files(&brought),
+            [
+                "rocm-1.0.tar.gz",
+                "rocm_sdk_core-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_devel-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_device_gfx906-1.0-py3-none-linux_x86_64.whl",
+                "rocm_sdk_libraries-1.0-py3-none-linux_x86_64.whl",
+            ]
+        );
+        let sdist = brought.iter().find(|r| r.file == "rocm-1.0.tar.gz");
+        assert!(sdist.is_some_and(|r| r.metadata.is_none() && r.version.as_deref() == Some("1.0")));
+    }
+
+    #[test]
+    fn what_the_index_lacks_or_serves_differently_is_refused() {
+        let mut index = sdk();
+        index.publish();
+        let client = IndexClient::new(&index.url()).expect("client");
+        let out = tempfile::tempdir().expect("tempdir");
+        let missing = bring(
+            &ctx(),
+            vec![requirement("rocm-sdk-core==2.0")],
+            &[],
+            &client,
+            out.path(),
+        )
+        .expect_err("missing");
+        let text = missing.to_string();
+        assert!(
+            text.starts_with("'rocm-sdk-core==2.0' is not on the ROCm SDK's index: file://")
+                && text.contains("/rocm-sdk-core/ has only 0.9, 1.0"),
+            "{text}"
+        );
+        // The file changed after the page was written: its bytes are not the listed ones.
+        index.wheel("rocm-sdk-devel", "1.0", &["something-else"], &[]);
+        let out = tempfile::tempdir().expect("tempdir");
+        let changed = bring(
+            &ctx(),
+            vec![requirement("rocm-sdk-devel==1.0")],
+            &[],
+            &client,
+            out.path(),
+        )
+        .expect_err("changed");
+        assert!(
+            matches!(&changed, CompanionError::HashMismatch { file, .. }
+                if file == "rocm_sdk_devel-1.0-py3-none-linux_x86_64.whl"),
+            "{changed}"
+        );
+        assert!(
+            !out.path()
+                .join("rocm_sdk_devel-1.0-py3-none-linux_x86_64.whl")
+                .exists(),
+            "nothing half-checked is left behind"
+        );
+    }
 }

@@ -362,4 +362,42 @@ mod tests {
             "{error}"
         );
     }
+
+    #[test]
+    fn every_pin_on_the_sdk_follows_a_promoted_sdk() {
+        let names: Vec<WheelFilename> = [
+            "torch-2.9.0+rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+            "triton-3.4.0+git8518ca6a.rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+        ]
+        .iter()
+        .map(|n| WheelFilename::parse(n).expect("name"))
+        .collect();
+        let sdk = (v("7.10.0a20251124"), v("7.10.0rc1"));
+        let map = VersionMap::for_set(&names, Promotion::ReleaseCandidate(1), Some(sdk.clone()))
+            .expect("maps");
+        for name in ["rocm", "rocm-sdk-core", "rocm_sdk_libraries_gfx94X-dcgpu"] {
+            assert_eq!(map.get(name), Some(&sdk), "{name}");
+        }
+        assert_eq!(map.get("numpy"), None);
+        let new = |name: &str| map.get(name).map(|(_, new)| new.to_string());
+        assert_eq!(new("torch").as_deref(), Some("2.9.0+rocm7.10.0rc1"));
+        assert_eq!(
+            new("triton").as_deref(),
+            Some("3.4.0+git8518ca6a.rocm7.10.0rc1")
+        );
+        // The SDK's literal is among the replacements version files get.
+        assert!(
+            map.iter()
+                .any(|(name, versions)| name == "rocm" && *versions == sdk)
+        );
+        assert!(label_names_sdk(
+            &v("3.4.0+git8518ca6a.rocm7.10.0a20251124"),
+            &sdk.0
+        ));
+        assert!(!label_names_sdk(
+            &v("3.4.0+git8518ca6a.rocm7.10.0a2025112"),
+            &sdk.0
+        ));
+        assert!(!label_names_sdk(&v("2.9.0"), &sdk.0));
+    }
 }
