@@ -687,7 +687,8 @@ pub struct VerifyArgs {
     /// gfx targets every GPU library must contain, comma separated
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
-    /// Index that must provide every pinned dependency not in the set
+    /// Index that must provide every pinned dependency not in the set: the ROCm SDK's, whose
+    /// wheels in the set must be the bytes it publishes (default: the lock's)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Print the report as JSON on stdout
