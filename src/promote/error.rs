@@ -72,7 +72,8 @@ pub enum Error {
     )]
     NoSdkIndex { promoted: String },
     #[error(
-        "the set's wheels pin {} ROCm SDK releases ({}); promote a set built on one\nnothing was written",
+        "the set names {} ROCm SDK releases ({}: its wheels' pins, its SDK wheels, the lock); \
+         promote a set built on one\nnothing was written",
         versions.len(),
         versions.join(", ")
     )]

@@ -112,6 +112,8 @@ pub struct Staged {
     pub today: jiff::civil::Date,
     /// One verdict per companion of the set (see [`companions`]).
     pub companions: Vec<policy::WheelDecision>,
+    /// The SDK release the set was built on, when known before its wheels are read.
+    pub sdk: Option<Version>,
 }
 
 impl StagedFile {
@@ -172,7 +174,8 @@ pub fn inspect(
     if set.is_empty() {
         return Err(Error::NothingToPromote(source.url()));
     }
-    let companions = judge_companions(&set, lock, promotion, indexes)?;
+    let sdk = staged_sdk(&set, lock)?;
+    let companions = judge_companions(&set, sdk.as_ref(), promotion, indexes)?;
     Ok(Staged {
         url: source.url(),
         set,
@@ -181,6 +184,30 @@ pub fn inspect(
             .to_zoned(jiff::tz::TimeZone::UTC)
             .date(),
         companions,
+        sdk,
+    })
+}
+
+/// The SDK release the staged set was built on, as far as it is known before any wheel is
+/// read: the lock's, else the one release the staged companions are of.
+fn staged_sdk(
+    set: &[StagedFile],
+    lock: Option<&(PathBuf, Lock)>,
+) -> Result<Option<Version>, Error> {
+    if let Some((_, lock)) = lock
+        && let Some(version) = lock.sdk_version()?
+    {
+        return Ok(Some(version));
+    }
+    let versions: BTreeSet<Version> = set
+        .iter()
+        .filter(|s| s.role() == Role::Companion)
+        .filter_map(|s| s.version.parse().ok())
+        .collect();
+    let mut versions = versions.into_iter();
+    Ok(match (versions.next(), versions.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
     })
 }
 
@@ -190,7 +217,7 @@ pub fn inspect(
 /// index (`--index-url`, else the lock's) publishes.
 fn judge_companions(
     set: &[StagedFile],
-    lock: Option<&(PathBuf, Lock)>,
+    staged_sdk: Option<&Version>,
     promotion: Option<Promotion>,
     indexes: &SdkIndexes,
 ) -> Result<Vec<policy::WheelDecision>, Error> {
@@ -202,20 +229,8 @@ fn judge_companions(
     if staged.is_empty() {
         return Ok(Vec::new());
     }
-    let locked = match lock {
-        Some((_, lock)) => lock.sdk_version()?,
-        None => None,
-    };
-    let versions: BTreeSet<Version> = staged
-        .iter()
-        .filter_map(|s| s.version.parse().ok())
-        .collect();
-    let staged_sdk = locked.or_else(|| match versions.len() {
-        1 => versions.into_iter().next(),
-        _ => None,
-    });
     let promoted_to = promotion
-        .zip(staged_sdk.as_ref())
+        .zip(staged_sdk)
         .and_then(|(promotion, sdk)| companions::promoted_sdk(sdk, promotion));
     if let (Some(promoted), None) = (&promoted_to, &indexes.given) {
         return Err(Error::NoSdkIndex {
@@ -235,7 +250,7 @@ fn judge_companions(
         .map_err(Error::WorkDir)?;
     Ok(companions::judge(
         &staged,
-        staged_sdk.as_ref(),
+        staged_sdk,
         promoted_to.as_ref(),
         index.as_ref(),
         indexes.given.as_deref(),

@@ -109,7 +109,7 @@ fn rewritten(
             })
     };
     let product_paths = products.iter().map(local).collect::<Result<Vec<_>, _>>()?;
-    let sdk = sdk_promotion(&product_paths, promotion)?;
+    let sdk = sdk_promotion(&product_paths, staged.sdk.as_ref(), promotion)?;
     let RewritePlan { rewrite, keep } =
         split_set::split(&products, sdk.as_ref().map(|(old, _)| old)).map_err(Error::Split)?;
     let rewrite_paths = rewrite.iter().map(local).collect::<Result<Vec<_>, _>>()?;
@@ -222,27 +222,30 @@ fn rewritten(
     })
 }
 
-/// The ROCm SDK the tested products pin (`rocm[libraries]==V`) and the release the
-/// promotion moves it to, when it moves it.
+/// The ROCm SDK the tested products pin (`rocm[libraries]==V`; else the one the staged set
+/// is known to be built on, `staged`) and the release the promotion moves it to, when it
+/// moves it. Two releases are refused.
 fn sdk_promotion(
     products: &[PathBuf],
+    staged: Option<&Version>,
     promotion: Promotion,
 ) -> Result<Option<(Version, Version)>, Error> {
     let metadata: Vec<_> = products
         .iter()
         .filter_map(|path| read_metadata(path).ok())
         .collect();
-    let pinned = pinned_sdk_versions(metadata.iter().flat_map(|m| &m.requires_dist));
-    let mut pinned = pinned.into_iter();
-    match (pinned.next(), pinned.next()) {
+    let mut releases = pinned_sdk_versions(metadata.iter().flat_map(|m| &m.requires_dist));
+    releases.extend(staged.cloned());
+    let mut releases = releases.into_iter();
+    match (releases.next(), releases.next()) {
         (None, _) => Ok(None),
-        (Some(staged), None) => {
-            Ok(companions::promoted_sdk(&staged, promotion).map(|promoted| (staged, promoted)))
+        (Some(built_on), None) => {
+            Ok(companions::promoted_sdk(&built_on, promotion).map(|promoted| (built_on, promoted)))
         }
         (Some(first), Some(second)) => Err(Error::SeveralSdks {
             versions: [first, second]
                 .into_iter()
-                .chain(pinned)
+                .chain(releases)
                 .map(|v| v.to_string())
                 .collect(),
         }),
