@@ -275,6 +275,11 @@ pub struct CheckoutArgs {
     /// Discard uncommitted changes that hipify did not make
     #[arg(long)]
     pub force: bool,
+    /// Fail when hipify leaves CUDA-only includes (default: report them in the summary, the
+    /// report and the lock, and go on; `hipify: leftover-cuda: refuse` in the stack config
+    /// does this for one project)
+    #[arg(long, env = "ROCKBUILD_STRICT")]
+    pub strict: bool,
     /// Where to write the lock (default: <root>/rockbuild.lock.json)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,

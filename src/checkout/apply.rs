@@ -32,7 +32,7 @@ use crate::context::Context;
 use crate::git::{self, Git, local};
 use crate::hipify::{self, cache, leftover};
 use crate::lock::{HipifyStamp, LockedProject, LockedSubmodule};
-use crate::stack::{HipifyPolicy, Project};
+use crate::stack::{HipifyPolicy, LeftoverPolicy, Project};
 use crate::ui::Task;
 
 /// Seconds spent per phase of one project's checkout.
@@ -66,6 +66,8 @@ pub struct SummaryRow {
     pub network: bool,
     pub seconds: f64,
     pub phases: Phases,
+    /// CUDA-only includes left after hipify, reported (see `refuse_leftovers`).
+    pub leftovers: Vec<String>,
 }
 
 pub struct Outcome {
@@ -293,6 +295,9 @@ impl<'a> Run<'a> {
         write_triton_build_env(target, self.dir)?;
         self.lap(Phase::Tags);
         self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
+        if let Some(stamp) = &self.stamp {
+            refuse_leftovers(self.job, &stamp.leftovers)?;
+        }
         self.hipify_summary = match &target.hipify {
             HipifyTarget::Run { .. } | HipifyTarget::Cached { .. } => "up to date".to_string(),
             HipifyTarget::NoScript { .. } => "no script".into(),
@@ -607,7 +612,19 @@ impl<'a> Run<'a> {
     fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
         self.nodes()?;
         let resolved = self.job.resolved;
+        let leftovers = self
+            .stamp
+            .as_ref()
+            .map(|stamp| stamp.leftovers.clone())
+            .unwrap_or_default();
         let locked = locked_project(self.job.project, resolved, self.stamp.take());
+        if !leftovers.is_empty() {
+            self.hipify_summary.push_str(&format!(
+                ", {} CUDA include{} left",
+                leftovers.len(),
+                crate::ui::plural(leftovers.len())
+            ));
+        }
         let row = SummaryRow {
             project: self.job.project.name.clone(),
             reference: resolved.pin.requested_ref.clone(),
@@ -622,6 +639,7 @@ impl<'a> Run<'a> {
             network: resolved.transferred,
             seconds: self.task.elapsed().as_secs_f64(),
             phases: self.phases,
+            leftovers,
         };
         Ok(Outcome { locked, row })
     }
@@ -929,13 +947,14 @@ fn hipify_result(
         }
         .into());
     }
-    check_leftovers(job, &changed_paths)?;
+    let leftovers = check_leftovers(job, &changed_paths)?;
     let stamp = HipifyStamp {
         upstream_tree: job.target.upstream_tree.clone(),
         script_sha256: script_sha256.to_string(),
         result_tree,
         submodule_trees,
         changed_files: changed_paths.len(),
+        leftovers,
     };
     if let Some((lock_file, pins)) = &job.selection.from_lock
         && let Some(expected) = pins.get(name.as_str()).and_then(|pin| pin.hipify.as_ref())
@@ -1043,37 +1062,64 @@ fn from_cache(
             changed_paths.push(format!("{}{path}", prefix(rel)));
         }
     }
-    check_leftovers(job, &changed_paths)?;
+    // Checked again: the stack config's allow list and policy may have changed since.
+    let leftovers = check_leftovers(job, &changed_paths)?;
     Ok(cache::Record {
-        stamp: record.stamp.clone(),
+        stamp: HipifyStamp {
+            leftovers,
+            ..record.stamp.clone()
+        },
         commits: record.commits.clone(),
     })
 }
 
-/// No CUDA-only include may survive hipify (in the files it changed and the check paths).
-fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<()> {
+/// The CUDA-only includes that survived hipify (in the files it changed and the check paths),
+/// as the report lists them; an error instead when this checkout refuses them
+/// ([`refuse_leftovers`]).
+fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<Vec<String>> {
     let HipifyPolicy::Script {
         check_paths, allow, ..
     } = &job.project.hipify
     else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let allow = leftover::allow_set(allow)?;
     let stack = &job.selection.stack;
-    let leftovers = leftover::scan(
+    let leftovers: Vec<String> = leftover::scan(
         &job.target.dir,
         changed_paths,
         check_paths,
         &allow,
         &stack.cuda_only_headers,
-    )?;
+    )?
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    refuse_leftovers(job, &leftovers)?;
+    Ok(leftovers)
+}
+
+/// Leftover includes are reported, as the reference (which has no such check) would build the
+/// tree anyway; they fail the checkout only with `--strict` or the project's `hipify:
+/// leftover-cuda: refuse`.
+fn refuse_leftovers(job: &Job<'_>, leftovers: &[String]) -> anyhow::Result<()> {
+    let config = &job.selection.stack.source_name;
+    let refused_by = match &job.project.hipify {
+        _ if job.options.strict => "--strict".to_string(),
+        HipifyPolicy::Script {
+            leftover_cuda: LeftoverPolicy::Refuse,
+            ..
+        } => format!("`hipify: leftover-cuda: refuse` in {config}"),
+        _ => return Ok(()),
+    };
     if leftovers.is_empty() {
         return Ok(());
     }
     Err(hipify::Error::Leftovers {
         project: job.project.name.clone(),
-        leftovers: leftovers.iter().map(ToString::to_string).collect(),
-        config: stack.source_name.clone(),
+        leftovers: leftovers.to_vec(),
+        config: config.clone(),
+        refused_by,
     }
     .into())
 }

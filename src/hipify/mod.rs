@@ -26,7 +26,7 @@ pub enum Error {
         source: ProcessError,
     },
     #[error(
-        "hipify of '{project}' left {} CUDA-only include(s) that have HIP equivalents (TheRock#7266):\n    {}\n  the file(s) were skipped or mistranslated; fix the hipify mapping or list deliberate ones under `hipify: allow:` in {config} — the tree is left for inspection",
+        "hipify of '{project}' left {} CUDA-only include(s) that have HIP equivalents (TheRock#7266), refused by {refused_by}:\n    {}\n  the file(s) were skipped or mistranslated, or the include sits in a branch no ROCm build compiles; fix the hipify mapping, list deliberate ones under `hipify: allow:` in {config}, or check out without {refused_by} to have them reported instead — the tree is left for inspection",
         leftovers.len(),
         leftovers.iter().take(20).cloned().collect::<Vec<_>>().join("\n    ")
     )]
@@ -34,6 +34,8 @@ pub enum Error {
         project: String,
         leftovers: Vec<String>,
         config: String,
+        /// What made them an error: `--strict`, or the project's `leftover-cuda: refuse`.
+        refused_by: String,
     },
     #[error(
         "{project}: hipify produced tree {found} but {lock} records {expected}; the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"

@@ -38,11 +38,25 @@ pub enum HipifyPolicy {
         /// these alone while the others are still being checked out. `None`: it waits for
         /// every submodule.
         edits_submodules: Option<Vec<String>>,
+        /// What a CUDA-only include left after hipify does to the checkout.
+        leftover_cuda: LeftoverPolicy,
     },
     /// Triton's "hipify": write build_env.json as the reference does.
     TritonBuildEnv,
     /// Nothing to do (apex).
     Off,
+}
+
+/// What the leftover-CUDA check does with what it finds (`hipify: leftover-cuda:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeftoverPolicy {
+    /// Reported (warning, checkout report, lock, step summary); the checkout goes on, as the
+    /// reference's does (it has no such check).
+    #[default]
+    Report,
+    /// The checkout fails (as `--strict` makes it for every project).
+    Refuse,
 }
 
 /// Where a project's ref comes from when no flag names one.
@@ -177,6 +191,8 @@ struct HipifyEntry {
     allow: Vec<String>,
     #[serde(default)]
     edits_submodules: Option<Vec<String>>,
+    #[serde(default)]
+    leftover_cuda: Option<LeftoverPolicy>,
 }
 
 #[derive(Deserialize, PartialEq, Eq)]
@@ -351,16 +367,18 @@ fn validate_project(
             check_paths: entry.hipify.check_paths,
             allow: entry.hipify.allow,
             edits_submodules: entry.hipify.edits_submodules,
+            leftover_cuda: entry.hipify.leftover_cuda.unwrap_or_default(),
         },
         HipifyMode::TritonBuildEnv | HipifyMode::Off
             if entry.hipify.script.is_some()
                 || !entry.hipify.check_paths.is_empty()
                 || !entry.hipify.allow.is_empty()
-                || entry.hipify.edits_submodules.is_some() =>
+                || entry.hipify.edits_submodules.is_some()
+                || entry.hipify.leftover_cuda.is_some() =>
         {
             return Err(source.error_at(
                 &at(&["hipify"]),
-                "script, check-paths, allow and edits-submodules only apply to hipify mode `script`",
+                "script, check-paths, allow, edits-submodules and leftover-cuda only apply to hipify mode `script`",
             ));
         }
         HipifyMode::TritonBuildEnv => HipifyPolicy::TritonBuildEnv,
@@ -545,7 +563,7 @@ projects:
         .expect_err("not a script");
         assert_eq!(
             error.to_string(),
-            "stack.yaml:9: script, check-paths, allow and edits-submodules only apply to hipify mode `script`"
+            "stack.yaml:9: script, check-paths, allow, edits-submodules and leftover-cuda only apply to hipify mode `script`"
         );
     }
 
