@@ -179,7 +179,8 @@ pub struct NetworkArgs {
         env = "ROCKBUILD_STALL_TIMEOUT"
     )]
     pub stall_timeout: u64,
-    /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
+    /// Attempts for a transfer that stalls or fails with a transient error (backoff 2s, 4s,
+    /// ...)
     #[arg(
         long,
         value_name = "N",

@@ -582,20 +582,23 @@ fn unknown_refs_and_unreachable_origins_fail_without_a_lock() {
 }
 
 #[test]
-fn a_stalled_origin_is_stopped_by_the_watchdog() {
+fn a_stalled_origin_is_retried_then_stopped_by_the_watchdog() {
     let env = TestEnv::new();
     let world = StackWorld::new(&env);
-    // A server that accepts connections and never answers.
+    // A server that accepts connections and never answers, counting them.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
     std::thread::spawn(move || {
         let mut held = Vec::new();
         for stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             held.push(stream);
         }
     });
     let origin = format!("http://127.0.0.1:{port}/torch.git");
-    checkout(
+    let output = checkout(
         &env,
         &world,
         "ws",
@@ -607,14 +610,22 @@ fn a_stalled_origin_is_stopped_by_the_watchdog() {
             "--stall-timeout",
             "2",
             "--fetch-attempts",
-            "1",
+            "2",
         ],
     )
     .code(1)
     .stderr(contains(format!(
-        "fetching 'main' of 'torch' from {origin} stopped"
+        "fetching 'main' of 'torch' from {origin} stopped: the origin accepted the connection but sent nothing; check that it is reachable and serving (a proxy, a firewall, an overloaded server) and run again — a slow but live origin needs a larger --stall-timeout, a flaky one more --fetch-attempts"
     )))
-    .stderr(contains("made no progress for 2s"));
+    .stderr(contains("made no progress for 2s and was stopped (watchdog), on each of 2 attempts"))
+    .get_output()
+    .clone();
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one connection per attempt: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(!env.path("ws/rockbuild.lock.json").exists());
 }
 
@@ -786,7 +797,9 @@ fn leftover_cuda_includes_are_reported_and_refused_only_when_strict() {
         .write("csrc/HIPBlas.cpp", HIPBLAS_1_13_HEAD)
         // A source the fixture's hipify does not translate (it only handles .cu and .cuh).
         .write("csrc/missed.cpp", "#include <cublas_v2.h>\n");
-    world.torch.commit("PyTorch 1.13's HIPBlas.cpp guard, a file hipify skips");
+    world
+        .torch
+        .commit("PyTorch 1.13's HIPBlas.cpp guard, a file hipify skips");
     world.torch.publish();
     let leftovers = [
         "csrc/HIPBlas.cpp:16: still includes <cublasLt.h> (inside `#if defined(TORCH_HIP_VERSION) && TORCH_HIP_VERSION >= 11000 && !defined(_MSC_VER)`, undecided on ROCm)",
@@ -862,9 +875,14 @@ fn leftover_cuda_includes_are_reported_and_refused_only_when_strict() {
         1,
     );
     std::fs::write(&world.config, allowing).expect("write config");
-    checkout(&env, &world, "refusing", &["--project", "torch", "--strict"])
-        .success()
-        .stderr(contains("CUDA-only include").not());
+    checkout(
+        &env,
+        &world,
+        "refusing",
+        &["--project", "torch", "--strict"],
+    )
+    .success()
+    .stderr(contains("CUDA-only include").not());
 }
 
 #[test]
