@@ -219,6 +219,16 @@ pub struct SelectionArgs {
     /// Reproduce the commits of a lock (or of a TheRock source manifest)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_FROM_LOCK")]
     pub from_lock: Option<PathBuf>,
+    /// Reproduce the commits of a TheRock source manifest downloaded from an http(s) URL (as
+    /// checkout_from_manifest.py --manifest-url); each request waits up to --stall-timeout,
+    /// tried --fetch-attempts times
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ROCKBUILD_MANIFEST_URL",
+        conflicts_with = "from_lock"
+    )]
+    pub manifest_url: Option<String>,
     /// Fetch submodules (default)
     #[arg(long, overrides_with = "no_submodules")]
     pub submodules: bool,

@@ -53,7 +53,8 @@ pub struct Selection {
     /// Which preset applies and why.
     pub preset: Option<String>,
     pub release: bool,
-    /// The lock or manifest being reproduced, and its pins.
+    /// The lock or manifest being reproduced (its path, or the masked URL `--manifest-url`
+    /// downloaded it from: what the lock records as the pins' source), and its pins.
     pub from_lock: Option<(PathBuf, IndexMap<String, ReproducePin>)>,
     pub submodules: bool,
     pub depth: Option<u32>,

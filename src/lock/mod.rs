@@ -5,6 +5,7 @@
 
 mod error;
 pub mod manifest;
+pub mod manifest_url;
 pub mod plan;
 pub mod related_commits;
 pub mod resolve;

@@ -174,6 +174,7 @@ pub fn resolve_selection(
         release,
         require_related_commit,
         from_lock,
+        manifest_url,
         submodules,
         no_submodules,
         depth,
@@ -190,6 +191,11 @@ pub fn resolve_selection(
         stack.project(name)?;
     }
     let cache_dir = cache_dir_of(cache_dir.as_deref(), ctx)?;
+    let limits = TransferLimits {
+        timeout: Duration::from_secs(network.fetch_timeout.max(1)),
+        stall: Duration::from_secs(network.stall_timeout.max(1)),
+        attempts: network.fetch_attempts.max(1),
+    };
     let selection = |projects, requests, preset, from_lock| Selection {
         stack: stack.clone(),
         projects,
@@ -201,11 +207,7 @@ pub fn resolve_selection(
         submodules: flag(submodules, no_submodules).unwrap_or(true),
         depth,
         jobs,
-        limits: TransferLimits {
-            timeout: Duration::from_secs(network.fetch_timeout.max(1)),
-            stall: Duration::from_secs(network.stall_timeout.max(1)),
-            attempts: network.fetch_attempts.max(1),
-        },
+        limits,
         cache_dir: cache_dir.value.clone(),
         lock_path: lock_path.to_path_buf(),
     };
@@ -218,19 +220,40 @@ pub fn resolve_selection(
             .collect()
     };
 
-    if let Some(path) = from_lock {
-        if repo_hashtag.is_some()
+    let reproducing = match (&from_lock, &manifest_url) {
+        (Some(_), _) => Some("--from-lock"),
+        (None, Some(_)) => Some("--manifest-url"),
+        (None, None) => None,
+    };
+    if let Some(flag) = reproducing
+        && (repo_hashtag.is_some()
             || gitrepo_origin.is_some()
             || !origins.is_empty()
             || !hashtags.is_empty()
-            || release
-        {
-            return Err(crate::exit::usage(
-                "--from-lock reproduces the locked commits exactly; it cannot be combined with --repo-hashtag, --gitrepo-origin, --origin, --hashtag or --release",
-            ));
+            || release)
+    {
+        return Err(crate::exit::usage(format!(
+            "{flag} reproduces the commits it names exactly; it cannot be combined with --repo-hashtag, --gitrepo-origin, --origin, --hashtag or --release",
+        )));
+    }
+    let reproduce = match (from_lock, manifest_url) {
+        (Some(path), _) => {
+            let path = ctx.absolute(&path);
+            let pins = crate::lock::manifest::read_pins(&path, &stack)?;
+            Some((path, pins))
         }
-        let path = ctx.absolute(&path);
-        let pins = crate::lock::manifest::read_pins(&path, &stack)?;
+        (None, Some(url)) => {
+            let waits = crate::lock::manifest_url::Waits {
+                timeout: limits.stall.min(limits.timeout),
+                attempts: limits.attempts,
+            };
+            let (shown, pins) = crate::lock::manifest_url::read_pins(&url, waits, &stack)?;
+            // Where the pins came from, as the lock records it: the (masked) URL.
+            Some((PathBuf::from(shown), pins))
+        }
+        (None, None) => None,
+    };
+    if let Some((path, pins)) = reproduce {
         // Default selection: what the lock being reproduced holds.
         let selected = in_stack_order(&|name| {
             if projects.is_empty() {

@@ -764,6 +764,113 @@ fn therock_manifests_are_accepted() {
     assert_eq!(lock["projects"]["torch"]["requested_ref"], "main");
 }
 
+/// `--manifest-url`, as TheRock's checkout_from_manifest.py has it: a manifest served over
+/// HTTP is read (bounded) and reproduced exactly like a manifest file; what cannot be read
+/// says why and names the URL.
+#[test]
+fn therock_manifests_are_read_from_a_url() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let served = env.path("served");
+    std::fs::create_dir_all(&served).expect("mkdir");
+    let name = "therock-manifest_torch_linux_release-2.9.json";
+    std::fs::write(
+        served.join(name),
+        serde_json::json!({
+            "schema_version": 1,
+            "pytorch": {"repo": world.torch.url(), "commit": world.torch.head(), "branch": "main"},
+            "pytorch_vision": {"repo": world.vision.url(), "commit": world.vision_pin},
+            "therock": {"repo": "https://github.com/ROCm/TheRock.git", "commit": "0123456789abcdef0123456789abcdef01234567"}
+        })
+        .to_string(),
+    )
+    .expect("write manifest");
+    // 1 MiB and one byte: more than any manifest.
+    std::fs::write(served.join("huge.json"), vec![b' '; (1 << 20) + 1]).expect("write");
+    std::fs::write(served.join("lock.json"), r#"{"schema": 1, "projects": {}}"#).expect("write");
+    let server = crate::common::http::serve(&served);
+    let url = format!("{}{name}", server.url());
+    let manifest_url = |root: &str, url: &str| {
+        let mut cmd = env.rockbuild();
+        cmd.args(["checkout", "--config"]).arg(&world.config).args([
+            "--root-checkout-dir",
+            root,
+            "--no-hipify",
+            "--manifest-url",
+            url,
+        ]);
+        cmd.assert()
+    };
+    manifest_url("ws", &url).success();
+    let lock = read_lock(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(
+        lock["projects"]
+            .as_object()
+            .expect("projects")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["torch", "vision"]
+    );
+    assert_eq!(lock["projects"]["torch"]["commit"], world.torch.head());
+    assert_eq!(lock["projects"]["vision"]["commit"], world.vision_pin);
+    assert_eq!(
+        lock["projects"]["vision"]["pin"],
+        serde_json::json!({"kind": "lock", "file": url})
+    );
+
+    let base = server.url();
+    manifest_url("missing", &format!("{base}nothing-here.json"))
+        .code(2)
+        .stderr(contains(format!(
+            "--manifest-url {base}nothing-here.json: the server answered HTTP 404; check the URL"
+        )));
+    manifest_url("huge", &format!("{base}huge.json"))
+        .code(2)
+        .stderr(contains(
+            "huge.json: the answer is larger than 1048576 bytes, which no TheRock manifest is",
+        ));
+    manifest_url("lock", &format!("{base}lock.json"))
+        .code(2)
+        .stderr(contains(
+            "lock.json: not a TheRock source manifest (it has neither `schema_version` nor `pytorch`); a rockbuild lock is reproduced with --from-lock FILE",
+        ));
+    manifest_url("file", &format!("file://{}", served.join(name).display()))
+        .code(2)
+        .stderr(contains(
+            "the scheme is `file`; --manifest-url takes http or https (a local manifest goes to --from-lock)",
+        ));
+    // A server that accepts and never answers: one connection per attempt, then words.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let silent = format!("http://127.0.0.1:{port}/{name}");
+    env.rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&world.config)
+        .args(["--root-checkout-dir", "silent", "--manifest-url", &silent])
+        .args(["--stall-timeout", "1", "--fetch-attempts", "2"])
+        .assert()
+        .code(1)
+        .stderr(contains(format!(
+            "downloading the manifest {silent} failed: no answer within 1s (attempt 2 of 2); check the URL and the network"
+        )));
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+    for root in ["missing", "huge", "lock", "file", "silent"] {
+        assert!(
+            !env.path(&format!("{root}/rockbuild.lock.json")).exists(),
+            "{root}"
+        );
+    }
+}
+
 /// The head of PyTorch 1.13.1's aten/src/ATen/hip/HIPBlas.cpp as its build_amd.py writes it
 /// (hipified from aten/src/ATen/cuda/CUDABlas.cpp, lines 1-17; Debian's pytorch
 /// 1.13.1+dfsg source): `CUDA_VERSION` became `TORCH_HIP_VERSION`, the include did not change.
