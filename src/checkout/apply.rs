@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::inspect::{self, TRITON_BUILD_ENV};
+use super::overlap::{self, Overlap};
 use super::plan::{
     Action, HipifyStep, HipifyTarget, NodeState, ProjectPlan, Step, Target, TreeState,
 };
@@ -30,6 +31,7 @@ use super::submodules::{self, Progress};
 use super::{Error, Selection, TreeOptions};
 use crate::context::Context;
 use crate::git::{self, Git, local};
+use crate::hipify::reach::Watch;
 use crate::hipify::{self, cache, leftover};
 use crate::lock::{HipifyStamp, LockedProject, LockedSubmodule};
 use crate::stack::{HipifyPolicy, LeftoverPolicy, Project};
@@ -290,8 +292,8 @@ impl<'a> Run<'a> {
             let state = self.job.state;
             snapshot::record(self.dir, recurse, &state.nodes, &state.digests)?;
         }
-        let hipified = self.job.state.stamp.is_some();
-        ensure_tags(self.nodes()?, target, hipified)?;
+        let stamp = self.job.state.stamp.clone();
+        ensure_tags(self.nodes()?, target, stamp.as_ref())?;
         write_triton_build_env(target, self.dir)?;
         self.lap(Phase::Tags);
         self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
@@ -516,7 +518,14 @@ impl<'a> Run<'a> {
             // Scheduled by `steps`.
             Step::Submodules { .. } | Step::Hipify { .. } => {}
             Step::CommitHipify => {
+                let stamp = self.stamp.clone();
                 self.nodes()?.par_iter().try_for_each(|node| {
+                    if !stamp
+                        .as_ref()
+                        .is_some_and(|s| changed_by_hipify(s, &node.rel))
+                    {
+                        return Ok(());
+                    }
                     let node_repo = local::open(&node.dir)?;
                     if let Some(head) = local::head_commit(&node_repo) {
                         local::force_tag(&node_repo, git::HIPIFY_TAG, head)?;
@@ -545,30 +554,7 @@ impl<'a> Run<'a> {
         let (ctx, job) = (self.ctx, self.job);
         let found = match (how, &job.target.hipify) {
             (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
-                let edited = edited_submodules(job);
-                let waits: Vec<&str> = match &edited {
-                    Some(edited) => edited.iter().map(String::as_str).collect(),
-                    None => job
-                        .resolved
-                        .submodules
-                        .iter()
-                        .map(|s| s.path.as_str())
-                        .collect(),
-                };
-                self.wait_for_submodules(background, &waits)?;
-                self.task.phase("hipify");
-                run_script(ctx, job, &self.git, script, &self.log)?;
-                self.lap(Phase::Hipify);
-                self.join_submodules(background)?;
-                self.nodes()?;
-                let found = hipify_result(
-                    ctx,
-                    job,
-                    &self.nodes,
-                    edited.as_deref(),
-                    script_sha256,
-                    &self.log,
-                )?;
+                let found = self.run_hipify(script, script_sha256, background)?;
                 self.hipify_summary = format!("{} files changed", found.stamp.changed_files);
                 found
             }
@@ -607,6 +593,65 @@ impl<'a> Run<'a> {
             }),
             _ => None,
         })
+    }
+
+    /// Runs the script: beside the submodules it is not listed for when the stack config
+    /// lists the ones it edits (`overlap`), and again in the reference's order when that
+    /// run cannot be trusted; else once every submodule is out.
+    fn run_hipify(
+        &mut self,
+        script: &str,
+        script_sha256: &str,
+        background: &mut Option<Background<'_>>,
+    ) -> anyhow::Result<cache::Record> {
+        let (ctx, job) = (self.ctx, self.job);
+        let overlap = Overlap::of(job);
+        let waits: Vec<&str> = match &overlap {
+            Some(overlap) => overlap.listed.iter().map(String::as_str).collect(),
+            None => job
+                .resolved
+                .submodules
+                .iter()
+                .map(|s| s.path.as_str())
+                .collect(),
+        };
+        self.wait_for_submodules(background, &waits)?;
+        self.task.phase("hipify");
+        let Some(overlap) = overlap else {
+            run_script(ctx, job, &self.git, script, &self.log, None)?;
+            self.lap(Phase::Hipify);
+            self.join_submodules(background)?;
+            self.nodes()?;
+            let changed = changed_nodes(&self.nodes)?;
+            return hipify_result(ctx, job, &self.nodes, &changed, script_sha256, &self.log);
+        };
+        let watch = overlap.watch(self.dir)?;
+        let started = SystemTime::now();
+        let ran = run_script(ctx, job, &self.git, script, &self.log, Some(&watch));
+        self.lap(Phase::Hipify);
+        // Every submodule out before judging, a failed run included: the slow way needs them.
+        self.join_submodules(background)?;
+        self.nodes()?;
+        let changed = changed_nodes(&self.nodes)?;
+        let reach = watch.read();
+        let Some(doubt) = overlap.doubt(&reach, &self.nodes, &changed) else {
+            // Nothing outside the list was reached: a failure is the script's own.
+            ran?;
+            return hipify_result(ctx, job, &self.nodes, &changed, script_sha256, &self.log);
+        };
+        if let Err(error) = &ran {
+            tracing::debug!("{}: the first hipify run failed: {error}", job.project.name);
+        }
+        self.task.phase("hipify again, after every submodule");
+        let nodes = self.nodes.clone();
+        overlap::undo_script(ctx, &nodes, &self.log, started)?;
+        protect_submodules(ctx, &nodes, &self.log, Some(&ScriptReach(None)))?;
+        settle_indexes(ctx, &nodes, &self.log, &ScriptReach(None))?;
+        run_script(ctx, job, &self.git, script, &self.log, None)?;
+        self.lap(Phase::Hipify);
+        ctx.ui.warn(overlap::warning(job, &doubt));
+        let changed = changed_nodes(&nodes)?;
+        hipify_result(ctx, job, &nodes, &changed, script_sha256, &self.log)
     }
 
     fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
@@ -794,8 +839,18 @@ fn settle_indexes(
     })
 }
 
+/// Whether hipify changed the repository at `rel` (the reference commits and tags those
+/// only: repo_management.py's commit_hipify_module returns early on a clean status).
+fn changed_by_hipify(stamp: &HipifyStamp, rel: &str) -> bool {
+    if rel.is_empty() {
+        stamp.result_tree != stamp.upstream_tree
+    } else {
+        stamp.submodule_trees.contains_key(rel)
+    }
+}
+
 /// Up to date: the upstream and hipify tags where they belong (moving only what moved).
-fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Result<()> {
+fn ensure_tags(nodes: &[Node], target: &Target, stamp: Option<&HipifyStamp>) -> anyhow::Result<()> {
     for node in nodes {
         let repo = local::open(&node.dir)?;
         let upstream = if node.rel.is_empty() {
@@ -807,7 +862,7 @@ fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Resul
             local::force_tag(&repo, git::UPSTREAM_TAG, upstream)?;
         }
         if target.commit_hipify
-            && hipified
+            && stamp.is_some_and(|s| changed_by_hipify(s, &node.rel))
             && let Some(head) = local::head_commit(&repo)
             && local::tag_target(&repo, git::HIPIFY_TAG) != Some(head)
         {
@@ -826,7 +881,7 @@ struct Background<'scope> {
 
 /// The submodules of this checkout the hipify script edits (`hipify: edits-submodules`);
 /// `None` when the stack config does not say (then it waits for all of them).
-fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
+pub(super) fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
     let HipifyPolicy::Script {
         edits_submodules: Some(listed),
         ..
@@ -858,13 +913,15 @@ fn top_level_of(submodules: &[ResolvedSubmodule], paths: &[String]) -> Vec<Strin
         .collect()
 }
 
-/// Runs the script on the pristine tree (the root and the submodules it edits).
+/// Runs the script on the pristine tree (the root and the submodules it edits), watched
+/// when `watch` is given.
 fn run_script(
     ctx: &Context,
     job: &Job<'_>,
     git: &Git,
     script: &str,
     log: &Path,
+    watch: Option<&Watch>,
 ) -> anyhow::Result<()> {
     hipify::run_script(
         &ctx.runner,
@@ -872,6 +929,7 @@ fn run_script(
         &job.options.python,
         script,
         log,
+        watch,
         &mut |_| {},
     )
     .map_err(|source| hipify::Error::Script {
@@ -881,39 +939,35 @@ fn run_script(
     Ok(())
 }
 
-/// The script's result, once every submodule is out: checked against the list of submodules
-/// it may edit and for leftover CUDA includes, and recorded as commits (checked out or not,
-/// as asked) with a stamp.
-fn hipify_result(
-    ctx: &Context,
-    job: &Job<'_>,
-    nodes: &[Node],
-    edited: Option<&[String]>,
-    script_sha256: &str,
-    log: &Path,
-) -> anyhow::Result<cache::Record> {
-    let name = &job.project.name;
-    let mut changed_paths = Vec::new();
-    let mut unlisted = Vec::new();
-    let mut result_tree = job.target.upstream_tree.clone();
-    let mut submodule_trees = IndexMap::new();
-    let mut commits = IndexMap::new();
-    // Which repositories the script changed: a status each, all at once.
-    let changed: Vec<bool> = nodes
+/// Which repositories the script changed: a status each, all at once.
+fn changed_nodes(nodes: &[Node]) -> anyhow::Result<Vec<bool>> {
+    nodes
         .par_iter()
         .map(|node| {
             let repo = local::open(&node.dir)?;
             Ok(!local::uncommitted_changes(&repo)?.is_empty())
         })
-        .collect::<anyhow::Result<_>>()?;
-    for (node, _) in nodes.iter().zip(changed).filter(|(_, changed)| *changed) {
+        .collect()
+}
+
+/// The script's result, once every submodule is out (`changed`: per node, whether the script
+/// changed it): checked for leftover CUDA includes, and recorded as commits (checked out or
+/// not, as asked) with a stamp.
+fn hipify_result(
+    ctx: &Context,
+    job: &Job<'_>,
+    nodes: &[Node],
+    changed: &[bool],
+    script_sha256: &str,
+    log: &Path,
+) -> anyhow::Result<cache::Record> {
+    let name = &job.project.name;
+    let mut changed_paths = Vec::new();
+    let mut result_tree = job.target.upstream_tree.clone();
+    let mut submodule_trees = IndexMap::new();
+    let mut commits = IndexMap::new();
+    for (node, _) in nodes.iter().zip(changed).filter(|(_, changed)| **changed) {
         let node_repo = local::open(&node.dir)?;
-        if let Some(edited) = edited
-            && !node.rel.is_empty()
-            && !edited.contains(&node.rel)
-        {
-            unlisted.push(node.rel.clone());
-        }
         let node_git = Git::new(&node.dir, node.label()).log_to(log);
         let state = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
         let upstream_commit = if node.rel.is_empty() {
@@ -938,14 +992,6 @@ fn hipify_result(
         } else {
             submodule_trees.insert(node.rel.clone(), state);
         }
-    }
-    if !unlisted.is_empty() {
-        return Err(hipify::Error::UnlistedSubmodules {
-            project: name.clone(),
-            submodules: unlisted,
-            config: job.selection.stack.source_name.clone(),
-        }
-        .into());
     }
     let leftovers = check_leftovers(job, &changed_paths)?;
     let stamp = HipifyStamp {

@@ -14,6 +14,7 @@ pub mod apply;
 mod error;
 pub mod inspect;
 pub mod lockfile;
+mod overlap;
 mod pins;
 pub mod plan;
 mod repos;

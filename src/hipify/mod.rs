@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod leftover;
+pub mod reach;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,15 +59,6 @@ pub enum Error {
         expected: String,
         path: PathBuf,
     },
-    #[error(
-        "hipify of '{project}' changed the submodule(s) {}, which `hipify: edits-submodules` in {config} does not list; the script ran while they were still being checked out, so the result cannot be trusted — add them to the list (or remove the list to make hipify wait for every submodule) and check out again",
-        submodules.join(", ")
-    )]
-    UnlistedSubmodules {
-        project: String,
-        submodules: Vec<String>,
-        config: String,
-    },
     #[error("the hipify cache {}: {reason}", path.display())]
     Cache { path: PathBuf, reason: String },
     #[error(transparent)]
@@ -83,7 +75,6 @@ impl HasExitStatus for Error {
             | Error::Process(ProcessError::Interrupted { signal, .. }) => {
                 ExitStatus::Signal(*signal)
             }
-            Error::UnlistedSubmodules { .. } => ExitStatus::Usage,
             _ => ExitStatus::Failure,
         }
     }
@@ -125,15 +116,17 @@ pub fn remove_stamp(repo_dir: &Path) -> Result<(), Error> {
 
 /// Runs the hipify script from the repository root (build_amd.py edits submodule files by
 /// paths relative to the cwd, so the cwd matters).
+/// `watch`: the environment of a [`reach::Watch`] on the script, when one is kept.
 pub fn run_script(
     runner: &Runner,
     git: &Git,
     python: &Path,
     script: &str,
     log: &Path,
+    watch: Option<&reach::Watch>,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<(), ProcessError> {
-    let cmd = crate::exec::Cmd::new(python)
+    let mut cmd = crate::exec::Cmd::new(python)
         .label(format!("hipify ({script})"))
         .arg(script)
         .cwd(git.dir())
@@ -141,6 +134,12 @@ pub fn run_script(
         .timeout(Duration::from_secs(3600))
         .idle_timeout(Duration::from_secs(900))
         .log_to(log);
+    if let Some(watch) = watch {
+        let existing = runner.base_env().get(crate::env_vars::PYTHONPATH);
+        for (name, value) in watch.env(existing) {
+            cmd = cmd.env(name, value);
+        }
+    }
     runner.run_streaming(&cmd, on_line)?;
     Ok(())
 }

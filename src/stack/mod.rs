@@ -38,6 +38,10 @@ pub enum HipifyPolicy {
         /// these alone while the others are still being checked out. `None`: it waits for
         /// every submodule.
         edits_submodules: Option<Vec<String>>,
+        /// The line of `edits-submodules:` in the stack config (for the warning that asks to
+        /// extend it).
+        #[serde(skip)]
+        edits_submodules_line: Option<usize>,
         /// What a CUDA-only include left after hipify does to the checkout.
         leftover_cuda: LeftoverPolicy,
     },
@@ -357,18 +361,23 @@ fn validate_project(
         }
     };
     let hipify = match entry.hipify.mode {
-        HipifyMode::Script => HipifyPolicy::Script {
-            script: entry.hipify.script.ok_or_else(|| {
-                source.error_at(
-                    &at(&["hipify"]),
-                    "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)",
-                )
-            })?,
-            check_paths: entry.hipify.check_paths,
-            allow: entry.hipify.allow,
-            edits_submodules: entry.hipify.edits_submodules,
-            leftover_cuda: entry.hipify.leftover_cuda.unwrap_or_default(),
-        },
+        HipifyMode::Script => {
+            HipifyPolicy::Script {
+                script: entry.hipify.script.ok_or_else(|| {
+                    source.error_at(
+                        &at(&["hipify"]),
+                        "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)",
+                    )
+                })?,
+                check_paths: entry.hipify.check_paths,
+                allow: entry.hipify.allow,
+                edits_submodules_line: entry.hipify.edits_submodules.as_ref().and_then(|_| {
+                    source::locate(&source.text, &at(&["hipify", "edits-submodules"]))
+                }),
+                edits_submodules: entry.hipify.edits_submodules,
+                leftover_cuda: entry.hipify.leftover_cuda.unwrap_or_default(),
+            }
+        }
         HipifyMode::TritonBuildEnv | HipifyMode::Off
             if entry.hipify.script.is_some()
                 || !entry.hipify.check_paths.is_empty()
