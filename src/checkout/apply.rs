@@ -387,8 +387,16 @@ impl<'a> Run<'a> {
         if let Some(packer) = packer {
             packer.join().map_err(|_| panicked())?;
         }
-        if let Some(storer) = storer {
-            storer.join().map_err(|_| panicked())??;
+        if let Some(storer) = storer
+            && let Err(error) = storer.join().map_err(|_| panicked())?
+        {
+            // The cache only spares the next checkout of this tree the script: this one is
+            // complete without it.
+            self.ctx.ui.warn(format!(
+                "{}: the hipify result was not kept in the cache ({error:#}); the next checkout \
+                 of this tree runs the script again",
+                self.job.project.name
+            ));
         }
         self.join_submodules(&mut background)
     }
@@ -552,19 +560,56 @@ impl<'a> Run<'a> {
         background: &mut Option<Background<'_>>,
     ) -> anyhow::Result<Option<Fresh>> {
         let (ctx, job) = (self.ctx, self.job);
+        // The cache key a result made here is stored under.
+        let mut fresh = match &job.target.hipify {
+            HipifyTarget::Run { key, .. } => Some(key.clone()),
+            _ => None,
+        };
         let found = match (how, &job.target.hipify) {
             (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
                 let found = self.run_hipify(script, script_sha256, background)?;
                 self.hipify_summary = format!("{} files changed", found.stamp.changed_files);
                 found
             }
-            (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
+            (
+                HipifyStep::FromCache { .. },
+                HipifyTarget::Cached {
+                    record,
+                    key,
+                    script,
+                    script_sha256,
+                },
+            ) => {
                 self.join_submodules(background)?;
                 self.nodes()?;
                 self.task.phase("hipify");
-                let found = from_cache(ctx, job, &self.nodes, record, key, &self.log)?;
-                self.hipify_summary = format!("from cache ({} files)", found.stamp.changed_files);
-                found
+                match from_cache(ctx, job, &self.nodes, record, key, &self.log) {
+                    Ok(found) => {
+                        self.hipify_summary =
+                            format!("from cache ({} files)", found.stamp.changed_files);
+                        found
+                    }
+                    // A record that does not reproduce is a miss: the script runs as if
+                    // there were none, and its result replaces the record.
+                    Err(error) if is_cache_mismatch(&error) => {
+                        ctx.ui.warn(format!(
+                            "{}: the cached hipify result {key} does not reproduce here \
+                             ({error:#}); running the hipify script instead, after every \
+                             submodule (the reference's order), and replacing the record",
+                            job.project.name
+                        ));
+                        self.task
+                            .phase("hipify (the cached result did not reproduce)");
+                        let nodes = self.nodes.clone();
+                        check_out_upstream(ctx, job, &nodes, &self.log)?;
+                        let found = self.run_in_reference_order(&nodes, script, script_sha256)?;
+                        self.hipify_summary =
+                            format!("{} files changed", found.stamp.changed_files);
+                        fresh = Some(key.clone());
+                        found
+                    }
+                    Err(error) => return Err(error),
+                }
             }
             _ => {
                 self.join_submodules(background)?;
@@ -586,13 +631,7 @@ impl<'a> Run<'a> {
         }
         hipify::write_stamp(self.dir, &found.stamp)?;
         self.stamp = Some(found.stamp.clone());
-        Ok(match &job.target.hipify {
-            HipifyTarget::Run { key, .. } => Some(Fresh {
-                key: key.clone(),
-                record: found,
-            }),
-            _ => None,
-        })
+        Ok(fresh.map(|key| Fresh { key, record: found }))
     }
 
     /// Runs the script: beside the submodules it is not listed for when the stack config
@@ -645,13 +684,27 @@ impl<'a> Run<'a> {
         self.task.phase("hipify again, after every submodule");
         let nodes = self.nodes.clone();
         overlap::undo_script(ctx, &nodes, &self.log, started)?;
-        protect_submodules(ctx, &nodes, &self.log, Some(&ScriptReach(None)))?;
-        settle_indexes(ctx, &nodes, &self.log, &ScriptReach(None))?;
+        let found = self.run_in_reference_order(&nodes, script, script_sha256)?;
+        ctx.ui.warn(overlap::warning(job, &doubt));
+        Ok(found)
+    }
+
+    /// The slow, correct way, on a tree whose every repository is at its upstream commit and
+    /// clean, every submodule out: their changes hidden from their parents and their indexes
+    /// settled (as when hipify waits for every submodule), then the script, then its result.
+    fn run_in_reference_order(
+        &mut self,
+        nodes: &[Node],
+        script: &str,
+        script_sha256: &str,
+    ) -> anyhow::Result<cache::Record> {
+        let (ctx, job) = (self.ctx, self.job);
+        protect_submodules(ctx, nodes, &self.log, Some(&ScriptReach(None)))?;
+        settle_indexes(ctx, nodes, &self.log, &ScriptReach(None))?;
         run_script(ctx, job, &self.git, script, &self.log, None)?;
         self.lap(Phase::Hipify);
-        ctx.ui.warn(overlap::warning(job, &doubt));
-        let changed = changed_nodes(&nodes)?;
-        hipify_result(ctx, job, &nodes, &changed, script_sha256, &self.log)
+        let changed = changed_nodes(nodes)?;
+        hipify_result(ctx, job, nodes, &changed, script_sha256, &self.log)
     }
 
     fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
@@ -936,6 +989,35 @@ fn run_script(
         project: job.project.name.clone(),
         source,
     })?;
+    Ok(())
+}
+
+/// Whether `error` is a cached hipify result that did not reproduce.
+fn is_cache_mismatch(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<hipify::Error>(),
+        Some(hipify::Error::CacheMismatch { .. })
+    )
+}
+
+/// Every repository back at its upstream commit and clean (parents first: a parent's checkout
+/// leaves its submodules' trees alone), after a cached hipify result was checked out.
+fn check_out_upstream(
+    ctx: &Context,
+    job: &Job<'_>,
+    nodes: &[Node],
+    log: &Path,
+) -> anyhow::Result<()> {
+    for node in nodes {
+        let upstream = if node.rel.is_empty() {
+            job.target.commit.as_str()
+        } else {
+            node.recorded.as_str()
+        };
+        let git = Git::new(&node.dir, node.label()).log_to(log);
+        ctx.runner.run(&git.checkout_detached(upstream))?;
+        ctx.runner.run(&git.cmd(["clean", "-ffdq"]))?;
+    }
     Ok(())
 }
 

@@ -62,6 +62,9 @@ pub struct Selection {
     pub jobs: usize,
     pub limits: TransferLimits,
     pub cache_dir: PathBuf,
+    /// A cache made for this run alone (the default one could not be used): removed when the
+    /// selection is dropped, at the end of the run.
+    pub _temporary_cache: Option<tempfile::TempDir>,
     /// The lock this run writes (named when the run fails: it is then left as it was).
     pub lock_path: PathBuf,
 }

@@ -120,9 +120,9 @@ pub fn warning(job: &Job<'_>, doubt: &Doubt) -> String {
 }
 
 /// Puts every repository of the tree back as it was checked out, undoing a script run that
-/// started at `started`, deepest first: tracked files reset, untracked files removed, and the
-/// ignored files made since `started` removed (the script's; older ones, a build directory,
-/// were there before it and stay).
+/// started at `started`, deepest first: tracked files hashed and reset, untracked files
+/// removed, and the ignored files made since `started` removed (the script's; older ones, a
+/// build directory, were there before it and stay).
 pub fn undo_script(
     ctx: &Context,
     nodes: &[Node],
@@ -141,6 +141,11 @@ pub fn undo_script(
     );
     for node in nodes.iter().rev() {
         let git = Git::new(&node.dir, node.label()).log_to(log);
+        // Every file hashed, not trusted by its stat data: a rewrite at the same size in the
+        // tick git wrote the file in (the script beside the checkout) looks unchanged to the
+        // index, and `reset --hard` would keep it.
+        ctx.runner
+            .run(&git.cmd(["update-index", "-q", "--really-refresh"]))?;
         ctx.runner.run(&git.cmd(["reset", "-q", "--hard"]))?;
         ctx.runner.run(&git.cmd(["clean", "-ffdq"]))?;
         let ignored = ctx.runner.run(

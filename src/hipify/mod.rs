@@ -48,7 +48,7 @@ pub enum Error {
         lock: String,
     },
     #[error(
-        "{project}: the cached hipify result {key} does not reproduce here ({repo} is {found}, the cache says {expected}); delete {} and run again",
+        "{repo} is {found}, the cache says {expected} ({})",
         path.display()
     )]
     CacheMismatch {

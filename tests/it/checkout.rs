@@ -1290,6 +1290,142 @@ fn an_overlapped_checkout_equals_the_sequential_one() {
     }
 }
 
+/// The hipify cache is a fast path too: a record whose commits do not give the trees it
+/// records (a damaged or hand-edited cache) is a miss, not an error: the script runs in the
+/// reference's order and its result replaces the record.
+#[test]
+fn a_cached_hipify_result_that_does_not_reproduce_is_made_again() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    checkout(&env, &world, "first", &["--project", "torch"]).success();
+    let records: Vec<_> = std::fs::read_dir(env.path("rockbuild-cache/hipify"))
+        .expect("hipify cache")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    let [record] = records.as_slice() else {
+        panic!("one record: {records:?}");
+    };
+    let good = std::fs::read_to_string(record).expect("record");
+    let mut damaged: Value = serde_json::from_str(&good).expect("JSON");
+    let wrong = damaged["stamp"]["upstream_tree"].clone();
+    damaged["stamp"]["submodule_trees"]["third_party/kineto"] = wrong;
+    std::fs::write(record, damaged.to_string()).expect("damage");
+
+    checkout(&env, &world, "second", &["--project", "torch"])
+        .success()
+        .stderr(contains("warning: torch: the cached hipify result "))
+        .stderr(contains(
+            "does not reproduce here (third_party/kineto is ",
+        ))
+        .stderr(contains(
+            "running the hipify script instead, after every submodule (the reference's order), and replacing the record",
+        ));
+    let second = env.path("second/pytorch");
+    assert_eq!(hipify_runs(&second), 1, "the script ran in the new root");
+    let facts = crate::common::git::checkout_facts(&second);
+    assert_eq!(
+        facts,
+        crate::common::git::checkout_facts(&env.path("first/pytorch"))
+    );
+    let reference = env.path("reference");
+    crate::common::git::reference_checkout(&env, &world.torch.url(), "main", &reference);
+    assert_eq!(facts, crate::common::git::checkout_facts(&reference));
+    let repaired: Value =
+        serde_json::from_str(&std::fs::read_to_string(record).expect("record")).expect("JSON");
+    let good: Value = serde_json::from_str(&good).expect("JSON");
+    assert_eq!(repaired["stamp"], good["stamp"], "the record is made again");
+    // And a third root takes it from the cache again, without the script.
+    checkout(&env, &world, "third", &["--project", "torch"])
+        .success()
+        .stderr(contains("does not reproduce").not());
+    assert_eq!(hipify_runs(&env.path("third/pytorch")), 0);
+}
+
+/// Keeping a hipify result in the cache only spares the next checkout the script: when the
+/// cache cannot take it, the checkout is complete anyway, and says what it costs.
+#[test]
+fn a_cache_that_cannot_keep_the_hipify_result_costs_only_speed() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    std::fs::create_dir_all(env.path("rockbuild-cache")).expect("mkdir");
+    // Where the records go, a file: no directory can be made there.
+    std::fs::write(env.path("rockbuild-cache/hipify"), "").expect("block");
+    checkout(&env, &world, "ws", &["--project", "torch"])
+        .success()
+        .stderr(contains(
+            "warning: torch: the hipify result was not kept in the cache (the hipify cache ",
+        ))
+        .stderr(contains(
+            "the next checkout of this tree runs the script again",
+        ));
+    let torch = env.path("ws/pytorch");
+    assert_eq!(hipify_runs(&torch), 1);
+    let reference = env.path("reference");
+    crate::common::git::reference_checkout(&env, &world.torch.url(), "main", &reference);
+    assert_eq!(
+        crate::common::git::checkout_facts(&torch),
+        crate::common::git::checkout_facts(&reference)
+    );
+    assert!(env.path("ws/rockbuild.lock.json").exists());
+}
+
+/// The mirror cache is a speed-up the reference does without: when the default one cannot be
+/// used (no HOME, a home that is not a directory), the run takes a temporary one, says so, and
+/// checks out what the reference would; a `--cache-dir` that cannot be used is refused.
+#[test]
+fn an_unusable_default_cache_is_replaced_by_a_temporary_one() {
+    let mut env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    env.unset("ROCKBUILD_CACHE_DIR");
+    env.unset("XDG_CACHE_HOME");
+    let home = env.path("home-is-a-file");
+    std::fs::write(&home, "").expect("write");
+    env.set("HOME", home.display().to_string());
+    let output = checkout(&env, &world, "ws", &["--project", "torch"])
+        .success()
+        .stderr(contains(format!(
+            "warning: no cache of git mirrors and hipify results ({}/.cache/rockbuild cannot be used: ",
+            home.display()
+        )))
+        .stderr(contains(
+            "and removes it at its end, so it fetches everything and the next run does again; pass --cache-dir DIR (or set XDG_CACHE_HOME) to keep one",
+        ))
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let temporary = stderr
+        .split("this run uses ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect("the temporary cache is named");
+    assert!(!Path::new(temporary).exists(), "{temporary} was removed");
+    let reference = env.path("reference");
+    crate::common::git::reference_checkout(&env, &world.torch.url(), "main", &reference);
+    assert_eq!(
+        crate::common::git::checkout_facts(&env.path("ws/pytorch")),
+        crate::common::git::checkout_facts(&reference)
+    );
+    // No HOME at all: the same.
+    env.unset("HOME");
+    checkout(&env, &world, "ws2", &["--project", "torch"])
+        .success()
+        .stderr(contains(
+            "no cache of git mirrors and hipify results (neither XDG_CACHE_HOME nor HOME is set)",
+        ));
+    // Asked for by name: the user's to fix.
+    let named = home.join("cache").display().to_string();
+    checkout(
+        &env,
+        &world,
+        "ws3",
+        &["--project", "torch", "--cache-dir", &named],
+    )
+    .code(1)
+    .stderr(contains(format!(
+        "the git cache {named}/git: creating the cache directory"
+    )));
+}
+
 /// Scripts that reach kineto, a submodule the stack config then does not list, each the way
 /// a real build_amd.py could: the fast path must notice, do the work again in the reference's
 /// order, say which line to extend, and end with the reference's trees.
