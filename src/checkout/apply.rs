@@ -438,6 +438,7 @@ impl<'a> Run<'a> {
                     project: &job.project.name,
                     progress,
                     first: first.as_deref(),
+                    limits: job.selection.limits,
                 },
             )?;
             // Tags and skip-worktree here, beside the script rather than after it. The root's
@@ -513,7 +514,14 @@ impl<'a> Run<'a> {
             Step::Checkout { commit } => {
                 self.task
                     .phase(format!("checking out {}", super::plan::short(commit)));
-                ctx.runner.run(&self.git.checkout_detached(commit))?;
+                submodules::check_out_healing(
+                    ctx,
+                    &self.job.project.name,
+                    (&self.git, &self.dir.join(".git")),
+                    &self.job.resolved.mirror,
+                    (commit, &target.commit),
+                    self.job.selection.limits,
+                )?;
             }
             Step::TagUpstream => {
                 local::force_tag(

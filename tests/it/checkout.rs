@@ -1426,6 +1426,93 @@ fn an_unusable_default_cache_is_replaced_by_a_temporary_one() {
     )));
 }
 
+/// The mirror of `origin` in the test's cache (`<last segment>-<hash>.git`).
+fn mirror_of(env: &TestEnv, name: &str) -> std::path::PathBuf {
+    std::fs::read_dir(env.path("rockbuild-cache/git"))
+        .expect("mirrors")
+        .map(|e| e.expect("entry").path())
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "git")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}-")))
+        })
+        .unwrap_or_else(|| panic!("no mirror of {name}"))
+}
+
+/// Garbles the stored data of `object` inside the mirror's pack, leaving the pack's trailer
+/// (what the check at open compares) as it was: bit rot, not a truncated write.
+fn garble_in_pack(mirror: &Path, object: &str) {
+    // `<sha> <type> <size> <size-in-pack> <offset>`, in the pack that holds it.
+    let (idx, line) = std::fs::read_dir(mirror.join("objects/pack"))
+        .expect("packs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .find_map(|idx| {
+            let listing = git_in(mirror, &["verify-pack", "-v", idx.to_str().expect("utf-8")]);
+            let line = listing.lines().find(|l| l.starts_with(object))?.to_string();
+            Some((idx, line))
+        })
+        .unwrap_or_else(|| panic!("{object} is in no pack of {}", mirror.display()));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (in_pack, offset): (u64, u64) = (
+        fields[3].parse().expect("size"),
+        fields[4].parse().expect("offset"),
+    );
+    let pack = idx.with_extension("pack");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&pack, std::fs::Permissions::from_mode(0o644)).expect("writable");
+    let mut bytes = std::fs::read(&pack).expect("read");
+    // Past the entry's header, before its end: the compressed data.
+    for byte in &mut bytes[(offset + in_pack / 2) as usize..(offset + in_pack - 1) as usize] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&pack, bytes).expect("write");
+}
+
+/// A mirror whose pack holds a damaged object (the check at open reads trailers only) is a
+/// cache that lies; the checkout that finds it heals it — damaged packs out, the commit
+/// fetched again as a new clone would — and ends with the reference's trees.
+#[test]
+fn a_damaged_object_in_the_cache_is_fetched_again() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    // A file bigger than its pack entry's header and trailer, as any real source is.
+    let big: String = (0..400)
+        .map(|i| format!("int f{i}(void) {{ return {i}; }}\n"))
+        .collect();
+    world.torch.write("csrc/big.cpp", &big);
+    world.torch.commit("a bigger source");
+    world.torch.publish();
+    let big_blob = world.torch.git(&["rev-parse", "HEAD:csrc/big.cpp"]);
+    checkout(&env, &world, "first", &["--project", "torch"]).success();
+    let mirror = mirror_of(&env, "torch");
+    // Git would read the checkout pack instead: gone, as when it was pruned.
+    std::fs::remove_dir_all(mirror.join("rockbuild-checkout")).expect("drop checkout packs");
+    garble_in_pack(&mirror, big_blob.trim());
+
+    checkout(&env, &world, "second", &["--project", "torch"])
+        .success()
+        .stderr(contains(format!(
+            "warning: torch: git found an object damaged in the cache {} (",
+            mirror.display()
+        )))
+        .stderr(contains(format!(
+            "verifying its packs and fetching {} again from {}, as a new clone would",
+            world.torch.head(),
+            world.torch.url()
+        )));
+    let second = env.path("second/pytorch");
+    assert_eq!(
+        std::fs::read_to_string(second.join("csrc/big.cpp")).expect("big"),
+        big
+    );
+    assert_eq!(
+        crate::common::git::checkout_facts(&second),
+        crate::common::git::checkout_facts(&env.path("first/pytorch"))
+    );
+    git_in(&mirror, &["fsck", "--no-dangling"]);
+}
+
 /// Scripts that reach kineto, a submodule the stack config then does not list, each the way
 /// a real build_amd.py could: the fast path must notice, do the work again in the reference's
 /// order, say which line to extend, and end with the reference's trees.
