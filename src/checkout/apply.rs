@@ -8,7 +8,8 @@
 //! the submodules it edits (`hipify: edits-submodules`), every other step for all of them.
 //! When the script runs, only the submodules it edits (and theirs) are written beside the
 //! root's checkout; the others start once that is done, beside the script (on two cores,
-//! writing them all at once only slows the root's checkout, which the script needs).
+//! writing them all at once only slows the root's checkout, which the script needs). That
+//! order is a fast path with an assumption, checked on every run (`overlap`).
 
 use std::path::Path;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -811,10 +812,10 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
 /// settling: the root and the submodules it edits (`None`: the stack config does not say, so
 /// any). Their indexes are rewritten by git, which re-hashes the files written in the index's
 /// second; the others' by `local::rewrite_index`, which compares their stat data instead. A
-/// script that edits a submodule it is not listed for is still caught after it (libgit2's
-/// status and `rewrite_index` both see sub-second times), unless it rewrote a file at the same
-/// size in the very tick git checked that file out: a race the listing makes anyway, since
-/// such a submodule is still being checked out while the script runs.
+/// script that reaches a submodule it is not listed for is noticed (`overlap`: the watch on
+/// its Python, its failure, the statuses) and its work redone in the reference's order, every
+/// file hashed first: a rewrite at the same size in the tick git wrote the file in would fool
+/// the stat data.
 struct ScriptReach(Option<Vec<String>>);
 
 impl ScriptReach {
