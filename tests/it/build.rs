@@ -849,6 +849,121 @@ fn builds_the_sample_stack_for_two_targets() {
     );
 }
 
+/// What one build's projects saw of the venv: per project, installed at start and at end.
+fn venv_views(world: &World) -> Vec<(String, Value, Value)> {
+    [
+        ("triton", "triton"),
+        ("torch", "pytorch"),
+        ("audio", "pytorch_audio"),
+        ("vision", "pytorch_vision"),
+        ("apex", "apex"),
+    ]
+    .iter()
+    .map(|(name, dir)| {
+        let record = crate::common::sample::build_record(&world.root.join(dir));
+        (
+            name.to_string(),
+            record["installed"].clone(),
+            record["installed_at_end"].clone(),
+        )
+    })
+    .collect()
+}
+
+/// One venv for every project, as the reference has: with `--jobs 3` each build sees exactly
+/// the venv the reference's serial order (triton, torch, audio, vision, apex; triton and
+/// torch installed before the next) gives it, and nothing changes under a running build.
+/// The sample torch's requirements.txt asks for setuptools>=70.1 as PyTorch's does, so its
+/// install upgrades the venv's setuptools: what triton builds with must not change then.
+#[test]
+fn builds_in_one_venv_take_turns_in_the_reference_order() {
+    let world = World::new().with_checkouts();
+    let mut seen = Vec::new();
+    for jobs in ["1", "3"] {
+        let out = world.env.path(&format!("out-jobs-{jobs}"));
+        let output = world
+            .rockbuild()
+            .arg("build")
+            .arg("--config")
+            .arg(&world.stack_yaml)
+            .arg("--root-checkout-dir")
+            .arg(&world.root)
+            .arg("--output-dir")
+            .arg(&out)
+            .args([
+                "--install-rocm",
+                "--index-url",
+                &world.index_url,
+                "--pytorch-rocm-arch",
+                "gfx906",
+                "--jobs",
+                jobs,
+            ])
+            .output()
+            .expect("run build");
+        ok(&output);
+        let report = read_json(&out.join("build-report.json"));
+        seen.push((venv_views(&world), report));
+    }
+    let (serial, _) = &seen[0];
+    let (parallel, report) = &seen[1];
+    let version = |name: &str| report["projects"][name]["version"].as_str().expect("v");
+    for ((name, start, end), (_, serial_start, _)) in parallel.iter().zip(serial) {
+        assert_eq!(start, end, "{name}: the venv changed while it built");
+        assert_eq!(
+            start, serial_start,
+            "{name}: with --jobs 3 it saw another venv than the serial order gives it"
+        );
+    }
+    let installed = |name: &str, dist: &str| {
+        parallel
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .and_then(|(_, start, _)| start[dist].as_str())
+            .map(str::to_string)
+    };
+    // triton first: no torch yet, its own wheel uninstalled.
+    assert_eq!(installed("triton", "triton"), None);
+    assert_eq!(installed("triton", "torch"), None);
+    // torch after triton is installed, with its own requirements applied.
+    assert_eq!(
+        installed("torch", "triton").as_deref(),
+        Some(version("triton"))
+    );
+    assert_eq!(installed("torch", "setuptools").as_deref(), Some("80.9.0"));
+    assert_eq!(installed("torch", "torch"), None);
+    // audio, vision and apex against the installed torch.
+    for name in ["audio", "vision", "apex"] {
+        assert_eq!(
+            installed(name, "torch").as_deref(),
+            Some(version("torch")),
+            "{name}"
+        );
+    }
+    // The edges that made it so are in the report; audio and vision still built together.
+    assert_eq!(
+        report["projects"]["torch"]["after"],
+        serde_json::json!(["triton"])
+    );
+    let span = |name: &str| {
+        let start = report["projects"][name]["start_seconds"]
+            .as_f64()
+            .expect("start");
+        (
+            start,
+            start
+                + report["projects"][name]["duration_seconds"]
+                    .as_f64()
+                    .expect("d"),
+        )
+    };
+    let ((audio_start, audio_end), (vision_start, vision_end)) = (span("audio"), span("vision"));
+    assert!(
+        audio_start < vision_end && vision_start < audio_end,
+        "audio {audio_start}-{audio_end} and vision {vision_start}-{vision_end} do not overlap"
+    );
+}
+
 #[test]
 fn a_failing_project_skips_its_dependants() {
     let mut world = World::new().with_checkouts();

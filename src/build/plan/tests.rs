@@ -238,10 +238,48 @@ fn versions_pins_and_order() {
         torch.env["USE_FLASH_ATTENTION"], "OFF",
         "gfx906/gfx1030 have no aotriton kernels"
     );
-    assert!(torch.after.is_empty() && project(&plan, "triton").after.is_empty());
-    for name in ["audio", "vision", "apex"] {
-        assert_eq!(project(&plan, name).after, ["torch"], "{name}");
+    // The edges, and why: triton first (torch pins its wheel, and both change the venv, so
+    // they take turns); audio, vision and apex read the venv torch changed, and share it.
+    let edges = |name: &str| -> Vec<(String, Vec<Reason>)> {
+        project(&plan, name)
+            .after
+            .iter()
+            .map(|d| (d.project.clone(), d.reasons.clone()))
+            .collect()
+    };
+    assert!(edges("triton").is_empty());
+    assert_eq!(
+        edges("torch"),
+        [("triton".to_string(), vec![Reason::Pins, Reason::VenvTurn])]
+    );
+    for (name, reasons) in [
+        (
+            "audio",
+            vec![Reason::BuildsAgainst, Reason::Pins, Reason::VenvTurn],
+        ),
+        (
+            "vision",
+            vec![Reason::BuildsAgainst, Reason::Pins, Reason::VenvTurn],
+        ),
+        ("apex", vec![Reason::BuildsAgainst, Reason::VenvTurn]),
+    ] {
+        assert_eq!(edges(name), [("torch".to_string(), reasons)], "{name}");
     }
+    let uses: Vec<(&str, VenvUse)> = plan
+        .projects
+        .iter()
+        .map(|p| (p.name.as_str(), p.venv))
+        .collect();
+    assert_eq!(
+        uses,
+        [
+            ("torch", VenvUse::Changes),
+            ("audio", VenvUse::Reads),
+            ("vision", VenvUse::Reads),
+            ("triton", VenvUse::Changes),
+            ("apex", VenvUse::Reads),
+        ]
+    );
     assert_eq!(
         project(&plan, "audio").env["PYTORCH_VERSION"],
         torch.version

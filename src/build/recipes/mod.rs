@@ -81,7 +81,8 @@ pub trait Recipe: Send + Sync {
     }
 
     /// Recipes whose wheel version this one's wheel pins exactly (`==`), when they are part of
-    /// the same build. A pin alone does not order the builds: the version is known up front.
+    /// the same build. The version is known up front, but the wheel must exist: this project
+    /// waits for the pinned one and is skipped when it fails (never a pin to nothing).
     fn pins(&self) -> &'static [&'static str] {
         &[]
     }
