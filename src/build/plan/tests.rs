@@ -582,3 +582,88 @@ fn what_the_plan_refuses() {
         .collect();
     insta::assert_snapshot!(text.join("\n\n"));
 }
+
+/// A project of `venv` use and start `priority` that needs the wheels of `needs`.
+fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan {
+    ProjectPlan {
+        name: name.into(),
+        dist: name.into(),
+        recipe: "bare",
+        priority,
+        dir: PathBuf::from("/src").join(name),
+        version: "1.0".into(),
+        wheel_glob: String::new(),
+        after: needs
+            .iter()
+            .map(|n| Dependency {
+                project: n.to_string(),
+                reasons: vec![Reason::BuildsAgainst],
+            })
+            .collect(),
+        venv,
+        env: EnvDiff::new(),
+        steps: vec![],
+        log: PathBuf::from("/out/logs").join(name),
+        source: source('0', None),
+        fingerprint: None,
+        hints: &[],
+        version_hint: "",
+    }
+}
+
+#[test]
+fn the_venv_is_taken_in_turns_in_the_serial_order() {
+    // Stack order d, b, a, e, c, n; priorities make the serial order a b c d e, and d needs
+    // e's wheel, so e goes before d. n does not use the venv at all.
+    let mut projects = vec![
+        bare("d", 3, VenvUse::Changes, &["e"]),
+        bare("b", 1, VenvUse::Reads, &[]),
+        bare("a", 0, VenvUse::Changes, &[]),
+        bare("e", 4, VenvUse::Reads, &[]),
+        bare("c", 2, VenvUse::Reads, &[]),
+        bare("n", 0, VenvUse::None, &[]),
+    ];
+    let turns = add_venv_turns(&mut projects).expect("no cycle");
+    assert_eq!(
+        turns,
+        [vec!["a"], vec!["b", "c", "e"], vec!["d"]]
+            .map(|t| t.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    let after = |name: &str| -> Vec<(String, Vec<Reason>)> {
+        projects
+            .iter()
+            .find(|p| p.name == name)
+            .expect("project")
+            .after
+            .iter()
+            .map(|d| (d.project.clone(), d.reasons.clone()))
+            .collect()
+    };
+    let turn = |name: &str| (name.to_string(), vec![Reason::VenvTurn]);
+    assert_eq!(after("a"), []);
+    assert_eq!(after("b"), [turn("a")]);
+    assert_eq!(after("c"), [turn("a")]);
+    assert_eq!(after("e"), [turn("a")]);
+    // d waits for the readers before it, and its needed wheel's edge carries both reasons.
+    assert_eq!(
+        after("d"),
+        [
+            ("e".to_string(), vec![Reason::BuildsAgainst, Reason::VenvTurn]),
+            turn("a"),
+            turn("b"),
+            turn("c"),
+        ]
+    );
+    assert_eq!(after("n"), []);
+
+    let mut cycle = vec![
+        bare("x", 0, VenvUse::Reads, &["y"]),
+        bare("y", 1, VenvUse::Reads, &["x"]),
+        bare("z", 2, VenvUse::Reads, &[]),
+    ];
+    let error = add_venv_turns(&mut cycle).expect_err("cycle");
+    assert_eq!(
+        error.to_string(),
+        "projects x, y wait for each other's wheels (their recipes' builds_against and pins): none of them can start; a recipe must not build against or pin a project that waits for it"
+    );
+}
