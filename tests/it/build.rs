@@ -964,6 +964,185 @@ fn builds_in_one_venv_take_turns_in_the_reference_order() {
     );
 }
 
+/// Pushes `branch` to the bare origin `bare`: from `base` (a branch) with `files` written over
+/// it, or, without a base, a tree of exactly `files`. Returns the new commit.
+fn push_branch(
+    env: &TestEnv,
+    bare: &Path,
+    base: Option<&str>,
+    branch: &str,
+    files: &[(String, String)],
+) -> String {
+    let work = env.path(&format!("push-{}", branch.replace('/', "-")));
+    let git = |args: &[&str]| {
+        let mut command = env.command("git");
+        command
+            .current_dir(&work)
+            .envs([
+                ("GIT_AUTHOR_NAME", "Fixture"),
+                ("GIT_AUTHOR_EMAIL", "fixture@example.com"),
+                ("GIT_COMMITTER_NAME", "Fixture"),
+                ("GIT_COMMITTER_EMAIL", "fixture@example.com"),
+            ])
+            .args(args);
+        run_ok(&mut command).trim().to_string()
+    };
+    std::fs::create_dir_all(&work).expect("work dir");
+    git(&["init", "-q"]);
+    git(&[
+        "fetch",
+        "-q",
+        &bare.display().to_string(),
+        "+refs/heads/*:refs/remotes/o/*",
+    ]);
+    match base {
+        Some(base) => git(&["checkout", "-q", "-b", branch, &format!("o/{base}")]),
+        None => git(&["checkout", "-q", "--orphan", branch]),
+    };
+    for (path, text) in files {
+        let full = work.join(path);
+        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        std::fs::write(full, text).expect("write");
+    }
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", &format!("{branch} (fixture)")]);
+    git(&[
+        "push",
+        "-q",
+        &bare.display().to_string(),
+        &format!("{branch}:{branch}"),
+    ]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// ROCm/triton's release/3.3.x layout (tests/fixtures/triton_3_3: python/setup.py, version
+/// `"3.3.1" + TRITON_WHEEL_VERSION_SUFFIX`, no git part), pinned by a torch `release/2.7` as
+/// PyTorch's release/2.7 pins triton 3.3: the lock predicts the version its setup.py really
+/// computes, the build accepts the wheel, torch pins that wheel and verify passes the set.
+#[test]
+fn a_triton_of_the_3_3_layout_is_locked_built_and_verified() {
+    let world = World::new();
+    let origins = sample_origins(&world.env);
+    let fixture = crate::common::repo_root().join("tests/fixtures/triton_3_3");
+    let files: Vec<(String, String)> = [
+        ".gitignore",
+        "README.md",
+        "python/setup.py",
+        "python/requirements.txt",
+        "python/triton/__init__.py",
+        "python/src/main.cc",
+    ]
+    .iter()
+    .map(|path| {
+        (
+            path.to_string(),
+            std::fs::read_to_string(fixture.join(path)).expect("fixture file"),
+        )
+    })
+    .collect();
+    let triton = push_branch(
+        &world.env,
+        &origins.repo("triton").path,
+        None,
+        "release/3.3.x",
+        &files,
+    );
+    push_branch(
+        &world.env,
+        &origins.repo("torch").path,
+        Some("release/2.9"),
+        "release/2.7",
+        &[
+            (".ci/docker/triton_version.txt".into(), "3.3.1\n".into()),
+            (
+                ".ci/docker/ci_commit_pins/triton.txt".into(),
+                format!("{triton}\n"),
+            ),
+        ],
+    );
+    let lock = world.env.path("ci.lock.json");
+    let lock_cmd = |lock: &Path, extra: &[&str]| {
+        world
+            .rockbuild()
+            .args(["lock", "--config"])
+            .arg(&origins.stack_yaml)
+            .args([
+                "--repo-hashtag",
+                "release/2.7",
+                "--index-url",
+                &world.index_url,
+            ])
+            .args(["--pytorch-rocm-arch", "gfx906", "--lock"])
+            .arg(lock)
+            .args(extra)
+            .output()
+            .expect("run lock")
+    };
+    ok(&lock_cmd(&lock, &[]));
+    let locked = read_json(&lock);
+    let want = format!("3.3.1{SUFFIX}");
+    assert_eq!(locked["projects"]["triton"]["commit"], triton.as_str());
+    assert_eq!(locked["build"]["versions"]["triton"], want.as_str());
+    // Pinned to the release branch instead (--release), the version is the same: no git part.
+    let by_branch = world.env.path("release.lock.json");
+    ok(&lock_cmd(&by_branch, &["--release"]));
+    assert_eq!(
+        read_json(&by_branch)["build"]["versions"]["triton"],
+        want.as_str()
+    );
+
+    let root = world.env.path("ws");
+    ok(&world
+        .rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(&root)
+        .arg("--from-lock")
+        .arg(&lock)
+        .output()
+        .expect("run checkout"));
+    assert!(root.join("triton/python/setup.py").is_file());
+    let out = world.out();
+    ok(&world
+        .rockbuild()
+        .arg("build")
+        .arg("--config")
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(&root)
+        .arg("--output-dir")
+        .arg(&out)
+        .args(["--install-rocm", "--index-url", &world.index_url, "--lock"])
+        .arg(root.join("rockbuild.lock.json"))
+        .output()
+        .expect("run build"));
+    let wheel = only_wheel(&out, "triton");
+    assert!(
+        wheel
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&format!("triton-{want}-"))),
+        "{}",
+        wheel.display()
+    );
+    // torch pins the triton that was built, not one that does not exist.
+    assert!(
+        requires_dist(&only_wheel(&out, "torch")).contains(&format!("triton=={want}")),
+        "{:?}",
+        requires_dist(&only_wheel(&out, "torch"))
+    );
+    let output = world
+        .rockbuild()
+        .arg("verify")
+        .arg(&out)
+        .arg("--lock")
+        .arg(root.join("rockbuild.lock.json"))
+        .output()
+        .expect("verify");
+    ok(&output);
+}
+
 #[test]
 fn a_failing_project_skips_its_dependants() {
     let mut world = World::new().with_checkouts();

@@ -129,7 +129,7 @@ fn source(commit: char, branch: Option<&str>) -> SourceState {
 }
 
 /// The five checkouts of the shipped stack as the real projects lay them out: version.txt
-/// (torch, audio, vision, apex), triton's TRITON_VERSION line in setup.py at the root (as
+/// (torch, audio, vision, apex), triton's setup.py at the root with its TRITON_VERSION (as
 /// since ~2.9) and the build_env.json its checkout writes.
 fn contents(name: &str) -> (Vec<(&'static str, &'static str)>, SourceState) {
     match name {
@@ -151,7 +151,7 @@ fn contents(name: &str) -> (Vec<(&'static str, &'static str)>, SourceState) {
             vec![
                 (
                     "setup.py",
-                    "import os\nTRITON_VERSION = \"3.5.0\" + suffix()\n",
+                    "import os\nTRITON_VERSION = \"3.5.0\" + get_triton_version_suffix()\nsetup(\n    name=\"triton\",\n    version=TRITON_VERSION,\n)\n",
                 ),
                 (
                     "build_env.json",
@@ -546,7 +546,13 @@ fn what_the_plan_refuses() {
         .files
         .files
         .insert("setup.py".into(), Some("setup(version=get())\n".into()));
-    refuse("no TRITON_VERSION", &base, &broken);
+    refuse("a triton version rockbuild cannot predict", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[3]
+        .files
+        .files
+        .insert("setup.py".into(), Some("setup(name=\"triton\")\n".into()));
+    refuse("no triton version", &base, &broken);
     let mut broken = good.clone();
     broken.projects[3]
         .files
@@ -648,7 +654,10 @@ fn the_venv_is_taken_in_turns_in_the_serial_order() {
     assert_eq!(
         after("d"),
         [
-            ("e".to_string(), vec![Reason::BuildsAgainst, Reason::VenvTurn]),
+            (
+                "e".to_string(),
+                vec![Reason::BuildsAgainst, Reason::VenvTurn]
+            ),
             turn("a"),
             turn("b"),
             turn("c"),
