@@ -482,6 +482,52 @@ fn compat_snapshot(name: &str, env: &TestEnv, output: &Output) {
     });
 }
 
+/// ROCm's triton as PyTorch publishes it, `pytorch-triton-rocm` (PyPI, download.pytorch.org):
+/// the real PyPI wheel of that name fills the Triton column, and says under which name.
+#[test]
+fn compat_knows_upstream_distribution_names() {
+    let env = TestEnv::new();
+    let wheel = wheelhouse().join("pytorch_triton_rocm-0.0.1-py3-none-any.whl");
+    let output = env
+        .rockbuild()
+        .arg("compat")
+        .arg(&wheel)
+        .arg("--json")
+        .output()
+        .expect("compat");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let triton = report["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .find(|c| c["name"] == "Triton")
+        .expect("a Triton column");
+    assert_eq!(
+        triton,
+        &serde_json::json!({
+            "name": "Triton",
+            "distribution": "pytorch-triton-rocm",
+            "upstream": true,
+            "installed": "0.0.1",
+            "lock": null,
+            "matches": null,
+        })
+    );
+    let markdown = env
+        .rockbuild()
+        .arg("compat")
+        .arg(&wheel)
+        .output()
+        .expect("compat");
+    assert!(
+        String::from_utf8_lossy(&markdown.stdout)
+            .contains("| installed | — | — | — | 0.0.1 (pytorch-triton-rocm) | — |"),
+        "{}",
+        String::from_utf8_lossy(&markdown.stdout)
+    );
+}
+
 #[test]
 fn compat_on_a_built_and_installed_sample_stack() {
     let workspace = Workspace::new();

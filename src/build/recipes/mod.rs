@@ -104,6 +104,12 @@ pub trait Recipe: Send + Sync {
         &[]
     }
 
+    /// Distribution names upstream publishes this project's wheel under (PyPI, PyTorch's
+    /// index), besides the stack's own: a venv or set with one of those holds this project.
+    fn upstream_wheels(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// What to suspect when the wheel's version is not the planned one.
     fn version_mismatch_hint(&self) -> &'static str {
         "the build ignored BUILD_VERSION"
@@ -167,6 +173,27 @@ impl Recipes {
             }
         }
         dirs
+    }
+
+    /// By project: the normalized distribution names its wheel goes by, the stack's first,
+    /// then upstream's ([`Recipe::upstream_wheels`]).
+    pub fn distribution_names(
+        &self,
+        stack: &Stack,
+    ) -> Result<BTreeMap<String, Vec<String>>, Error> {
+        let mut out = BTreeMap::new();
+        for project in stack.projects.values() {
+            let recipe = self.of(stack, project)?;
+            let mut names = vec![normalize_name(&project.wheel)];
+            for name in recipe.upstream_wheels() {
+                let name = normalize_name(name);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            out.insert(project.name.clone(), names);
+        }
+        Ok(out)
     }
 
     /// What verification expects of each wheel of the stack, by normalized wheel name: the

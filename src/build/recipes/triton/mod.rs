@@ -126,6 +126,12 @@ impl Recipe for Triton {
         Ok(steps.finish())
     }
 
+    /// PyTorch publishes ROCm's triton as `pytorch-triton-rocm` (PyPI and its own index;
+    /// its .github/scripts/build_triton_wheel.py names it by the device).
+    fn upstream_wheels(&self) -> &'static [&'static str] {
+        &["pytorch-triton-rocm"]
+    }
+
     fn version_mismatch_hint(&self) -> &'static str {
         "triton's setup.py computed its version otherwise than the rule rockbuild read from it (`rockbuild plan` shows the planned version; a helper such as get_git_version_suffix() that differs from upstream's?); torch pins the planned version, so this wheel would not satisfy it"
     }
