@@ -696,6 +696,34 @@ fn auto_takes_targets_and_the_index_from_detection() {
         )
     );
 
+    // The index of the family, and what kind of index it is (TheRock's legacy layout).
+    let output = plan(
+        &workspace,
+        &[
+            "--pytorch-rocm-arch",
+            "gfx1030",
+            "--install-rocm",
+            "--index-url",
+            "auto",
+            "--rocm-sdk-version",
+            "==7.10.0a20251124",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("--index-url auto") || l.starts_with("note: "))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "--index-url auto: https://rocm.nightlies.amd.com/v2/gfx103X-all/ (the legacy per-family index of family gfx103X-all, this machine's gfx1030, decided by the KFD topology (gfx_target_version))",
+            "note: the per-family indexes (`v2/<family>/`) are TheRock's legacy layout: TheRock publishes no new per-family releases there and may delete old ones (its docs/packaging/legacy_per_family_releases.md); its current releases are multi-arch, one index for every family (https://rocm.nightlies.amd.com/whl-multi-arch/)",
+        ],
+        "{stderr}"
+    );
+
     // The whole family: the stand-in SDK has only two of its seven targets, and says so.
     let output = plan(&workspace, &["--amdgpu-family", "auto"]);
     insta::assert_snapshot!(
