@@ -78,7 +78,7 @@ pub enum Reason {
     /// would be a pin to nothing.
     Pins,
     /// One of the two changes the venv, so they take turns in it, in the reference's order
-    /// ([`venv_turns`]).
+    /// (the plan's venv rule: [`Plan::venv_turns`]).
     VenvTurn,
 }
 
@@ -370,6 +370,7 @@ fn depend(after: &mut Vec<Dependency>, project: &str, reason: Reason) {
 /// what each project waits for on its wheels first, then the recipes' start priority, then
 /// the stack's order. So every build sees exactly the venv the reference's serial run gives
 /// it, and nothing changes under a running build.
+///
 /// Returns the turns: one project that changes the venv, or the readers that share it.
 fn add_venv_turns(projects: &mut [ProjectPlan]) -> Result<Vec<Vec<String>>, Error> {
     let order = serial_order(projects)?;
