@@ -43,7 +43,7 @@ impl Recipe for Triton {
     /// setup.py's own rule ([`setup_py`]) with `TRITON_WHEEL_VERSION_SUFFIX` =
     /// build_env.json's value + the stack's suffix, in the checkout's git state.
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
-        let relative = setup_py(input.files);
+        let relative = setup_path(input.files);
         let text = input
             .files
             .text(relative)
@@ -113,7 +113,7 @@ impl Recipe for Triton {
             ),
         );
         let setup: PathBuf = input
-            .path(setup_py(input.files))
+            .path(setup_path(input.files))
             .parent()
             .map_or_else(|| input.dir.to_path_buf(), PathBuf::from);
         let mut steps = Steps::new(input, env);
@@ -138,7 +138,7 @@ impl Recipe for Triton {
 }
 
 /// Where triton's setup.py is: `python/` when it has one there, else the root.
-fn setup_py(files: &CheckoutFiles) -> &'static str {
+fn setup_path(files: &CheckoutFiles) -> &'static str {
     if files.exists(SETUP_IN_PYTHON) {
         SETUP_IN_PYTHON
     } else {
