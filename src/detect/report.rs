@@ -37,7 +37,12 @@ pub fn to_text(detection: &Detection) -> String {
     }
     if !detection.notes.is_empty() || detection.index_note.is_some() {
         out.push('\n');
-        for note in detection.notes.iter().map(String::as_str).chain(detection.index_note) {
+        for note in detection
+            .notes
+            .iter()
+            .map(String::as_str)
+            .chain(detection.index_note)
+        {
             let _ = writeln!(out, "note: {note}");
         }
     }

@@ -448,10 +448,7 @@ mod tests {
             text: "schema: 1\nindex-layout: multi\nfamilies: {}\n".into(),
         })
         .expect_err("unknown layout");
-        assert!(
-            error.to_string().starts_with("families.yaml:2"),
-            "{error}"
-        );
+        assert!(error.to_string().starts_with("families.yaml:2"), "{error}");
         let family = table.family_named("gfx1151").expect("family");
         assert_eq!(
             table.index_url(family).as_deref(),
