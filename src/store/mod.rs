@@ -298,7 +298,11 @@ pub struct StoreSettings {
 pub fn open(url: &StoreUrl, settings: &StoreSettings) -> Result<Box<dyn Storage>, StoreError> {
     Ok(match url {
         StoreUrl::Local(path) => Box::new(LocalDir::new(path.clone())),
-        StoreUrl::S3 { bucket, prefix } => Box::new(S3Store::open(bucket, prefix, &settings.s3)?),
+        StoreUrl::S3 { bucket, prefix } => {
+            let store = S3Store::open(bucket, prefix, &settings.s3)?;
+            store.check_credentials()?;
+            Box::new(store)
+        }
     })
 }
 

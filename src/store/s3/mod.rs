@@ -79,6 +79,8 @@ pub struct S3Store {
     /// No region was given or configured, so requests are signed for us-east-1: worth saying
     /// when the server refuses them.
     region_defaulted: bool,
+    /// The standard chain's credentials provider, asked once by [`S3Store::check_credentials`].
+    credentials: Option<aws_sdk_s3::config::SharedCredentialsProvider>,
 }
 
 /// The facts of a failed S3 call.
@@ -200,27 +202,26 @@ impl S3Store {
                 .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
                 .response_checksum_validation(ResponseChecksumValidation::WhenRequired);
         }
-        let store = S3Store {
+        Ok(S3Store {
             client: Client::from_conf(builder.build()),
             runtime: Arc::new(runtime),
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
             settings: settings.clone(),
             region_defaulted,
-        };
-        store.check_credentials(&sdk_config)?;
-        Ok(store)
+            credentials: sdk_config.credentials_provider(),
+        })
     }
 
     /// Asks the credentials chain once, before any request: without credentials every request
     /// would fail with the chain's last provider's complaint, which rarely names the fix.
-    fn check_credentials(&self, config: &aws_config::SdkConfig) -> Result<(), StoreError> {
+    pub fn check_credentials(&self) -> Result<(), StoreError> {
         use aws_sdk_s3::config::ProvideCredentials as _;
         let no_credentials = |cause: String| StoreError::NoCredentials {
             store: self.url(),
             cause,
         };
-        let provider = config.credentials_provider().ok_or_else(|| {
+        let provider = self.credentials.as_ref().ok_or_else(|| {
             no_credentials("the AWS configuration has no credentials provider".into())
         })?;
         self.runtime
