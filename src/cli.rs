@@ -1330,6 +1330,7 @@ mod tests {
                 "ROCKBUILD_RELEASE",
                 "ROCKBUILD_REQUIRE_RELATED_COMMIT",
                 "ROCKBUILD_S3_PATH_STYLE",
+                "ROCKBUILD_STRICT",
                 "ROCKBUILD_USE_SCCACHE",
             ]
         );
