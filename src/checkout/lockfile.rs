@@ -74,6 +74,7 @@ pub fn build_record(
     selection: &Selection,
     resolved: &[Resolved],
     facts: &BuildFacts,
+    recipes: &Recipes,
 ) -> anyhow::Result<Option<BuildRecord>> {
     let sdk_version = facts.sdk.as_ref().map(|(v, _)| v.clone());
     let suffix = match (facts.version_suffix.as_deref().map(str::trim), &sdk_version) {
@@ -88,7 +89,6 @@ pub fn build_record(
     let mut versions = IndexMap::new();
     let mut stems = IndexMap::new();
     if let Some(suffix) = &suffix {
-        let recipes = Recipes::builtin();
         for (name, resolved) in selection.projects.iter().zip(resolved) {
             let project = &selection.stack.projects[name];
             let recipe = recipes.of(&selection.stack, project)?;

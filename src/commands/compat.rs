@@ -3,12 +3,13 @@
 
 use crate::cli::CompatArgs;
 use crate::compat;
+use crate::build::recipes::Recipes;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::settings::compat::{CompatSettings, Subject};
 
-pub fn run(args: CompatArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let settings = CompatSettings::resolve(args, ctx)?;
+pub fn run(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
+    let settings = CompatSettings::resolve(args, ctx, recipes)?;
     let distributions = settings.distributions();
     let probed = match &settings.subject {
         Subject::Venv(dir) => compat::probe::venv(&ctx.runner, dir, &distributions)?,

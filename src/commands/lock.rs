@@ -2,19 +2,20 @@
 //! through the index preflight → the lock as a plan (printed) → written.
 
 use crate::checkout::{self, lockfile};
+use crate::build::recipes::Recipes;
 use crate::cli::LockArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::sdk::preflight;
 use crate::settings::lock::{BuildInputs, LockSettings};
 
-pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+pub fn run(args: LockArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = LockSettings::resolve(args, ctx)?;
     let selection = &settings.selection;
     let resolved = checkout::resolve_all(selection, ctx)?;
     let facts = inspect_build(&settings.build, ctx)?;
     let locked = lockfile::locked_projects(selection, &resolved)?;
-    let build = lockfile::build_record(selection, &resolved, &facts)?;
+    let build = lockfile::build_record(selection, &resolved, &facts, recipes)?;
     let lock = if settings.dry_run {
         checkout::merged_lock(selection, &settings.lock_path, locked, build)
     } else {

@@ -25,7 +25,7 @@ pub struct CompatSettings {
 }
 
 impl CompatSettings {
-    pub fn resolve(args: CompatArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let CompatArgs {
             paths,
             lock,
@@ -44,7 +44,7 @@ impl CompatSettings {
         let stack = config.stack(ctx)?;
         Ok(CompatSettings {
             subject: subject(paths)?,
-            names: Recipes::builtin().distribution_names(&stack)?,
+            names: recipes.distribution_names(&stack)?,
             lock,
             json,
         })

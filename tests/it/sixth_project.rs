@@ -198,7 +198,7 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     };
     let ctx = Context::with_environment(env.vars().clone(), env.root().to_path_buf());
     let recipes = Recipes::builtin().with(TorchExtension);
-    let status = rockbuild::commands::build::run_with(args, &ctx, &recipes)
+    let status = rockbuild::commands::build::run(args, &ctx, &recipes)
         .unwrap_or_else(|error| panic!("{}", rockbuild::diagnostics::render(&error)));
     assert_eq!(status, ExitStatus::Success);
 
