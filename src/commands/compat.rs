@@ -21,7 +21,7 @@ pub fn run(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result
         .map(|(path, lock)| (path.display().to_string(), lock));
     let report = compat::assemble(
         &probed,
-        &settings.names,
+        &settings.columns,
         lock.as_ref().map(|(path, lock)| (path.as_str(), *lock)),
     );
     if settings.json {

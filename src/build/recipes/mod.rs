@@ -110,6 +110,12 @@ pub trait Recipe: Send + Sync {
         &[]
     }
 
+    /// The column `compat` lists the project under, as ROCm's PyTorch compatibility page
+    /// names it; `None`: the name of the project's wheel.
+    fn compat_column(&self) -> Option<&'static str> {
+        None
+    }
+
     /// What to suspect when the wheel's version is not the planned one.
     fn version_mismatch_hint(&self) -> &'static str {
         "the build ignored BUILD_VERSION"

@@ -73,6 +73,10 @@ impl Recipe for Torch {
         "torch"
     }
 
+    fn compat_column(&self) -> Option<&'static str> {
+        Some("PyTorch")
+    }
+
     fn reads(&self) -> &'static [&'static str] {
         &["version.txt", REQUIREMENTS, BUILD_REQUIREMENTS, PYPROJECT]
     }

@@ -36,6 +36,10 @@ impl Recipe for Triton {
         "triton"
     }
 
+    fn compat_column(&self) -> Option<&'static str> {
+        Some("Triton")
+    }
+
     fn reads(&self) -> &'static [&'static str] {
         &[SETUP_IN_PYTHON, SETUP_AT_ROOT, BUILD_ENV, REQUIREMENTS]
     }
