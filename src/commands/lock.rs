@@ -1,8 +1,8 @@
 //! `rockbuild lock`: settings → resolve every source into the cache and the SDK version
 //! through the index preflight → the lock as a plan (printed) → written.
 
-use crate::checkout::{self, lockfile};
 use crate::build::recipes::Recipes;
+use crate::checkout::{self, lockfile};
 use crate::cli::LockArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
@@ -12,6 +12,9 @@ use crate::settings::lock::{BuildInputs, LockSettings};
 pub fn run(args: LockArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = LockSettings::resolve(args, ctx)?;
     let selection = &settings.selection;
+    // The lock names every wheel by its recipe's rule: a stack entry without one fails here,
+    // before anything is fetched.
+    recipes.check(&selection.stack)?;
     let resolved = checkout::resolve_all(selection, ctx)?;
     let facts = inspect_build(&settings.build, ctx)?;
     let locked = lockfile::locked_projects(selection, &resolved)?;

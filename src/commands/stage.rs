@@ -3,8 +3,8 @@
 //! is uploaded unless all pass), then upload the wheels and their PEP 658 sidecars and write
 //! the index pages last (see `publish`).
 
-use crate::cli::StageArgs;
 use crate::build::recipes::Recipes;
+use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::publish::{self, stage};

@@ -142,11 +142,7 @@ impl HasExitStatus for Error {
 
 /// Turns what the probe found into the report. Pure.
 /// `columns`: the stack's projects, in the order the report lists them.
-pub fn assemble(
-    probed: &Probed,
-    columns: &[Column],
-    lock: Option<(&str, &Lock)>,
-) -> CompatReport {
+pub fn assemble(probed: &Probed, columns: &[Column], lock: Option<(&str, &Lock)>) -> CompatReport {
     let record = lock.and_then(|(_, lock)| lock.build.as_ref());
     let normalize =
         |v: &str| crate::version::normalize("version", v).unwrap_or_else(|_| v.to_string());

@@ -170,6 +170,14 @@ impl Recipes {
         }))
     }
 
+    /// Every project of `stack` names a recipe of these: checked before anything is fetched.
+    pub fn check(&self, stack: &Stack) -> Result<(), Error> {
+        for project in stack.projects.values() {
+            self.of(stack, project)?;
+        }
+        Ok(())
+    }
+
     /// The optional SDK directories the environment and the recipes look for.
     pub fn sdk_dirs(&self) -> Vec<&'static str> {
         let mut dirs: Vec<&'static str> = env::COMMON_SDK_DIRS.to_vec();
