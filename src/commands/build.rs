@@ -16,7 +16,7 @@ pub fn plan(mut args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Re
 }
 
 pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
-    let settings = BuildSettings::resolve(args, ctx)?;
+    let settings = BuildSettings::resolve(args, ctx, recipes)?;
     // The checkouts first: a mistyped directory fails before an SDK is installed.
     let projects = inspect::checkouts(&settings, recipes)?;
     let mut notes = Vec::new();

@@ -14,6 +14,10 @@ impl Recipe for Apex {
         "apex"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("apex")
+    }
+
     fn compat_column(&self) -> Option<&'static str> {
         Some("Apex")
     }

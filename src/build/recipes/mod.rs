@@ -110,6 +110,12 @@ pub trait Recipe: Send + Sync {
         &[]
     }
 
+    /// The name the reference's build script gives the project in its per-project flags
+    /// (`pytorch-audio`: `--pytorch-audio-dir`, `--[no-]build-pytorch-audio`), if any.
+    fn reference_name(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The column `compat` lists the project under, as ROCm's PyTorch compatibility page
     /// names it; `None`: the name of the project's wheel.
     fn compat_column(&self) -> Option<&'static str> {
@@ -168,6 +174,14 @@ impl Recipes {
                 names.join(", ")
             ),
         }))
+    }
+
+    /// The recipe the reference's per-project flags of `name` belong to.
+    pub fn answering_to(&self, name: &str) -> Option<&dyn Recipe> {
+        self.recipes
+            .iter()
+            .find(|r| r.reference_name() == Some(name))
+            .map(AsRef::as_ref)
     }
 
     /// Every project of `stack` names a recipe of these: checked before anything is fetched.

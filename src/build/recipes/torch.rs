@@ -73,6 +73,10 @@ impl Recipe for Torch {
         "torch"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("pytorch")
+    }
+
     fn compat_column(&self) -> Option<&'static str> {
         Some("PyTorch")
     }

@@ -36,6 +36,10 @@ impl Recipe for Triton {
         "triton"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("triton")
+    }
+
     fn compat_column(&self) -> Option<&'static str> {
         Some("Triton")
     }
