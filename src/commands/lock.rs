@@ -27,7 +27,12 @@ pub fn run(args: LockArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<E
     ctx.ui.data(&if settings.json {
         serde_json::to_string_pretty(&lock)?
     } else {
-        crate::lock::plan::describe(&lock, selection.preset.as_deref(), &selection.stack)
+        crate::lock::plan::describe(
+            &lock,
+            selection.preset.as_deref(),
+            &selection.stack,
+            &lockfile::checkout_files(&lock, &selection.stack, recipes)?,
+        )
     });
     if !settings.dry_run {
         ctx.ui

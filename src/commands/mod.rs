@@ -30,7 +30,7 @@ use crate::exit::ExitStatus;
 /// one value every stage that asks about a project gets (built once, in `main`).
 pub fn run(command: Command, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     match command {
-        Command::Checkout(args) => checkout::run(args, ctx),
+        Command::Checkout(args) => checkout::run(args, ctx, recipes),
         Command::Lock(args) => lock::run(args, ctx, recipes),
         Command::Presets(args) => presets::run(args, ctx),
         Command::InstallRocm(args) => install_rocm::run(args, ctx),

@@ -27,6 +27,7 @@ use super::plan::Step;
 use super::source::SourceState;
 use super::targets::TargetChoice;
 use crate::env_vars::Environment;
+use crate::lock::PinOrigin;
 use crate::sdk::install::Installer;
 use crate::sdk::{SdkInfo, Venv};
 use crate::stack::{FamilyTable, Project, Stack};
@@ -56,6 +57,15 @@ pub trait Recipe: Send + Sync {
     /// digest, and the inspection notes which of them git ignores.
     fn generates(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// Files the checkout writes into the tree where the reference's checkout does (its
+    /// "hipify" of a project without a script, stack.yaml's `hipify: {mode: recipe-files}`),
+    /// for the commit as it was pinned: (relative path, content). Excluded locally
+    /// (`.git/info/exclude`), never committed.
+    fn checkout_files(&self, pin: &PinOrigin) -> Vec<(&'static str, String)> {
+        let _ = pin;
+        Vec::new()
     }
 
     /// Directories of the SDK root the recipe looks for (optional parts of the SDK).

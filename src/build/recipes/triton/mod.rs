@@ -18,6 +18,7 @@ use super::{
 use crate::build::error::Error;
 use crate::build::plan::EnvDiff;
 use crate::env_vars;
+use crate::lock::PinOrigin;
 use crate::version;
 
 /// ROCm's triton.
@@ -42,6 +43,15 @@ impl Recipe for Triton {
 
     fn compat_column(&self) -> Option<&'static str> {
         Some("Triton")
+    }
+
+    /// F7: build_env.json, with the suffix key only when the commit came from torch's CI pin.
+    fn checkout_files(&self, pin: &PinOrigin) -> Vec<(&'static str, String)> {
+        let content = match pin {
+            PinOrigin::CommitFile { .. } => "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\"}\n",
+            _ => "{}\n",
+        };
+        vec![(BUILD_ENV, content.to_string())]
     }
 
     fn reads(&self) -> &'static [&'static str] {
