@@ -461,7 +461,7 @@ pub struct SdkArgs {
 pub struct InstallRocmArgs {
     #[command(flatten)]
     pub sdk: SdkArgs,
-    /// Lock whose SDK version the install must match
+    /// Lock whose SDK version the install must match (and whose index it uses without --index-url)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset

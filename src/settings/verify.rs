@@ -72,13 +72,9 @@ pub fn expectations(
         let lock_path = ctx.absolute(lock_path);
         let lock = Lock::read(&lock_path)?;
         expect_lock(&mut expect, &lock, &lock_path, stack)?;
-        if let Some(build) = &lock.build {
+        if lock.build.is_some() {
             targets_from = Some(Source::Lock(lock_path.display().to_string()));
-            // The lock keeps the URL with its password masked; such a URL cannot be read.
-            lock_index = build
-                .index_url
-                .clone()
-                .filter(|url| !crate::redact::is_masked(url));
+            lock_index = lock.sdk_index_url();
         }
     }
     if let Some(list) = targets {
