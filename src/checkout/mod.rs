@@ -128,12 +128,18 @@ pub fn checkout(
                 },
                 task,
             )?;
-            task.finish(format!(
-                "{} {} ({})",
-                outcome.row.state,
-                plan::short(&outcome.row.commit),
-                outcome.row.hipify
-            ));
+            let row = &outcome.row;
+            // An up-to-date tree's hipify is up to date too: said once.
+            task.finish(if row.hipify == row.state {
+                format!("{} {}", row.state, plan::short(&row.commit))
+            } else {
+                format!(
+                    "{} {} ({})",
+                    row.state,
+                    plan::short(&row.commit),
+                    row.hipify
+                )
+            });
             Ok((plan, Some(outcome)))
         },
     )?;
