@@ -36,6 +36,7 @@ impl VerifySettings {
         } = args;
         let stack = config.stack(ctx)?;
         let table = config.family_table(ctx)?;
+        let asked = index_url.is_some();
         let (mut expect, _) = expectations(
             ctx,
             &stack,
@@ -44,12 +45,40 @@ impl VerifySettings {
             targets.as_deref(),
             index_url,
         )?;
+        if !asked
+            && let Some(url) = &expect.index_url
+            && !lock_index_answers(ctx, url)
+        {
+            expect.index_url = None;
+            expect.check_pins_outside_set = false;
+        }
         expect.wheels.allow_linux_tag = allow_linux_tag;
         Ok(VerifySettings {
             inputs: paths.iter().map(|p| ctx.absolute(p)).collect(),
             expect,
             json,
         })
+    }
+}
+
+/// Verification reaches the network only when asked (`--index-url`): the SDK's index a lock
+/// names may be gone since (the quickstart's server, stopped), and a connection that fails is
+/// then a warning and checks without the index, never a failure of every wheel.
+fn lock_index_answers(ctx: &Context, url: &str) -> bool {
+    let Ok(client) = crate::index::client::IndexClient::new(url) else {
+        return true;
+    };
+    match client.project("rocm") {
+        Err(crate::index::Error::Transfer { message, .. }) => {
+            ctx.ui.warn(format!(
+                "the SDK's index the lock names, {}, cannot be read ({message}): the set is \
+                 verified without it (its SDK wheels and pins outside the set are not looked \
+                 up); pass --index-url to require it",
+                crate::redact::redact_url(url)
+            ));
+            false
+        }
+        _ => true,
     }
 }
 
