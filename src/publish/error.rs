@@ -11,9 +11,9 @@ use crate::store::transfer::TransferError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("--family: {0}")]
+    #[error("--amdgpu-family: {0}")]
     Family(NameError),
-    #[error("--family '{family}' cannot be a store path segment: {reason}")]
+    #[error("--amdgpu-family '{family}' cannot be a store path segment: {reason}")]
     FamilySegment {
         family: String,
         reason: &'static str,
