@@ -616,6 +616,59 @@ pub struct ReferenceProjectArgs {
     pub no_build_apex: bool,
 }
 
+/// One project's reference flags as given, by the reference's name for the project
+/// (`pytorch-audio` in `--pytorch-audio-dir`): the project whose recipe answers to that name
+/// takes them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReferenceFlags {
+    pub name: &'static str,
+    /// `--<name>-dir`.
+    pub dir: Option<PathBuf>,
+    /// `--[no-]build-<name>`.
+    pub build: Option<bool>,
+}
+
+impl ReferenceProjectArgs {
+    /// The flags given, by the reference's project name, in the reference's order.
+    pub fn given(self) -> Vec<ReferenceFlags> {
+        let ReferenceProjectArgs {
+            pytorch_dir,
+            pytorch_audio_dir,
+            pytorch_vision_dir,
+            triton_dir,
+            apex_dir,
+            build_triton,
+            no_build_triton,
+            build_pytorch_audio,
+            no_build_pytorch_audio,
+            build_pytorch_vision,
+            no_build_pytorch_vision,
+            build_apex,
+            no_build_apex,
+        } = self;
+        [
+            // torch has no build flag: it builds whenever its checkout exists.
+            ("pytorch", pytorch_dir, None),
+            (
+                "pytorch-audio",
+                pytorch_audio_dir,
+                flag(build_pytorch_audio, no_build_pytorch_audio),
+            ),
+            (
+                "pytorch-vision",
+                pytorch_vision_dir,
+                flag(build_pytorch_vision, no_build_pytorch_vision),
+            ),
+            ("triton", triton_dir, flag(build_triton, no_build_triton)),
+            ("apex", apex_dir, flag(build_apex, no_build_apex)),
+        ]
+        .into_iter()
+        .filter(|(_, dir, build)| dir.is_some() || build.is_some())
+        .map(|(name, dir, build)| ReferenceFlags { name, dir, build })
+        .collect()
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DetectArgs {
     /// Directory under which the kernel's sys/ tree is read (KFD topology, PCI devices); a

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 
+use crate::build::recipes::Recipes;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::git::TransferLimits;
@@ -90,11 +91,13 @@ pub enum Checkout {
 }
 
 /// Resolves, inspects and plans every selected project, then (unless `dry_run`) applies.
+/// `recipes` name the files a project's checkout writes (`hipify: {mode: recipe-files}`).
 pub fn checkout(
     selection: &Selection,
     options: &TreeOptions,
     dry_run: bool,
     ctx: &Context,
+    recipes: &Recipes,
 ) -> anyhow::Result<Checkout> {
     let results = run_projects(
         "checkout",
@@ -103,7 +106,15 @@ pub fn checkout(
         |project, pins_from, posts_to, task| {
             let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
             let dir = &options.dirs[&project.name];
-            let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
+            let target = inspect::target(
+                project,
+                recipes,
+                &selection.stack,
+                &resolved,
+                dir,
+                options,
+                &selection.cache_dir,
+            )?;
             let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
             // A dry run reports the world as it is: a tree the checkout would refuse is a
             // line of the plan, not a failure.

@@ -3,6 +3,7 @@
 //! is uploaded unless all pass), then upload the wheels and their PEP 658 sidecars and write
 //! the index pages last (see `publish`).
 
+use crate::build::recipes::Recipes;
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
@@ -14,8 +15,8 @@ use crate::ui::plural;
 use crate::verify;
 use crate::wheel::companion::Role;
 
-pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let settings = StageSettings::resolve(args, ctx)?;
+pub fn run(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
+    let settings = StageSettings::resolve(args, ctx, recipes)?;
     announce_targets(ctx, &settings);
     let wheels = verify::collect(std::slice::from_ref(&settings.input))?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;

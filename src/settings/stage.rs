@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::store::store_settings;
 use super::verify::expectations;
 use super::{Source, Sourced};
+use crate::build::recipes::Recipes;
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::lock::Lock;
@@ -29,7 +30,7 @@ pub struct StageSettings {
 
 impl StageSettings {
     /// Every usage error comes here, before the (possibly long) verification.
-    pub fn resolve(args: StageArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let StageArgs {
             to,
             input,
@@ -68,6 +69,7 @@ impl StageSettings {
         }
         let (mut expect, mut targets) = expectations(
             ctx,
+            recipes,
             &stack,
             &table,
             lock.as_deref(),

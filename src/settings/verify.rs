@@ -7,6 +7,7 @@ use std::str::FromStr;
 use pep440_rs::Version;
 
 use super::{Source, Sourced};
+use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::lock::Lock;
@@ -24,7 +25,7 @@ pub struct VerifySettings {
 }
 
 impl VerifySettings {
-    pub fn resolve(args: VerifyArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: VerifyArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let VerifyArgs {
             paths,
             lock,
@@ -39,6 +40,7 @@ impl VerifySettings {
         let asked = index_url.is_some();
         let (mut expect, _) = expectations(
             ctx,
+            recipes,
             &stack,
             &table,
             lock.as_deref(),
@@ -87,14 +89,14 @@ fn lock_index_answers(ctx: &Context, url: &str) -> bool {
 /// lock's index. Also says where the targets came from, when there are any.
 pub fn expectations(
     ctx: &Context,
+    recipes: &Recipes,
     stack: &Stack,
     table: &FamilyTable,
     lock: Option<&Path>,
     targets: Option<&str>,
     index_url: Option<String>,
 ) -> anyhow::Result<(Expectations, Option<Sourced<Vec<Target>>>)> {
-    let recipes = crate::build::recipes::Recipes::builtin().wheel_expectations(stack)?;
-    let mut expect = Expectations::for_stack(stack, recipes);
+    let mut expect = Expectations::for_stack(stack, recipes.wheel_expectations(stack)?);
     let mut targets_from = None;
     let mut lock_index = None;
     if let Some(lock_path) = lock {
