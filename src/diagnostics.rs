@@ -58,6 +58,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::store::lease::LeaseError,
         crate::flock::LockError,
         crate::index::Error,
+        crate::input::InputError,
         crate::verify::Error,
         crate::publish::Error,
         crate::promote::Error,

@@ -63,12 +63,11 @@ pub enum Error {
     NothingToBuild { root: PathBuf, dirs: String },
     #[error(transparent)]
     Source(#[from] SourceError),
-    #[error("{project}: cannot read {}: {source}", path.display())]
-    Read {
+    /// A file of the checkout its recipe reads is refused as content (a link, too large).
+    #[error("{project}: {error}")]
+    Content {
         project: String,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: crate::input::InputError,
     },
     /// A file a recipe computes the version from is missing or says nothing usable.
     #[error("{project}: {}{}: {problem}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -135,7 +134,8 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Failed { .. } | Error::Read { .. } => ExitStatus::Failure,
+            Error::Failed { .. } => ExitStatus::Failure,
+            Error::Content { error, .. } => error.exit_status(),
             Error::NoJobs
             | Error::DirSyntax { .. }
             | Error::UnknownProject { .. }

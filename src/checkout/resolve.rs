@@ -179,6 +179,7 @@ fn pin_of(
             from: from.clone(),
             file: path.to_string(),
             reason: format!("{e:#}"),
+            refused: refused_content(&e),
         }),
         None => Ok((path.to_string(), None)),
     };
@@ -288,4 +289,18 @@ impl Walk<'_> {
         }
         Ok(all)
     }
+}
+
+/// True when reading a file of a repository failed because the file is not acceptable as
+/// content (a symbolic link, too large), rather than because the read failed.
+fn refused_content(error: &anyhow::Error) -> bool {
+    use crate::exit::{ExitStatus, HasExitStatus};
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<git::Error>(),
+            Some(git::Error::LinkInTree { .. } | git::Error::TooLargeInTree { .. })
+        ) || cause
+            .downcast_ref::<crate::input::InputError>()
+            .is_some_and(|e| e.exit_status() == ExitStatus::Usage)
+    })
 }

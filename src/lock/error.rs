@@ -46,6 +46,9 @@ pub enum Error {
         from: String,
         file: String,
         reason: String,
+        /// The file is there but refused as content (a symbolic link, too large): the
+        /// repository's to fix, not a failed read.
+        refused: bool,
     },
     #[error("cannot read the lock {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
@@ -90,7 +93,7 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::PinFile { .. } => ExitStatus::Failure,
+            Error::PinFile { refused: false, .. } => ExitStatus::Failure,
             _ => ExitStatus::Usage,
         }
     }

@@ -14,6 +14,7 @@ mod ci;
 mod ci_chain;
 mod ci_files;
 mod cli;
+mod hostile_content;
 mod hostile_inputs;
 mod hostile_writers;
 mod local;
