@@ -71,7 +71,7 @@ pub fn point(point: &str) {
         Some(file) => {
             let mut reached = file.clone().into_os_string();
             reached.push(".reached");
-            let _ = fs_err::write(&reached, b"");
+            let _ = crate::fsutil::write(std::path::Path::new(&reached), b"");
             while !file.exists() {
                 std::thread::sleep(Duration::from_millis(20));
             }

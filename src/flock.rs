@@ -138,13 +138,9 @@ impl LockFile {
         // A few rounds: each lost round means another run released or broke the lock
         // between our open and our flock.
         for _ in 0..8 {
-            let mut file = File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .map_err(io)?;
+            // Never through a link: a `.rockbuild-lease` planted as a link to another file would
+            // have that file's content replaced by the holder record.
+            let mut file = crate::fsutil::open_lock(path).map_err(io)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
@@ -187,9 +183,9 @@ impl LockFile {
         if names_file(&self.path, &self.file) {
             return Ok(());
         }
-        let holder = fs_err::File::open(&self.path)
+        let holder = crate::input::read_bytes(&self.path, crate::input::RECORD)
             .ok()
-            .and_then(|f| read_holder(&mut f.into_file()));
+            .and_then(|bytes| crate::input::strict::json_slice(&bytes).ok());
         Err(LockError::Lost {
             path: self.path.clone(),
             holder,
@@ -229,11 +225,14 @@ fn names_file(path: &Path, file: &File) -> bool {
     }
 }
 
+/// The holder record in a lock file, if it is one (read with a bound: the file is anyone's).
 fn read_holder(file: &mut File) -> Option<Holder> {
     let mut text = String::new();
     file.rewind().ok()?;
-    file.read_to_string(&mut text).ok()?;
-    serde_json::from_str(&text).ok()
+    file.take(crate::input::RECORD.bytes)
+        .read_to_string(&mut text)
+        .ok()?;
+    crate::input::strict::json(&text).ok()
 }
 
 #[cfg(test)]

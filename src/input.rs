@@ -44,6 +44,11 @@ pub const RECORD: Limit = Limit {
     bytes: 16 << 20,
     what: "record",
 };
+/// A checkout's stat snapshot (one entry per file of a torch-sized tree).
+pub const SNAPSHOT: Limit = Limit {
+    bytes: 1 << 30,
+    what: "checkout snapshot",
+};
 /// One sysfs attribute file (a KFD node's `properties`): the kernel serves at most a page.
 pub const SYSFS: Limit = Limit {
     bytes: 64 << 10,
@@ -150,15 +155,6 @@ pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, InputError> {
 /// line 1 column 1).
 pub fn read_text(path: &Path, limit: Limit) -> Result<String, InputError> {
     into_text(path, read_bytes(path, limit)?, limit)
-}
-
-/// [`read_text`], with a missing file as `None`.
-pub fn read_text_if_exists(path: &Path, limit: Limit) -> Result<Option<String>, InputError> {
-    match read_text(path, limit) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.is_not_found() => Ok(None),
-        Err(error) => Err(error),
-    }
 }
 
 /// Bytes as text: UTF-8, a leading byte order mark dropped.

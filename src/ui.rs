@@ -115,10 +115,7 @@ impl Ui {
         let Some(path) = &self.step_summary else {
             return;
         };
-        let result = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        let result = crate::fsutil::append(path)
             .and_then(|mut file| file.write_all(format!("{markdown}\n").as_bytes()));
         if let Err(error) = result {
             self.warn(format!("could not append to the step summary: {error}"));

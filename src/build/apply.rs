@@ -67,7 +67,7 @@ pub fn apply(
     } else {
         BuildReport::read(&plan.output_dir)
     };
-    fs_err::create_dir_all(&plan.logs_dir)?;
+    crate::fsutil::create_dirs_below(&plan.output_dir, &plan.logs_dir, None)?;
     let cache_log = plan.logs_dir.join("compiler-cache.log");
     for (cmd, tolerate) in plan.compiler_cache.before(&cache_log) {
         if let Err(error) = ctx.runner.run(&cmd)

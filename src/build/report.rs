@@ -101,8 +101,8 @@ pub struct ProjectReport {
 impl BuildReport {
     /// The previous report in `output_dir`, if there is a readable one of this schema.
     pub fn read(output_dir: &Path) -> Option<BuildReport> {
-        let text = fs_err::read_to_string(output_dir.join(REPORT_FILE)).ok()?;
-        let report: BuildReport = serde_json::from_str(&text).ok()?;
+        let text = crate::input::read_text(&output_dir.join(REPORT_FILE), crate::input::RECORD).ok()?;
+        let report: BuildReport = crate::input::strict::json(&text).ok()?;
         (report.schema == SCHEMA).then_some(report)
     }
 

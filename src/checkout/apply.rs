@@ -638,7 +638,7 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
         fs_err::create_dir_all(parent)?;
     }
-    fs_err::write(path, bytes)?;
+    crate::fsutil::write(path, bytes)?;
     Ok(())
 }
 

@@ -26,10 +26,7 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     }
     if let Some(path) = ctx.env().non_empty(GITHUB_OUTPUT) {
         let lines = matrix.github_outputs()?;
-        fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        crate::fsutil::append(std::path::Path::new(path))
             .and_then(|mut file| file.write_all(lines.as_bytes()))
             .with_context(|| format!("writing the step outputs to ${GITHUB_OUTPUT} ({path})"))?;
     }

@@ -22,12 +22,7 @@ impl StepLog {
             if let Some(parent) = path.parent() {
                 fs_err::create_dir_all(parent)?;
             }
-            fs_err::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map(fs_err::File::into_parts)
-                .map(|(file, _)| file)
+            crate::fsutil::append(path)
         };
         let file = open().map_err(|source| ProcessError::Log {
             path: path.to_path_buf(),

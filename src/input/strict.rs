@@ -298,7 +298,7 @@ mod tests {
         let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for level in 1..10 {
             let previous = format!("*a{}", level - 1);
-            let list = vec![previous.as_str(); 10].join(", ");
+            let list = [previous.as_str(); 10].join(", ");
             text.push_str(&format!("a{level}: &a{level} [{list}]\n"));
         }
         let error = check_yaml(&text).expect_err("bomb");

@@ -23,12 +23,14 @@ pub struct ReproducePin {
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
 pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, ReproducePin>, Error> {
-    let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
+    let text = crate::input::read_text(path, crate::input::LOCK).map_err(|e| {
+        Error::Unreadable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        }
     })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|error| Error::NotALock {
+        crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),

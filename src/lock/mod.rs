@@ -342,11 +342,13 @@ impl Lock {
 
     /// Reads a lock, refusing other schema versions with a clear message.
     pub fn read(path: &Path) -> Result<Lock, Error> {
-        let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
+        let text = crate::input::read_text(path, crate::input::LOCK).map_err(|e| {
+            Error::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }
         })?;
-        let lock: Lock = serde_json::from_str(&text).map_err(|error| Error::NotALock {
+        let lock: Lock = crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),

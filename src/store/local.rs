@@ -5,6 +5,7 @@
 
 use std::any::Any;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_key};
@@ -15,6 +16,9 @@ use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_
 /// for a distribution.
 const TEMP_PREFIX: &str = ".rockbuild-";
 const TEMP_SUFFIX: &str = ".tmp";
+/// Modes of what a store writes, whatever the umask: readable by a web server's user.
+const PUBLISHED_FILE_MODE: u32 = 0o644;
+const PUBLISHED_DIR_MODE: u32 = 0o755;
 
 #[derive(Clone, Debug)]
 pub struct LocalDir {
@@ -65,7 +69,11 @@ impl LocalDir {
                 reason: "empty key",
             });
         }
-        Ok(self.root.join(key))
+        let path = self.root.join(key);
+        // No read or write in the store goes through a link below its root (a planted
+        // `torch -> /elsewhere` would take the objects out of the store).
+        crate::fsutil::check_below(&self.root, &path).map_err(|e| self.io("open", key, e))?;
+        Ok(path)
     }
 
     fn io(&self, op: &'static str, key: &str, error: impl std::fmt::Display) -> StoreError {
@@ -86,7 +94,10 @@ impl LocalDir {
         body: Body<'_>,
     ) -> Result<tempfile::NamedTempFile, StoreError> {
         let parent = path.parent().unwrap_or(&self.root);
-        fs_err::create_dir_all(parent).map_err(|e| self.io("write", key, e))?;
+        // Published trees are world-readable whatever the umask of the job: a web server
+        // running as another user serves them.
+        crate::fsutil::create_dirs_below(&self.root, parent, Some(PUBLISHED_DIR_MODE))
+            .map_err(|e| self.io("write", key, e))?;
         let mut temp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .suffix(TEMP_SUFFIX)
@@ -109,7 +120,8 @@ impl LocalDir {
             }
         }
         temp.as_file()
-            .sync_all()
+            .set_permissions(std::fs::Permissions::from_mode(PUBLISHED_FILE_MODE))
+            .and_then(|()| temp.as_file().sync_all())
             .map_err(|e| self.io("write", key, e))?;
         Ok(temp)
     }
@@ -234,7 +246,7 @@ impl Storage for LocalDir {
 
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
         let path = self.path_of(key)?;
-        fs_err::copy(&path, to)
+        crate::fsutil::copy(&path, to)
             .map(|_| ())
             .map_err(|e| self.io("read", key, e))
     }

@@ -704,3 +704,165 @@ fn two_checkouts_into_one_root_never_write_a_wrong_lock() {
     succeeded(&again);
     assert!(!env.path("ws/.rockbuild-checkout.lock").exists());
 }
+
+/// A link planted where rockbuild writes: the write is refused and the link's target is left
+/// as it was. `victim` is a file, `elsewhere` a directory outside every root.
+struct Planted {
+    victim: PathBuf,
+    elsewhere: PathBuf,
+}
+
+impl Planted {
+    fn new(env: &TestEnv) -> Planted {
+        let victim = env.path("victim");
+        let elsewhere = env.path("elsewhere");
+        std::fs::write(&victim, "precious\n").expect("victim");
+        std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+        Planted { victim, elsewhere }
+    }
+
+    /// Replaces `at` (a file, a directory or nothing) by a link to `target`.
+    fn link(&self, at: &Path, target: &Path) {
+        if at.is_dir() && !at.is_symlink() {
+            std::fs::remove_dir_all(at).expect("remove dir");
+        } else if at.symlink_metadata().is_ok() {
+            std::fs::remove_file(at).expect("remove");
+        }
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, at).expect("symlink");
+    }
+
+    /// The run failed naming `at` as a link, and nothing was written through it.
+    #[track_caller]
+    fn refused(&self, output: &Output, at: &Path, env: &TestEnv) -> String {
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{}: {stderr}", at.display());
+        assert!(
+            stderr.contains(&format!("{} is a symbolic link", at.display())),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&self.victim).expect("victim"),
+            "precious\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(&self.elsewhere).expect("elsewhere").count(),
+            0,
+            "nothing was written through {}",
+            at.display()
+        );
+        let error: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("error") || l.starts_with("  caused by"))
+            .collect();
+        crate::common::scrub(&error.join("\n"), env)
+    }
+}
+
+#[test]
+fn no_write_in_a_store_an_output_directory_or_a_cache_follows_a_link() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    let planted = Planted::new(env);
+    let mut out = String::new();
+    stage_ok(env, "dist/old", "staged");
+
+    // The lease of a local store.
+    let lease = env.path("staged/.rockbuild-lease");
+    planted.link(&lease, &planted.victim);
+    let run = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    out.push_str(&format!(
+        "## store lease\n{}\n",
+        planted.refused(&run, &lease, env)
+    ));
+    std::fs::remove_file(&lease).expect("remove");
+
+    // A project directory of the store.
+    let project = env.path("staged/torch");
+    planted.link(&project, &planted.elsewhere);
+    let run = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    out.push_str(&format!(
+        "## store directory\n{}\n",
+        planted.refused(&run, &project, env)
+    ));
+    std::fs::remove_file(&project).expect("remove");
+
+    // The lock of a checkout root, and a lock file of the mirror cache.
+    let stack = StackWorld::new(env);
+    let checkout = |root: &str| {
+        let mut command = rockbuild(
+            env,
+            &[
+                "checkout",
+                "--root-checkout-dir",
+                root,
+                "--project",
+                "vision",
+                "--no-hipify",
+            ],
+        );
+        command.arg("--config").arg(&stack.config);
+        command
+    };
+    let root_lock = env.path("ws/.rockbuild-checkout.lock");
+    planted.link(&root_lock, &planted.victim);
+    out.push_str(&format!(
+        "## checkout root lock\n{}\n",
+        planted.refused(&output(&mut checkout("ws")), &root_lock, env)
+    ));
+    succeeded(&output(&mut checkout("first")));
+    let cache_lock = walkdir::WalkDir::new(env.path("rockbuild-cache"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "lock"))
+        .expect("a lock file in the mirror cache")
+        .into_path();
+    planted.link(&cache_lock, &planted.victim);
+    out.push_str(&format!(
+        "## mirror cache lock\n{}\n",
+        planted.refused(&output(&mut checkout("second")), &cache_lock, env)
+    ));
+
+    // The log directory of an output directory.
+    let logs = env.path("out/logs");
+    planted.link(&logs, &planted.elsewhere);
+    let server = http::serve(&crate::common::sdk::sdk_index(
+        "7.10.0a20251124",
+        &["gfx906", "gfx1030"],
+    ));
+    let index = format!("{}simple/", server.url());
+    let run = output(&mut rockbuild(
+        env,
+        &["install-rocm", "--output-dir", "out", "--index-url", &index],
+    ));
+    out.push_str(&format!(
+        "## output directory logs\n{}\n",
+        planted.refused(&run, &logs, env)
+    ));
+    drop(old);
+    settings(env).bind(|| insta::assert_snapshot!("no_write_follows_a_link", out));
+}
+
+#[test]
+fn published_files_are_world_readable_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    // A CI job's restrictive umask.
+    let mut command = env.command("sh");
+    command
+        .args(["-c", "umask 077 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_rockbuild"))
+        .args(stage_args("dist/old", "staged"));
+    succeeded(&output(&mut command));
+    let mut checked = 0;
+    for entry in walkdir::WalkDir::new(env.path("staged")) {
+        let entry = entry.expect("entry");
+        let mode = entry.metadata().expect("metadata").permissions().mode() & 0o777;
+        let wanted = if entry.file_type().is_dir() { 0o755 } else { 0o644 };
+        assert_eq!(mode, wanted, "{}: {mode:o}", entry.path().display());
+        checked += 1;
+    }
+    // The root, the root pages, and per project a directory, two pages, a wheel, a sidecar.
+    assert_eq!(checked, 3 + 5 * old.len());
+}

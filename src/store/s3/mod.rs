@@ -553,9 +553,10 @@ impl Storage for S3Store {
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
         self.runtime.block_on(async {
             let mut body = self.read_all(key).await?;
-            let mut file = tokio::fs::File::create(to)
-                .await
-                .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))?;
+            // Never through a link at `to`.
+            let mut file = crate::fsutil::create(to)
+                .map(tokio::fs::File::from_std)
+                .map_err(|e| self.io_error("download", key, e))?;
             loop {
                 let chunk = body
                     .try_next()
