@@ -93,10 +93,10 @@ pub enum LockError {
         path: PathBuf,
         holder: Option<Holder>,
     },
-    #[error("{path}: {error}")]
+    #[error("{}", io_message(path, error))]
     Io {
         path: PathBuf,
-        #[source]
+        // Shown in the message itself, so not a source (the chain would repeat it).
         error: std::io::Error,
     },
 }
@@ -108,6 +108,16 @@ impl crate::exit::HasExitStatus for LockError {
             LockError::Held { .. } | LockError::Lost { .. } => crate::exit::ExitStatus::Busy,
             LockError::Io { .. } => crate::exit::ExitStatus::Failure,
         }
+    }
+}
+
+/// `<path>: <error>`, without the path twice when the error names it already.
+fn io_message(path: &Path, error: &std::io::Error) -> String {
+    let text = error.to_string();
+    if text.starts_with(&path.display().to_string()) {
+        text
+    } else {
+        format!("{}: {text}", path.display())
     }
 }
 

@@ -35,6 +35,13 @@ impl LocalDir {
         &self.root
     }
 
+    /// Creates the store's directory when it does not exist yet, world-readable whatever the
+    /// umask (the lease inside it is taken before any object is written).
+    pub fn create_root(&self) -> Result<(), StoreError> {
+        crate::fsutil::create_dirs_below(&self.root, &self.root, Some(PUBLISHED_DIR_MODE))
+            .map_err(|e| self.io("write", "", e))
+    }
+
     /// Removes the temporary files of writes a killed run never finished. Called by the
     /// holder of the store's lease only, so no live write's file is among them.
     pub fn remove_stale_temporaries(&self) -> Result<usize, StoreError> {
