@@ -49,6 +49,12 @@ pub const SNAPSHOT: Limit = Limit {
     bytes: 1 << 30,
     what: "checkout snapshot",
 };
+/// A project page of an index (PyPI's largest pages are a few MB; the nightly index's torch
+/// page, tens of thousands of files, about 10 MB).
+pub const INDEX_PAGE: Limit = Limit {
+    bytes: 64 << 20,
+    what: "index page",
+};
 /// One sysfs attribute file (a KFD node's `properties`): the kernel serves at most a page.
 pub const SYSFS: Limit = Limit {
     bytes: 64 << 10,
@@ -79,8 +85,9 @@ pub enum InputError {
         what: &'static str,
     },
     #[error(
-        "{} is larger than a {what} may be ({limit} bytes at most); it is not the file you meant, or it was damaged",
-        path.display()
+        "{} is larger than a {what} may be ({} at most); it is not the file you meant, or it was damaged",
+        path.display(),
+        crate::ui::human_bytes(*limit)
     )]
     TooLarge {
         path: PathBuf,

@@ -188,3 +188,150 @@ fn a_committed_symlink_is_refused_never_followed() {
     ));
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_committed_symlinks", out));
 }
+
+/// Makes a FIFO at `path` (nobody ever writes to it: a reader would wait forever).
+fn fifo(env: &TestEnv, path: &std::path::Path) {
+    crate::common::run_ok(env.command("mkfifo").arg(path));
+}
+
+/// A one-connection-at-a-time HTTP server answering every request with `answer` (status
+/// line, headers and as much body as it gives), then holding the connection open for
+/// `hold`: bodies that never end, answers that stop half-way.
+fn raw_http(answer: impl Fn(&mut std::net::TcpStream) + Send + 'static) -> u16 {
+    use std::io::Read as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            answer(&mut stream);
+        }
+    });
+    port
+}
+
+/// `install-rocm` from an index at `port`: the preflight reads the `rocm` project page.
+fn install_from(env: &TestEnv, port: u16) -> assert_cmd::Command {
+    let mut command = env.rockbuild();
+    command
+        .args(["install-rocm", "--venv", "venv", "--index-url"])
+        .arg(format!("http://127.0.0.1:{port}/simple/"))
+        .args(["--index-timeout", "2", "--index-retries", "0"]);
+    command
+}
+
+#[test]
+fn input_files_are_regular_bounded_and_parsed_with_limits() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let config = world.config.display().to_string();
+    let mut out = String::new();
+    // Every case ends on its own: a read that never ends fails the test instead.
+    let bounded = |command: &mut assert_cmd::Command| {
+        command.timeout(std::time::Duration::from_secs(60));
+    };
+
+    let pipe = env.path("pipe");
+    fifo(&env, &pipe);
+    let mut cases: Vec<(&str, i32, assert_cmd::Command)> = Vec::new();
+    let mut lock_from = |config: &std::path::Path| {
+        let mut command = env.rockbuild();
+        command
+            .args(["lock", "--lock", "ws/l.json", "--project", "vision", "--config"])
+            .arg(config);
+        command
+    };
+    cases.push(("--config is a FIFO", 2, lock_from(&pipe)));
+    cases.push(("--config is a device", 2, lock_from(std::path::Path::new("/dev/zero"))));
+    let large = env.path("large.yaml");
+    let mut file = std::fs::File::create(&large).expect("create");
+    let line = format!("# {}\n", "x".repeat(1021));
+    for _ in 0..(17 << 10) {
+        file.write_all(line.as_bytes()).expect("write");
+    }
+    drop(file);
+    cases.push(("--config too large", 2, lock_from(&large)));
+    let bomb = env.path("bomb.yaml");
+    let mut text = std::fs::read_to_string(&world.config).expect("config");
+    text.push_str("bomb0: &b0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..9 {
+        let list = vec![format!("*b{}", level - 1); 10].join(", ");
+        text.push_str(&format!("bomb{level}: &b{level} [{list}]\n"));
+    }
+    std::fs::write(&bomb, text).expect("bomb");
+    cases.push(("--config with an alias bomb", 2, lock_from(&bomb)));
+
+    let mut from_lock = |lock: &std::path::Path| {
+        let mut command = env.rockbuild();
+        command
+            .args(["checkout", "--config", &config, "--root-checkout-dir", "ws"])
+            .arg("--from-lock")
+            .arg(lock);
+        command
+    };
+    cases.push(("--from-lock is a FIFO", 2, from_lock(&pipe)));
+    cases.push((
+        "--from-lock is a device",
+        2,
+        from_lock(std::path::Path::new("/dev/zero")),
+    ));
+
+    std::fs::create_dir_all(env.path("staged")).expect("mkdir");
+    let mut promote = env.rockbuild();
+    promote
+        .args(["promote", "--from", "staged", "--to", "release", "--test-report"])
+        .arg(&pipe);
+    cases.push(("--test-report is a FIFO", 2, promote));
+
+    let fake = crate::common::sysfs::rdna3(&env.path("machine"));
+    let properties = fake.root.join("sys/class/kfd/kfd/topology/nodes/1/properties");
+    std::fs::remove_file(&properties).expect("remove");
+    fifo(&env, &properties);
+    let mut detect = env.rockbuild();
+    detect.arg("detect").arg("--sysfs-root").arg(&fake.root);
+    cases.push(("a sysfs properties file is a FIFO", 1, detect));
+
+    // Index pages: compressed without being asked, larger than any index page, cut off.
+    let gzip = raw_http(|stream| {
+        let body = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(body);
+    });
+    cases.push(("an index page sent gzip-encoded", 1, install_from(&env, gzip)));
+    let huge = raw_http(|stream| {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+        );
+        let chunk = "<a href=x>".repeat(100_000);
+        for _ in 0..70 {
+            if stream.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    cases.push(("an index page of 70 MB", 1, install_from(&env, huge)));
+    let stalled = raw_http(|stream| {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n<html>"
+        );
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    cases.push(("an index page that stops half-way", 1, install_from(&env, stalled)));
+
+    for (title, code, mut command) in cases {
+        bounded(&mut command);
+        out.push_str(&refused_with(&env, title, code, &mut command));
+    }
+    assert!(!env.path("ws/l.json").exists());
+    assert!(!env.path("venv").exists(), "nothing installed");
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_unbounded_inputs", out));
+}
