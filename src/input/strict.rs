@@ -33,6 +33,16 @@ pub fn check_json(text: &str) -> Result<(), serde_json::Error> {
     deserializer.end()
 }
 
+/// serde_json's message without the ` at line L column C` it appends (callers print the
+/// location their own way).
+pub fn json_message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(index) if error.line() > 0 => text[..index].to_string(),
+        _ => text,
+    }
+}
+
 /// `text` as YAML of type `T`, refusing duplicate keys and alias bombs.
 pub fn yaml<T: DeserializeOwned>(text: &str) -> Result<T, yaml_serde::Error> {
     check_yaml(text)?;

@@ -34,7 +34,7 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),
-            reason: error.to_string(),
+            reason: crate::input::strict::json_message(&error),
         })?;
     if value.get("schema_version").is_some() || value.get("pytorch").is_some() {
         return manifest_pins(path, &text, &value, stack);

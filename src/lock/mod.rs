@@ -352,7 +352,7 @@ impl Lock {
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),
-            reason: error.to_string(),
+            reason: crate::input::strict::json_message(&error),
         })?;
         if lock.schema != SCHEMA {
             return Err(Error::Schema {

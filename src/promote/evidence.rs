@@ -156,10 +156,16 @@ fn parse_json(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
         message,
     };
     let value: serde_json::Value = crate::input::strict::json(text).map_err(|e| {
+        let what = if e.is_data() {
+            "not a valid test report"
+        } else {
+            "not JSON or JUnit XML"
+        };
         error(format!(
-            "{}:{}: not JSON or JUnit XML: {e}",
+            "{}:{}: {what}: {}",
             e.line(),
-            e.column()
+            e.column(),
+            crate::input::strict::json_message(&e)
         ))
     })?;
     match value.get("schema").and_then(serde_json::Value::as_u64) {

@@ -335,3 +335,77 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
     assert!(!env.path("venv").exists(), "nothing installed");
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_unbounded_inputs", out));
 }
+
+#[test]
+fn a_key_given_twice_is_refused_with_file_and_line() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let mut out = String::new();
+
+    // A second `torch:` block, with another origin, at the end of the projects.
+    let config = std::fs::read_to_string(&world.config).expect("config");
+    let second = "  torch:\n    checkout-dir: pytorch\n    origin: file:///elsewhere/torch.git\n\
+                  \x20   ref: main\n    wheel: torch\n    recipe: torch\n";
+    let (head, tail) = config
+        .split_once("\n  audio:\n")
+        .expect("the audio block");
+    let twice = env.path("twice.yaml");
+    std::fs::write(&twice, format!("{head}\n{second}  audio:\n{tail}")).expect("write");
+    let mut lock = env.rockbuild();
+    lock.args(["lock", "--lock", "ws/l.json", "--project", "torch", "--config"])
+        .arg(&twice);
+    out.push_str(&refused_with(&env, "stack config: torch twice", 2, &mut lock));
+
+    // A lock naming vision twice, the second at another commit.
+    lock_vision(&env, &world);
+    let good = std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock");
+    let value: serde_json::Value = serde_json::from_str(&good).expect("json");
+    let vision = serde_json::to_string_pretty(&value["projects"]["vision"]).expect("json");
+    let projects_at = good.find("\"projects\": {").expect("projects");
+    let insert = projects_at + "\"projects\": {".len();
+    let doubled = format!(
+        "{}\n    \"vision\": {},{}",
+        &good[..insert],
+        vision.replace(&world.vision_pin, &"0".repeat(40)),
+        &good[insert..]
+    );
+    std::fs::write(env.path("twice.lock.json"), doubled).expect("write");
+    let mut checkout = env.rockbuild();
+    checkout
+        .args(["checkout", "--root-checkout-dir", "ws2", "--from-lock", "twice.lock.json"])
+        .arg("--config")
+        .arg(&world.config);
+    out.push_str(&refused_with(&env, "lock: vision twice", 2, &mut checkout));
+
+    // A test report whose failed result is followed by a passed one.
+    std::fs::write(
+        env.path("twice-report.json"),
+        "{\n  \"schema\": 1,\n  \"kind\": \"smoke\",\n  \"generated_by\": \"rockbuild\",\n  \
+         \"index_url\": \"http://127.0.0.1:9/\",\n  \"started\": \"2026-01-01T00:00:00Z\",\n  \
+         \"finished\": \"2026-01-01T00:01:00Z\",\n  \"result\": \"failed\",\n  \
+         \"wheels\": [],\n  \"checks\": [],\n  \"result\": \"passed\"\n}\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(env.path("staged")).expect("mkdir");
+    let mut promote = env.rockbuild();
+    promote.args([
+        "promote",
+        "--from",
+        "staged",
+        "--to",
+        "release",
+        "--test-report",
+        "twice-report.json",
+    ]);
+    out.push_str(&refused_with(&env, "test report: result twice", 2, &mut promote));
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_duplicate_keys", out));
+}
+
+/// Locks vision alone into ws/rockbuild.lock.json.
+fn lock_vision(env: &TestEnv, world: &StackWorld) {
+    env.rockbuild()
+        .args(["lock", "--lock", "ws/rockbuild.lock.json", "--project", "vision", "--config"])
+        .arg(&world.config)
+        .assert()
+        .success();
+}
