@@ -49,6 +49,11 @@ pub const SNAPSHOT: Limit = Limit {
     bytes: 1 << 30,
     what: "checkout snapshot",
 };
+/// A source file of a checked-out repository scanned for leftover CUDA includes.
+pub const SOURCE_FILE: Limit = Limit {
+    bytes: 64 << 20,
+    what: "source file",
+};
 /// A project page of an index (PyPI's largest pages are a few MB; the nightly index's torch
 /// page, tens of thousands of files, about 10 MB).
 pub const INDEX_PAGE: Limit = Limit {
@@ -230,26 +235,34 @@ pub fn read_tree_text(
 
 /// The components of a path inside a tree: relative, no `..`, no root, not empty.
 pub fn tree_components<'a>(root: &Path, relative: &'a str) -> Result<Vec<&'a str>, InputError> {
-    let outside = |reason| InputError::OutsideRoot {
+    relative_components(relative).map_err(|reason| InputError::OutsideRoot {
         root: root.to_path_buf(),
         relative: relative.to_string(),
         reason,
-    };
+    })
+}
+
+/// Why `relative` is not a path that stays inside whatever root it is joined to (a config's
+/// `check-paths`, a report's file names): absolute, going up with `..`, empty.
+pub fn check_relative(relative: &str) -> Result<(), &'static str> {
+    relative_components(relative).map(drop)
+}
+
+fn relative_components(relative: &str) -> Result<Vec<&str>, &'static str> {
+    if relative.contains('\0') {
+        return Err("it holds a NUL byte");
+    }
     let mut components = Vec::new();
     for component in Path::new(relative).components() {
         match component {
-            Component::Normal(name) => {
-                components.push(name.to_str().ok_or_else(|| outside("not UTF-8"))?);
-            }
+            Component::Normal(name) => components.push(name.to_str().ok_or("not UTF-8")?),
             Component::CurDir => {}
-            Component::ParentDir => return Err(outside("it goes up with `..`")),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(outside("it is absolute"));
-            }
+            Component::ParentDir => return Err("it goes up with `..`"),
+            Component::RootDir | Component::Prefix(_) => return Err("it is absolute"),
         }
     }
     if components.is_empty() {
-        return Err(outside("it is empty"));
+        return Err("it is empty");
     }
     Ok(components)
 }

@@ -409,3 +409,94 @@ fn lock_vision(env: &TestEnv, world: &StackWorld) {
         .assert()
         .success();
 }
+
+/// Fails when a file named `name` exists anywhere below `dir`.
+fn assert_no_file_named(dir: &std::path::Path, name: &str) {
+    for entry in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        assert!(
+            entry.file_name() != name,
+            "{} was written",
+            entry.path().display()
+        );
+    }
+}
+
+#[test]
+fn names_are_names_and_config_paths_stay_inside_their_roots() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let config = std::fs::read_to_string(&world.config).expect("config");
+    let mut out = String::new();
+    let mut variant = |title: &str, from: &str, to: &str, verb: &[&str]| {
+        assert!(config.contains(from), "{title}: {from}");
+        let path = env.path("variant.yaml");
+        std::fs::write(&path, config.replacen(from, to, 1)).expect("write");
+        let mut command = env.rockbuild();
+        command.args(verb).arg("--config").arg(&path);
+        out.push_str(&refused_with(&env, title, 2, &mut command));
+    };
+    let build = [
+        "build",
+        "--root-checkout-dir",
+        "ws",
+        "--output-dir",
+        "out/deep",
+        "--pytorch-rocm-arch",
+        "gfx906",
+        "--rocm-sdk-version",
+        "==7.10.0",
+    ];
+    variant(
+        "a project named ../../evilproj",
+        "\n  apex:\n",
+        "\n  ../../evilproj:\n",
+        &build,
+    );
+    variant(
+        "a wheel named ../wheel",
+        "wheel: apex",
+        "wheel: ../wheel",
+        &build,
+    );
+    let checkout = ["checkout", "--root-checkout-dir", "ws", "--project", "torch"];
+    variant(
+        "check-paths leaving the checkout",
+        "check-paths: [csrc]",
+        "check-paths: [csrc, ../outside]",
+        &checkout,
+    );
+    variant(
+        "an absolute hipify script",
+        "script: tools/amd_build/build_amd.py",
+        "script: /tmp/build_amd.py",
+        &checkout,
+    );
+    variant(
+        "a pin file above the pinning checkout",
+        "related-commits: {file: related_commits, os: ubuntu, key: apex}",
+        "related-commits: {file: ../../related_commits, os: ubuntu, key: apex}",
+        &["lock", "--lock", "ws/l.json"],
+    );
+    assert_no_file_named(env.root(), "evilproj.log");
+    assert!(!env.path("ws/l.json").exists());
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_names_and_paths", out));
+
+    // A check path committed as a link out of the tree is not scanned: the CUDA include
+    // outside would otherwise fail the leftover check.
+    std::fs::create_dir_all(env.path("outside")).expect("mkdir");
+    std::fs::write(env.path("outside/host.cu"), "#include <cuda_runtime.h>\n").expect("write");
+    std::os::unix::fs::symlink(env.path("outside"), world.torch.dir.join("linked")).expect("link");
+    world.torch.commit("a link out of the tree");
+    world.torch.publish();
+    let linked = env.path("linked-stack.yaml");
+    std::fs::write(
+        &linked,
+        config.replacen("check-paths: [csrc]", "check-paths: [csrc, linked]", 1),
+    )
+    .expect("write");
+    env.rockbuild()
+        .args(["checkout", "--root-checkout-dir", "ws", "--project", "torch", "--config"])
+        .arg(&linked)
+        .assert()
+        .success();
+}
