@@ -165,10 +165,7 @@ pub fn copy(from: &Path, to: &Path) -> std::io::Result<u64> {
 
 /// Opens `path` for appending, creating it; a link at `path` is refused.
 pub fn append(path: &Path) -> std::io::Result<File> {
-    open_no_follow(
-        path,
-        File::options().append(true).create(true).mode(0o644),
-    )
+    open_no_follow(path, File::options().append(true).create(true).mode(0o644))
 }
 
 /// Opens `path` for reading and writing without truncating it, creating it: a lock file. A

@@ -101,7 +101,8 @@ pub struct ProjectReport {
 impl BuildReport {
     /// The previous report in `output_dir`, if there is a readable one of this schema.
     pub fn read(output_dir: &Path) -> Option<BuildReport> {
-        let text = crate::input::read_text(&output_dir.join(REPORT_FILE), crate::input::RECORD).ok()?;
+        let text =
+            crate::input::read_text(&output_dir.join(REPORT_FILE), crate::input::RECORD).ok()?;
         let report: BuildReport = crate::input::strict::json(&text).ok()?;
         (report.schema == SCHEMA).then_some(report)
     }

@@ -1,7 +1,6 @@
 //! `rockbuild checkout`: settings → resolve, inspect, plan (printed with --dry-run) → apply →
 //! summary and lock.
 
-
 use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
 use crate::context::Context;

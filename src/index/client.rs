@@ -187,7 +187,10 @@ impl IndexClient {
 /// asks for none: a compressed answer could expand without bound), at most
 /// [`MAX_PAGE_BYTES`], and a wait for the body that ran out said as such. The error is what
 /// went wrong, in words.
-pub fn read_page(response: reqwest::blocking::Response, timeout: Duration) -> Result<String, String> {
+pub fn read_page(
+    response: reqwest::blocking::Response,
+    timeout: Duration,
+) -> Result<String, String> {
     use std::io::Read as _;
     if let Some(encoding) = response
         .headers()
@@ -206,7 +209,10 @@ pub fn read_page(response: reqwest::blocking::Response, timeout: Duration) -> Re
             crate::ui::human_bytes(MAX_PAGE_BYTES)
         )
     };
-    if response.content_length().is_some_and(|n| n > MAX_PAGE_BYTES) {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_PAGE_BYTES)
+    {
         return Err(too_large());
     }
     let mut body = Vec::new();
@@ -214,7 +220,9 @@ pub fn read_page(response: reqwest::blocking::Response, timeout: Duration) -> Re
         .take(MAX_PAGE_BYTES + 1)
         .read_to_end(&mut body)
         .map_err(|error| {
-            if error_chain(&error).to_ascii_lowercase().contains("timed out")
+            if error_chain(&error)
+                .to_ascii_lowercase()
+                .contains("timed out")
                 || error.kind() == std::io::ErrorKind::TimedOut
             {
                 format!(
@@ -358,7 +366,9 @@ pub fn parse_html(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, Error> 
 fn too_many_files(page_url: &Url) -> Error {
     Error::Parse {
         url: redact_url(page_url.as_str()),
-        message: format!("it lists more than {MAX_PAGE_FILES} files, more than any index page holds"),
+        message: format!(
+            "it lists more than {MAX_PAGE_FILES} files, more than any index page holds"
+        ),
     }
 }
 

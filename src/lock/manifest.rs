@@ -23,12 +23,11 @@ pub struct ReproducePin {
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
 pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, ReproducePin>, Error> {
-    let text = crate::input::read_text(path, crate::input::LOCK).map_err(|e| {
-        Error::Unreadable {
+    let text =
+        crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
             path: path.to_path_buf(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let value: serde_json::Value =
         crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),

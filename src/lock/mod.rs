@@ -342,12 +342,11 @@ impl Lock {
 
     /// Reads a lock, refusing other schema versions with a clear message.
     pub fn read(path: &Path) -> Result<Lock, Error> {
-        let text = crate::input::read_text(path, crate::input::LOCK).map_err(|e| {
-            Error::Unreadable {
+        let text =
+            crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
                 path: path.to_path_buf(),
                 reason: e.to_string(),
-            }
-        })?;
+            })?;
         let lock: Lock = crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),
             line: error.line(),

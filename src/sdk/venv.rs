@@ -40,7 +40,8 @@ impl Venv {
     /// The Python version the venv was created with, from pyvenv.cfg (`version = 3.11.7`, or
     /// `version_info = 3.11.7` as uv writes it).
     pub fn python_version(&self) -> Option<String> {
-        let text = crate::input::read_text(&self.dir.join("pyvenv.cfg"), crate::input::RECORD).ok()?;
+        let text =
+            crate::input::read_text(&self.dir.join("pyvenv.cfg"), crate::input::RECORD).ok()?;
         text.lines().find_map(|line| {
             let (key, value) = line.split_once('=')?;
             matches!(key.trim(), "version" | "version_info").then(|| value.trim().to_string())
@@ -76,7 +77,9 @@ pub fn installed_metadata_in(site_packages: &Path, name: &str) -> Option<String>
         let stem = file_name.to_str()?.strip_suffix(".dist-info")?;
         let (dist, version) = stem.split_once('-')?;
         (escape_name(dist) == wanted.0 && version == wanted.1)
-            .then(|| crate::input::read_text(&entry.path().join("METADATA"), crate::input::RECORD).ok())
+            .then(|| {
+                crate::input::read_text(&entry.path().join("METADATA"), crate::input::RECORD).ok()
+            })
             .flatten()
     })
 }

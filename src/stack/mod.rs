@@ -277,7 +277,10 @@ fn validate_project(
     if let Err(reason) = check_name(&entry.wheel) {
         return Err(source.error_at(
             &at(&["wheel"]),
-            format!("wheel `{}` is not a distribution name: {reason}", entry.wheel),
+            format!(
+                "wheel `{}` is not a distribution name: {reason}",
+                entry.wheel
+            ),
         ));
     }
     // Paths of files in the project's tree stay inside it.
@@ -433,19 +436,17 @@ fn validate_project(
 /// `-`, `_` and `.` between them (PEP 508's rule for distribution names).
 pub fn check_name(name: &str) -> Result<(), &'static str> {
     let inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    match (name.chars().next(), name.chars().last()) {
-        (None, _) | (_, None) => Err("it is empty"),
-        _ if name.len() > 100 => Err("it is longer than 100 characters"),
-        (Some(first), Some(last))
-            if !first.is_ascii_alphanumeric() || !last.is_ascii_alphanumeric() =>
-        {
-            Err("it must start and end with a letter or digit")
-        }
-        _ if !name.chars().all(inner) => {
-            Err("only letters, digits, `-`, `_` and `.` may be used")
-        }
-        _ => Ok(()),
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.len() > 100 {
+        return Err("a name is at most 100 characters long");
     }
+    if !ends(name.chars().next()) || !ends(name.chars().last()) || !name.chars().all(inner) {
+        return Err(
+            "a name holds ASCII letters, digits, `-`, `_` and `.`, and starts and ends with a \
+             letter or digit",
+        );
+    }
+    Ok(())
 }
 
 impl Project {

@@ -153,9 +153,7 @@ pub fn load_shards(dirs: &[PathBuf]) -> Result<Vec<LoadedShard>, Error> {
                     // A path the report names stays inside the shard's directory.
                     report: crate::input::read_tree_text(base, relative, crate::input::REPORT)
                         .map_err(|e| e.to_string())
-                        .and_then(|text| {
-                            text.ok_or_else(|| format!("{relative}: no such file"))
-                        })
+                        .and_then(|text| text.ok_or_else(|| format!("{relative}: no such file")))
                         .and_then(|text| crate::junit::parse(&text).map_err(|e| e.to_string())),
                 })
                 .collect();

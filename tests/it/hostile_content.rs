@@ -239,12 +239,23 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
     let mut lock_from = |config: &std::path::Path| {
         let mut command = env.rockbuild();
         command
-            .args(["lock", "--lock", "ws/l.json", "--project", "vision", "--config"])
+            .args([
+                "lock",
+                "--lock",
+                "ws/l.json",
+                "--project",
+                "vision",
+                "--config",
+            ])
             .arg(config);
         command
     };
     cases.push(("--config is a FIFO", 2, lock_from(&pipe)));
-    cases.push(("--config is a device", 2, lock_from(std::path::Path::new("/dev/zero"))));
+    cases.push((
+        "--config is a device",
+        2,
+        lock_from(std::path::Path::new("/dev/zero")),
+    ));
     let large = env.path("large.yaml");
     let mut file = std::fs::File::create(&large).expect("create");
     let line = format!("# {}\n", "x".repeat(1021));
@@ -281,12 +292,21 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
     std::fs::create_dir_all(env.path("staged")).expect("mkdir");
     let mut promote = env.rockbuild();
     promote
-        .args(["promote", "--from", "staged", "--to", "release", "--test-report"])
+        .args([
+            "promote",
+            "--from",
+            "staged",
+            "--to",
+            "release",
+            "--test-report",
+        ])
         .arg(&pipe);
     cases.push(("--test-report is a FIFO", 2, promote));
 
     let fake = crate::common::sysfs::rdna3(&env.path("machine"));
-    let properties = fake.root.join("sys/class/kfd/kfd/topology/nodes/1/properties");
+    let properties = fake
+        .root
+        .join("sys/class/kfd/kfd/topology/nodes/1/properties");
     std::fs::remove_file(&properties).expect("remove");
     fifo(&env, &properties);
     let mut detect = env.rockbuild();
@@ -304,7 +324,11 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
         );
         let _ = stream.write_all(body);
     });
-    cases.push(("an index page sent gzip-encoded", 1, install_from(&env, gzip)));
+    cases.push((
+        "an index page sent gzip-encoded",
+        1,
+        install_from(&env, gzip),
+    ));
     let huge = raw_http(|stream| {
         let _ = write!(
             stream,
@@ -325,7 +349,11 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
         );
         std::thread::sleep(std::time::Duration::from_secs(30));
     });
-    cases.push(("an index page that stops half-way", 1, install_from(&env, stalled)));
+    cases.push((
+        "an index page that stops half-way",
+        1,
+        install_from(&env, stalled),
+    ));
 
     for (title, code, mut command) in cases {
         bounded(&mut command);
@@ -346,15 +374,25 @@ fn a_key_given_twice_is_refused_with_file_and_line() {
     let config = std::fs::read_to_string(&world.config).expect("config");
     let second = "  torch:\n    checkout-dir: pytorch\n    origin: file:///elsewhere/torch.git\n\
                   \x20   ref: main\n    wheel: torch\n    recipe: torch\n";
-    let (head, tail) = config
-        .split_once("\n  audio:\n")
-        .expect("the audio block");
+    let (head, tail) = config.split_once("\n  audio:\n").expect("the audio block");
     let twice = env.path("twice.yaml");
     std::fs::write(&twice, format!("{head}\n{second}  audio:\n{tail}")).expect("write");
     let mut lock = env.rockbuild();
-    lock.args(["lock", "--lock", "ws/l.json", "--project", "torch", "--config"])
-        .arg(&twice);
-    out.push_str(&refused_with(&env, "stack config: torch twice", 2, &mut lock));
+    lock.args([
+        "lock",
+        "--lock",
+        "ws/l.json",
+        "--project",
+        "torch",
+        "--config",
+    ])
+    .arg(&twice);
+    out.push_str(&refused_with(
+        &env,
+        "stack config: torch twice",
+        2,
+        &mut lock,
+    ));
 
     // A lock naming vision twice, the second at another commit.
     lock_vision(&env, &world);
@@ -372,7 +410,13 @@ fn a_key_given_twice_is_refused_with_file_and_line() {
     std::fs::write(env.path("twice.lock.json"), doubled).expect("write");
     let mut checkout = env.rockbuild();
     checkout
-        .args(["checkout", "--root-checkout-dir", "ws2", "--from-lock", "twice.lock.json"])
+        .args([
+            "checkout",
+            "--root-checkout-dir",
+            "ws2",
+            "--from-lock",
+            "twice.lock.json",
+        ])
         .arg("--config")
         .arg(&world.config);
     out.push_str(&refused_with(&env, "lock: vision twice", 2, &mut checkout));
@@ -397,14 +441,26 @@ fn a_key_given_twice_is_refused_with_file_and_line() {
         "--test-report",
         "twice-report.json",
     ]);
-    out.push_str(&refused_with(&env, "test report: result twice", 2, &mut promote));
+    out.push_str(&refused_with(
+        &env,
+        "test report: result twice",
+        2,
+        &mut promote,
+    ));
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_duplicate_keys", out));
 }
 
 /// Locks vision alone into ws/rockbuild.lock.json.
 fn lock_vision(env: &TestEnv, world: &StackWorld) {
     env.rockbuild()
-        .args(["lock", "--lock", "ws/rockbuild.lock.json", "--project", "vision", "--config"])
+        .args([
+            "lock",
+            "--lock",
+            "ws/rockbuild.lock.json",
+            "--project",
+            "vision",
+            "--config",
+        ])
         .arg(&world.config)
         .assert()
         .success();
@@ -458,7 +514,13 @@ fn names_are_names_and_config_paths_stay_inside_their_roots() {
         "wheel: ../wheel",
         &build,
     );
-    let checkout = ["checkout", "--root-checkout-dir", "ws", "--project", "torch"];
+    let checkout = [
+        "checkout",
+        "--root-checkout-dir",
+        "ws",
+        "--project",
+        "torch",
+    ];
     variant(
         "check-paths leaving the checkout",
         "check-paths: [csrc]",
@@ -495,7 +557,14 @@ fn names_are_names_and_config_paths_stay_inside_their_roots() {
     )
     .expect("write");
     env.rockbuild()
-        .args(["checkout", "--root-checkout-dir", "ws", "--project", "torch", "--config"])
+        .args([
+            "checkout",
+            "--root-checkout-dir",
+            "ws",
+            "--project",
+            "torch",
+            "--config",
+        ])
         .arg(&linked)
         .assert()
         .success();

@@ -746,7 +746,9 @@ impl Planted {
             "precious\n"
         );
         assert_eq!(
-            std::fs::read_dir(&self.elsewhere).expect("elsewhere").count(),
+            std::fs::read_dir(&self.elsewhere)
+                .expect("elsewhere")
+                .count(),
             0,
             "nothing was written through {}",
             at.display()
@@ -867,7 +869,11 @@ fn published_files_are_world_readable_whatever_the_umask() {
     for entry in walkdir::WalkDir::new(env.path("staged")) {
         let entry = entry.expect("entry");
         let mode = entry.metadata().expect("metadata").permissions().mode() & 0o777;
-        let wanted = if entry.file_type().is_dir() { 0o755 } else { 0o644 };
+        let wanted = if entry.file_type().is_dir() {
+            0o755
+        } else {
+            0o644
+        };
         assert_eq!(mode, wanted, "{}: {mode:o}", entry.path().display());
         checked += 1;
     }
