@@ -10,7 +10,7 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     let status = exit_status_of(ctx, error);
     let text = render(error);
     ctx.ui.error_annotation("rockbuild failed", &text);
-    eprintln!("{text}");
+    ctx.ui.error(&text);
     status
 }
 

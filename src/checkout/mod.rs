@@ -353,10 +353,12 @@ pub fn print_summary(ctx: &Context, title: &str, rows: &[SummaryRow]) {
         })
         .collect();
     ctx.ui.status(crate::ui::text_table(&headers, &table));
-    ctx.ui.step_summary(&format!(
-        "### rockbuild {title}\n\n{}",
-        crate::ui::markdown_table(&headers, &table)
-    ));
+    let mut summary = crate::ui::Markdown::lit("### rockbuild ");
+    summary
+        .push_text(title)
+        .push_lit("\n\n")
+        .push(crate::ui::markdown_table(&headers, &table));
+    ctx.ui.step_summary(&summary);
 }
 
 /// The lock this run writes: its projects over the existing lock (or the lock being

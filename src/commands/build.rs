@@ -51,7 +51,7 @@ pub fn run_with(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Re
             plan.to_json()?
         } else {
             plan.to_text()
-        });
+        })?;
         return Ok(ExitStatus::Success);
     }
     let lock = settings.lock.as_ref().map(|l| (l.path.as_path(), &l.lock));

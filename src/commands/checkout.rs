@@ -28,7 +28,7 @@ pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
                 plan.to_json()
             } else {
                 plan.to_text()
-            });
+            })?;
             return Ok(ExitStatus::Success);
         }
         Checkout::Done(outcomes) => outcomes,

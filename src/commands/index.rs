@@ -35,7 +35,7 @@ pub fn run(args: IndexArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
-        });
+        })?;
         return Ok(ExitStatus::Success);
     };
     reindex::apply(store.as_ref(), &mut lease, &plan)?;

@@ -24,7 +24,7 @@ pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         serde_json::to_string_pretty(&lock)?
     } else {
         crate::lock::plan::describe(&lock, selection.preset.as_deref(), &selection.stack)
-    });
+    })?;
     if !settings.dry_run {
         ctx.ui
             .status(format!("lock: {}", settings.lock_path.display()));

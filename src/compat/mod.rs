@@ -89,7 +89,7 @@ pub struct CompatReport {
 }
 
 impl CompatReport {
-    pub fn to_markdown(&self) -> String {
+    pub fn to_markdown(&self) -> crate::ui::Markdown {
         render::markdown(self)
     }
 
@@ -483,6 +483,7 @@ mod tests {
         assert!(
             report
                 .to_markdown()
+                .as_str()
                 .contains("No lock to compare with (pass --lock).")
         );
     }

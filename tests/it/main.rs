@@ -16,6 +16,7 @@ mod ci_files;
 mod cli;
 mod hostile_content;
 mod hostile_inputs;
+mod hostile_output;
 mod hostile_writers;
 mod local;
 mod manylinux;
