@@ -338,12 +338,14 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for BarSafeWriter {
     }
 }
 
-/// GitHub workflow commands need `%`, CR and LF escaped in messages.
+/// GitHub workflow commands need `%`, CR and LF escaped in messages; `##[` (the older command
+/// syntax, which the runner looks for anywhere in a line) is broken up as [`ci_safe`] does.
 fn escape_annotation(message: &str) -> String {
     message
         .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
+        .replace("##[", "## [")
 }
 
 fn escape_property(value: &str) -> String {
@@ -586,10 +588,7 @@ mod tests {
             Markdown::text("<img src=x> *b* [l](javascript:x) a|b\nc").as_str(),
             "&lt;img src=x&gt; \\*b\\* \\[l\\](javascript:x) a\\|b<br>c"
         );
-        assert_eq!(
-            Markdown::code("a`b").as_str(),
-            "<code>a\\`b</code>"
-        );
+        assert_eq!(Markdown::code("a`b").as_str(), "<code>a\\`b</code>");
     }
 
     #[test]

@@ -114,7 +114,10 @@ fn compiler_stats(ctx: &Context, plan: &Plan, log: &Path) -> Option<String> {
 fn show(ctx: &Context, plan: &Plan, report: &BuildReport) -> anyhow::Result<()> {
     let report_path = report.write(&plan.output_dir)?;
     let markdown = report.markdown();
-    crate::fsutil::write_atomic(&plan.output_dir.join(SUMMARY_FILE), markdown.as_str().as_bytes())?;
+    crate::fsutil::write_atomic(
+        &plan.output_dir.join(SUMMARY_FILE),
+        markdown.as_str().as_bytes(),
+    )?;
     ctx.ui.step_summary(&markdown);
     let rows: Vec<Vec<String>> = report
         .projects

@@ -149,7 +149,11 @@ impl BuildReport {
                     p.wheel
                         .as_deref()
                         .map_or_else(|| Markdown::lit("—"), Markdown::code),
-                    Markdown::text(&p.size.map(crate::ui::human_bytes).unwrap_or_else(|| "—".into())),
+                    Markdown::text(
+                        &p.size
+                            .map(crate::ui::human_bytes)
+                            .unwrap_or_else(|| "—".into()),
+                    ),
                     Markdown::text(&format!("{:.1}s", p.duration_seconds)),
                 ]
             })
@@ -158,7 +162,11 @@ impl BuildReport {
         out.push(Markdown::code(&self.sdk_version))
             .push_lit(", targets ")
             .push(Markdown::code(&self.targets.join(",")))
-            .push_text(&format!(" ({} from {}), release type ", self.targets.len(), self.target_source))
+            .push_text(&format!(
+                " ({} from {}), release type ",
+                self.targets.len(),
+                self.target_source
+            ))
             .push(Markdown::code(&self.release_type))
             .push_lit("\n\n")
             .push(crate::ui::markdown_table_of(

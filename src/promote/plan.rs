@@ -162,5 +162,6 @@ pub fn show_gate(ctx: &Context, decision: &Decision, waivers: &[Waiver]) {
         ctx.ui.warn(&line);
         summary.push_lit("\n- ").push_text(&line);
     }
+    summary.push_lit("\n");
     ctx.ui.step_summary(&summary);
 }

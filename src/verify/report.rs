@@ -119,7 +119,11 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
             if wheel.ok() {
                 "ok".into()
             } else {
-                format!("{} problems", wheel.problems.len())
+                format!(
+                    "{} problem{}",
+                    wheel.problems.len(),
+                    plural(wheel.problems.len())
+                )
             },
             targets.join(" "),
         ]);
@@ -135,7 +139,10 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
         lines,
         markdown: {
             let mut markdown = ui::Markdown::lit("### rockbuild verify\n\n");
-            markdown.push(ui::markdown_table(&["wheel", "result", "gfx targets"], &rows));
+            markdown.push(ui::markdown_table(
+                &["wheel", "result", "gfx targets"],
+                &rows,
+            ));
             markdown
         },
     }

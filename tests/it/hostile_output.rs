@@ -63,12 +63,14 @@ fn release(dir: &Path) -> Vec<PathBuf> {
                 "torch/lib/libtorch_hip.so",
                 &hip_library(&["gfx906", "gfx1030"]),
             )
+            .requires("triton==3.5.0")
             .build(dir),
         WheelBuilder::new("triton", "3.5.0")
             .file_from("triton/_C/libtriton.so", &cpu_library(None))
             .build(dir),
         WheelBuilder::new("torchvision", "0.25.0+rocm7.13.0")
             .file_from("torchvision/_C.so", &hip_library(&["gfx906", "gfx1030"]))
+            .requires("torch==2.10.0+rocm7.13.0")
             .build(dir),
     ]
 }
@@ -84,7 +86,9 @@ fn text_from_outside_never_becomes_a_workflow_command() {
     let renamed = dist.join(format!("torch{PAYLOAD}-1.0-py3-none-any.whl"));
     std::fs::copy(&wheels[0], &renamed).expect("copy");
     let mut verify = env.rockbuild();
-    verify.args(["verify", "--targets", "gfx906,gfx1030"]).arg(&dist);
+    verify
+        .args(["verify", "--targets", "gfx906,gfx1030"])
+        .arg(&dist);
     in_actions(env, "verify: a wheel's file name", &mut verify);
     // METADATA's Version folded onto a line of its own (a header continuation).
     WheelBuilder::new("triton", "3.5.0\n ::error title=pwned::PWNED")
@@ -98,7 +102,15 @@ fn text_from_outside_never_becomes_a_workflow_command() {
     let staged = env.path("dist-ok");
     release(&staged);
     env.rockbuild()
-        .args(["stage", "--config", "stack.yaml", "--input", "dist-ok", "--to", "staged"])
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            "dist-ok",
+            "--to",
+            "staged",
+        ])
         .args(["--targets", "gfx906,gfx1030"])
         .assert()
         .success();
@@ -131,7 +143,11 @@ fn text_from_outside_never_becomes_a_workflow_command() {
         "waivers.yaml",
         "--dry-run",
     ]);
-    in_actions(env, "promote: a test name and a waiver's reason", &mut promote);
+    in_actions(
+        env,
+        "promote: a test name and a waiver's reason",
+        &mut promote,
+    );
 
     // A lease's holder, read from the store.
     let s3 = S3Server::start(&env.path("s3"));
@@ -150,7 +166,14 @@ fn text_from_outside_never_becomes_a_workflow_command() {
     let mut stage = env.rockbuild();
     stage
         .envs(s3.env())
-        .args(["stage", "--config", "stack.yaml", "--input", "dist-ok", "--to"])
+        .args([
+            "stage",
+            "--config",
+            "stack.yaml",
+            "--input",
+            "dist-ok",
+            "--to",
+        ])
         .arg(s3.url("staging"))
         .args(s3.store_args())
         .args(["--targets", "gfx906,gfx1030"]);
@@ -173,7 +196,10 @@ fn text_from_outside_never_becomes_a_workflow_command() {
     // Everything in the step summary is text: no HTML, no command, the payload escaped.
     let summary = std::fs::read_to_string(env.path("summary.md")).expect("summary");
     assert!(summary.contains("PWNED"), "{summary}");
-    assert!(!summary.contains("<img"), "raw HTML in the summary:\n{summary}");
+    assert!(
+        !summary.contains("<img"),
+        "raw HTML in the summary:\n{summary}"
+    );
     snapshot::settings(env).bind(|| {
         insta::assert_snapshot!("hostile_step_summary", summary);
     });
