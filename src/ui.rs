@@ -402,18 +402,26 @@ impl Markdown {
     }
 
     /// Text shown as written: the characters that start Markdown's inline markup (emphasis,
-    /// code, links and images, tables, strikethrough, math, headings) backslash-escaped,
+    /// code, links and images, tables, strikethrough, math, headings) backslash-escaped (`_`
+    /// only where it could open or close emphasis: not between two letters or digits),
     /// `< > &` as entities (no HTML), line breaks as `<br>`, other control characters dropped.
     pub fn text(text: &str) -> Self {
+        let chars: Vec<char> = text.chars().collect();
         let mut out = String::with_capacity(text.len() + 8);
-        for c in text.chars() {
+        for (index, &c) in chars.iter().enumerate() {
+            let intraword = || {
+                index > 0
+                    && chars[index - 1].is_alphanumeric()
+                    && chars.get(index + 1).is_some_and(|n| n.is_alphanumeric())
+            };
             match c {
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
                 '&' => out.push_str("&amp;"),
                 '\n' => out.push_str("<br>"),
                 c if c.is_control() => {}
-                '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '#' | '$' => {
+                '_' if intraword() => out.push(c),
+                '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' | '$' => {
                     out.push('\\');
                     out.push(c);
                 }
@@ -423,12 +431,29 @@ impl Markdown {
         Markdown(out)
     }
 
-    /// Text shown as written, in a code font.
+    /// Text shown as written, as an inline code span (whose content Markdown never reads as
+    /// markup or HTML): fenced with more backticks than any run inside it, line breaks as
+    /// spaces, `|` escaped for tables.
     pub fn code(text: &str) -> Self {
-        let mut out = Markdown::lit("<code>");
-        out.push(Markdown::text(text));
-        out.push_lit("</code>");
-        out
+        let body: String = text
+            .chars()
+            .map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c })
+            .filter(|c| !c.is_control())
+            .collect::<String>()
+            .replace('|', "\\|");
+        let mut longest = 0;
+        let mut run = 0;
+        for c in body.chars() {
+            run = if c == '`' { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+        let fence = "`".repeat(longest + 1);
+        let pad = if body.starts_with('`') || body.ends_with('`') {
+            " "
+        } else {
+            ""
+        };
+        Markdown(format!("{fence}{pad}{body}{pad}{fence}"))
     }
 
     /// Lines shown as written, in a fenced code block whose fence is longer than any run of
@@ -585,10 +610,11 @@ mod tests {
             "ok ## [add-mask]secret\\rnext \\x1b[31m"
         );
         assert_eq!(
-            Markdown::text("<img src=x> *b* [l](javascript:x) a|b\nc").as_str(),
-            "&lt;img src=x&gt; \\*b\\* \\[l\\](javascript:x) a\\|b<br>c"
+            Markdown::text("<img src=x> *b* [l](javascript:x) a|b\nc _e_ snake_case").as_str(),
+            "&lt;img src=x&gt; \\*b\\* \\[l\\](javascript:x) a\\|b<br>c \\_e\\_ snake_case"
         );
-        assert_eq!(Markdown::code("a`b").as_str(), "<code>a\\`b</code>");
+        assert_eq!(Markdown::code("a`b").as_str(), "``a`b``");
+        assert_eq!(Markdown::code("`x|<y>\n").as_str(), "`` `x\\|<y>  ``");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub enum Error {
         config: String,
     },
     #[error(
-        "{project}: hipify produced tree {found} but {lock} records {expected}; the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
+        "{project}: hipify produced tree {found} but {lock} records {expected}: the lock was edited, or the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
     )]
     NotDeterministic {
         project: String,

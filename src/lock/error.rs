@@ -77,6 +77,15 @@ pub enum Error {
         found_where: String,
         fix: String,
     },
+    #[error(
+        "{}: `{field}` {problem}; a lock says one thing once: write a new lock with `rockbuild lock`",
+        path.display()
+    )]
+    Inconsistent {
+        path: PathBuf,
+        field: String,
+        problem: String,
+    },
     #[error("the lock's sdk_version `{version}` is not a PEP 440 version: {reason}")]
     BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]

@@ -19,6 +19,16 @@ pub struct ReproducePin {
     pub hipify: Option<super::HipifyStamp>,
     /// The preset the lock recorded (none for a TheRock manifest).
     pub preset: Option<String>,
+    /// The tree and the submodule commits (path, commit) the lock recorded, checked against
+    /// what the commit really holds (none for a TheRock manifest, which records neither).
+    pub recorded: Option<Recorded>,
+}
+
+/// What a lock says a commit holds: checked, never taken on trust.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub tree: String,
+    pub submodules: Vec<(String, String)>,
 }
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
@@ -56,6 +66,14 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
             commit: project.commit,
             hipify: project.hipify,
             preset: project.preset,
+            recorded: Some(Recorded {
+                tree: project.tree,
+                submodules: project
+                    .submodules
+                    .into_iter()
+                    .map(|s| (s.path, s.commit))
+                    .collect(),
+            }),
         };
         check_pin(
             path,
@@ -165,6 +183,7 @@ fn manifest_pins(
             commit: commit.to_ascii_lowercase(),
             hipify: None,
             preset: None,
+            recorded: None,
         };
         check_pin(
             path,

@@ -236,7 +236,7 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
     let pipe = env.path("pipe");
     fifo(&env, &pipe);
     let mut cases: Vec<(&str, i32, assert_cmd::Command)> = Vec::new();
-    let mut lock_from = |config: &std::path::Path| {
+    let lock_from = |config: &std::path::Path| {
         let mut command = env.rockbuild();
         command
             .args([
@@ -274,7 +274,7 @@ fn input_files_are_regular_bounded_and_parsed_with_limits() {
     std::fs::write(&bomb, text).expect("bomb");
     cases.push(("--config with an alias bomb", 2, lock_from(&bomb)));
 
-    let mut from_lock = |lock: &std::path::Path| {
+    let from_lock = |lock: &std::path::Path| {
         let mut command = env.rockbuild();
         command
             .args(["checkout", "--config", &config, "--root-checkout-dir", "ws"])

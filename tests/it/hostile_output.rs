@@ -212,3 +212,213 @@ fn escape_xml(text: &str) -> String {
         .replace('"', "&quot;")
         .replace('\n', "&#10;")
 }
+
+/// The exit code and the error lines of a run (progress lines of parallel projects left out).
+fn exit_and_error(env: &TestEnv, title: &str, output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error") || l.starts_with("  caused by") || l.starts_with('['))
+        .collect();
+    format!(
+        "## {title}\nexit {}\n{}\n",
+        output
+            .status
+            .code()
+            .map_or("signal".into(), |c| c.to_string()),
+        crate::common::scrub(&error.join("\n"), env)
+    )
+}
+
+#[test]
+fn a_failure_is_never_exit_0() {
+    let world = gpu_world();
+    let env = &world.env;
+    let mut out = String::new();
+
+    // Data that cannot be written: a full disk, a closed standard output.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let output = env
+        .command(env!("CARGO_BIN_EXE_rockbuild"))
+        .arg("presets")
+        .stdout(full)
+        .output()
+        .expect("run");
+    out.push_str(&exit_and_error(env, "presets > /dev/full", &output));
+    let output = env
+        .command("sh")
+        .args(["-c", "exec \"$0\" \"$@\" >&-"])
+        .arg(env!("CARGO_BIN_EXE_rockbuild"))
+        .args(["matrix", "--release-type", "nightly"])
+        .output()
+        .expect("run");
+    out.push_str(&exit_and_error(env, "matrix with stdout closed", &output));
+
+    // retag into a name another, different wheel holds.
+    let dist = env.path("retag");
+    let built = WheelBuilder::new("triton", "3.5.0")
+        .file_from("triton/_C/libtriton.so", &cpu_library(None))
+        .build(&dist);
+    let taken = dist.join("triton-3.5.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    let other = WheelBuilder::new("triton", "3.5.0")
+        .tag("cp311-cp311-manylinux_2_28_x86_64")
+        .file("triton/other.py", "other = True\n")
+        .build(&env.path("other"));
+    std::fs::copy(&other, &taken).expect("copy");
+    let before = std::fs::read(&taken).expect("read");
+    let output = env
+        .rockbuild()
+        .args(["retag", "--platform", "manylinux_2_28_x86_64"])
+        .arg(&dist)
+        .output()
+        .expect("run");
+    out.push_str(&exit_and_error(env, "retag onto another wheel's name", &output));
+    assert_eq!(std::fs::read(&taken).expect("read"), before, "left as it was");
+    assert!(built.exists(), "the input is kept");
+
+    // promote --lock with a lock whose versions and file-name stems disagree.
+    let staged_from = env.path("dist-ok");
+    release(&staged_from);
+    env.rockbuild()
+        .args(["stage", "--config", "stack.yaml", "--input", "dist-ok", "--to", "staged"])
+        .args(["--targets", "gfx906,gfx1030"])
+        .assert()
+        .success();
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild",
+        "stack": "stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": "7.13.0",
+            "targets": ["gfx906", "gfx1030"],
+            "versions": {"torch": "2.10.0+rocm7.13.0"},
+            "stems": {"torch": "torch-2.9.0+rocm7.13.0"},
+        }
+    });
+    std::fs::write(
+        env.path("edited.lock.json"),
+        serde_json::to_string_pretty(&lock).expect("json"),
+    )
+    .expect("write");
+    std::fs::write(
+        env.path("passed.json"),
+        serde_json::json!({
+            "schema": 1, "kind": "smoke", "generated_by": "rockbuild",
+            "index_url": "http://127.0.0.1:9/", "started": "2026-01-01T00:00:00Z",
+            "finished": "2026-01-01T00:01:00Z", "result": "passed", "wheels": [], "checks": []
+        })
+        .to_string(),
+    )
+    .expect("report");
+    let output = env
+        .rockbuild()
+        .args(["promote", "--from", "staged", "--to", "release"])
+        .args(["--test-report", "passed.json", "--lock", "edited.lock.json"])
+        .output()
+        .expect("run");
+    out.push_str(&exit_and_error(env, "promote --lock with stems that disagree", &output));
+    assert!(!env.path("release").exists());
+
+    snapshot::settings(env).bind(|| insta::assert_snapshot!("hostile_never_exit_0", out));
+}
+
+#[test]
+fn a_lock_is_checked_never_corrected() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let checkout = |root: &str, from_lock: Option<&str>| {
+        let mut command = env.rockbuild();
+        command
+            .args(["checkout", "--root-checkout-dir", root, "--project", "torch", "--config"])
+            .arg(&world.config);
+        if let Some(lock) = from_lock {
+            command.args(["--from-lock", lock]);
+        }
+        command.output().expect("run")
+    };
+    let first = checkout("ws", None);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let good: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(env.path("ws/rockbuild.lock.json")).expect("lock"),
+    )
+    .expect("json");
+    assert!(good["projects"]["torch"]["hipify"]["result_tree"].is_string());
+    let mut out = String::new();
+    for (title, pointer) in [
+        ("tree", "/projects/torch/tree"),
+        ("a submodule's commit", "/projects/torch/submodules/0/commit"),
+        ("hipify result_tree", "/projects/torch/hipify/result_tree"),
+    ] {
+        let mut edited = good.clone();
+        *edited.pointer_mut(pointer).expect(pointer) = serde_json::json!("1".repeat(40));
+        std::fs::write(
+            env.path("edited.lock.json"),
+            serde_json::to_string_pretty(&edited).expect("json"),
+        )
+        .expect("write");
+        let root = format!("again-{}", title.replace(' ', "-").replace('\'', ""));
+        let output = checkout(&root, Some("edited.lock.json"));
+        out.push_str(&exit_and_error(&env, title, &output));
+        assert_eq!(output.status.code(), Some(2), "{title}");
+        assert!(
+            !env.path(&format!("{root}/rockbuild.lock.json")).exists(),
+            "{title}: no corrected lock was written"
+        );
+    }
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("hostile_lock_checked", out));
+}
+
+#[test]
+fn a_venv_interrupted_while_being_created_is_made_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut env = TestEnv::new();
+    env.set("PIP_NO_INDEX", "1");
+    env.set(
+        "PIP_FIND_LINKS",
+        crate::common::wheelhouse().display().to_string(),
+    );
+    let server = crate::common::http::serve(&crate::common::sdk::sdk_index(
+        "7.10.0a20251124",
+        &["gfx906", "gfx1030"],
+    ));
+    let index = format!("{}simple/", server.url());
+    // An interpreter whose `-m venv` is killed (with rockbuild) after the interpreter is in
+    // place and before pip is: what a cancelled job leaves.
+    let python = env.path("python-killed");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\nif [ \"$1\" = -m ] && [ \"$2\" = venv ]; then\n  \
+         python3 -m venv --without-pip \"$3\"\n  kill -9 $PPID\n  sleep 30\nfi\n\
+         exec python3 \"$@\"\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let install = |python: Option<&Path>| {
+        let mut command = env.rockbuild();
+        command.args(["install-rocm", "--venv", "venv", "--index-url", &index]);
+        if let Some(python) = python {
+            command.arg("--python").arg(python);
+        }
+        command.output().expect("run")
+    };
+    let killed = install(Some(&python));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed.status),
+        Some(9),
+        "{}",
+        String::from_utf8_lossy(&killed.stderr)
+    );
+    assert!(env.path("venv/bin/python").exists(), "half a venv");
+    let again = install(None);
+    assert!(
+        again.status.success(),
+        "a later run makes the venv again:\n{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("interrupted while being created"));
+    assert!(!env.path("venv/.rockbuild-creating").exists());
+}
