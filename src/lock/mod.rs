@@ -407,11 +407,13 @@ impl Lock {
             });
         }
         if let Some(build) = &lock.build {
-            build.check().map_err(|(field, problem)| Error::Inconsistent {
-                path: path.to_path_buf(),
-                field,
-                problem,
-            })?;
+            build
+                .check()
+                .map_err(|(field, problem)| Error::Inconsistent {
+                    path: path.to_path_buf(),
+                    field,
+                    problem,
+                })?;
         }
         Ok(lock)
     }

@@ -384,7 +384,10 @@ mod tests {
         assert_eq!(target.tag, "manylinux_2_17_x86_64");
         assert!(Target::parse("linux_x86_64").is_none());
         assert!(Target::parse("musllinux_1_2_x86_64").is_none());
-        assert!(Target::parse("manylinux_99_0_x86_64").is_none(), "glibc 99.0");
+        assert!(
+            Target::parse("manylinux_99_0_x86_64").is_none(),
+            "glibc 99.0"
+        );
         assert!(Target::parse("manylinux_99_0").is_none(), "no architecture");
         assert!(Target::parse("manylinux_2_28_pdp11").is_none());
     }
