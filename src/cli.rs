@@ -165,6 +165,7 @@ impl SdkArgs {
 pub struct NetworkArgs {
     /// Seconds one transfer may take before it is stopped
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECS",
         default_value_t = 1800,
@@ -173,6 +174,7 @@ pub struct NetworkArgs {
     pub fetch_timeout: u64,
     /// Seconds without any progress before a transfer is stopped (watchdog)
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECS",
         default_value_t = 300,
@@ -181,6 +183,7 @@ pub struct NetworkArgs {
     pub stall_timeout: u64,
     /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
     #[arg(
+        value_parser = positive::<u32>(),
         long,
         value_name = "N",
         default_value_t = 3,
@@ -225,10 +228,10 @@ pub struct SelectionArgs {
     #[arg(long, overrides_with = "submodules")]
     pub no_submodules: bool,
     /// Shallow fetch depth
-    #[arg(long, value_name = "N", env = "ROCKBUILD_DEPTH")]
+    #[arg(value_parser = positive::<u32>(), long, value_name = "N", env = "ROCKBUILD_DEPTH")]
     pub depth: Option<u32>,
     /// Parallel submodule fetches per repository
-    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
+    #[arg(value_parser = positive::<usize>(), long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
     pub jobs: usize,
     /// Cache of git mirrors (one per origin) and hipify results; safe to share between
     /// checkouts and to restore in CI (default: $XDG_CACHE_HOME/rockbuild, else
@@ -319,6 +322,7 @@ pub struct LockBuildArgs {
     pub amdgpu_family: Option<String>,
     /// Refuse target lists longer than this
     #[arg(
+        value_parser = positive::<usize>(),
         long,
         value_name = "N",
         default_value_t = 8,
@@ -422,6 +426,7 @@ pub struct SdkArgs {
     /// Seconds one request to the SDK index may wait for an answer (the preflight, and pip's
     /// `--timeout` / uv's UV_HTTP_TIMEOUT)
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECS",
         default_value_t = 60,
@@ -494,6 +499,7 @@ pub struct BuildArgs {
     pub arch_from_sdk: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
+        value_parser = positive::<usize>(),
         long,
         value_name = "N",
         default_value_t = 8,
@@ -541,6 +547,7 @@ pub struct BuildArgs {
     pub clean: bool,
     /// Projects built at the same time
     #[arg(
+        value_parser = positive::<usize>(),
         long,
         value_name = "N",
         default_value_t = 3,
@@ -650,6 +657,7 @@ pub struct DoctorArgs {
     pub no_compile: bool,
     /// Seconds the index may take to answer
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECS",
         default_value_t = 10,
@@ -729,6 +737,7 @@ pub struct StoreArgs {
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
     #[arg(
+        value_parser = positive::<usize>(),
         long,
         value_name = "N",
         default_value_t = 8,
@@ -737,6 +746,7 @@ pub struct StoreArgs {
     pub transfer_jobs: usize,
     /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
     #[arg(
+        value_parser = positive::<u32>(),
         long,
         value_name = "N",
         default_value_t = 3,
@@ -746,6 +756,7 @@ pub struct StoreArgs {
     /// Seconds an S3 request may wait to connect and then for each read of its answer
     /// before it counts as failed (and is retried)
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECONDS",
         default_value_t = 60,
@@ -755,6 +766,7 @@ pub struct StoreArgs {
     pub s3_timeout: u64,
     /// Attempts per S3 request (the first included) before its failure is reported
     #[arg(
+        value_parser = positive::<u32>(),
         long,
         value_name = "N",
         default_value_t = 3,
@@ -768,6 +780,7 @@ pub struct StoreArgs {
     pub break_lease: bool,
     /// Seconds an S3 lease stays valid; an expired lease is taken over without --break-lease
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECONDS",
         default_value_t = 6 * 3600,
@@ -1007,6 +1020,7 @@ pub struct TestArgs {
     pub timeout: u64,
     /// Seconds one run_test.py invocation may run before rockbuild stops it
     #[arg(
+        value_parser = positive::<u64>(),
         long,
         value_name = "SECS",
         default_value_t = 6 * 3600,
@@ -1198,4 +1212,14 @@ mod tests {
         assert_eq!(flag(false, true), Some(false));
         assert_eq!(flag(false, false), None);
     }
+}
+
+/// A count of workers or attempts, a depth, a wait or a limit: 0 would mean no worker, no
+/// attempt, no time, so it is refused where it is given instead of doing nothing.
+fn positive<T>() -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(1..)
 }

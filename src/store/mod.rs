@@ -214,6 +214,10 @@ impl StoreUrl {
             if bucket.is_empty() {
                 return Err(usage("the bucket name is missing (s3://BUCKET/PREFIX)"));
             }
+            check_bucket(bucket).map_err(|reason| StoreError::BadUrl {
+                url: crate::redact::redact_url(text),
+                reason: format!("`{bucket}` is not an S3 bucket name: {reason}"),
+            })?;
             let prefix = prefix.trim_matches('/').to_string();
             check_key(&prefix).map_err(usage)?;
             return Ok(StoreUrl::S3 {
@@ -314,6 +318,43 @@ pub fn check_key(key: &str) -> Result<(), &'static str> {
     }
     if !key.is_empty() && key.split('/').any(str::is_empty) {
         return Err("empty path segments are not allowed");
+    }
+    Ok(())
+}
+
+/// Why `bucket` is not an S3 bucket name, by S3's naming rules (which S3-compatible servers
+/// follow): 3 to 63 characters, lowercase letters, digits, `.` and `-`, starting and ending
+/// with a letter or digit, no `..`, `.-` or `-.`, not an IP address, none of S3's reserved
+/// prefixes and suffixes. Said here, before the SDK sends a request whose failure it would
+/// describe only in a debug dump.
+pub fn check_bucket(bucket: &str) -> Result<(), &'static str> {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(3..=63).contains(&bucket.len()) {
+        return Err("a bucket name is 3 to 63 characters long");
+    }
+    if !bucket
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+    {
+        return Err("a bucket name holds lowercase letters, digits, `.` and `-` only");
+    }
+    if !alnum(bucket.chars().next()) || !alnum(bucket.chars().last()) {
+        return Err("a bucket name starts and ends with a letter or digit");
+    }
+    if bucket.contains("..") || bucket.contains(".-") || bucket.contains("-.") {
+        return Err("a bucket name has no `..`, `.-` or `-.`");
+    }
+    if bucket.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("a bucket name is not an IP address");
+    }
+    let reserved_prefix = ["xn--", "sthree-", "amzn-s3-demo-"]
+        .iter()
+        .any(|p| bucket.starts_with(p));
+    let reserved_suffix = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
+        .iter()
+        .any(|s| bucket.ends_with(s));
+    if reserved_prefix || reserved_suffix {
+        return Err("S3 reserves that prefix or suffix");
     }
     Ok(())
 }
@@ -550,6 +591,11 @@ mod tests {
         );
         for (bad, message) in [
             ("s3:///x", "the bucket name is missing"),
+            ("s3://My_Bucket/x", "is not an S3 bucket name: a bucket name holds lowercase"),
+            ("s3://ab/x", "3 to 63 characters"),
+            ("s3://-ab/x", "starts and ends with a letter or digit"),
+            ("s3://a..b/x", "no `..`"),
+            ("s3://192.168.1.1/x", "not an IP address"),
             ("s3://b/a/../c", "`.` and `..` segments are not allowed"),
             ("https://h/simple", "is not a store rockbuild can write to"),
             ("", "empty path"),

@@ -460,3 +460,78 @@ fn a_venv_interrupted_while_being_created_is_made_again() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("interrupted while being created"));
     assert!(!env.path("venv/.rockbuild-creating").exists());
 }
+
+#[test]
+fn errors_say_exactly_what_is_wrong() {
+    let world = gpu_world();
+    let env = &world.env;
+    release(&env.path("dist-ok"));
+    let mut out = String::new();
+    let mut case = |title: &str, command: &mut assert_cmd::Command| {
+        let output = command.output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.lines().count() < 30,
+            "{title}: a short error, not a dump:\n{stderr}"
+        );
+        out.push_str(&exit_and_error(env, title, &output));
+    };
+
+    let s3 = S3Server::start(&env.path("s3"));
+    case(
+        "an invalid bucket name",
+        env.rockbuild()
+            .envs(s3.env())
+            .args(["stage", "--config", "stack.yaml", "--input", "dist-ok"])
+            .args(["--to", "s3://Wheels_Bucket/staging", "--targets", "gfx906,gfx1030"])
+            .args(s3.store_args()),
+    );
+    case(
+        "--transfer-jobs 0",
+        env.rockbuild()
+            .args(["stage", "--config", "stack.yaml", "--input", "dist-ok", "--to", "staged"])
+            .args(["--targets", "gfx906,gfx1030", "--transfer-jobs", "0"]),
+    );
+    case(
+        "retag --platform manylinux_99_0",
+        env.rockbuild()
+            .args(["retag", "--platform", "manylinux_99_0"])
+            .arg(env.path("dist-ok")),
+    );
+    let lock = serde_json::json!({
+        "schema": 1, "generated_by": "rockbuild", "stack": "stack.yaml", "projects": {},
+        "build": {"sdk_version": "seven-ten", "targets": ["gfx906"]}
+    });
+    std::fs::write(env.path("bad-sdk.lock.json"), lock.to_string()).expect("write");
+    case(
+        "a lock whose sdk_version is not a version",
+        env.rockbuild().args([
+            "install-rocm",
+            "--venv",
+            "venv",
+            "--index-url",
+            "http://127.0.0.1:9/simple/",
+            "--lock",
+            "bad-sdk.lock.json",
+        ]),
+    );
+    snapshot::settings(env).bind(|| insta::assert_snapshot!("hostile_exact_errors", out));
+    assert!(!env.path("staged").exists() && !env.path("venv").exists());
+
+    // A lock saved with a byte order mark (as Windows editors write it) is read as the lock.
+    let stack = StackWorld::new(env);
+    env.rockbuild()
+        .args(["lock", "--lock", "plain.lock.json", "--project", "vision", "--config"])
+        .arg(&stack.config)
+        .assert()
+        .success();
+    let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+    with_bom.extend(std::fs::read(env.path("plain.lock.json")).expect("lock"));
+    std::fs::write(env.path("bom.lock.json"), with_bom).expect("write");
+    env.rockbuild()
+        .args(["checkout", "--root-checkout-dir", "ws", "--from-lock", "bom.lock.json"])
+        .arg("--config")
+        .arg(&stack.config)
+        .assert()
+        .success();
+}
