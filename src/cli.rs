@@ -165,7 +165,7 @@ impl SdkArgs {
 pub struct NetworkArgs {
     /// Seconds one transfer may take before it is stopped
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 1800,
@@ -174,7 +174,7 @@ pub struct NetworkArgs {
     pub fetch_timeout: u64,
     /// Seconds without any progress before a transfer is stopped (watchdog)
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 300,
@@ -183,7 +183,7 @@ pub struct NetworkArgs {
     pub stall_timeout: u64,
     /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
     #[arg(
-        value_parser = positive::<u32>(),
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -228,10 +228,10 @@ pub struct SelectionArgs {
     #[arg(long, overrides_with = "submodules")]
     pub no_submodules: bool,
     /// Shallow fetch depth
-    #[arg(value_parser = positive::<u32>(), long, value_name = "N", env = "ROCKBUILD_DEPTH")]
+    #[arg(value_parser = positive::<u32>, long, value_name = "N", env = "ROCKBUILD_DEPTH")]
     pub depth: Option<u32>,
     /// Parallel submodule fetches per repository
-    #[arg(value_parser = positive::<usize>(), long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
+    #[arg(value_parser = positive::<usize>, long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
     pub jobs: usize,
     /// Cache of git mirrors (one per origin) and hipify results; safe to share between
     /// checkouts and to restore in CI (default: $XDG_CACHE_HOME/rockbuild, else
@@ -322,7 +322,7 @@ pub struct LockBuildArgs {
     pub amdgpu_family: Option<String>,
     /// Refuse target lists longer than this
     #[arg(
-        value_parser = positive::<usize>(),
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -426,7 +426,7 @@ pub struct SdkArgs {
     /// Seconds one request to the SDK index may wait for an answer (the preflight, and pip's
     /// `--timeout` / uv's UV_HTTP_TIMEOUT)
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 60,
@@ -499,7 +499,7 @@ pub struct BuildArgs {
     pub arch_from_sdk: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
-        value_parser = positive::<usize>(),
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -547,7 +547,7 @@ pub struct BuildArgs {
     pub clean: bool,
     /// Projects built at the same time
     #[arg(
-        value_parser = positive::<usize>(),
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -657,7 +657,7 @@ pub struct DoctorArgs {
     pub no_compile: bool,
     /// Seconds the index may take to answer
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 10,
@@ -737,7 +737,7 @@ pub struct StoreArgs {
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
     #[arg(
-        value_parser = positive::<usize>(),
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -746,7 +746,7 @@ pub struct StoreArgs {
     pub transfer_jobs: usize,
     /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
     #[arg(
-        value_parser = positive::<u32>(),
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -756,7 +756,7 @@ pub struct StoreArgs {
     /// Seconds an S3 request may wait to connect and then for each read of its answer
     /// before it counts as failed (and is retried)
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECONDS",
         default_value_t = 60,
@@ -766,7 +766,7 @@ pub struct StoreArgs {
     pub s3_timeout: u64,
     /// Attempts per S3 request (the first included) before its failure is reported
     #[arg(
-        value_parser = positive::<u32>(),
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -780,7 +780,7 @@ pub struct StoreArgs {
     pub break_lease: bool,
     /// Seconds an S3 lease stays valid; an expired lease is taken over without --break-lease
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECONDS",
         default_value_t = 6 * 3600,
@@ -1020,7 +1020,7 @@ pub struct TestArgs {
     pub timeout: u64,
     /// Seconds one run_test.py invocation may run before rockbuild stops it
     #[arg(
-        value_parser = positive::<u64>(),
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 6 * 3600,
@@ -1216,10 +1216,12 @@ mod tests {
 
 /// A count of workers or attempts, a depth, a wait or a limit: 0 would mean no worker, no
 /// attempt, no time, so it is refused where it is given instead of doing nothing.
-fn positive<T>() -> clap::builder::RangedU64ValueParser<T>
-where
-    T: TryFrom<u64> + Clone + Send + Sync + 'static,
-    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
-{
-    clap::builder::RangedU64ValueParser::<T>::new().range(1..)
+fn positive<T: std::str::FromStr + PartialEq + From<u8>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<T>() {
+        Ok(value) if value == T::from(0) => {
+            Err("must be at least 1 (0 would mean no worker, no attempt or no time)".into())
+        }
+        Ok(value) => Ok(value),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
 }

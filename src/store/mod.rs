@@ -591,12 +591,15 @@ mod tests {
         );
         for (bad, message) in [
             ("s3:///x", "the bucket name is missing"),
-            ("s3://My_Bucket/x", "is not an S3 bucket name: a bucket name holds lowercase"),
+            (
+                "s3://My_Bucket/x",
+                "is not an S3 bucket name: a bucket name holds lowercase",
+            ),
             ("s3://ab/x", "3 to 63 characters"),
             ("s3://-ab/x", "starts and ends with a letter or digit"),
             ("s3://a..b/x", "no `..`"),
             ("s3://192.168.1.1/x", "not an IP address"),
-            ("s3://b/a/../c", "`.` and `..` segments are not allowed"),
+            ("s3://bkt/a/../c", "`.` and `..` segments are not allowed"),
             ("https://h/simple", "is not a store rockbuild can write to"),
             ("", "empty path"),
         ] {

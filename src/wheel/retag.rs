@@ -220,7 +220,7 @@ pub enum RetagError {
     #[error("'{}': {detail}", wheel.display())]
     Wheel { wheel: PathBuf, detail: String },
     #[error(
-        "--platform '{0}' is not a manylinux tag: give one such as manylinux_2_28_x86_64 (the build image's)"
+        "--platform '{0}' is not a manylinux tag a wheel can carry (`manylinux_2_<glibc minor>_<arch>`, glibc 2.x, an architecture PEP 600 names): give one such as manylinux_2_28_x86_64 (the build image's)"
     )]
     Platform(String),
     #[error(transparent)]

@@ -483,13 +483,26 @@ fn errors_say_exactly_what_is_wrong() {
         env.rockbuild()
             .envs(s3.env())
             .args(["stage", "--config", "stack.yaml", "--input", "dist-ok"])
-            .args(["--to", "s3://Wheels_Bucket/staging", "--targets", "gfx906,gfx1030"])
+            .args([
+                "--to",
+                "s3://Wheels_Bucket/staging",
+                "--targets",
+                "gfx906,gfx1030",
+            ])
             .args(s3.store_args()),
     );
     case(
         "--transfer-jobs 0",
         env.rockbuild()
-            .args(["stage", "--config", "stack.yaml", "--input", "dist-ok", "--to", "staged"])
+            .args([
+                "stage",
+                "--config",
+                "stack.yaml",
+                "--input",
+                "dist-ok",
+                "--to",
+                "staged",
+            ])
             .args(["--targets", "gfx906,gfx1030", "--transfer-jobs", "0"]),
     );
     case(
@@ -521,7 +534,14 @@ fn errors_say_exactly_what_is_wrong() {
     // A lock saved with a byte order mark (as Windows editors write it) is read as the lock.
     let stack = StackWorld::new(env);
     env.rockbuild()
-        .args(["lock", "--lock", "plain.lock.json", "--project", "vision", "--config"])
+        .args([
+            "lock",
+            "--lock",
+            "plain.lock.json",
+            "--project",
+            "vision",
+            "--config",
+        ])
         .arg(&stack.config)
         .assert()
         .success();
@@ -529,7 +549,13 @@ fn errors_say_exactly_what_is_wrong() {
     with_bom.extend(std::fs::read(env.path("plain.lock.json")).expect("lock"));
     std::fs::write(env.path("bom.lock.json"), with_bom).expect("write");
     env.rockbuild()
-        .args(["checkout", "--root-checkout-dir", "ws", "--from-lock", "bom.lock.json"])
+        .args([
+            "checkout",
+            "--root-checkout-dir",
+            "ws",
+            "--from-lock",
+            "bom.lock.json",
+        ])
         .arg("--config")
         .arg(&stack.config)
         .assert()
