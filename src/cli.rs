@@ -1134,6 +1134,18 @@ pub fn flag(yes: bool, no: bool) -> Option<bool> {
     }
 }
 
+/// A count of workers or attempts, a depth, a wait or a limit: 0 would mean no worker, no
+/// attempt, no time, so it is refused where it is given instead of doing nothing.
+fn positive<T: std::str::FromStr + PartialEq + From<u8>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<T>() {
+        Ok(value) if value == T::from(0) => {
+            Err("must be at least 1 (0 would mean no worker, no attempt or no time)".into())
+        }
+        Ok(value) => Ok(value),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1211,17 +1223,5 @@ mod tests {
         assert_eq!(flag(true, false), Some(true));
         assert_eq!(flag(false, true), Some(false));
         assert_eq!(flag(false, false), None);
-    }
-}
-
-/// A count of workers or attempts, a depth, a wait or a limit: 0 would mean no worker, no
-/// attempt, no time, so it is refused where it is given instead of doing nothing.
-fn positive<T: std::str::FromStr + PartialEq + From<u8>>(text: &str) -> Result<T, String> {
-    match text.trim().parse::<T>() {
-        Ok(value) if value == T::from(0) => {
-            Err("must be at least 1 (0 would mean no worker, no attempt or no time)".into())
-        }
-        Ok(value) => Ok(value),
-        Err(_) => Err(format!("`{text}` is not a whole number")),
     }
 }
