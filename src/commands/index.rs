@@ -38,7 +38,7 @@ pub fn run(args: IndexArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         })?;
         return Ok(ExitStatus::Success);
     };
-    reindex::apply(store.as_ref(), &mut lease, &plan)?;
+    reindex::apply(ctx, store.as_ref(), &mut lease, &plan)?;
     ctx.ui.status(plan.summary());
     Ok(ExitStatus::Success)
 }

@@ -181,6 +181,7 @@ pub fn apply(
     let index = scan::scan(ctx, dest, &known, settings.jobs).map_err(Error::Index)?;
     let pages = render_pages(&index.projects, &index.depends_on);
     lease.confirm()?;
+    scan::write_sidecars(ctx, dest, &index.regenerate).map_err(|e| Error::Index(e.into()))?;
     scan::write_pages(dest, &pages).map_err(|e| Error::Index(e.into()))?;
     Ok(Done { plan, index, pages })
 }

@@ -239,10 +239,10 @@ impl Storage for LocalDir {
         Ok(bytes)
     }
 
-    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
         let path = self.path_of(key)?;
         let mut file = fs_err::File::open(&path).map_err(|e| self.io("read", key, e))?;
-        file.seek(SeekFrom::Start(size.saturating_sub(len)))
+        file.seek(SeekFrom::Start(start))
             .map_err(|e| self.io("read", key, e))?;
         let mut bytes = Vec::new();
         file.take(len)

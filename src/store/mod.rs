@@ -169,8 +169,12 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn content_sha256(&self, key: &str) -> Result<String, StoreError>;
     /// A small object's bytes (index pages, metadata sidecars).
     fn get(&self, key: &str) -> Result<Vec<u8>, StoreError>;
+    /// `len` bytes of an object from `start` (fewer when it ends before).
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>, StoreError>;
     /// The last `len` bytes of an object of `size` bytes (or all of it, when smaller).
-    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError>;
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        self.get_range(key, size.saturating_sub(len), len.min(size))
+    }
     /// Streams an object into a local file.
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError>;
     /// Writes an object (atomically: readers see the old bytes or the new, never a mix).

@@ -880,3 +880,87 @@ fn published_files_are_world_readable_whatever_the_umask() {
     // The root, the root pages, and per project a directory, two pages, a wheel, a sidecar.
     assert_eq!(checked, 3 + 5 * old.len());
 }
+
+/// torch's METADATA as an attacker would edit it in a store: a dependency added, the triton
+/// pin dropped.
+fn tampered_metadata(original: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(original);
+    let mut edited: String = text
+        .lines()
+        .filter(|line| !line.starts_with("Requires-Dist: triton"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    edited.insert_str(
+        edited.find("Requires-Python").unwrap_or(0),
+        "Requires-Dist: evil-pkg>=0\n",
+    );
+    edited.into_bytes()
+}
+
+#[test]
+fn a_sidecar_is_its_wheels_metadata_never_the_stores() {
+    let (mut world, old, _) = world_with_releases();
+    let env = &world.env;
+    let venv = Venv::create(env, &env.path("pip-venv"));
+    stage_ok(env, "dist/old", "staged");
+    let torch = &old[0];
+    let torch_name = torch.file_name().and_then(|f| f.to_str()).expect("name");
+    let sidecar = env.path(&format!("staged/torch/{torch_name}.metadata"));
+    let tamper = || {
+        std::fs::write(&sidecar, tampered_metadata(&wheel_metadata(torch))).expect("tamper");
+    };
+
+    // `index` of the staging prefix: the sidecar is put back, with a warning naming it.
+    tamper();
+    let index = output(&mut rockbuild(env, &["index", "staged"]));
+    succeeded(&index);
+    assert!(
+        text(&index.stderr).contains(&format!(
+            "torch/{torch_name}.metadata: the stored sidecar is not the METADATA of its wheel"
+        )),
+        "{}",
+        text(&index.stderr)
+    );
+    pages_list_exactly(&env.path("staged"), &old);
+
+    // promote from a staging prefix whose sidecar was edited after its last index: the
+    // release gets the wheel's METADATA, and pip resolves the set without evil-pkg.
+    tamper();
+    std::fs::write(
+        env.path("waivers.yaml"),
+        "waivers:\n  - wheel: \"*\"\n    owner: ci@example.com\n    reason: no tests here\n    \
+         expires: 2099-12-31\n",
+    )
+    .expect("waivers");
+    succeeded(&output(&mut rockbuild(
+        env,
+        &[
+            "promote",
+            "--from",
+            "staged",
+            "--to",
+            "release",
+            "--waiver",
+            "waivers.yaml",
+        ],
+    )));
+    pages_list_exactly(&env.path("release"), &old);
+    let server = http::serve(&env.path("release"));
+    assert_eq!(
+        pip_resolves(env, &venv, &server.url(), "release"),
+        resolved(0)
+    );
+
+    // The same through S3 (ranged reads of the stored wheel): `index` puts the sidecar back.
+    let s3 = with_s3(&mut world);
+    let env = &world.env;
+    stage_ok(env, "dist/old", &s3.url("staging"));
+    let key = format!("staging/torch/{torch_name}.metadata");
+    s3.plant(&key, &tampered_metadata(&wheel_metadata(torch)));
+    let mut index = rockbuild(env, &["index", &s3.url("staging")]);
+    index.args(s3.store_args());
+    let index = output(&mut index);
+    succeeded(&index);
+    assert!(text(&index.stderr).contains("is not the METADATA of its wheel"));
+    pages_list_exactly(&s3.object_path("staging"), &old);
+}
