@@ -331,8 +331,10 @@ mod tests {
         }
     }
 
+    const TORCH_METADATA: &[u8] = b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody";
+
     #[test]
-    fn scans_the_layout_and_reads_sidecars() {
+    fn scans_the_layout_and_derives_sidecars_from_the_wheels() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().to_path_buf());
         let put = |key: &str, bytes: &[u8]| {
@@ -340,18 +342,20 @@ mod tests {
                 .put(key, Body::Bytes(bytes), &PutOptions::default())
                 .expect("put");
         };
-        let wheel = tiny_zip();
+        let wheel = tiny_wheel("torch-2.9.0+rocm7.0.0", TORCH_METADATA);
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl",
             &wheel,
         );
+        // A sidecar edited in the store: never listed, derived again from the wheel.
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata",
-            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody",
+            b"Metadata-Version: 2.1\nName: torch\nRequires-Dist: evil-pkg>=0\n",
         );
+        let vision = tiny_wheel("torchvision-0.24.0", b"Name: torchvision\n");
         put(
             "torchvision/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl",
-            b"vision",
+            &vision,
         );
         put(
             "torch/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl",
@@ -380,9 +384,7 @@ mod tests {
                         sha256: crate::fsutil::sha256_hex(&wheel),
                         size: wheel.len() as u64,
                         requires_python: Some(">=3.10".into()),
-                        metadata_sha256: Some(crate::fsutil::sha256_hex(
-                            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody"
-                        )),
+                        metadata_sha256: Some(crate::fsutil::sha256_hex(TORCH_METADATA)),
                     }],
                 },
                 ProjectListing {
@@ -390,10 +392,28 @@ mod tests {
                     files: vec![DistFile {
                         filename: "torchvision-0.24.0-cp311-cp311-linux_x86_64.whl".into(),
                         sha256: "f".repeat(64),
-                        size: 6,
+                        size: vision.len() as u64,
                         requires_python: None,
-                        metadata_sha256: None,
+                        metadata_sha256: Some(crate::fsutil::sha256_hex(b"Name: torchvision\n")),
                     }],
+                },
+            ]
+        );
+        assert!(scan.sidecars.is_empty(), "no stored sidecar is its wheel's");
+        assert_eq!(
+            scan.regenerate,
+            vec![
+                Regenerated {
+                    key: "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata"
+                        .into(),
+                    bytes: TORCH_METADATA.to_vec(),
+                    replaces: true,
+                },
+                Regenerated {
+                    key: "torchvision/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl.metadata"
+                        .into(),
+                    bytes: b"Name: torchvision\n".to_vec(),
+                    replaces: false,
                 },
             ]
         );
@@ -420,17 +440,20 @@ mod tests {
         assert!(dir.path().join("index.json").exists());
     }
 
-    fn tiny_zip() -> Vec<u8> {
+    /// A wheel holding one module and `<stem>.dist-info/METADATA`.
+    fn tiny_wheel(stem: &str, metadata: &[u8]) -> Vec<u8> {
         use std::io::Write as _;
         let mut bytes = Vec::new();
         let mut writer = zip::ZipWriter::new(std::io::Cursor::new(&mut bytes));
+        let options = zip::write::SimpleFileOptions::default();
         writer
-            .start_file(
-                "torch/__init__.py",
-                zip::write::SimpleFileOptions::default(),
-            )
+            .start_file("torch/__init__.py", options)
             .expect("start");
         writer.write_all(b"").expect("write");
+        writer
+            .start_file(format!("{stem}.dist-info/METADATA"), options)
+            .expect("start");
+        writer.write_all(metadata).expect("write");
         writer.finish().expect("finish");
         bytes
     }
@@ -440,7 +463,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().to_path_buf());
         for (key, bytes) in [
-            ("torch/torch-2.9.0-py3-none-any.whl", tiny_zip()),
+            (
+                "torch/torch-2.9.0-py3-none-any.whl",
+                tiny_wheel("torch-2.9.0", b"Name: torch\n"),
+            ),
             (
                 "torch/torch-9.9.9-py3-none-any.whl",
                 b"<html>403 Forbidden</html>".to_vec(),
@@ -456,11 +482,22 @@ mod tests {
              - torch/torch-9.9.9-py3-none-any.whl: no zip end-of-central-directory record (not a zip archive, or cut short)\n\
              remove or replace it, then publish again (or run `rockbuild index`); no index page was changed"
         );
-        // A file this run wrote and verified itself is not read again.
-        let known = HashMap::from([(
-            "torch/torch-9.9.9-py3-none-any.whl".to_string(),
-            "0".repeat(64),
-        )]);
+        // A wheel and sidecar this run wrote and checked against each other are not read
+        // again (only the sidecar, for what the pages show).
+        store
+            .put(
+                "torch/torch-9.9.9-py3-none-any.whl.metadata",
+                Body::Bytes(b"Name: torch\n"),
+                &PutOptions::default(),
+            )
+            .expect("put");
+        let known = HashMap::from([
+            ("torch/torch-9.9.9-py3-none-any.whl".to_string(), "0".repeat(64)),
+            (
+                "torch/torch-9.9.9-py3-none-any.whl.metadata".to_string(),
+                crate::fsutil::sha256_hex(b"Name: torch\n"),
+            ),
+        ]);
         assert!(scan(&test_context(), &store, &known, 2).is_ok());
     }
 }
