@@ -274,6 +274,38 @@ fn below<'a>(root: &Path, path: &'a Path) -> std::io::Result<Vec<&'a std::ffi::O
         .collect()
 }
 
+/// A writer that hashes what goes through it (SHA-256).
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// The SHA-256 of everything written, as lowercase hex.
+    pub fn finish(self) -> String {
+        hex::encode(self.hasher.finalize())
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// SHA-256 of a reader, as lowercase hex, streamed in 1 MiB blocks.
 pub fn sha256_reader(mut reader: impl Read) -> std::io::Result<(String, u64)> {
     let mut hasher = Sha256::new();

@@ -109,6 +109,7 @@ pub fn apply(
     plan: PublishPlan,
     settings: &StoreSettings,
 ) -> Result<Done, Error> {
+    crate::fault::point("transfer");
     let outcomes = transfer::run_all(
         ctx,
         plan.verb,

@@ -99,6 +99,7 @@ impl LocalDir {
         key: &str,
         path: &Path,
         body: Body<'_>,
+        expected: Option<&String>,
     ) -> Result<tempfile::NamedTempFile, StoreError> {
         let parent = path.parent().unwrap_or(&self.root);
         // Published trees are world-readable whatever the umask of the job: a web server
@@ -116,15 +117,34 @@ impl LocalDir {
                     format!("creating a temporary file in {}: {e}", parent.display()),
                 )
             })?;
-        match body {
-            Body::Bytes(bytes) => temp
-                .write_all(bytes)
-                .map_err(|e| self.io("write", key, e))?,
-            Body::File(source) => {
-                let mut file = fs_err::File::open(source).map_err(|e| self.io("write", key, e))?;
-                std::io::copy(&mut file, temp.as_file_mut())
+        // What is copied is hashed: the object becomes visible only if it has the SHA-256 it
+        // was announced with (the checked bytes).
+        let written = match body {
+            Body::Bytes(bytes) => {
+                temp.write_all(bytes)
                     .map_err(|e| self.io("write", key, e))?;
+                crate::fsutil::sha256_hex(bytes)
             }
+            Body::File(source) => {
+                let file = fs_err::File::open(source).map_err(|e| self.io("write", key, e))?;
+                let mut hashing = crate::fsutil::HashingWriter::new(temp.as_file_mut());
+                std::io::copy(&mut file.file(), &mut hashing)
+                    .map_err(|e| self.io("write", key, e))?;
+                hashing.finish()
+            }
+        };
+        if let Some(expected) = expected
+            && *expected != written
+        {
+            return Err(StoreError::Changed {
+                path: match body {
+                    Body::File(source) => source.to_path_buf(),
+                    Body::Bytes(_) => PathBuf::from(key),
+                },
+                key: key.to_string(),
+                expected: expected.clone(),
+                actual: written,
+            });
         }
         temp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(PUBLISHED_FILE_MODE))
@@ -265,7 +285,7 @@ impl Storage for LocalDir {
         options: &PutOptions,
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(key)?;
-        let temp = self.stage_temp(key, &path, body)?;
+        let temp = self.stage_temp(key, &path, body, options.sha256.as_ref())?;
         crate::fault::point("upload");
         self.commit(key, temp, &path, options.if_absent)
     }
@@ -280,11 +300,16 @@ impl Storage for LocalDir {
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(to_key)?;
         let temp = match source.local_path(from_key) {
-            Some(source_path) => self.stage_temp(to_key, &path, Body::File(&source_path))?,
+            Some(source_path) => self.stage_temp(
+                to_key,
+                &path,
+                Body::File(&source_path),
+                options.sha256.as_ref(),
+            )?,
             None => {
                 // Download straight into the temporary file beside the target, so a large
                 // wheel is never staged on another (maybe smaller) file system.
-                let temp = self.stage_temp(to_key, &path, Body::Bytes(&[]))?;
+                let temp = self.stage_temp(to_key, &path, Body::Bytes(&[]), None)?;
                 source.download(from_key, temp.path())?;
                 temp.as_file()
                     .sync_all()

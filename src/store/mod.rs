@@ -108,6 +108,17 @@ pub enum StoreError {
         expected: String,
         actual: String,
     },
+    /// A file's bytes are not the ones checked: it changed (or was replaced) since.
+    #[error(
+        "{}: its bytes have sha256 {actual}, not the {expected} that was checked: the file changed since it was verified; nothing was stored under '{key}' (publish again from a build output nobody writes to)",
+        path.display()
+    )]
+    Changed {
+        path: PathBuf,
+        key: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{store}: cannot {op} '{key}': {message}")]
     Backend {
         store: String,
@@ -136,6 +147,7 @@ impl HasExitStatus for StoreError {
         match self {
             StoreError::BadUrl { .. } => ExitStatus::Usage,
             StoreError::Conflict { .. } => ExitStatus::PublishConflict,
+            StoreError::Changed { .. } => ExitStatus::VerificationFailed,
             StoreError::NotFound { .. }
             | StoreError::CopyMismatch { .. }
             | StoreError::Backend { .. }
@@ -404,10 +416,55 @@ pub fn put_immutable(
         sha256: Some(sha256.to_string()),
         if_absent: true,
     };
+    // The bytes uploaded are the bytes checked: a file is opened once, what is read from it
+    // is hashed and must be what verification hashed, and the store reads the very file
+    // that was opened (its /proc/self/fd path), whatever now sits at its name. A local store
+    // also hashes what it copies, before the object becomes visible; S3 checks the SHA-256
+    // it is sent with (`--s3-checksums`).
+    let opened;
+    let pinned;
+    let body = match body {
+        Body::File(path) => {
+            opened = fs_err::File::open(path).map_err(|e| StoreError::Backend {
+                store: store.url(),
+                op: "read",
+                key: key.to_string(),
+                message: e.to_string(),
+                transient: false,
+            })?;
+            let (actual, _) = crate::fsutil::sha256_reader(opened.file()).map_err(|e| {
+                StoreError::Backend {
+                    store: store.url(),
+                    op: "read",
+                    key: key.to_string(),
+                    message: format!("{}: {e}", path.display()),
+                    transient: false,
+                }
+            })?;
+            if actual != sha256 {
+                return Err(StoreError::Changed {
+                    path: path.to_path_buf(),
+                    key: key.to_string(),
+                    expected: sha256.to_string(),
+                    actual,
+                });
+            }
+            pinned = pinned_path(opened.file());
+            Body::File(&pinned)
+        }
+        bytes => bytes,
+    };
     match store.put(key, body, &options)? {
         PutResult::Written { .. } => Ok(Outcome::Created),
         PutResult::Exists => lost_race(store, key, sha256),
     }
+}
+
+/// A path that names the open `file` itself (Linux's /proc/self/fd), not whatever its name
+/// points to now.
+fn pinned_path(file: &std::fs::File) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Copies an object that must never change once published, then verifies the copy's

@@ -964,3 +964,53 @@ fn a_sidecar_is_its_wheels_metadata_never_the_stores() {
     assert!(text(&index.stderr).contains("is not the METADATA of its wheel"));
     pages_list_exactly(&s3.object_path("staging"), &old);
 }
+
+#[test]
+fn the_bytes_uploaded_are_the_bytes_verified() {
+    let (mut world, old, _) = world_with_releases();
+    // A failing wheel of the same name: torch without its GPU code.
+    let failing = WheelBuilder::new("torch", &versions(0).0)
+        .file_from("torch/lib/libtorch_hip.so", &cpu_library(None))
+        .requires(&format!("triton=={}", versions(0).1))
+        .build(&world.env.path("dist/failing"));
+    let swap = |env: &TestEnv| {
+        // Replaced as a build script or another job would: a new file renamed over the name.
+        let target = env.path("dist/old").join(failing.file_name().expect("name"));
+        let temp = env.path("dist/old/.swap");
+        std::fs::copy(&failing, &temp).expect("copy");
+        std::fs::rename(&temp, &target).expect("rename");
+    };
+    let s3 = with_s3(&mut world);
+    let env = &world.env;
+    for (title, to, stored) in [
+        ("local", "staged".to_string(), env.path("staged/torch")),
+        ("s3", s3.url("staging"), s3.object_path("staging/torch")),
+    ] {
+        let mut args = stage_args("dist/old", &to);
+        let store_args = s3.store_args();
+        if title == "s3" {
+            args.extend(store_args.iter().map(String::as_str));
+        }
+        let held = Held::start(env, &args, "transfer:0", &format!("go-{title}"));
+        swap(env);
+        let output = held.release();
+        assert_eq!(
+            output.status.code(),
+            Some(5),
+            "{title}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains("the file changed since it was verified"),
+            "{title}: {}",
+            text(&output.stderr)
+        );
+        let torch_name = old[0].file_name().expect("name");
+        assert!(
+            !stored.join(torch_name).exists(),
+            "{title}: the failing wheel was never stored"
+        );
+        // Put the verified wheel back for the next store.
+        std::fs::copy(&old[0], env.path("dist/old").join(torch_name)).expect("restore");
+    }
+}
