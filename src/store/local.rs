@@ -300,12 +300,25 @@ impl Storage for LocalDir {
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(to_key)?;
         let temp = match source.local_path(from_key) {
-            Some(source_path) => self.stage_temp(
-                to_key,
-                &path,
-                Body::File(&source_path),
-                options.sha256.as_ref(),
-            )?,
+            // A source whose bytes are not the expected ones is a copy that does not verify.
+            Some(source_path) => self
+                .stage_temp(
+                    to_key,
+                    &path,
+                    Body::File(&source_path),
+                    options.sha256.as_ref(),
+                )
+                .map_err(|error| match error {
+                    StoreError::Changed {
+                        expected, actual, ..
+                    } => StoreError::CopyMismatch {
+                        store: self.url(),
+                        key: to_key.to_string(),
+                        expected,
+                        actual,
+                    },
+                    other => other,
+                })?,
             None => {
                 // Download straight into the temporary file beside the target, so a large
                 // wheel is never staged on another (maybe smaller) file system.
