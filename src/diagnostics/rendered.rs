@@ -131,6 +131,7 @@ fn verify_and_publish_errors() {
                 key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
                 existing: "a".repeat(64),
                 new: "b".repeat(64),
+                spelled: None,
             }],
         }
         .into(),

@@ -1015,3 +1015,69 @@ fn the_bytes_uploaded_are_the_bytes_verified() {
         std::fs::write(&old[0], &verified).expect("restore");
     }
 }
+
+#[test]
+fn a_published_distribution_is_never_shadowed_by_another_spelling() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    let (torch, triton, _) = versions(0);
+    let mut out = String::new();
+    for (title, name, version) in [
+        ("a zero-padded version", "torch", format!("02.10.00+rocm7.13.0")),
+        ("a `v` before the version", "torch", format!("v{torch}")),
+        ("another spelling of the name", "Torch", torch.clone()),
+    ] {
+        let dir = env.path(&format!("dist/{}", title.replace(' ', "-")));
+        let shadow = WheelBuilder::new(name, &torch)
+            .file_name_version(&version)
+            .file_from(
+                "torch/lib/libtorch_hip.so",
+                &hip_library(&["gfx906", "gfx1030"]),
+            )
+            .file("torch/shadow.py", "shadow = True\n")
+            .requires(&format!("triton=={triton}"))
+            .build(&dir);
+        let input = dir.display().to_string();
+        let run = output(&mut rockbuild(env, &stage_args(&input, "staged")));
+        assert_eq!(run.status.code(), Some(6), "{title}: {}", text(&run.stderr));
+        let file = shadow.file_name().expect("name");
+        assert!(
+            !env.path("staged/torch").join(file).exists(),
+            "{title}: nothing stored"
+        );
+        let error: Vec<&str> = text(&run.stderr)
+            .lines()
+            .filter(|l| l.starts_with("error") || l.starts_with("  - "))
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .leak()
+            .iter()
+            .map(String::as_str)
+            .collect();
+        out.push_str(&format!("## {title}\n{}\n", error.join("\n")));
+    }
+    pages_list_exactly(&env.path("staged"), &old);
+
+    // One set holding both spellings is refused by verify.
+    let both = env.path("dist/both");
+    copy_tree(&env.path("dist/old"), &both);
+    std::fs::copy(
+        &old[0],
+        both.join(
+            old[0]
+                .file_name()
+                .and_then(|f| f.to_str())
+                .expect("name")
+                .replace("2.10.0+", "2.10.00+"),
+        ),
+    )
+    .expect("copy");
+    let run = output(&mut rockbuild(
+        env,
+        &["verify", "--targets", TARGETS, &both.display().to_string()],
+    ));
+    assert_eq!(run.status.code(), Some(5), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("appears more than once"), "{}", text(&run.stderr));
+    settings(env).bind(|| insta::assert_snapshot!("shadowing_spellings_refused", out));
+}
