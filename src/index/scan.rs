@@ -404,8 +404,7 @@ mod tests {
             scan.regenerate,
             vec![
                 Regenerated {
-                    key: "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata"
-                        .into(),
+                    key: "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata".into(),
                     bytes: TORCH_METADATA.to_vec(),
                     replaces: true,
                 },
@@ -492,7 +491,10 @@ mod tests {
             )
             .expect("put");
         let known = HashMap::from([
-            ("torch/torch-9.9.9-py3-none-any.whl".to_string(), "0".repeat(64)),
+            (
+                "torch/torch-9.9.9-py3-none-any.whl".to_string(),
+                "0".repeat(64),
+            ),
             (
                 "torch/torch-9.9.9-py3-none-any.whl.metadata".to_string(),
                 crate::fsutil::sha256_hex(b"Name: torch\n"),

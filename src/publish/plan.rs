@@ -128,7 +128,12 @@ pub fn plan(publication: Publication, dest: &Destination) -> Result<PublishPlan,
     // in the set together.
     let mut identities = dest.identities.clone();
     for item in items {
-        let file = item.object.key.rsplit('/').next().unwrap_or(&item.object.key);
+        let file = item
+            .object
+            .key
+            .rsplit('/')
+            .next()
+            .unwrap_or(&item.object.key);
         if let Some(identity) = distribution_identity(file) {
             match identities.get(&identity) {
                 Some(other) if *other != item.object.key => {

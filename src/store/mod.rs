@@ -432,15 +432,14 @@ pub fn put_immutable(
                 message: e.to_string(),
                 transient: false,
             })?;
-            let (actual, _) = crate::fsutil::sha256_reader(opened.file()).map_err(|e| {
-                StoreError::Backend {
+            let (actual, _) =
+                crate::fsutil::sha256_reader(opened.file()).map_err(|e| StoreError::Backend {
                     store: store.url(),
                     op: "read",
                     key: key.to_string(),
                     message: format!("{}: {e}", path.display()),
                     transient: false,
-                }
-            })?;
+                })?;
             if actual != sha256 {
                 return Err(StoreError::Changed {
                     path: path.to_path_buf(),

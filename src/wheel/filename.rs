@@ -177,7 +177,11 @@ pub fn dist_name_and_version(file_name: &str) -> Option<(String, Version)> {
 pub fn distribution_identity(file_name: &str) -> Option<String> {
     if file_name.ends_with(".whl") {
         let wheel = WheelFilename::parse(file_name).ok()?;
-        let mut tags: Vec<String> = wheel.tags().iter().map(|t| t.to_ascii_lowercase()).collect();
+        let mut tags: Vec<String> = wheel
+            .tags()
+            .iter()
+            .map(|t| t.to_ascii_lowercase())
+            .collect();
         tags.sort();
         tags.dedup();
         return Some(format!(
@@ -266,7 +270,10 @@ mod tests {
             id("torch-1.0-py3-none-any.whl"),
             id("torch-1.0-cp311-cp311-linux_x86_64.whl")
         );
-        assert_ne!(id("torch-1.0-py3-none-any.whl"), id("torch-1.0.1-py3-none-any.whl"));
+        assert_ne!(
+            id("torch-1.0-py3-none-any.whl"),
+            id("torch-1.0.1-py3-none-any.whl")
+        );
         assert_eq!(id("foo-1.0.tar.gz"), id("Foo-1.00.zip"));
         assert_eq!(distribution_identity("index.html"), None);
     }

@@ -975,7 +975,9 @@ fn the_bytes_uploaded_are_the_bytes_verified() {
         .build(&world.env.path("dist/failing"));
     let swap = |env: &TestEnv| {
         // Replaced as a build script or another job would: a new file renamed over the name.
-        let target = env.path("dist/old").join(failing.file_name().expect("name"));
+        let target = env
+            .path("dist/old")
+            .join(failing.file_name().expect("name"));
         let temp = env.path("dist/old/.swap");
         std::fs::copy(&failing, &temp).expect("copy");
         std::fs::rename(&temp, &target).expect("rename");
@@ -1024,7 +1026,11 @@ fn a_published_distribution_is_never_shadowed_by_another_spelling() {
     let (torch, triton, _) = versions(0);
     let mut out = String::new();
     for (title, name, version) in [
-        ("a zero-padded version", "torch", format!("02.10.00+rocm7.13.0")),
+        (
+            "a zero-padded version",
+            "torch",
+            "02.10.00+rocm7.13.0".to_string(),
+        ),
         ("a `v` before the version", "torch", format!("v{torch}")),
         ("another spelling of the name", "Torch", torch.clone()),
     ] {
@@ -1038,6 +1044,10 @@ fn a_published_distribution_is_never_shadowed_by_another_spelling() {
             .file("torch/shadow.py", "shadow = True\n")
             .requires(&format!("triton=={triton}"))
             .build(&dir);
+        // The rest of the set, as staged already.
+        for other in &old[1..] {
+            std::fs::copy(other, dir.join(other.file_name().expect("name"))).expect("copy");
+        }
         let input = dir.display().to_string();
         let run = output(&mut rockbuild(env, &stage_args(&input, "staged")));
         assert_eq!(run.status.code(), Some(6), "{title}: {}", text(&run.stderr));
@@ -1046,14 +1056,10 @@ fn a_published_distribution_is_never_shadowed_by_another_spelling() {
             !env.path("staged/torch").join(file).exists(),
             "{title}: nothing stored"
         );
-        let error: Vec<&str> = text(&run.stderr)
+        let stderr = text(&run.stderr);
+        let error: Vec<&str> = stderr
             .lines()
             .filter(|l| l.starts_with("error") || l.starts_with("  - "))
-            .map(|l| l.to_string())
-            .collect::<Vec<_>>()
-            .leak()
-            .iter()
-            .map(String::as_str)
             .collect();
         out.push_str(&format!("## {title}\n{}\n", error.join("\n")));
     }
@@ -1078,6 +1084,10 @@ fn a_published_distribution_is_never_shadowed_by_another_spelling() {
         &["verify", "--targets", TARGETS, &both.display().to_string()],
     ));
     assert_eq!(run.status.code(), Some(5), "{}", text(&run.stderr));
-    assert!(text(&run.stderr).contains("appears more than once"), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("appears more than once"),
+        "{}",
+        text(&run.stderr)
+    );
     settings(env).bind(|| insta::assert_snapshot!("shadowing_spellings_refused", out));
 }
