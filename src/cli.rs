@@ -181,7 +181,8 @@ pub struct NetworkArgs {
         env = "ROCKBUILD_STALL_TIMEOUT"
     )]
     pub stall_timeout: u64,
-    /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
+    /// Attempts for a transfer that stalls or fails with a transient error (backoff 2s, 4s,
+    /// ...)
     #[arg(
         value_parser = positive::<u32>,
         long,
@@ -221,6 +222,16 @@ pub struct SelectionArgs {
     /// Reproduce the commits of a lock (or of a TheRock source manifest)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_FROM_LOCK")]
     pub from_lock: Option<PathBuf>,
+    /// Reproduce the commits of a TheRock source manifest downloaded from an http(s) URL (as
+    /// checkout_from_manifest.py --manifest-url); each request waits up to --stall-timeout,
+    /// tried --fetch-attempts times
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ROCKBUILD_MANIFEST_URL",
+        conflicts_with = "from_lock"
+    )]
+    pub manifest_url: Option<String>,
     /// Fetch submodules (default)
     #[arg(long, overrides_with = "no_submodules")]
     pub submodules: bool,
@@ -278,6 +289,11 @@ pub struct CheckoutArgs {
     /// Discard uncommitted changes that hipify did not make
     #[arg(long)]
     pub force: bool,
+    /// Fail when hipify leaves CUDA-only includes (default: report them in the summary, the
+    /// report and the lock, and go on; `hipify: leftover-cuda: refuse` in the stack config
+    /// does this for one project)
+    #[arg(long, env = "ROCKBUILD_STRICT")]
+    pub strict: bool,
     /// Where to write the lock (default: <root>/rockbuild.lock.json)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
@@ -695,7 +711,8 @@ pub struct VerifyArgs {
     /// gfx targets every GPU library must contain, comma separated
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
-    /// Index that must provide every pinned dependency not in the set
+    /// Index that must provide every pinned dependency not in the set: the ROCm SDK's, whose
+    /// wheels in the set must be the bytes it publishes (default: the lock's)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Print the report as JSON on stdout
@@ -822,8 +839,9 @@ pub struct StageArgs {
     /// the --family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
-    /// Index that must provide every pinned dependency not in the set, e.g. the ROCm SDK
-    /// (default: the index the lock's build record installed the SDK from)
+    /// Index of the ROCm SDK the set pins: pins outside the set must resolve there, and the
+    /// SDK wheels they pin are brought from there (default: the index the lock's build
+    /// record installed the SDK from)
     #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
     pub index_url: Option<String>,
     /// Verify, then print exactly what would be uploaded and written
@@ -928,6 +946,11 @@ pub struct PromoteArgs {
     /// Lock the set was built from: every wheel's version must be the one it names
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
+    /// Index of the ROCm SDK the promoted set carries: its staged SDK wheels must be the
+    /// bytes it publishes (default: the lock's index); with --rewrite-version, the index of
+    /// the promoted SDK release, whose wheels replace the staged ones
+    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    pub index_url: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

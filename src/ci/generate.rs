@@ -77,7 +77,8 @@ pub const VARIABLES: [(&str, &str, &str); 12] = [
     (
         "python-index-url",
         "ROCKBUILD_PYTHON_INDEX_URL",
-        "package index of the test requirements (PyPI or a mirror of it)",
+        "package index of the set's dependencies outside the stack and the SDK, and of the \
+         test requirements (PyPI or a mirror of it)",
     ),
     (
         "staging-url",
@@ -385,7 +386,7 @@ const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
     (
         "python-index-url",
         "string",
-        "package index of the test requirements (pytest)",
+        "package index of the dependencies outside the stack and the SDK, and of pytest",
     ),
     (
         "staging-url",
@@ -595,14 +596,17 @@ fn chain_workflow() -> Workflow {
                     ".",
                 ),
                 aws_credentials(),
+                // Stage brings the ROCm SDK wheels the set pins from the SDK's index: the
+                // prefix installs with no other index.
                 rockbuild(
-                    "Stage to this attempt's prefix",
+                    "Stage to this attempt's prefix, with the ROCm SDK it pins",
                     &[
                         (
                             "STAGING",
                             "${{ inputs.staging-url }}/${{ env.STAGING_PREFIX }}",
                         ),
                         ("FAMILY", "${{ inputs.family }}"),
+                        ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
                     ],
                     vec![
                         lit("stage"),
@@ -614,6 +618,8 @@ fn chain_workflow() -> Workflow {
                         var("FAMILY"),
                         lit("--lock"),
                         lit(RECORD),
+                        lit("--index-url"),
+                        var("ROCM_INDEX_URL"),
                     ],
                 ),
                 upload(
@@ -644,11 +650,12 @@ fn chain_workflow() -> Workflow {
                     &artifact("record", ""),
                     "src",
                 ),
+                // The ROCm SDK comes from the staging prefix, as it will from the release.
                 rockbuild(
                     "Install the staged set and import it",
                     &[
                         ("STAGING_INDEX", staging_index),
-                        ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
+                        ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
                         ("PYTHON", python.as_str()),
                         ("REPORT", "reports/smoke-${{ matrix.python }}.json"),
                     ],
@@ -657,7 +664,7 @@ fn chain_workflow() -> Workflow {
                         lit("--index-url"),
                         var("STAGING_INDEX"),
                         lit("--extra-index-url"),
-                        var("ROCM_INDEX_URL"),
+                        var("PYTHON_INDEX_URL"),
                         lit("--lock"),
                         lit(RECORD),
                         lit("--python"),
@@ -824,6 +831,7 @@ fn chain_workflow() -> Workflow {
                     &[
                         ("STAGING", staging),
                         ("RELEASE", "${{ inputs.release-url }}/${{ inputs.family }}"),
+                        ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
                     ],
                     vec![
                         lit("promote"),
@@ -833,6 +841,9 @@ fn chain_workflow() -> Workflow {
                         var("RELEASE"),
                         lit("--lock"),
                         lit(RECORD),
+                        // The ROCm SDK's wheels are promoted as their index publishes them.
+                        lit("--index-url"),
+                        var("ROCM_INDEX_URL"),
                         lit("--test-report"),
                         lit("reports"),
                         // Every ref of a release type promotes into the same family index:
@@ -876,8 +887,6 @@ fn test_step(name: &str, python: &str, staging_index: &str, sources: bool) -> St
         lit("--index-url"),
         var("STAGING_INDEX"),
         lit("--extra-index-url"),
-        var("ROCM_INDEX_URL"),
-        lit("--extra-index-url"),
         var("PYTHON_INDEX_URL"),
         lit("--lock"),
         lit(RECORD),
@@ -902,7 +911,6 @@ fn test_step(name: &str, python: &str, staging_index: &str, sources: bool) -> St
         name,
         &[
             ("STAGING_INDEX", staging_index),
-            ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
             ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
             ("PYTHON", python),
             ("FAMILY", "${{ inputs.family }}"),

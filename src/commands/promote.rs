@@ -12,6 +12,7 @@ use crate::publish;
 use crate::settings::promote::PromoteSettings;
 use crate::store::{self, lease};
 use crate::ui::plural;
+use crate::wheel::companion::Role;
 
 pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = PromoteSettings::resolve(args, ctx)?;
@@ -23,6 +24,8 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         source.as_ref(),
         settings.store.jobs,
         settings.lock.as_ref(),
+        settings.promotion,
+        &settings.sdk_indexes,
     )?;
     let decision = promote::gate(&staged, &settings.waivers);
     promote::show_gate(ctx, &decision, &settings.waivers);
@@ -30,9 +33,12 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let prepared = promote::prepare(
         ctx,
         &staged,
-        source.as_ref(),
+        &promote::Sources {
+            source: source.as_ref(),
+            indexes: &settings.sdk_indexes,
+            settings: &settings.store,
+        },
         settings.promotion,
-        &settings.store,
         &dest.url(),
         settings.dry_run,
     )?;
@@ -71,19 +77,27 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         &settings.store,
     )?;
     let route = format!("from {} to {}", source.url(), dest.url());
+    let products = staged
+        .set
+        .iter()
+        .filter(|s| s.role() == Role::Product)
+        .count();
+    let wheels = format!("{products} wheel{}", plural(products));
+    let companions = match rewrite.as_ref().and_then(|r| r.sdk.as_ref()) {
+        Some(sdk) if !sdk.carried.is_empty() => sdk.carried.len(),
+        _ => staged.set.len() - products,
+    };
+    let carried = match companions {
+        0 => String::new(),
+        n => format!(" and {n} ROCm SDK file{}", plural(n)),
+    };
     match rewrite {
-        None => ctx.ui.status(done.summary(
-            &format!(
-                "promoted {} wheel{}",
-                staged.set.len(),
-                plural(staged.set.len())
-            ),
-            None,
-            &route,
-        )),
+        None => ctx
+            .ui
+            .status(done.summary(&format!("promoted {wheels}{carried}"), None, &route)),
         Some(rewrite) => {
             ctx.ui.status(done.summary(
-                &format!("promoted {} wheels as {}", staged.set.len(), rewrite.to),
+                &format!("promoted {wheels}{carried} as {}", rewrite.to),
                 Some(&format!(
                     "{} rewritten, {} as they were",
                     rewrite.rewritten.len(),

@@ -12,12 +12,24 @@ use crate::settings::stage::StageSettings;
 use crate::store::{self, lease};
 use crate::ui::plural;
 use crate::verify;
+use crate::wheel::companion::Role;
 
 pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = StageSettings::resolve(args, ctx)?;
     announce_targets(ctx, &settings);
     let wheels = verify::collect(std::slice::from_ref(&settings.input))?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;
+    // The companions the set pins are downloaded here and uploaded from here.
+    let scratch = tempfile::Builder::new()
+        .prefix("rockbuild-stage-")
+        .tempdir()
+        .map_err(verify::Error::Scratch)?;
+    let report = stage::bring_companions(
+        ctx,
+        report,
+        settings.expect.index_url.as_deref(),
+        scratch.path(),
+    )?;
     let dest_url = settings.dest.to_string();
     let publication = stage::publication(&report, &settings.input, &dest_url)?;
     let dest = store::open(&settings.dest, &settings.store)?;
@@ -55,12 +67,21 @@ pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         plan.publish,
         &settings.store,
     )?;
+    let products = report
+        .wheels
+        .iter()
+        .filter(|w| w.role == Role::Product)
+        .count();
+    let companions = report.wheels.len() - products;
     ctx.ui.status(done.summary(
-        &format!(
-            "staged {} wheel{}",
-            report.wheels.len(),
-            plural(report.wheels.len())
-        ),
+        &match companions {
+            0 => format!("staged {products} wheel{}", plural(products)),
+            n => format!(
+                "staged {products} wheel{} and {n} ROCm SDK file{} they pin",
+                plural(products),
+                plural(n)
+            ),
+        },
         None,
         &format!("to {}", dest.url()),
     ));

@@ -101,6 +101,7 @@ fn store_and_index_errors() {
 fn verify_and_publish_errors() {
     use crate::index::ordering::OrderingProblem;
     use crate::publish::{Conflict, Error};
+    use crate::verify::companions::CompanionError;
     let text = rendered(vec![
         crate::verify::Error::from(crate::wheel::verify::CollectError::EmptyDirectory(
             "/work/out".into(),
@@ -135,6 +136,19 @@ fn verify_and_publish_errors() {
             }],
         }
         .into(),
+        crate::verify::Error::from(CompanionError::NotOnIndex {
+            requirement: "rocm-sdk-libraries-gfx94X-dcgpu==7.10.0rc1".into(),
+            index: "https://rocm.example/v2/gfx94X-dcgpu/rocm-sdk-libraries-gfx94x-dcgpu/".into(),
+            listed: "only 7.10.0a20251124".into(),
+        })
+        .into(),
+        crate::verify::Error::from(CompanionError::HashMismatch {
+            file: "rocm_sdk_core-7.10.0-py3-none-linux_x86_64.whl".into(),
+            url: "https://rocm.example/v2/gfx94X-dcgpu/rocm_sdk_core-7.10.0-py3-none-linux_x86_64.whl".into(),
+            expected: "a".repeat(64),
+            actual: "b".repeat(64),
+        })
+        .into(),
     ]);
     insta::assert_snapshot!(text);
 }
@@ -147,6 +161,19 @@ fn promote_and_smoke_errors() {
         Error::Denied {
             denied: 1,
             total: 3,
+        }
+        .into(),
+        Error::NotAsPublished {
+            denied: 1,
+            total: 8,
+        }
+        .into(),
+        Error::NoSdkIndex {
+            promoted: "7.10.0rc1".into(),
+        }
+        .into(),
+        Error::SeveralSdks {
+            versions: vec!["7.10.0a20251124".into(), "7.10.0a20251201".into()],
         }
         .into(),
         Error::RewrittenNotVerified("s3://wheels/rc".into()).into(),

@@ -3,6 +3,8 @@
 //! metadata sidecars. Used to check what an index really serves (closure checks, smoke
 //! installs, link checks after publishing).
 
+use std::io::{Read, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use reqwest::Url;
@@ -120,6 +122,125 @@ impl IndexClient {
             parse_html(&page_url, &body)?
         };
         Ok(Some(files))
+    }
+
+    /// The normalized names of every project the index's root page lists (PEP 691 JSON
+    /// `projects`, or the PEP 503 links to `<name>/`).
+    pub fn projects(&self) -> Result<Vec<String>, Error> {
+        let fetched = if self.base.scheme() == "file" {
+            read_file_page(&self.base)?
+        } else {
+            self.fetch(&self.base)?
+        };
+        let Some((body, is_json)) = fetched else {
+            return Ok(Vec::new());
+        };
+        let mut names: Vec<String> = if is_json {
+            #[derive(Deserialize)]
+            struct Root {
+                projects: Vec<RootProject>,
+            }
+            #[derive(Deserialize)]
+            struct RootProject {
+                name: String,
+            }
+            let root: Root = serde_json::from_str(&body).map_err(|e| Error::Parse {
+                url: self.display_url(),
+                message: e.to_string(),
+            })?;
+            root.projects
+                .into_iter()
+                .map(|p| normalize_name(&p.name))
+                .collect()
+        } else {
+            let mut names = Vec::new();
+            for_each_anchor(&body, |anchor| {
+                if let Some(name) = anchor
+                    .href
+                    .and_then(|href| self.base.join(&href).ok())
+                    .and_then(|url| {
+                        url.path_segments()?
+                            .rev()
+                            .find(|s| !s.is_empty())
+                            .map(|s| normalize_name(&percent_decode(s)))
+                    })
+                {
+                    names.push(name);
+                }
+                names.len() < MAX_PAGE_FILES
+            });
+            names
+        };
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Downloads a file the index offers into `to` (written beside it, then renamed, so no
+    /// partial file is left at `to`), hashing the bytes as they are written; returns their
+    /// SHA-256 (hex) and size. Whether they are the bytes wanted is the caller's to judge.
+    /// A connection that fails or times out is tried again, `attempts` times in all.
+    pub fn download(&self, file: &RemoteFile, to: &Path) -> Result<(String, u64), Error> {
+        let shown = redact_url(&file.url);
+        let failed = |message: String| Error::Transfer {
+            url: shown.clone(),
+            message,
+        };
+        let url = Url::parse(&file.url).map_err(|e| Error::BadUrl {
+            url: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let dir = to.parent().unwrap_or(Path::new("."));
+        let attempts = self.waits.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let mut temp = tempfile::Builder::new()
+                .prefix(".rockbuild-download-")
+                .tempfile_in(dir)
+                .map_err(|e| failed(format!("creating a file in {}: {e}", dir.display())))?;
+            let result = if url.scheme() == "file" {
+                let path = url
+                    .to_file_path()
+                    .map_err(|()| failed("not a local path".into()))?;
+                fs_err::File::open(&path)
+                    .map_err(|e| (false, e.to_string()))
+                    .and_then(|source| copy_hashed(source, temp.as_file_mut()))
+            } else {
+                match self.http.get(url.clone()).send() {
+                    Ok(response) if response.status().is_success() => {
+                        copy_hashed(response, temp.as_file_mut())
+                    }
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        Err((status >= 500 || status == 429, format!("HTTP {status}")))
+                    }
+                    Err(error) => Err((
+                        error.is_connect() || error.is_timeout(),
+                        error_chain(&error),
+                    )),
+                }
+            };
+            match result {
+                Ok(hashed) => {
+                    temp.persist(to).map_err(|e| {
+                        failed(format!("renaming into {}: {}", to.display(), e.error))
+                    })?;
+                    return Ok(hashed);
+                }
+                Err((retry, message)) if retry && attempt < attempts => {
+                    tracing::warn!(
+                        "download {shown}: {message}; retrying (attempt {} of {attempts})",
+                        attempt + 1
+                    );
+                    attempt += 1;
+                }
+                Err((_, message)) => {
+                    return Err(failed(format!(
+                        "{message} (attempt {attempt} of {attempts})"
+                    )));
+                }
+            }
+        }
     }
 
     fn fetch(&self, url: &Url) -> Result<Option<(String, bool)>, Error> {
@@ -240,6 +361,32 @@ pub fn read_page(
         Ok(text) => text,
         Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
     })
+}
+
+/// Copies `from` into `to`, hashing every byte; an error says whether it is worth another
+/// attempt (a read that failed mid-transfer).
+fn copy_hashed(
+    mut from: impl Read,
+    to: &mut std::fs::File,
+) -> Result<(String, u64), (bool, String)> {
+    use sha2::Digest as _;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err((true, error.to_string())),
+        };
+        hasher.update(&buffer[..read]);
+        to.write_all(&buffer[..read])
+            .map_err(|e| (false, e.to_string()))?;
+        size += read as u64;
+    }
+    to.sync_all().map_err(|e| (false, e.to_string()))?;
+    Ok((hex::encode(hasher.finalize()), size))
 }
 
 /// A `file://` index: `<dir>/index.json` when present, else `<dir>/index.html`.

@@ -54,6 +54,31 @@ pub enum Error {
          or a waiver with an owner, a reason and an expiry (--waiver)"
     )]
     Denied { denied: usize, total: usize },
+    #[error(
+        "promotion denied: {denied} of the {total} staged files {} ROCm SDK file{} not shown \
+         to be what {} index publishes; nothing was copied\n\
+         hint: the ROCm SDK's files are promoted as their index publishes them: give that index \
+         (--index-url, or --lock with a build record naming it), or stage the set again",
+        if *denied == 1 { "is a" } else { "are" },
+        if *denied == 1 { "" } else { "s" },
+        if *denied == 1 { "its" } else { "their" }
+    )]
+    NotAsPublished { denied: usize, total: usize },
+    #[error(
+        "the promotion moves the ROCm SDK the set carries to {promoted}, and no index that \
+         publishes it was given; nothing was copied\n\
+         hint: give the index of the SDK's {promoted} release with --index-url (rockbuild \
+         carries the SDK's wheels as their index publishes them; it never renames them)"
+    )]
+    NoSdkIndex { promoted: String },
+    #[error(
+        "the set names {} ROCm SDK releases ({}: its wheels' pins, its SDK wheels, the lock); \
+         promote a set built on one\nnothing was written",
+        versions.len(),
+        versions.join(", ")
+    )]
+    SeveralSdks { versions: Vec<String> },
+
     #[error(transparent)]
     Split(SplitError),
     #[error("creating a work directory for the rewritten wheels")]
@@ -84,12 +109,16 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::SameStore(_) | Error::Waiver(_) | Error::Evidence(_) | Error::Split(_) => {
-                ExitStatus::Usage
-            }
+            Error::SameStore(_)
+            | Error::Waiver(_)
+            | Error::Evidence(_)
+            | Error::Split(_)
+            | Error::NoSdkIndex { .. }
+            | Error::SeveralSdks { .. } => ExitStatus::Usage,
             // Nothing staged is nothing verified, never a pass (as stage/verify/retag on an
             // empty directory).
             Error::Denied { .. }
+            | Error::NotAsPublished { .. }
             | Error::NoEvidence(_)
             | Error::NoReportsIn { .. }
             | Error::NothingToPromote(_)

@@ -13,6 +13,7 @@
 //!   first (verified), the destination index last, so a run stopped half way leaves the
 //!   published index as it was and a re-run completes it.
 
+pub mod companions;
 mod error;
 pub mod evidence;
 #[cfg(test)]
@@ -24,19 +25,24 @@ mod prepare;
 pub mod rewrite;
 pub mod waiver;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
+
+use pep440_rs::Version;
 
 pub use error::Error;
 pub use plan::{plan, show_gate};
-pub use prepare::{Prepared, prepare};
+pub use prepare::{Prepared, Sources, prepare};
 
 use crate::context::Context;
+use crate::index::client::IndexClient;
 use crate::index::scan::{self, Scan};
 use crate::index::{dist_key, dist_name_and_version};
 use crate::lock::Lock;
 use crate::publish::{Item, SetObject, Source};
 use crate::store::Storage;
+use crate::wheel::companion::Role;
+use crate::wheel::rewrite::Promotion;
 use evidence::Evidence;
 use policy::{Candidate, Decision, Verdict};
 use waiver::Waiver;
@@ -97,13 +103,33 @@ pub fn copy_items(set: &[StagedFile]) -> Vec<Item> {
 }
 
 /// What a promotion is decided on: the staged set, the evidence, and today's date (waivers
-/// expire).
+/// expire); the verdicts on its companions (their provenance).
 pub struct Staged {
     /// The source store's URL.
     pub url: String,
     pub set: Vec<StagedFile>,
     pub evidence: Vec<Evidence>,
     pub today: jiff::civil::Date,
+    /// One verdict per companion of the set (see [`companions`]).
+    pub companions: Vec<policy::WheelDecision>,
+    /// The SDK release the set was built on, when known before its wheels are read.
+    pub sdk: Option<Version>,
+}
+
+impl StagedFile {
+    /// A product (built here) or a companion (the ROCm SDK, carried).
+    pub fn role(&self) -> Role {
+        Role::of_name(&self.project)
+    }
+}
+
+/// Where the ROCm SDK a promotion carries is published.
+#[derive(Clone, Debug, Default)]
+pub struct SdkIndexes {
+    /// `--index-url`: the index of the SDK release the promoted set carries.
+    pub given: Option<String>,
+    /// The lock's build record: the index the set's SDK was installed from.
+    pub locked: Option<String>,
 }
 
 /// Reads every report (before anything else is looked at: going on would deny the promotion
@@ -116,6 +142,8 @@ pub fn inspect(
     source: &dyn Storage,
     jobs: usize,
     lock: Option<&(PathBuf, Lock)>,
+    promotion: Option<Promotion>,
+    indexes: &SdkIndexes,
 ) -> Result<Staged, Error> {
     let evidence = reports
         .iter()
@@ -147,6 +175,8 @@ pub fn inspect(
     if set.is_empty() {
         return Err(Error::NothingToPromote(source.url()));
     }
+    let sdk = staged_sdk(&set, lock)?;
+    let companions = judge_companions(&set, sdk.as_ref(), promotion, indexes)?;
     Ok(Staged {
         url: source.url(),
         set,
@@ -154,21 +184,106 @@ pub fn inspect(
         today: jiff::Timestamp::now()
             .to_zoned(jiff::tz::TimeZone::UTC)
             .date(),
+        companions,
+        sdk,
     })
 }
 
-/// The gate's decision: the tested bytes (the staged files, before any rewrite) judged on
-/// the evidence and the waivers.
+/// The SDK release the staged set was built on, as far as it is known before any wheel is
+/// read: the lock's, else the one release the staged companions are of.
+fn staged_sdk(
+    set: &[StagedFile],
+    lock: Option<&(PathBuf, Lock)>,
+) -> Result<Option<Version>, Error> {
+    if let Some((_, lock)) = lock
+        && let Some(version) = lock.sdk_version()?
+    {
+        return Ok(Some(version));
+    }
+    let versions: BTreeSet<Version> = set
+        .iter()
+        .filter(|s| s.role() == Role::Companion)
+        .filter_map(|s| s.version.parse().ok())
+        .collect();
+    let mut versions = versions.into_iter();
+    Ok(match (versions.next(), versions.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    })
+}
+
+/// The verdicts on the staged companions: the SDK the set was built on is the lock's (else
+/// the one release the companions are of); a promotion that moves it replaces them, and
+/// then needs the index of the promoted SDK release; otherwise each must be the bytes its
+/// index (`--index-url`, else the lock's) publishes.
+fn judge_companions(
+    set: &[StagedFile],
+    staged_sdk: Option<&Version>,
+    promotion: Option<Promotion>,
+    indexes: &SdkIndexes,
+) -> Result<Vec<policy::WheelDecision>, Error> {
+    let staged: Vec<StagedFile> = set
+        .iter()
+        .filter(|s| s.role() == Role::Companion)
+        .cloned()
+        .collect();
+    if staged.is_empty() {
+        return Ok(Vec::new());
+    }
+    let promoted_to = promotion
+        .zip(staged_sdk)
+        .and_then(|(promotion, sdk)| companions::promoted_sdk(sdk, promotion));
+    if let (Some(promoted), None) = (&promoted_to, &indexes.given) {
+        return Err(Error::NoSdkIndex {
+            promoted: promoted.to_string(),
+        });
+    }
+    let index = indexes
+        .given
+        .as_deref()
+        .or(indexes.locked.as_deref())
+        .map(IndexClient::new)
+        .transpose()
+        .map_err(|error| Error::Verify(crate::verify::Error::Index(error)))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("rockbuild-promote-")
+        .tempdir()
+        .map_err(Error::WorkDir)?;
+    Ok(companions::judge(
+        &staged,
+        staged_sdk,
+        promoted_to.as_ref(),
+        index.as_ref(),
+        indexes.given.as_deref(),
+        scratch.path(),
+    ))
+}
+
+/// The gate's decision: the tested bytes (the staged products, before any rewrite) judged
+/// on the evidence and the waivers; the companions by their provenance.
 pub fn gate(staged: &Staged, waivers: &[Waiver]) -> Decision {
     let candidates: Vec<Candidate> = staged
         .set
         .iter()
+        .filter(|s| s.role() == Role::Product)
         .map(|s| Candidate {
             filename: s.filename.clone(),
             sha256: s.file.sha256.clone(),
         })
         .collect();
-    policy::decide(&candidates, &staged.evidence, waivers, staged.today)
+    let mut decision = policy::decide(&candidates, &staged.evidence, waivers, staged.today);
+    decision.wheels.extend(staged.companions.iter().cloned());
+    // In the set's order: the table reads as the prefix lists it.
+    let order: HashMap<&str, usize> = staged
+        .set
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.filename.as_str(), i))
+        .collect();
+    decision
+        .wheels
+        .sort_by_key(|w| order.get(w.filename.as_str()).copied());
+    decision
 }
 
 /// A denied wheel denies the set.
@@ -176,13 +291,24 @@ pub fn require_allowed(decision: &Decision) -> Result<(), Error> {
     if decision.allowed() {
         return Ok(());
     }
+    let denied: Vec<&policy::WheelDecision> = decision
+        .wheels
+        .iter()
+        .filter(|w| matches!(w.verdict, Verdict::Denied { .. }))
+        .collect();
+    let total = decision.wheels.len();
+    if denied
+        .iter()
+        .all(|w| Role::of_file(&w.filename) == Role::Companion)
+    {
+        return Err(Error::NotAsPublished {
+            denied: denied.len(),
+            total,
+        });
+    }
     Err(Error::Denied {
-        denied: decision
-            .wheels
-            .iter()
-            .filter(|w| matches!(w.verdict, Verdict::Denied { .. }))
-            .count(),
-        total: decision.wheels.len(),
+        denied: denied.len(),
+        total,
     })
 }
 

@@ -13,6 +13,7 @@ use super::{Error, Prepared, Staged};
 use crate::context::Context;
 use crate::publish::{self, Destination, PublishPlan};
 use crate::ui::{Markdown, markdown_table, plural, text_table};
+use crate::wheel::companion::Role;
 
 /// What `promote` will do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -61,10 +62,19 @@ pub fn plan(
 impl PromotePlan {
     /// What `--dry-run` prints.
     pub fn to_text(&self) -> String {
+        let companions = self
+            .gate
+            .iter()
+            .filter(|line| Role::of_file(&line.wheel) == Role::Companion)
+            .count();
+        let products = self.gate.len() - companions;
         let mut out = format!(
-            "promote {} wheel{} from {} to {}\n",
-            self.gate.len(),
-            plural(self.gate.len()),
+            "promote {products} wheel{}{} from {} to {}\n",
+            plural(products),
+            match companions {
+                0 => String::new(),
+                n => format!(" and {n} ROCm SDK file{}", plural(n)),
+            },
             self.from,
             self.publish.dest
         );
@@ -98,6 +108,10 @@ fn gate_lines(decision: &Decision) -> Vec<GateLine> {
                     ("waived", format!("waiver {number} ({})", waived.join("; ")))
                 }
                 Verdict::Denied { reasons } => ("DENIED", reasons.join("; ")),
+                Verdict::Carried { source } => {
+                    ("carried", format!("ROCm SDK, the bytes {source} publishes"))
+                }
+                Verdict::Replaced { by } => ("dropped", by.clone()),
             };
             GateLine {
                 wheel: w.filename.clone(),

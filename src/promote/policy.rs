@@ -3,6 +3,10 @@
 //! names them — or when an unexpired waiver covers it. The set goes all or nothing: one
 //! denied wheel denies the promotion (TheRock#1579: a cancelled workflow fell through to
 //! "upload", and #5107: host and device wheels promoted apart broke installs).
+//!
+//! Companions (the ROCm SDK's wheels the set carries, `crate::wheel::companion`) are not
+//! judged on tests: their verdict is their provenance (`super::companions`), which no waiver
+//! replaces.
 
 use super::evidence::{Evidence, Outcome, outcome_word};
 use super::waiver::Waiver;
@@ -27,6 +31,15 @@ pub enum Verdict {
     },
     Denied {
         reasons: Vec<String>,
+    },
+    /// A companion that is byte for byte the file its index publishes there.
+    Carried {
+        source: String,
+    },
+    /// A companion of the SDK release the promotion replaces: the promoted set carries the
+    /// promoted SDK's own files instead (`by` says which and from where).
+    Replaced {
+        by: String,
     },
 }
 

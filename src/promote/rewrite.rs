@@ -5,7 +5,9 @@
 //! (`2.10.0a0+rocm…`), while triton carries a final public version with a git label
 //! (`3.5.0+git1a2b3c4d`). Promotion moves the pre-releases along; a wheel whose public
 //! version is already final has nothing to move and goes as it is (its bytes are the tested
-//! ones). Pins on it stay valid, since its version does not change.
+//! ones). Pins on it stay valid, since its version does not change. When the promotion moves
+//! the ROCm SDK too, a final wheel whose local label names that SDK build
+//! (`2.9.0+rocm7.10.0a20251124`) is rewritten as well: its label follows the SDK.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,7 +18,7 @@ use serde::Serialize;
 use super::StagedFile;
 use crate::ui::plural;
 use crate::wheel::filename::WheelFilename;
-use crate::wheel::rewrite::{Promotion, Rewritten};
+use crate::wheel::rewrite::{Promotion, Rewritten, label_names_sdk};
 
 /// The set split for a version rewrite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,9 +41,10 @@ pub enum SplitError {
     NothingToRewrite(String),
 }
 
-/// Splits the set: wheels with a pre-release or dev public version are rewritten, the
-/// others kept.
-pub fn split(set: &[StagedFile]) -> Result<RewritePlan, SplitError> {
+/// Splits the set (its products): wheels with a pre-release or dev public version are
+/// rewritten, and so are those whose label names the ROCm SDK build `sdk` the promotion
+/// moves; the others are kept.
+pub fn split(set: &[StagedFile], sdk: Option<&Version>) -> Result<RewritePlan, SplitError> {
     let mut plan = RewritePlan {
         rewrite: Vec::new(),
         keep: Vec::new(),
@@ -49,7 +52,8 @@ pub fn split(set: &[StagedFile]) -> Result<RewritePlan, SplitError> {
     for staged in set {
         let wheel = WheelFilename::parse(&staged.filename)
             .map_err(|_| SplitError::NotAWheel(staged.filename.clone()))?;
-        if is_final(&wheel.version) {
+        let follows_sdk = sdk.is_some_and(|sdk| label_names_sdk(&wheel.version, sdk));
+        if is_final(&wheel.version) && !follows_sdk {
             plan.keep.push(staged.clone());
         } else {
             plan.rewrite.push(staged.clone());
@@ -79,6 +83,22 @@ pub struct RewriteSummary {
     pub rewritten: Vec<RewrittenWheel>,
     /// Wheels that go as they are (already final).
     pub keep: Vec<KeptWheel>,
+    /// The ROCm SDK the promotion moves with the set, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<SdkMove>,
+}
+
+/// The ROCm SDK moved by a promotion: labels and pins follow it; its own wheels are never
+/// rewritten, the promoted release's are carried from its index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SdkMove {
+    pub from: String,
+    pub to: String,
+    /// The index the promoted SDK's wheels come from (none when the set carries none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+    /// The files of the promoted SDK the promoted set carries.
+    pub carried: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -98,11 +118,12 @@ pub struct KeptWheel {
 }
 
 /// The summary of a rewrite: old name → new name, the pins and version files it changed;
-/// and the wheels that go as they are.
+/// the wheels that go as they are; the SDK it moves.
 pub fn summary(
     rewritten: &[Rewritten],
     keep: &[StagedFile],
     promotion: Promotion,
+    sdk: Option<SdkMove>,
 ) -> RewriteSummary {
     let file_name = |path: &Path| {
         path.file_name()
@@ -127,6 +148,7 @@ pub fn summary(
                 version: staged.version.clone(),
             })
             .collect(),
+        sdk,
     }
 }
 
@@ -155,6 +177,20 @@ impl RewriteSummary {
                 "  keep {} (version {} is already final)",
                 kept.file, kept.version
             );
+        }
+        if let Some(sdk) = &self.sdk {
+            let _ = writeln!(
+                out,
+                "  the ROCm SDK {} -> {}: labels and pins follow it; its wheels are never rewritten",
+                sdk.from, sdk.to
+            );
+            for file in &sdk.carried {
+                let _ = writeln!(
+                    out,
+                    "    carry {file} from {}",
+                    sdk.index.as_deref().unwrap_or("its index")
+                );
+            }
         }
         out
     }
@@ -200,7 +236,7 @@ mod tests {
                     Requires-Dist: rocm==7.13.0a1 -> rocm==7.13.0rc1\n    version in torch/version.py\n  \
                     keep triton-3.5.0-cp311-cp311-linux_x86_64.whl (version 3.5.0 is already final)\n";
         let rc = Promotion::ReleaseCandidate(1);
-        let summary = summary(rewritten, keep, rc);
+        let summary = summary(rewritten, keep, rc, None);
         assert_eq!(
             summary.describe(true),
             format!("would rewrite 1 wheel to {rc}:\n{body}")
@@ -230,25 +266,55 @@ mod tests {
             "audio",
             "torchaudio-2.9.0.post1-cp311-cp311-linux_x86_64.whl",
         );
-        let plan = split(&[
-            torch.clone(),
-            triton.clone(),
-            vision.clone(),
-            candidate.clone(),
-            post.clone(),
-        ])
+        let plan = split(
+            &[
+                torch.clone(),
+                triton.clone(),
+                vision.clone(),
+                candidate.clone(),
+                post.clone(),
+            ],
+            None,
+        )
         .expect("split");
         assert_eq!(plan.rewrite, vec![torch, vision, candidate]);
         assert_eq!(plan.keep, vec![triton.clone(), post]);
 
         assert_eq!(
-            split(&[triton]).expect_err("nothing").to_string(),
+            split(std::slice::from_ref(&triton), None)
+                .expect_err("nothing")
+                .to_string(),
             "nothing to rewrite: every wheel of the set already has a final version (triton 3.5.0+git1a2b3c4d); promote without --rewrite-version"
         );
         let sdist = staged("demo", "demo-1.0a1.tar.gz");
         assert_eq!(
-            split(&[sdist]).expect_err("sdist"),
+            split(&[sdist], None).expect_err("sdist"),
             SplitError::NotAWheel("demo-1.0a1.tar.gz".into())
+        );
+    }
+
+    #[test]
+    fn final_wheels_built_on_a_promoted_sdk_follow_it() {
+        let torch = staged(
+            "torch",
+            "torch-2.9.0+rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+        );
+        let triton = staged(
+            "triton",
+            "triton-3.4.0+git8518ca6a.rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+        );
+        let other = staged(
+            "apex",
+            "apex-1.9.0+rocm7.10.0a2025112-cp311-cp311-linux_x86_64.whl",
+        );
+        let sdk: Version = "7.10.0a20251124".parse().expect("version");
+        let plan =
+            split(&[torch.clone(), triton.clone(), other.clone()], Some(&sdk)).expect("split");
+        assert_eq!(plan.rewrite, vec![torch.clone(), triton]);
+        assert_eq!(plan.keep, vec![other]);
+        assert!(
+            split(&[torch], None).is_err(),
+            "without the SDK: nothing to rewrite"
         );
     }
 }

@@ -8,6 +8,7 @@ use super::Error;
 use super::plan::Transfer;
 use crate::index::ordering::Release;
 use crate::index::{dist_key, metadata_key};
+use crate::wheel::companion::Role;
 use crate::wheel::verify::WheelReport;
 
 /// One object of a set: where it goes and what its bytes are.
@@ -63,7 +64,8 @@ pub struct Publication {
 
 /// The uploads that publish verified wheels: each wheel from its file, then its PEP 658
 /// sidecar from the METADATA bytes verification read, at the layout's keys. Every report
-/// must be a passing one (it then has a name, a SHA-256 and metadata).
+/// must be a passing one (it then has a name, a SHA-256 and, for a product, metadata; a
+/// companion that is a source distribution has no METADATA, and no sidecar).
 pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, Error> {
     let mut items = Vec::with_capacity(2 * wheels.len());
     for wheel in wheels {
@@ -73,11 +75,11 @@ pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, Error> {
         };
         let name = wheel.name.as_deref().ok_or_else(|| missing("name"))?;
         let sha256 = wheel.sha256.clone().ok_or_else(|| missing("sha256"))?;
-        let metadata = wheel.metadata.as_ref().ok_or_else(|| missing("METADATA"))?;
-        let metadata_sha256 = wheel
-            .metadata_sha256
-            .clone()
-            .ok_or_else(|| missing("METADATA hash"))?;
+        let metadata = match (&wheel.metadata, wheel.role) {
+            (Some(metadata), _) => Some(metadata),
+            (None, Role::Companion) => None,
+            (None, Role::Product) => return Err(missing("METADATA")),
+        };
         let key = dist_key(name, &wheel.file);
         let sidecar = metadata_key(&key);
         items.push(Item {
@@ -90,6 +92,13 @@ pub fn upload_items(wheels: &[WheelReport]) -> Result<Vec<Item>, Error> {
                 path: wheel.path.clone(),
             },
         });
+        let Some(metadata) = metadata else {
+            continue;
+        };
+        let metadata_sha256 = wheel
+            .metadata_sha256
+            .clone()
+            .ok_or_else(|| missing("METADATA hash"))?;
         items.push(Item {
             object: SetObject {
                 key: sidecar,
@@ -113,6 +122,8 @@ mod tests {
         let report = WheelReport {
             path: PathBuf::from("/dist/rock_torch-1.0-py3-none-any.whl"),
             file: "rock_torch-1.0-py3-none-any.whl".into(),
+            role: Role::Product,
+            source: None,
             size: 10,
             sha256: None,
             name: Some("rock-torch".into()),

@@ -8,16 +8,23 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{Destination, Error, Publication, PublishPlan, Transfer, upload_items};
+use crate::context::Context;
+use crate::index::client::IndexClient;
 use crate::index::ordering::Release;
 use crate::ui::{human_bytes, plural};
-use crate::verify::VerifyReport;
+use crate::verify::{VerifyReport, companions};
+use crate::wheel::companion::Role;
 
-/// One verified wheel of the set.
+/// One wheel of the set: a verified product, or a companion carried from its index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StagedWheel {
     pub file: String,
     pub size: u64,
     pub sha256: String,
+    pub role: Role,
+    /// A companion's source: the index file it is byte for byte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// What `stage` will do: the verified set and its publication.
@@ -31,6 +38,25 @@ pub struct StagePlan {
     pub targets_from: Option<String>,
     pub wheels: Vec<StagedWheel>,
     pub publish: PublishPlan,
+}
+
+/// Completes a verified set with the companions its products pin (the ROCm SDK wheels,
+/// from the SDK's `index_url`, into `dir`): a release prefix then installs with no other
+/// index. A set that failed verification, or pins nothing of the SDK, is returned as it is.
+pub fn bring_companions(
+    ctx: &Context,
+    mut report: VerifyReport,
+    index_url: Option<&str>,
+    dir: &Path,
+) -> Result<VerifyReport, crate::verify::Error> {
+    let seeds = companions::product_requirements(&report.wheels);
+    let Some(index_url) = index_url.filter(|_| report.ok && !seeds.is_empty()) else {
+        return Ok(report);
+    };
+    let index = IndexClient::new(index_url).map_err(crate::verify::Error::Index)?;
+    let brought = companions::bring(ctx, seeds, &report.wheels, &index, dir)?;
+    report.wheels.extend(brought);
+    Ok(report)
 }
 
 /// The publication of a verified set: its wheels and sidecars as uploads, the versions it
@@ -83,6 +109,8 @@ pub fn plan(
                 file: w.file.clone(),
                 size: w.size,
                 sha256: w.sha256.clone().unwrap_or_default(),
+                role: w.role,
+                source: w.source.clone(),
             })
             .collect(),
         publish: super::plan(publication, dest)?,
@@ -92,11 +120,20 @@ pub fn plan(
 impl StagePlan {
     /// What `--dry-run` prints.
     pub fn to_text(&self) -> String {
+        let products = self
+            .wheels
+            .iter()
+            .filter(|w| w.role == Role::Product)
+            .count();
+        let companions = self.wheels.len() - products;
         let mut out = format!(
-            "stage {} verified wheel{} from {} to {}\n",
-            self.wheels.len(),
-            plural(self.wheels.len()),
+            "stage {products} verified wheel{} from {}{} to {}\n",
+            plural(products),
             self.input.display(),
+            match companions {
+                0 => String::new(),
+                n => format!(" and {n} ROCm SDK file{} they pin", plural(n)),
+            },
             self.publish.dest
         );
         match (&self.targets_from, self.targets.is_empty()) {
@@ -110,13 +147,22 @@ impl StagePlan {
             _ => out.push_str("GPU libraries were checked for HIP code, not for targets\n"),
         }
         for wheel in &self.wheels {
-            let _ = writeln!(
-                out,
-                "  verified {} ({}, sha256 {})",
-                wheel.file,
-                human_bytes(wheel.size),
-                wheel.sha256
-            );
+            let _ = match (&wheel.role, &wheel.source) {
+                (Role::Companion, Some(source)) => writeln!(
+                    out,
+                    "  carried  {} ({}, sha256 {}, as {source} publishes it)",
+                    wheel.file,
+                    human_bytes(wheel.size),
+                    wheel.sha256
+                ),
+                _ => writeln!(
+                    out,
+                    "  verified {} ({}, sha256 {})",
+                    wheel.file,
+                    human_bytes(wheel.size),
+                    wheel.sha256
+                ),
+            };
         }
         out.push_str(&self.publish.to_text());
         out

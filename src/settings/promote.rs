@@ -6,8 +6,8 @@ use super::store::store_settings;
 use crate::cli::{PromoteArgs, RewriteTo};
 use crate::context::Context;
 use crate::lock::Lock;
-use crate::promote;
 use crate::promote::waiver::{self, Waiver};
+use crate::promote::{self, SdkIndexes};
 use crate::stack::ConfigSource;
 use crate::store::{StoreSettings, StoreUrl};
 use crate::wheel::rewrite::Promotion;
@@ -22,6 +22,8 @@ pub struct PromoteSettings {
     pub lock: Option<(PathBuf, Lock)>,
     /// The versions to promote to (`--rewrite-version`); none: the objects go as they are.
     pub promotion: Option<Promotion>,
+    /// Where the ROCm SDK the set carries is published (`--index-url`, the lock's).
+    pub sdk_indexes: SdkIndexes,
     pub store: StoreSettings,
     pub dry_run: bool,
     pub json: bool,
@@ -38,6 +40,7 @@ impl PromoteSettings {
             dry_run,
             json,
             lock,
+            index_url,
             store,
         } = args;
         let from = StoreUrl::parse(&from, &ctx.cwd)?;
@@ -53,6 +56,15 @@ impl PromoteSettings {
             None => Vec::new(),
         };
         let lock = super::read_lock(ctx, lock)?;
+        let sdk_indexes = SdkIndexes {
+            given: index_url,
+            // The lock keeps the URL with its password masked; such a URL cannot be read.
+            locked: lock
+                .as_ref()
+                .and_then(|(_, lock)| lock.build.as_ref())
+                .and_then(|build| build.index_url.clone())
+                .filter(|url| !crate::redact::is_masked(url)),
+        };
         Ok(PromoteSettings {
             from,
             to,
@@ -63,6 +75,7 @@ impl PromoteSettings {
                 RewriteTo::Rc => Promotion::ReleaseCandidate(1),
                 RewriteTo::Final => Promotion::Final,
             }),
+            sdk_indexes,
             store: store_settings(store),
             dry_run,
             json,

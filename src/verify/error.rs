@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::index::Error as ClientError;
 use crate::stack::families::NameError;
+use crate::verify::companions::CompanionError;
 use crate::wheel::verify::CollectError;
 
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +17,10 @@ pub enum Error {
     Index(ClientError),
     #[error("--targets: {0}")]
     Targets(NameError),
+    #[error("creating a scratch directory: {0}")]
+    Scratch(std::io::Error),
+    #[error(transparent)]
+    Companion(#[from] CompanionError),
     #[error(
         "{}: the lock's build record has a version for project '{project}', which {stack} does not define",
         lock.display()
@@ -43,6 +48,10 @@ impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
             Error::Inputs(CollectError::EmptyDirectory(_)) => ExitStatus::VerificationFailed,
+            // The SDK's index lacks what the set pins, or serves other bytes.
+            Error::Companion(CompanionError::Index(error)) => error.exit_status(),
+            Error::Companion(_) => ExitStatus::VerificationFailed,
+            Error::Scratch(_) => ExitStatus::Failure,
             Error::Inputs(_)
             | Error::Index(_)
             | Error::Targets(_)

@@ -5,6 +5,7 @@
 //!
 //! `verify`, `stage` and `promote` all verify through [`run`].
 
+pub mod companions;
 mod error;
 pub mod report;
 mod set;
@@ -19,6 +20,7 @@ use crate::context::Context;
 use crate::index::client::IndexClient;
 use crate::stack::Stack;
 use crate::ui::{human_bytes, plural};
+use crate::wheel::companion::is_sdk_distribution;
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::{
     CollectError, DEFAULT_MEMORY_BUDGET, WheelExpectation, WheelExpectations, collect_wheels,
@@ -66,9 +68,9 @@ impl Expectations {
     }
 
     /// Whether a (normalized) project name belongs to the stack: its wheels plus the ROCm SDK
-    /// packages (`rocm`, `rocm-sdk-*`), which must come from the same release.
+    /// (`rocm`, `rocm-*`: `crate::wheel::companion`), which must come from the same release.
     pub fn inside_stack(&self, name: &str) -> bool {
-        self.stack_wheels.contains(name) || name == "rocm" || name.starts_with("rocm-sdk-")
+        self.stack_wheels.contains(name) || is_sdk_distribution(name)
     }
 
     /// The targets every GPU library must carry, for messages.
@@ -104,6 +106,11 @@ pub fn verify_set(wheels: &[PathBuf], expect: &Expectations) -> Result<VerifyRep
         .map_err(Error::Index)?;
     let mut reports = verify_wheels(wheels, &expect.wheels, expect.memory_budget);
     let set_problems = set::check_set(&mut reports, expect, index.as_ref());
+    let scratch = tempfile::Builder::new()
+        .prefix("rockbuild-verify-")
+        .tempdir()
+        .map_err(Error::Scratch)?;
+    companions::check(&mut reports, index.as_ref(), scratch.path());
     let problem_count =
         set_problems.len() + reports.iter().map(|r| r.problems.len()).sum::<usize>();
     Ok(VerifyReport {

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::ui::{self, plural};
+use crate::wheel::companion::Role;
 use crate::wheel::problem::Problem;
 use crate::wheel::verify::{WheelReport, serialize_problems};
 
@@ -86,7 +87,13 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
                 targets.join(" ")
             )
         };
-        if wheel.ok() {
+        if wheel.ok() && wheel.role == Role::Companion {
+            lines.push(Line::plain(format!(
+                "  ok    {}  (ROCm SDK, carried: the bytes {} publishes)",
+                wheel.file,
+                wheel.source.as_deref().unwrap_or("its index")
+            )));
+        } else if wheel.ok() {
             lines.push(Line::plain(format!(
                 "  ok    {}  ({} files{gpu_text})",
                 wheel.file, wheel.entries
@@ -205,6 +212,8 @@ mod tests {
         WheelReport {
             path: PathBuf::from("/build/dist").join(file),
             file: file.into(),
+            role: Role::Product,
+            source: None,
             size: 4096,
             sha256: Some("5".repeat(64)),
             name: Some(name.into()),

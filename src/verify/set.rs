@@ -9,6 +9,7 @@ use pep440_rs::Version;
 use super::Expectations;
 use crate::index::Error as ClientError;
 use crate::index::client::IndexClient;
+use crate::wheel::companion::Role;
 use crate::wheel::filename::{dist_name_and_version, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, Requirement};
 use crate::wheel::problem::Problem;
@@ -28,7 +29,9 @@ pub(super) fn check_set(
         provided: provided(reports),
         index_cache: HashMap::new(),
     };
-    for report in reports.iter_mut() {
+    // A companion's own requirements are its SDK's business: the companions a set carries
+    // are the closure of its products' pins (`super::companions::bring`).
+    for report in reports.iter_mut().filter(|r| r.role == Role::Product) {
         let Some(metadata) = &report.metadata else {
             continue;
         };
@@ -89,19 +92,16 @@ fn missing_projects(reports: &[WheelReport], expect: &Expectations) -> Vec<Probl
         .collect()
 }
 
-/// A wheel of the set: its version, the extras it provides, its file name.
-type Provided = (Version, Vec<String>, String);
+/// A wheel of the set: its version, the extras it provides (unknown for a source
+/// distribution, whose extras are decided when it is built), its file name.
+type Provided = (Version, Option<Vec<String>>, String);
 
 /// What the set provides, by normalized name.
 fn provided(reports: &[WheelReport]) -> HashMap<String, Vec<Provided>> {
     let mut provided: HashMap<String, Vec<Provided>> = HashMap::new();
     for report in reports {
         if let (Some(name), Some(version)) = (&report.name, report.parsed_version()) {
-            let extras = report
-                .metadata
-                .as_ref()
-                .map(|m| m.provides_extra.clone())
-                .unwrap_or_default();
+            let extras = report.metadata.as_ref().map(|m| m.provides_extra.clone());
             provided
                 .entry(name.clone())
                 .or_default()
@@ -180,7 +180,11 @@ impl Closure<'_> {
             return requirement
                 .extras
                 .iter()
-                .filter(|extra| !matching.iter().any(|(_, extras, _)| extras.contains(extra)))
+                .filter(|extra| {
+                    !matching.iter().any(|(_, extras, _)| {
+                        extras.as_ref().is_none_or(|extras| extras.contains(extra))
+                    })
+                })
                 .map(|extra| Problem::MissingExtra {
                     requirement: requirement.raw.clone(),
                     extra: extra.clone(),

@@ -2,6 +2,7 @@
 //!
 //! - [`filename`]: wheel file names, PEP 503 normalization, PEP 427 escaping.
 //! - [`archive`]: the strict zip reader (ZIP64, header consistency, positioned reads).
+//! - [`companion`]: products (built here) and companions (the ROCm SDK, carried as published).
 //! - [`record`], [`metadata`]: RECORD, METADATA (core metadata, PEP 658 bytes), WHEEL.
 //! - [`elf`], [`offload`]: DT_NEEDED, RPATH/RUNPATH and the gfx targets of `.hip_fatbin`.
 //! - [`manylinux`]: the platform tag against the glibc versions the libraries need.
@@ -10,6 +11,7 @@
 //! - [`rewrite`]: [`rewrite::rewrite_set`], promotion's a → rc → final version rewrite.
 
 pub mod archive;
+pub mod companion;
 pub mod elf;
 pub mod filename;
 pub mod manylinux;

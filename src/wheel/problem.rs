@@ -155,6 +155,19 @@ pub enum Problem {
         extra: String,
         provider: String,
     },
+    /// A companion (a ROCm SDK wheel) of a release the set's products do not pin.
+    CompanionVersion {
+        name: String,
+        version: String,
+        /// The SDK versions the products pin (empty: none).
+        pinned: Vec<String>,
+    },
+    /// A companion whose bytes are not shown to be the ones its index publishes.
+    Provenance {
+        /// The index it was checked against (none given: not checked).
+        index: Option<String>,
+        detail: String,
+    },
 }
 
 impl Problem {
@@ -196,6 +209,8 @@ impl Problem {
             Problem::Unresolved { .. } => "unresolved",
             Problem::MissingExtra { .. } => "missing-extra",
             Problem::PinNotExact { .. } => "pin-not-exact",
+            Problem::CompanionVersion { .. } => "companion-version",
+            Problem::Provenance { .. } => "provenance",
         }
     }
 }
@@ -391,6 +406,38 @@ impl fmt::Display for Problem {
                 f,
                 "Requires-Dist '{requirement}' asks for extra '{extra}' but {provider} does not \
                  provide it (pip would only warn and install without it)"
+            ),
+            Problem::CompanionVersion {
+                name,
+                version,
+                pinned,
+            } => match pinned.as_slice() {
+                [] => write!(
+                    f,
+                    "a ROCm SDK wheel ({name} {version}) is carried only as a dependency the set \
+                     pins, and no wheel of the set pins the ROCm SDK: remove it from the input"
+                ),
+                _ => write!(
+                    f,
+                    "{name} {version} is not the ROCm SDK the set pins ({}): remove it from the \
+                     input (stage brings the SDK wheels the set pins from the SDK's index)",
+                    pinned.join(", ")
+                ),
+            },
+            Problem::Provenance {
+                index: None,
+                detail,
+            } => write!(
+                f,
+                "a ROCm SDK wheel is carried as its index publishes it, and {detail}: give the \
+                 SDK's index (--index-url, or --lock with a build record naming it)"
+            ),
+            Problem::Provenance {
+                index: Some(index),
+                detail,
+            } => write!(
+                f,
+                "not the file the SDK's index {index} publishes: {detail}"
             ),
         }
     }

@@ -2,7 +2,9 @@
 //! ELF file in them needs at most the tag's glibc (see [`crate::wheel::manylinux`]). The plan
 //! is a pure function of the verification reports; applying it rewrites the WHEEL file's
 //! `Tag:` lines and RECORD's line for it, copies every other entry's compressed bytes
-//! unchanged, and renames the wheel. Nothing is bundled or patched.
+//! unchanged, and renames the wheel. Nothing is bundled or patched. Companions (the ROCm
+//! SDK's wheels, `crate::wheel::companion`) are kept as they are: their file names are their
+//! index's.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,7 @@ use serde::Serialize;
 
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::wheel::archive::Archive;
+use crate::wheel::companion::Role;
 use crate::wheel::filename::WheelFilename;
 use crate::wheel::manylinux::{Glibc, Platform, highest_need};
 use crate::wheel::record;
@@ -149,6 +152,12 @@ pub fn plan(reports: &[WheelReport], platform: &Target) -> RetagPlan {
 
 fn decide(report: &WheelReport, platform: &Target) -> Action {
     let file = report.file.clone();
+    if report.role == Role::Companion {
+        return Action::Keep {
+            file,
+            reason: "a ROCm SDK wheel: carried as its index publishes it, never retagged".into(),
+        };
+    }
     if let Some(problem) = report.problems.first() {
         return Action::Refuse {
             file,

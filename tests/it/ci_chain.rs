@@ -91,6 +91,7 @@ struct Harness {
     s3: S3Server,
     _index: HttpServer,
     _sdk: HttpServer,
+    _python_index: HttpServer,
     calls: Calls,
     workspaces: usize,
     /// Each chain's inputs as its caller passed them, by family (for re-runs).
@@ -149,6 +150,10 @@ impl Harness {
         let s3 = S3Server::start(&env.path("s3"));
         let index = http::serve(&env.path("s3/wheels"));
         let sdk = http::serve(&sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]));
+        // The index of everything else (PyPI): the sample set needs nothing from it, and it
+        // holds no SDK, so the staged and released prefixes must hold the SDK themselves.
+        std::fs::create_dir_all(env.path("python-index/simple")).expect("mkdir");
+        let python_index = http::serve(&env.path("python-index"));
         let generated = env
             .rockbuild()
             .args(["ci", "generate", "--dry-run", "--json"])
@@ -160,10 +165,10 @@ impl Harness {
             ("ROCKBUILD_BUILD_IMAGE", "build-image".to_string()),
             ("ROCKBUILD_TEST_IMAGE", "test-image".to_string()),
             ("ROCKBUILD_ROCM_INDEX_URL", format!("{}simple/", sdk.url())),
-            // pytest comes from the wheelhouse; the SDK index stands in for PyPI.
+            // pytest comes from the wheelhouse.
             (
                 "ROCKBUILD_PYTHON_INDEX_URL",
-                format!("{}simple/", sdk.url()),
+                format!("{}simple/", python_index.url()),
             ),
             ("ROCKBUILD_STAGING_URL", s3.url("staging")),
             (
@@ -193,6 +198,7 @@ impl Harness {
             s3,
             _index: index,
             _sdk: sdk,
+            _python_index: python_index,
             calls: Vec::new(),
             workspaces: 0,
             chain_inputs: BTreeMap::new(),
@@ -835,7 +841,17 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
         "{staged:?}"
     );
     let released = harness.wheels("release/gfx906");
-    for project in ["torch-", "torchaudio-", "torchvision-", "triton-", "apex-"] {
+    // The products, and the ROCm SDK wheels torch pins (`rocm[libraries]`), carried.
+    for project in [
+        "torch-",
+        "torchaudio-",
+        "torchvision-",
+        "triton-",
+        "apex-",
+        "rocm-",
+        "rocm_sdk_core-",
+        "rocm_sdk_libraries-",
+    ] {
         assert!(
             released.iter().any(|w| w.starts_with(project)),
             "{project} not promoted: {released:?}"

@@ -311,35 +311,32 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     assert_eq!(report["result"], "passed");
     assert_eq!(report["wheels"].as_array().map(Vec::len), Some(4));
 
-    // Promotion on the test report alone. The staging prefix also holds the SDK's development
-    // and device packages, which no test installed: denied, each by name, nothing copied.
-    let promote = |from: &str, to: &str| {
+    // Promotion on the test report. The staging prefix also holds the SDK's development and
+    // device packages, which no test installed: the SDK's wheels are judged by their bytes
+    // against the SDK's index, not by tests. Without that index, they are denied by name and
+    // nothing is copied; with it, torch and every SDK wheel are promoted.
+    let promote = |from: &str, to: &str, extra: &[&str]| {
         world
             .env
             .rockbuild()
             .args(["promote", "--from", from, "--to", to])
             .args(["--test-report", "test-report.json"])
+            .args(extra)
             .assert()
     };
-    let denied = promote("index/staging", "release").code(5);
+    let denied = promote("index/staging", "release", &[]).code(5);
     insta::assert_snapshot!(
         "promote_denied_after_test",
         normalize(&world, &stderr(&denied))
     );
     assert!(!world.env.path("release").exists());
-    // Staged without them, torch and the SDK it installed are promoted.
-    for project in ["rocm-sdk-devel", "rocm-sdk-device-gfx906"] {
-        std::fs::remove_dir_all(world.env.path("index/staging").join(project)).expect("remove");
-    }
-    world
-        .env
-        .rockbuild()
-        .args(["index", "index/staging"])
-        .assert()
-        .success();
-    let promoted = promote("index/staging", "release").success();
+    let sdk_index = format!(
+        "file://{}/simple/",
+        crate::common::sdk::sdk_index(SDK, &["gfx906"]).display()
+    );
+    let promoted = promote("index/staging", "release", &["--index-url", &sdk_index]).success();
     assert!(
-        stderr(&promoted).contains("promoted 4 wheels"),
+        stderr(&promoted).contains("promoted 1 wheel and 5 ROCm SDK files"),
         "{}",
         stderr(&promoted)
     );

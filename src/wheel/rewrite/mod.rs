@@ -22,12 +22,15 @@
 //! Epoch and release numbers never change, so every promotion sorts strictly higher.
 //!
 //! The one exception to "local label intact" fixes W7 without its regex: when the version map
-//! also promotes the ROCm SDK (`rocm`), a local label that names that SDK build as a whole
-//! dot-separated run (`rocm7.13.0a20260430`, also inside `git1a2b3c4d.rocm7.13.0a20260430`)
-//! names the promoted SDK instead (`rocm7.13.0`), because the wheel's `rocm==` pin changes
-//! with it. Nothing else in the label is touched. A final public version whose label changes
-//! this way (`2.10.0+rocm7.13.0a20260430` → `2.10.0+rocm7.13.0`, the reference's example) is a
-//! valid promotion.
+//! also promotes the ROCm SDK (TheRock's `promote_packages.py` promotes the ROCm packages and
+//! torch together), a local label that names that SDK build as a whole dot-separated run
+//! (`rocm7.13.0a20260430`, also inside `git1a2b3c4d.rocm7.13.0a20260430`) names the promoted
+//! SDK instead (`rocm7.13.0rc1`, `rocm7.13.0`), because every pin on a part of the SDK
+//! (`rocm[libraries]==`, `rocm-sdk-core==`, …) changes with it, and so do version literals
+//! equal to its version (torch's `_rocm_init.py` check). Nothing else in the label is touched.
+//! A final public version whose label changes this way (`2.10.0+rocm7.13.0a20260430` →
+//! `2.10.0+rocm7.13.0`, the reference's example) is a valid promotion. The SDK's own wheels
+//! are companions (`crate::wheel::companion`): never in the map's set, never rewritten.
 //!
 //! `Requires-Dist` pins between members of the map follow the map (`triton==OLD` →
 //! `triton==NEW`); a pin to a version the map does not promote from is refused, since the
@@ -42,7 +45,7 @@ mod wheel;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use version::{VersionMap, promoted_version};
+pub use version::{VersionMap, label_names_sdk, promoted_version};
 pub use wheel::{Rewritten, rewrite_set, rewrite_version};
 
 /// Where a promotion takes a version.

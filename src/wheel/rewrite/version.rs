@@ -7,27 +7,45 @@ use std::str::FromStr;
 use pep440_rs::{Prerelease, PrereleaseKind, Version};
 
 use super::{Promotion, RewriteError};
+use crate::wheel::companion::{SDK_META_PACKAGE, is_sdk_distribution};
 use crate::wheel::filename::{WheelFilename, normalize_name};
 
-/// Old → new version per normalized project name.
+/// Old → new version per normalized project name, and the ROCm SDK's when it is promoted
+/// with the set (then every pin on a part of the SDK follows it: `rocm[libraries]==`,
+/// `rocm-sdk-core==`, …).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VersionMap(BTreeMap<String, (Version, Version)>);
+pub struct VersionMap {
+    wheels: BTreeMap<String, (Version, Version)>,
+    sdk: Option<(Version, Version)>,
+}
 
 impl VersionMap {
     pub fn insert(&mut self, name: &str, old: Version, new: Version) {
-        self.0.insert(normalize_name(name), (old, new));
+        self.wheels.insert(normalize_name(name), (old, new));
+    }
+
+    /// The SDK's promotion: pins on any of its distributions follow it.
+    pub fn set_sdk(&mut self, old: Version, new: Version) {
+        self.sdk = Some((old, new));
     }
 
     pub fn get(&self, name: &str) -> Option<&(Version, Version)> {
-        self.0.get(&normalize_name(name))
+        self.wheels
+            .get(&normalize_name(name))
+            .or_else(|| self.sdk.as_ref().filter(|_| is_sdk_distribution(name)))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &(Version, Version))> {
-        self.0.iter()
+    /// Every promotion of the map (the SDK's as `rocm`).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &(Version, Version))> {
+        self.wheels
+            .iter()
+            .map(|(name, versions)| (name.as_str(), versions))
+            .chain(self.sdk.iter().map(|versions| (SDK_META_PACKAGE, versions)))
     }
 
-    /// New versions for every wheel of a set. `sdk` carries the ROCm SDK's promotion when the
-    /// SDK is promoted too (it is added to the map, so `rocm==` pins follow it); every
+    /// New versions for every wheel of a set (products: the SDK's wheels are companions,
+    /// never rewritten). `sdk` carries the ROCm SDK's promotion when the SDK is promoted
+    /// with the set: labels naming that SDK build follow it, and so do pins on it. Every
     /// refusal is collected before failing.
     pub fn for_set(
         wheels: &[WheelFilename],
@@ -35,9 +53,6 @@ impl VersionMap {
         sdk: Option<(Version, Version)>,
     ) -> Result<VersionMap, RewriteError> {
         let mut map = VersionMap::default();
-        if let Some((old, new)) = &sdk {
-            map.insert("rocm", old.clone(), new.clone());
-        }
         let mut seen: BTreeMap<String, Version> = BTreeMap::new();
         let mut refusals = Vec::new();
         for wheel in wheels {
@@ -52,17 +67,13 @@ impl VersionMap {
                 continue;
             }
             seen.insert(name.clone(), wheel.version.clone());
-            // The SDK's own wheels are promoted by the public rule; other labels follow them.
-            let is_sdk = name == "rocm" || name.starts_with("rocm-sdk-");
-            match promoted_version(
-                &name,
-                &wheel.version,
-                to,
-                if is_sdk { None } else { sdk.as_ref() },
-            ) {
+            match promoted_version(&name, &wheel.version, to, sdk.as_ref()) {
                 Ok(new) => map.insert(&name, wheel.version.clone(), new),
                 Err(error) => refusals.push(error),
             }
+        }
+        if let Some((old, new)) = sdk {
+            map.set_sdk(old, new);
         }
         match refusals.len() {
             0 => Ok(map),
@@ -70,6 +81,22 @@ impl VersionMap {
             _ => Err(RewriteError::Several(refusals)),
         }
     }
+}
+
+/// Whether `version`'s local label names SDK build `sdk` as a whole dot-separated run
+/// (`rocm7.13.0a20260430`, also in `git1a2b3c4d.rocm7.13.0a20260430`): the wheel was built
+/// on that SDK, and a promotion of the SDK renames it.
+pub fn label_names_sdk(version: &Version, sdk: &Version) -> bool {
+    let text = version.to_string();
+    let Some((_, label)) = text.split_once('+') else {
+        return false;
+    };
+    let needle = format!("rocm{sdk}");
+    label
+        .split('.')
+        .collect::<Vec<_>>()
+        .windows(needle.split('.').count())
+        .any(|run| run.join(".") == needle)
 }
 
 /// The promoted version of `version` (see the module documentation for the rules).
@@ -334,5 +361,43 @@ mod tests {
             error.contains("triton 3.5.0.post1 cannot be promoted"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn every_pin_on_the_sdk_follows_a_promoted_sdk() {
+        let names: Vec<WheelFilename> = [
+            "torch-2.9.0+rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+            "triton-3.4.0+git8518ca6a.rocm7.10.0a20251124-cp311-cp311-linux_x86_64.whl",
+        ]
+        .iter()
+        .map(|n| WheelFilename::parse(n).expect("name"))
+        .collect();
+        let sdk = (v("7.10.0a20251124"), v("7.10.0rc1"));
+        let map = VersionMap::for_set(&names, Promotion::ReleaseCandidate(1), Some(sdk.clone()))
+            .expect("maps");
+        for name in ["rocm", "rocm-sdk-core", "rocm_sdk_libraries_gfx94X-dcgpu"] {
+            assert_eq!(map.get(name), Some(&sdk), "{name}");
+        }
+        assert_eq!(map.get("numpy"), None);
+        let new = |name: &str| map.get(name).map(|(_, new)| new.to_string());
+        assert_eq!(new("torch").as_deref(), Some("2.9.0+rocm7.10.0rc1"));
+        assert_eq!(
+            new("triton").as_deref(),
+            Some("3.4.0+git8518ca6a.rocm7.10.0rc1")
+        );
+        // The SDK's literal is among the replacements version files get.
+        assert!(
+            map.iter()
+                .any(|(name, versions)| name == "rocm" && *versions == sdk)
+        );
+        assert!(label_names_sdk(
+            &v("3.4.0+git8518ca6a.rocm7.10.0a20251124"),
+            &sdk.0
+        ));
+        assert!(!label_names_sdk(
+            &v("3.4.0+git8518ca6a.rocm7.10.0a2025112"),
+            &sdk.0
+        ));
+        assert!(!label_names_sdk(&v("2.9.0"), &sdk.0));
     }
 }

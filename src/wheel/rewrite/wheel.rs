@@ -184,7 +184,7 @@ pub fn rewrite_version(
     let mut replacements: Vec<(String, String)> =
         vec![(metadata.version.to_string(), new_version.to_string())];
     for (name, (old, new)) in pins.iter() {
-        if *name != own {
+        if name != own {
             replacements.push((old.to_string(), new.to_string()));
         }
     }

@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use crate::stack::Target;
 use crate::wheel::archive::Archive;
+use crate::wheel::companion::Role;
 use crate::wheel::elf::ElfInfo;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
@@ -89,6 +90,12 @@ pub struct LibraryReport {
 pub struct WheelReport {
     pub path: PathBuf,
     pub file: String,
+    /// A product (every check) or a companion (read for its hash and METADATA; its
+    /// provenance is the set's to check, see `crate::wheel::companion`).
+    pub role: Role,
+    /// A companion's source: the index file its bytes were found identical to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub size: u64,
     /// SHA-256 of the wheel file (hex), for index links and test reports.
     pub sha256: Option<String>,
@@ -193,6 +200,8 @@ pub fn collect_wheels(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, CollectError> 
 
 /// Verifies wheels (paths to `.whl` files) each on its own, in parallel, holding at most
 /// `memory_budget` bytes of ELF files in memory at once. Reports are in the order given.
+/// Products get every check; companions (the ROCm SDK's wheels, by name) are only read
+/// ([`read_companion`]).
 pub fn verify_wheels(
     wheels: &[PathBuf],
     expect: &WheelExpectations,
@@ -202,19 +211,26 @@ pub fn verify_wheels(
     wheels
         .par_iter()
         .with_max_len(1)
-        .map(|path| verify_wheel(path, expect, &budget))
+        .map(|path| match Role::of_file(&file_name(path)) {
+            Role::Product => verify_wheel(path, expect, &budget),
+            Role::Companion => read_companion(path),
+        })
         .collect()
 }
 
-/// Verifies one wheel on its own (no set-level checks).
-fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) -> WheelReport {
-    let file = path
-        .file_name()
+fn file_name(path: &Path) -> String {
+    path.file_name()
         .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
-    let mut report = WheelReport {
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// An empty report of a file: no problems yet, nothing read.
+fn blank_report(path: &Path, role: Role) -> WheelReport {
+    WheelReport {
         path: path.to_path_buf(),
-        file: file.clone(),
+        file: file_name(path),
+        role,
+        source: None,
         size: 0,
         sha256: None,
         name: None,
@@ -225,7 +241,72 @@ fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) 
         metadata_sha256: None,
         libraries: Vec::new(),
         problems: Vec::new(),
-    };
+    }
+}
+
+/// Reads a companion (a wheel or source distribution carried from its index): its SHA-256,
+/// name and version and, for a wheel, its METADATA (the PEP 658 sidecar stage publishes with
+/// it, and the requirements the set's closure follows). Nothing else is judged: its bytes
+/// are the index's, checked by hash (`crate::verify`). A file that cannot be read as a
+/// distribution at all is a problem, since no installer could use it either.
+pub fn read_companion(path: &Path) -> WheelReport {
+    let mut report = blank_report(path, Role::Companion);
+    if let Some((name, version)) = crate::wheel::filename::dist_name_and_version(&report.file) {
+        report.name = Some(normalize_name(&name));
+        report.version = Some(version.to_string());
+    }
+    match crate::fsutil::sha256_file(path) {
+        Ok((sha256, size)) => {
+            report.sha256 = Some(sha256);
+            report.size = size;
+        }
+        Err(error) => {
+            report.problems.push(Problem::Archive {
+                detail: format!("cannot read the file: {error}"),
+            });
+            return report;
+        }
+    }
+    if !report.file.ends_with(".whl") {
+        return report;
+    }
+    match read_metadata(path) {
+        Ok(metadata) => {
+            report.metadata_sha256 = Some(metadata.sha256());
+            report.name = Some(normalize_name(&metadata.name));
+            report.version = Some(metadata.version.to_string());
+            report.metadata = Some(metadata);
+        }
+        Err(detail) => report.problems.push(Problem::DistInfo { detail }),
+    }
+    report
+}
+
+/// The METADATA of a wheel (`<name>-<version>.dist-info/METADATA` at the top), without
+/// verifying anything else of it.
+pub fn read_metadata(path: &Path) -> Result<CoreMetadata, String> {
+    const LIMIT: u64 = 64 << 20;
+    let handle = fs_err::File::open(path).map_err(|e| e.to_string())?;
+    let archive = Archive::open(handle.into_file(), &mut Vec::new()).map_err(|e| e.to_string())?;
+    let entry = archive
+        .entries
+        .iter()
+        .find(|e| {
+            e.name
+                .split_once('/')
+                .is_some_and(|(dir, file)| dir.ends_with(".dist-info") && file == "METADATA")
+        })
+        .ok_or_else(|| "no .dist-info/METADATA".to_string())?;
+    let bytes = archive
+        .read_small(entry, LIMIT, &mut Vec::new())
+        .map_err(|e| format!("'{}': {e}", entry.name))?;
+    CoreMetadata::parse(&entry.name, bytes).map_err(|e| e.to_string())
+}
+
+/// Verifies one wheel on its own (no set-level checks).
+fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) -> WheelReport {
+    let mut report = blank_report(path, Role::Product);
+    let file = report.file.clone();
     let filename = match WheelFilename::parse(&file) {
         Ok(filename) => {
             report.name = Some(filename.normalized_name());

@@ -17,6 +17,7 @@ use crate::common::pyindex::{
 use crate::common::s3::{S3Server, WriteRule};
 use crate::common::snapshot;
 
+mod companions;
 mod index;
 mod promotion;
 mod s3;

@@ -332,19 +332,25 @@ fn published_objects_are_never_replaced_and_versions_must_sort_above_published_o
 /// The reference stages torch next to the ROCm SDK's wheels in one per-family index
 /// (TheRock's build_tools/github_actions/upload_python_packages.py uploads rocm, rocm-sdk-core,
 /// rocm-sdk-libraries-… and torch to the same `v2-staging/<family>/` prefix). Smoke installs
-/// the SDK from that prefix as the set's dependency, so its report is evidence for the SDK
-/// wheels too; a wheel of the prefix that no test installed is denied by name.
+/// the SDK from that prefix as the set's dependency. The SDK's wheels are companions: the
+/// gate judges them by their bytes against the SDK's index, not by tests, so the development
+/// package no test installs is promoted with the rest.
 #[test]
-fn a_prefix_holding_the_sdk_is_promoted_on_what_smoke_installed_and_an_untested_wheel_is_named() {
+fn a_prefix_holding_the_sdk_is_promoted_with_every_sdk_wheel_as_its_index_publishes_it() {
     const SDK: &str = "7.10.0a20251124";
     let world = World::new();
-    let sdk = crate::common::sdk::sdk_index(SDK, &["gfx906"]).join("wheels");
+    let sdk_dir = crate::common::sdk::sdk_index(SDK, &["gfx906"]);
+    let sdk = sdk_dir.join("wheels");
+    let sdk_server = http::serve(&sdk_dir);
+    let sdk_url = format!("{}simple/", sdk_server.url());
     let set = world.build_sdk_pinned_set(SDK);
-    // What `rocm[libraries]` brings: the meta package, the runtime and the libraries.
+    // What `rocm[libraries,devel]` brings: the meta package, the runtime, the libraries and
+    // the development package.
     let sdk_wheels: Vec<PathBuf> = [
         format!("rocm-{SDK}-py3-none-any.whl"),
         format!("rocm_sdk_core-{SDK}-py3-none-linux_x86_64.whl"),
         format!("rocm_sdk_libraries-{SDK}-py3-none-linux_x86_64.whl"),
+        format!("rocm_sdk_devel-{SDK}-py3-none-linux_x86_64.whl"),
     ]
     .iter()
     .map(|file| sdk.join(file))
@@ -378,31 +384,22 @@ fn a_prefix_holding_the_sdk_is_promoted_on_what_smoke_installed_and_an_untested_
     settings.bind(|| insta::assert_snapshot!("smoke_evidence_with_the_sdk", text));
 
     let promoted = world
-        .promote("staged", "release", &["--test-report", "smoke.json"])
-        .success();
-    assert!(
-        stderr(&promoted).contains("promoted 5 wheels"),
-        "{}",
-        stderr(&promoted)
-    );
-    assert_eq!(wheels_under(&world.env.path("release")).len(), 5);
-
-    // The same prefix with the development package, which no test installs: denied, by
-    // name, and nothing is copied.
-    let more = world.env.path("staged-devel");
-    copy_tree(&staged, &more);
-    world.stage_by_hand(
-        &more,
-        &[sdk.join(format!("rocm_sdk_devel-{SDK}-py3-none-linux_x86_64.whl"))],
-    );
-    let denied = world
         .promote(
-            "staged-devel",
-            "release-devel",
-            &["--test-report", "smoke.json"],
+            "staged",
+            "release",
+            &["--test-report", "smoke.json", "--index-url", &sdk_url],
         )
-        .code(5);
+        .success();
     snapshot::settings(&world.env)
-        .bind(|| insta::assert_snapshot!("promote_denied_untested_sdk_wheel", stderr(&denied)));
-    assert!(!world.env.path("release-devel").exists());
+        .bind(|| insta::assert_snapshot!("promote_carries_the_sdk", stderr(&promoted)));
+    let release = world.env.path("release");
+    assert_eq!(wheels_under(&release).len(), 6);
+    assert_eq!(
+        sha256_file(
+            &release
+                .join("rocm-sdk-devel")
+                .join(format!("rocm_sdk_devel-{SDK}-py3-none-linux_x86_64.whl"))
+        ),
+        sha256_file(&sdk.join(format!("rocm_sdk_devel-{SDK}-py3-none-linux_x86_64.whl")))
+    );
 }
