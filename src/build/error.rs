@@ -13,8 +13,6 @@ use super::targets::TargetError;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     // ---- the command line ----
-    #[error("--jobs must be at least 1")]
-    NoJobs,
     #[error("--dir `{given}`: expected NAME=DIR, e.g. --dir torch=../pytorch")]
     DirSyntax { given: String },
     #[error("{flag}: unknown project '{name}'{hint}; projects in {stack}: {known}")]
@@ -136,8 +134,7 @@ impl HasExitStatus for Error {
         match self {
             Error::Failed { .. } => ExitStatus::Failure,
             Error::Content { error, .. } => error.exit_status(),
-            Error::NoJobs
-            | Error::DirSyntax { .. }
+            Error::DirSyntax { .. }
             | Error::UnknownProject { .. }
             | Error::NoProjectForRecipe { .. }
             | Error::Contradiction { .. }
