@@ -168,6 +168,7 @@ impl SdkArgs {
 pub struct NetworkArgs {
     /// Seconds one transfer may take before it is stopped
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 1800,
@@ -176,6 +177,7 @@ pub struct NetworkArgs {
     pub fetch_timeout: u64,
     /// Seconds without any progress before a transfer is stopped (watchdog)
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 300,
@@ -185,6 +187,7 @@ pub struct NetworkArgs {
     /// Attempts for a transfer that stalls or fails with a transient error (backoff 2s, 4s,
     /// ...)
     #[arg(
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -239,10 +242,10 @@ pub struct SelectionArgs {
     #[arg(long, overrides_with = "submodules")]
     pub no_submodules: bool,
     /// Shallow fetch depth
-    #[arg(long, value_name = "N", env = "ROCKBUILD_DEPTH")]
+    #[arg(value_parser = positive::<u32>, long, value_name = "N", env = "ROCKBUILD_DEPTH")]
     pub depth: Option<u32>,
     /// Parallel submodule fetches per repository
-    #[arg(long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
+    #[arg(value_parser = positive::<usize>, long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
     pub jobs: usize,
     /// Cache of git mirrors (one per origin) and hipify results; safe to share between
     /// checkouts and to restore in CI (default: $XDG_CACHE_HOME/rockbuild, else
@@ -338,6 +341,7 @@ pub struct LockBuildArgs {
     pub amdgpu_family: Option<String>,
     /// Refuse target lists longer than this
     #[arg(
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -441,6 +445,7 @@ pub struct SdkArgs {
     /// Seconds one request to the SDK index may wait for an answer (the preflight, and pip's
     /// `--timeout` / uv's UV_HTTP_TIMEOUT)
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 60,
@@ -513,6 +518,7 @@ pub struct BuildArgs {
     pub arch_from_sdk: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -560,6 +566,7 @@ pub struct BuildArgs {
     pub clean: bool,
     /// Projects built at the same time
     #[arg(
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -722,6 +729,7 @@ pub struct DoctorArgs {
     pub no_compile: bool,
     /// Seconds the index may take to answer
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 10,
@@ -802,6 +810,7 @@ pub struct StoreArgs {
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
     #[arg(
+        value_parser = positive::<usize>,
         long,
         value_name = "N",
         default_value_t = 8,
@@ -810,6 +819,7 @@ pub struct StoreArgs {
     pub transfer_jobs: usize,
     /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
     #[arg(
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -819,6 +829,7 @@ pub struct StoreArgs {
     /// Seconds an S3 request may wait to connect and then for each read of its answer
     /// before it counts as failed (and is retried)
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECONDS",
         default_value_t = 60,
@@ -828,6 +839,7 @@ pub struct StoreArgs {
     pub s3_timeout: u64,
     /// Attempts per S3 request (the first included) before its failure is reported
     #[arg(
+        value_parser = positive::<u32>,
         long,
         value_name = "N",
         default_value_t = 3,
@@ -841,6 +853,7 @@ pub struct StoreArgs {
     pub break_lease: bool,
     /// Seconds an S3 lease stays valid; an expired lease is taken over without --break-lease
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECONDS",
         default_value_t = 6 * 3600,
@@ -1091,6 +1104,7 @@ pub struct TestArgs {
     pub timeout: u64,
     /// Seconds one run_test.py invocation may run before rockbuild stops it
     #[arg(
+        value_parser = positive::<u64>,
         long,
         value_name = "SECS",
         default_value_t = 6 * 3600,
@@ -1201,6 +1215,18 @@ pub fn flag(yes: bool, no: bool) -> Option<bool> {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
+    }
+}
+
+/// A count of workers or attempts, a depth, a wait or a limit: 0 would mean no worker, no
+/// attempt, no time, so it is refused where it is given instead of doing nothing.
+fn positive<T: std::str::FromStr + PartialEq + From<u8>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<T>() {
+        Ok(value) if value == T::from(0) => {
+            Err("must be at least 1 (0 would mean no worker, no attempt or no time)".into())
+        }
+        Ok(value) => Ok(value),
+        Err(_) => Err(format!("`{text}` is not a whole number")),
     }
 }
 

@@ -10,7 +10,7 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     let status = exit_status_of(ctx, error);
     let text = render(error);
     ctx.ui.error_annotation("rockbuild failed", &text);
-    eprintln!("{text}");
+    ctx.ui.error(&text);
     status
 }
 
@@ -58,6 +58,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::store::lease::LeaseError,
         crate::flock::LockError,
         crate::index::Error,
+        crate::input::InputError,
         crate::verify::Error,
         crate::publish::Error,
         crate::promote::Error,

@@ -6,6 +6,8 @@
 //! * `confirm:<n>`: before a run checks that its lease is still its own, its objects stored
 //!   and its pages not yet written;
 //! * `checkout:<n>`: right after `checkout` took its root's lock;
+//! * `transfer:<n>`: after a publish (`stage`, `promote`) planned its transfers (the set
+//!   verified, the destination read) and before the first object moves;
 //! * `upload:<n>`: in a local directory store, after the `n+1`-th object's temporary file is
 //!   written and before it is moved into place (what a kill mid-upload leaves).
 //!
@@ -71,7 +73,7 @@ pub fn point(point: &str) {
         Some(file) => {
             let mut reached = file.clone().into_os_string();
             reached.push(".reached");
-            let _ = fs_err::write(&reached, b"");
+            let _ = crate::fsutil::write(std::path::Path::new(&reached), b"");
             while !file.exists() {
                 std::thread::sleep(Duration::from_millis(20));
             }

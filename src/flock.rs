@@ -93,10 +93,10 @@ pub enum LockError {
         path: PathBuf,
         holder: Option<Holder>,
     },
-    #[error("{path}: {error}")]
+    #[error("{}", io_message(path, error))]
     Io {
         path: PathBuf,
-        #[source]
+        // Shown in the message itself, so not a source (the chain would repeat it).
         error: std::io::Error,
     },
 }
@@ -108,6 +108,16 @@ impl crate::exit::HasExitStatus for LockError {
             LockError::Held { .. } | LockError::Lost { .. } => crate::exit::ExitStatus::Busy,
             LockError::Io { .. } => crate::exit::ExitStatus::Failure,
         }
+    }
+}
+
+/// `<path>: <error>`, without the path twice when the error names it already.
+fn io_message(path: &Path, error: &std::io::Error) -> String {
+    let text = error.to_string();
+    if text.starts_with(&path.display().to_string()) {
+        text
+    } else {
+        format!("{}: {text}", path.display())
     }
 }
 
@@ -138,13 +148,9 @@ impl LockFile {
         // A few rounds: each lost round means another run released or broke the lock
         // between our open and our flock.
         for _ in 0..8 {
-            let mut file = File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .map_err(io)?;
+            // Never through a link: a `.rockbuild-lease` planted as a link to another file would
+            // have that file's content replaced by the holder record.
+            let mut file = crate::fsutil::open_lock(path).map_err(io)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
@@ -187,9 +193,9 @@ impl LockFile {
         if names_file(&self.path, &self.file) {
             return Ok(());
         }
-        let holder = fs_err::File::open(&self.path)
+        let holder = crate::input::read_bytes(&self.path, crate::input::RECORD)
             .ok()
-            .and_then(|f| read_holder(&mut f.into_file()));
+            .and_then(|bytes| crate::input::strict::json_slice(&bytes).ok());
         Err(LockError::Lost {
             path: self.path.clone(),
             holder,
@@ -229,11 +235,14 @@ fn names_file(path: &Path, file: &File) -> bool {
     }
 }
 
+/// The holder record in a lock file, if it is one (read with a bound: the file is anyone's).
 fn read_holder(file: &mut File) -> Option<Holder> {
     let mut text = String::new();
     file.rewind().ok()?;
-    file.read_to_string(&mut text).ok()?;
-    serde_json::from_str(&text).ok()
+    file.take(crate::input::RECORD.bytes)
+        .read_to_string(&mut text)
+        .ok()?;
+    crate::input::strict::json(&text).ok()
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod flock;
 mod git;
 mod hipify;
 mod index;
+mod input;
 mod junit;
 mod lock;
 mod pip;

@@ -67,7 +67,7 @@ pub fn apply(
     } else {
         BuildReport::read(&plan.output_dir)
     };
-    fs_err::create_dir_all(&plan.logs_dir)?;
+    crate::fsutil::create_dirs_below(&plan.output_dir, &plan.logs_dir, None)?;
     let cache_log = plan.logs_dir.join("compiler-cache.log");
     for (cmd, tolerate) in plan.compiler_cache.before(&cache_log) {
         if let Err(error) = ctx.runner.run(&cmd)
@@ -114,7 +114,10 @@ fn compiler_stats(ctx: &Context, plan: &Plan, log: &Path) -> Option<String> {
 fn show(ctx: &Context, plan: &Plan, report: &BuildReport) -> anyhow::Result<()> {
     let report_path = report.write(&plan.output_dir)?;
     let markdown = report.markdown();
-    crate::fsutil::write_atomic(&plan.output_dir.join(SUMMARY_FILE), markdown.as_bytes())?;
+    crate::fsutil::write_atomic(
+        &plan.output_dir.join(SUMMARY_FILE),
+        markdown.as_str().as_bytes(),
+    )?;
     ctx.ui.step_summary(&markdown);
     let rows: Vec<Vec<String>> = report
         .projects

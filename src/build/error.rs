@@ -13,8 +13,6 @@ use super::targets::TargetError;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     // ---- the command line ----
-    #[error("--jobs must be at least 1")]
-    NoJobs,
     #[error("--dir `{given}`: expected NAME=DIR, e.g. --dir torch=../pytorch")]
     DirSyntax { given: String },
     #[error("{flag}: unknown project '{name}'{hint}; projects in {stack}: {known}")]
@@ -63,12 +61,11 @@ pub enum Error {
     NothingToBuild { root: PathBuf, dirs: String },
     #[error(transparent)]
     Source(#[from] SourceError),
-    #[error("{project}: cannot read {}: {source}", path.display())]
-    Read {
+    /// A file of the checkout its recipe reads is refused as content (a link, too large).
+    #[error("{project}: {error}")]
+    Content {
         project: String,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: crate::input::InputError,
     },
     /// A file a recipe computes the version from is missing or says nothing usable.
     #[error("{project}: {}{}: {problem}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -140,9 +137,9 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Failed { .. } | Error::Read { .. } => ExitStatus::Failure,
-            Error::NoJobs
-            | Error::DirSyntax { .. }
+            Error::Failed { .. } => ExitStatus::Failure,
+            Error::Content { error, .. } => error.exit_status(),
+            Error::DirSyntax { .. }
             | Error::UnknownProject { .. }
             | Error::NoProjectForRecipe { .. }
             | Error::Contradiction { .. }

@@ -97,7 +97,7 @@ pub fn execute(
     plan: &Plan,
     previous: Option<&BuildReport>,
 ) -> anyhow::Result<Vec<ProjectOutcome>> {
-    fs_err::create_dir_all(&plan.logs_dir)?;
+    crate::fsutil::create_dirs_below(&plan.output_dir, &plan.logs_dir, None)?;
     let build_start = Instant::now();
     let jobs = plan.jobs.max(1);
     let names: Vec<&str> = plan.projects.iter().map(|p| p.name.as_str()).collect();
@@ -374,10 +374,7 @@ fn run_step(
 }
 
 fn log_line(log: &Path, line: &str) -> anyhow::Result<()> {
-    let mut file = fs_err::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)?;
+    let mut file = crate::fsutil::append(log)?;
     writeln!(file, "{line}").with_context(|| format!("writing {}", log.display()))?;
     Ok(())
 }

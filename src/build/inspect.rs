@@ -59,7 +59,8 @@ pub fn checkouts<'a>(
     Ok(projects)
 }
 
-/// Each file's text, `None` when it does not exist.
+/// Each file's text, `None` when it does not exist; read as the checkout's content (a
+/// symbolic link is refused, never followed).
 fn read_files(
     project: &str,
     dir: &Path,
@@ -67,18 +68,11 @@ fn read_files(
 ) -> Result<BTreeMap<String, Option<String>>, Error> {
     let mut files = BTreeMap::new();
     for relative in paths {
-        let path = dir.join(relative);
-        let text = match fs_err::read_to_string(&path) {
-            Ok(text) => Some(text),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(Error::Read {
-                    project: project.to_string(),
-                    path,
-                    source,
-                });
-            }
-        };
+        let text = crate::input::read_tree_text(dir, relative, crate::input::REPOSITORY_FILE)
+            .map_err(|error| Error::Content {
+                project: project.to_string(),
+                error,
+            })?;
         files.insert(relative.to_string(), text);
     }
     Ok(files)

@@ -4,6 +4,7 @@
 //! also the build cache's index: a project whose fingerprint matches a wheel it lists, with
 //! the same bytes, is not rebuilt.
 
+use crate::ui::Markdown;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -101,8 +102,9 @@ pub struct ProjectReport {
 impl BuildReport {
     /// The previous report in `output_dir`, if there is a readable one of this schema.
     pub fn read(output_dir: &Path) -> Option<BuildReport> {
-        let text = fs_err::read_to_string(output_dir.join(REPORT_FILE)).ok()?;
-        let report: BuildReport = serde_json::from_str(&text).ok()?;
+        let text =
+            crate::input::read_text(&output_dir.join(REPORT_FILE), crate::input::RECORD).ok()?;
+        let report: BuildReport = crate::input::strict::json(&text).ok()?;
         (report.schema == SCHEMA).then_some(report)
     }
 
@@ -135,48 +137,54 @@ impl BuildReport {
     }
 
     /// The Markdown summary: one row per project, then the totals.
-    pub fn markdown(&self) -> String {
-        let rows: Vec<Vec<String>> = self
+    pub fn markdown(&self) -> Markdown {
+        let rows: Vec<Vec<Markdown>> = self
             .projects
             .iter()
             .map(|(name, p)| {
                 vec![
-                    name.clone(),
-                    p.status.as_str().to_string(),
-                    format!("`{}`", p.version),
+                    Markdown::text(name),
+                    Markdown::text(p.status.as_str()),
+                    Markdown::code(&p.version),
                     p.wheel
-                        .clone()
-                        .map(|w| format!("`{w}`"))
-                        .unwrap_or_else(|| "—".into()),
-                    p.size
-                        .map(crate::ui::human_bytes)
-                        .unwrap_or_else(|| "—".into()),
-                    format!("{:.1}s", p.duration_seconds),
+                        .as_deref()
+                        .map_or_else(|| Markdown::lit("—"), Markdown::code),
+                    Markdown::text(
+                        &p.size
+                            .map(crate::ui::human_bytes)
+                            .unwrap_or_else(|| "—".into()),
+                    ),
+                    Markdown::text(&format!("{:.1}s", p.duration_seconds)),
                 ]
             })
             .collect();
-        let mut out = format!(
-            "### rockbuild build\n\nROCm SDK `{}`, targets `{}` ({} from {}), release type `{}`\n\n",
-            self.sdk_version,
-            self.targets.join(","),
-            self.targets.len(),
-            self.target_source,
-            self.release_type
-        );
-        out.push_str(&crate::ui::markdown_table(
-            &["project", "status", "version", "wheel", "size", "time"],
-            &rows,
-        ));
-        out.push_str(&format!(
-            "\nwall time {:.1}s (critical path {:.1}s, serial {:.1}s, {} job(s))\n",
-            self.wall_seconds, self.critical_path_seconds, self.serial_seconds, self.jobs
-        ));
+        let mut out = Markdown::lit("### rockbuild build\n\nROCm SDK ");
+        out.push(Markdown::code(&self.sdk_version))
+            .push_lit(", targets ")
+            .push(Markdown::code(&self.targets.join(",")))
+            .push_text(&format!(
+                " ({} from {}), release type ",
+                self.targets.len(),
+                self.target_source
+            ))
+            .push(Markdown::code(&self.release_type))
+            .push_lit("\n\n")
+            .push(crate::ui::markdown_table_of(
+                &["project", "status", "version", "wheel", "size", "time"],
+                rows,
+            ))
+            .push_lit("\n")
+            .push_text(&format!(
+                "wall time {:.1}s (critical path {:.1}s, serial {:.1}s, {} job(s))",
+                self.wall_seconds, self.critical_path_seconds, self.serial_seconds, self.jobs
+            ))
+            .push_lit("\n");
         if let Some(cache) = &self.compiler_cache {
-            out.push_str(&format!(
-                "\n<details><summary>{} statistics</summary>\n\n```\n{}\n```\n</details>\n",
-                cache.tool,
-                cache.stats.trim_end()
-            ));
+            out.push_lit("\n<details><summary>")
+                .push_text(&format!("{} statistics", cache.tool))
+                .push_lit("</summary>\n\n")
+                .push(Markdown::code_block(&cache.stats))
+                .push_lit("</details>\n");
         }
         out
     }

@@ -628,6 +628,7 @@ impl<'a> Run<'a> {
             }
         };
         self.lap(Phase::Hipify);
+        check_locked_stamp(job, &found.stamp)?;
         if job.target.commit_hipify {
             for (rel, commit) in &found.commits {
                 let git = self.node_git(rel);
@@ -763,7 +764,7 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
         fs_err::create_dir_all(parent)?;
     }
-    fs_err::write(path, bytes)?;
+    crate::fsutil::write(path, bytes)?;
     Ok(())
 }
 
@@ -1052,7 +1053,6 @@ fn hipify_result(
     script_sha256: &str,
     log: &Path,
 ) -> anyhow::Result<cache::Record> {
-    let name = &job.project.name;
     let mut changed_paths = Vec::new();
     let mut result_tree = job.target.upstream_tree.clone();
     let mut submodule_trees = IndexMap::new();
@@ -1093,10 +1093,17 @@ fn hipify_result(
         changed_files: changed_paths.len(),
         leftovers,
     };
+    Ok(cache::Record { stamp, commits })
+}
+
+/// Reproducing a lock: the hipify result, run here or taken from the cache, must be the one
+/// the lock recorded (the upstream tree was checked at resolve, so the script is the same).
+fn check_locked_stamp(job: &Job<'_>, stamp: &HipifyStamp) -> anyhow::Result<()> {
+    let name = &job.project.name;
     if let Some((lock_file, pins)) = &job.selection.from_lock
         && let Some(expected) = pins.get(name.as_str()).and_then(|pin| pin.hipify.as_ref())
-        && expected.script_sha256 == stamp.script_sha256
-        && (expected.result_tree != stamp.result_tree
+        && (expected.script_sha256 != stamp.script_sha256
+            || expected.result_tree != stamp.result_tree
             || expected.submodule_trees != stamp.submodule_trees)
     {
         return Err(hipify::Error::NotDeterministic {
@@ -1107,7 +1114,7 @@ fn hipify_result(
         }
         .into());
     }
-    Ok(cache::Record { stamp, commits })
+    Ok(())
 }
 
 /// Checks the cached hipify result out: in commit mode the root already is at its hipify

@@ -18,6 +18,19 @@ pub enum Error {
     },
     #[error("{} has no entry for '{project}'", file.display())]
     NotInLock { file: PathBuf, project: String },
+    /// The lock says the commit holds something it does not (an edited or damaged lock).
+    #[error(
+        "{}: '{project}' {what}: the lock says {locked}, commit {commit} has {found}; the lock was edited or damaged: write a new one with `rockbuild lock`",
+        file.display()
+    )]
+    LockDisagrees {
+        file: PathBuf,
+        project: String,
+        commit: String,
+        what: String,
+        locked: String,
+        found: String,
+    },
     #[error(
         "ref '{reference}' of '{project}' looks like an abbreviated commit; git can only fetch full 40-character SHAs"
     )]
@@ -43,6 +56,7 @@ impl HasExitStatus for Error {
         match self {
             Error::Dirty { .. }
             | Error::NotInLock { .. }
+            | Error::LockDisagrees { .. }
             | Error::AbbreviatedSha { .. }
             | Error::Invalid { .. } => ExitStatus::Usage,
             Error::Failed { status, .. } => *status,

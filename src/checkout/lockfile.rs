@@ -4,6 +4,8 @@
 //! build's recipes from the files of the locked commits (read from the mirrors).
 
 use std::collections::BTreeMap;
+
+use anyhow::Context as _;
 use std::path::Path;
 
 use git2::Oid;
@@ -121,7 +123,9 @@ pub fn build_record(
         for (name, resolved) in selection.projects.iter().zip(resolved) {
             let project = &selection.stack.projects[name];
             let recipe = recipes.of(&selection.stack, project)?;
-            let files = files_at(recipe.reads(), resolved)?;
+            let files = files_at(recipe.reads(), resolved).with_context(|| {
+                format!("'{name}': reading the files its wheel version comes from")
+            })?;
             let source = SourceState {
                 // A rockbuild checkout is detached at the upstream commit.
                 head: Some(resolved.commit.clone()),

@@ -388,10 +388,11 @@ pub fn print_summary(ctx: &Context, title: &str, rows: &[SummaryRow]) {
         })
         .collect();
     ctx.ui.status(crate::ui::text_table(&headers, &table));
-    let mut markdown = format!(
-        "### rockbuild {title}\n\n{}",
-        crate::ui::markdown_table(&headers, &table)
-    );
+    let mut summary = crate::ui::Markdown::lit("### rockbuild ");
+    summary
+        .push_text(title)
+        .push_lit("\n\n")
+        .push(crate::ui::markdown_table(&headers, &table));
     for row in rows.iter().filter(|row| !row.leftovers.is_empty()) {
         let count = row.leftovers.len();
         ctx.ui.warn(format!(
@@ -401,18 +402,26 @@ pub fn print_summary(ctx: &Context, title: &str, rows: &[SummaryRow]) {
             crate::ui::plural(count),
             shown(&row.leftovers)
         ));
-        markdown.push_str(&format!(
-            "\n**{}**: {count} CUDA-only include{} left after hipify\n\n{}\n",
-            row.project,
-            crate::ui::plural(count),
-            row.leftovers
-                .iter()
-                .map(|l| format!("- `{l}`"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ));
+        summary
+            .push_lit("\n**")
+            .push_text(&row.project)
+            .push_lit("**: ")
+            .push_text(&format!(
+                "{count} CUDA-only include{} left after hipify",
+                crate::ui::plural(count)
+            ))
+            .push_lit("\n\n")
+            .push(crate::ui::Markdown::join(
+                row.leftovers.iter().map(|leftover| {
+                    let mut item = crate::ui::Markdown::lit("- ");
+                    item.push(crate::ui::Markdown::code(leftover));
+                    item
+                }),
+                "\n",
+            ))
+            .push_lit("\n");
     }
-    ctx.ui.step_summary(&markdown);
+    ctx.ui.step_summary(&summary);
 }
 
 /// The first leftovers of a list, one per line, and how many more the lock and report hold.

@@ -44,12 +44,8 @@ impl PinFiles {
                 dir,
                 display_prefix,
             } => {
-                let full = dir.join(path);
-                let text = match fs_err::read_to_string(&full) {
-                    Ok(text) => Some(text),
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(error) => return Err(error.into()),
-                };
+                // Read as the tree's content: a symbolic link is refused, never followed.
+                let text = crate::input::read_tree_text(dir, path, crate::input::REPOSITORY_FILE)?;
                 Ok((format!("{display_prefix}{path}"), text))
             }
             PinFiles::Absent { display_prefix } => Ok((format!("{display_prefix}{path}"), None)),

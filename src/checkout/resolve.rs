@@ -106,11 +106,13 @@ pub fn project(
     } else {
         Vec::new()
     };
+    let commit = fetched.commit.to_string();
+    check_recorded(selection, name, &commit, &tree.to_string(), &submodules)?;
     Ok(Resolved {
         preset: request.preset,
         origin_flag: request.origin_flag,
         pin,
-        commit: fetched.commit.to_string(),
+        commit,
         tree: tree.to_string(),
         mirror,
         submodules,
@@ -180,6 +182,7 @@ fn pin_of(
             from: from.clone(),
             file: path.to_string(),
             reason: format!("{e:#}"),
+            refused: refused_content(&e),
         }),
         None => Ok((path.to_string(), None)),
     };
@@ -289,4 +292,84 @@ impl Walk<'_> {
         }
         Ok(all)
     }
+}
+
+/// True when reading a file of a repository failed because the file is not acceptable as
+/// content (a symbolic link, too large), rather than because the read failed.
+fn refused_content(error: &anyhow::Error) -> bool {
+    use crate::exit::{ExitStatus, HasExitStatus};
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<git::Error>(),
+            Some(git::Error::LinkInTree { .. } | git::Error::TooLargeInTree { .. })
+        ) || cause
+            .downcast_ref::<crate::input::InputError>()
+            .is_some_and(|e| e.exit_status() == ExitStatus::Usage)
+    })
+}
+
+/// Reproducing a lock: what it recorded for the commit (its tree, its submodules' commits)
+/// must be what the commit holds. A difference is refused, never written over in the new
+/// lock.
+fn check_recorded(
+    selection: &Selection,
+    name: &str,
+    commit: &str,
+    tree: &str,
+    submodules: &[ResolvedSubmodule],
+) -> Result<(), Error> {
+    let Some((file, pins)) = &selection.from_lock else {
+        return Ok(());
+    };
+    let Some(recorded) = pins.get(name).and_then(|pin| pin.recorded.as_ref()) else {
+        return Ok(());
+    };
+    let disagrees = |what: &str, locked: String, found: String| Error::LockDisagrees {
+        file: file.clone(),
+        project: name.to_string(),
+        commit: commit.to_string(),
+        what: what.to_string(),
+        locked,
+        found,
+    };
+    if recorded.tree != tree {
+        return Err(disagrees("tree", recorded.tree.clone(), tree.to_string()));
+    }
+    // Submodules are resolved only when they are checked out; the lock's are then complete.
+    if submodules.is_empty() {
+        return Ok(());
+    }
+    let list = |pairs: Vec<(&str, &str)>| {
+        let mut pairs: Vec<String> = pairs.iter().map(|(p, c)| format!("{p}@{c}")).collect();
+        pairs.sort();
+        pairs
+    };
+    let locked = list(
+        recorded
+            .submodules
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect(),
+    );
+    let found = list(
+        submodules
+            .iter()
+            .map(|s| (s.path.as_str(), s.commit.as_str()))
+            .collect(),
+    );
+    if locked != found {
+        let only = |a: &[String], b: &[String]| {
+            a.iter()
+                .filter(|x| !b.contains(x))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(disagrees(
+            "submodules",
+            only(&locked, &found),
+            only(&found, &locked),
+        ));
+    }
+    Ok(())
 }

@@ -51,7 +51,10 @@ struct Entry {
 pub fn unchanged(dir: &Path, recurse: bool) -> Option<Vec<NodeState>> {
     let file = path(dir);
     let taken = fs_err::metadata(&file).ok()?;
-    let snapshot: Snapshot = serde_json::from_slice(&fs_err::read(&file).ok()?).ok()?;
+    let snapshot: Snapshot = crate::input::strict::json_slice(
+        &crate::input::read_bytes(&file, crate::input::SNAPSHOT).ok()?,
+    )
+    .ok()?;
     let bound = Stamp::of(&taken);
     let all_match = snapshot.nodes.par_iter().all(|entry| {
         digest(&node_dir(dir, &entry.state.rel), Some(bound), Source::Disk).as_ref()
@@ -276,10 +279,8 @@ mod tests {
         // invisible, so the repository is walked instead.
         let file = fs_err::File::open(dir.path().join("src/a.c")).expect("open");
         let modified = file.metadata().and_then(|m| m.modified()).expect("mtime");
-        fs_err::File::options()
-            .write(true)
-            .open(path(dir.path()))
-            .and_then(|f| f.file().set_modified(modified))
+        crate::fsutil::append(&path(dir.path()))
+            .and_then(|f| f.set_modified(modified))
             .expect("set mtime");
         assert_eq!(unchanged(dir.path(), false), None);
     }

@@ -364,9 +364,9 @@ fn repository(work_tree: &Path, parent_git_dir: &Path, name: &str) -> anyhow::Re
         "core.worktree",
         &relative(&git_dir, work_tree).display().to_string(),
     )?;
-    fs_err::write(
+    crate::fsutil::write(
         &dot_git,
-        format!("gitdir: {}\n", relative(work_tree, &git_dir).display()),
+        format!("gitdir: {}\n", relative(work_tree, &git_dir).display()).as_bytes(),
     )?;
     Ok(git_dir)
 }

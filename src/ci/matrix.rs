@@ -615,7 +615,9 @@ mod tests {
             ..default_selection(nightly)
         };
         let matrix = plan(nightly, &families, &one_ref).expect("plans");
-        let mut table = crate::ui::markdown_table(&Matrix::HEADERS, &matrix.rows());
+        let mut table = crate::ui::markdown_table(&Matrix::HEADERS, &matrix.rows())
+            .as_str()
+            .to_string();
         table.push('\n');
         for note in &matrix.notes {
             table.push_str(&format!("- note: {note}\n"));

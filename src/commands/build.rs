@@ -46,7 +46,7 @@ pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
             plan.to_json()?
         } else {
             plan.to_text()
-        });
+        })?;
         return Ok(ExitStatus::Success);
     }
     let lock = settings.lock.as_ref().map(|l| (l.path.as_path(), &l.lock));

@@ -1,8 +1,6 @@
 //! `rockbuild checkout`: settings → resolve, inspect, plan (printed with --dry-run) → apply →
 //! summary and lock.
 
-use anyhow::Context as _;
-
 use crate::build::recipes::Recipes;
 use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
@@ -32,7 +30,7 @@ pub fn run(args: CheckoutArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Resu
                 plan.to_json()
             } else {
                 plan.to_text()
-            });
+            })?;
             return Ok(ExitStatus::Success);
         }
         Checkout::Done(outcomes) => outcomes,
@@ -56,14 +54,22 @@ pub fn run(args: CheckoutArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Resu
 /// checkout that holds it.
 fn lock_root(root: &std::path::Path) -> anyhow::Result<LockFile> {
     let path = root.join(".rockbuild-checkout.lock");
-    let (lock, _) =
-        LockFile::acquire(&path, &Holder::this_run("checkout"), false).with_context(|| {
-            format!(
-                "another checkout is writing into {}; nothing was changed: run this again when it \
-                 has finished (a killed checkout's lock is released by the kernel)",
+    let (lock, _) = match LockFile::acquire(&path, &Holder::this_run("checkout"), false) {
+        Ok(taken) => taken,
+        Err(error @ crate::flock::LockError::Io { .. }) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot take the lock of the checkout root {}; nothing was changed",
                 root.display()
-            )
-        })?;
+            )));
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "another checkout is writing into {}; nothing was changed: run this again when \
+                 it has finished (a killed checkout's lock is released by the kernel)",
+                root.display()
+            )));
+        }
+    };
     crate::fault::point("checkout");
     Ok(lock)
 }

@@ -13,8 +13,8 @@ pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let plan = generate::plan(&settings.families, &settings.releases)?;
     let dir = &settings.output_dir;
     match settings.mode {
-        Mode::DryRun { json: true } => ctx.ui.data(&serde_json::to_string_pretty(&plan)?),
-        Mode::DryRun { json: false } => ctx.ui.data(plan.to_text().trim_end()),
+        Mode::DryRun { json: true } => ctx.ui.data(&serde_json::to_string_pretty(&plan)?)?,
+        Mode::DryRun { json: false } => ctx.ui.data(plan.to_text().trim_end())?,
         Mode::Check => {
             let stale = files::differences(&plan, &files::inspect(dir)?);
             if !stale.is_empty() {

@@ -25,9 +25,9 @@ pub fn run(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result
         lock.as_ref().map(|(path, lock)| (path.as_str(), *lock)),
     );
     if settings.json {
-        ctx.ui.data(&serde_json::to_string_pretty(&report)?);
+        ctx.ui.data(&serde_json::to_string_pretty(&report)?)?;
     } else {
-        ctx.ui.data(&report.to_markdown());
+        ctx.ui.data(report.to_markdown().as_str())?;
     }
     report.outcome()?;
     Ok(ExitStatus::Success)

@@ -12,9 +12,9 @@ pub fn run(args: DetectArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let snapshot = detect::sysfs::read(&settings.sysfs_root)?;
     let detection = detect::resolve(&snapshot, &settings.tables(), &settings.runtime)?;
     if settings.json {
-        ctx.ui.data(&serde_json::to_string_pretty(&detection)?);
+        ctx.ui.data(&serde_json::to_string_pretty(&detection)?)?;
     } else {
-        ctx.ui.data(&detection.to_text());
+        ctx.ui.data(&detection.to_text())?;
     }
     detection.selection().map_err(detect::Error::from)?;
     Ok(ExitStatus::Success)

@@ -38,9 +38,9 @@ pub fn run(args: DoctorArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     );
     let report = doctor::judge(&facts, &settings.expectations());
     if settings.json {
-        ctx.ui.data(&serde_json::to_string_pretty(&report)?);
+        ctx.ui.data(&serde_json::to_string_pretty(&report)?)?;
     } else {
-        ctx.ui.data(&report.to_text());
+        ctx.ui.data(&report.to_text())?;
     }
     report.outcome()?;
     Ok(ExitStatus::Success)

@@ -35,10 +35,10 @@ pub fn run(args: IndexArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
-        });
+        })?;
         return Ok(ExitStatus::Success);
     };
-    reindex::apply(store.as_ref(), &mut lease, &plan)?;
+    reindex::apply(ctx, store.as_ref(), &mut lease, &plan)?;
     ctx.ui.status(plan.summary());
     Ok(ExitStatus::Success)
 }

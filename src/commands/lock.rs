@@ -33,7 +33,7 @@ pub fn run(args: LockArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<E
             &selection.stack,
             &lockfile::checkout_files(&lock, &selection.stack, recipes)?,
         )
-    });
+    })?;
     if !settings.dry_run {
         ctx.ui
             .status(format!("lock: {}", settings.lock_path.display()));

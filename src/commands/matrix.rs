@@ -26,26 +26,22 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     }
     if let Some(path) = ctx.env().non_empty(GITHUB_OUTPUT) {
         let lines = matrix.github_outputs()?;
-        fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
+        crate::fsutil::append(std::path::Path::new(path))
             .and_then(|mut file| file.write_all(lines.as_bytes()))
             .with_context(|| format!("writing the step outputs to ${GITHUB_OUTPUT} ({path})"))?;
     }
     ctx.ui.step_summary(&summary(&matrix));
-    ctx.ui.data(&serde_json::to_string_pretty(&matrix)?);
+    ctx.ui.data(&serde_json::to_string_pretty(&matrix)?)?;
     Ok(ExitStatus::Success)
 }
 
-fn summary(matrix: &Matrix) -> String {
-    let mut out = format!(
-        "### Matrix: {}\n\n{}",
-        matrix.release_type.as_str(),
-        ui::markdown_table(&Matrix::HEADERS, &matrix.rows())
-    );
+fn summary(matrix: &Matrix) -> ui::Markdown {
+    let mut out = ui::Markdown::lit("### Matrix: ");
+    out.push_text(matrix.release_type.as_str())
+        .push_lit("\n\n")
+        .push(ui::markdown_table(&Matrix::HEADERS, &matrix.rows()));
     for note in &matrix.notes {
-        out.push_str(&format!("\n- {note}"));
+        out.push_lit("\n- ").push_text(note);
     }
     out
 }

@@ -9,6 +9,6 @@ pub fn run(args: PresetsArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let PresetsArgs { config, presets } = args;
     let stack = config.stack(ctx)?;
     let table = PresetTable::load(presets.map(|p| ctx.absolute(&p)).as_deref())?;
-    ctx.ui.data(&table.to_text(&stack));
+    ctx.ui.data(&table.to_text(&stack))?;
     Ok(ExitStatus::Success)
 }

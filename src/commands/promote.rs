@@ -64,7 +64,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
-        });
+        })?;
         return Ok(ExitStatus::Success);
     };
     let rewrite = plan.rewrite.clone();
@@ -105,11 +105,12 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
                 )),
                 &route,
             ));
-            ctx.ui.step_summary(&format!(
-                "### Promotion as {}\n\n```\n{}```",
-                rewrite.to,
-                rewrite.describe(false)
-            ));
+            let mut summary = crate::ui::Markdown::lit("### Promotion as ");
+            summary
+                .push_text(&rewrite.to.to_string())
+                .push_lit("\n\n")
+                .push(crate::ui::Markdown::code_block(&rewrite.describe(false)));
+            ctx.ui.step_summary(&summary);
         }
     }
     Ok(ExitStatus::Success)

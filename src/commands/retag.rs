@@ -27,7 +27,7 @@ pub fn run(args: RetagArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             serde_json::to_string_pretty(&plan)?
         } else {
             plan.to_text()
-        });
+        })?;
         return Ok(if plan.refusals() == 0 {
             ExitStatus::Success
         } else {

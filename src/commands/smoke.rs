@@ -38,7 +38,7 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         ctx.ui.data(&match settings.json {
             true => plan.to_json()?,
             false => plan.to_text(),
-        });
+        })?;
         return Ok(ExitStatus::Success);
     }
     let run = smoke::apply(ctx, &plan)?;
@@ -66,8 +66,7 @@ fn show(ctx: &Context, run: &SmokeRun) {
         .collect();
     ctx.ui
         .status(text_table(&["check", "result", "detail"], &rows));
-    ctx.ui.step_summary(&format!(
-        "### Smoke test\n\n{}",
-        markdown_table(&["check", "result", "detail"], &rows)
-    ));
+    let mut summary = crate::ui::Markdown::lit("### Smoke test\n\n");
+    summary.push(markdown_table(&["check", "result", "detail"], &rows));
+    ctx.ui.step_summary(&summary);
 }

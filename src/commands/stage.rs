@@ -57,7 +57,7 @@ pub fn run(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
             false => plan.to_text(),
-        });
+        })?;
         return Ok(ExitStatus::Success);
     };
     let done = publish::apply(

@@ -25,19 +25,19 @@ pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         if settings.json {
             let mut value = serde_json::to_value(&selection)?;
             value["excluded_modules"] = serde_json::to_value(&present)?;
-            ctx.ui.data(&serde_json::to_string_pretty(&value)?);
+            ctx.ui.data(&serde_json::to_string_pretty(&value)?)?;
         } else {
             let present = world.source.is_some().then_some(present.as_slice());
-            ctx.ui.data(&selection.to_text(settings.k_mode, present));
+            ctx.ui.data(&selection.to_text(settings.k_mode, present))?;
         }
         return Ok(ExitStatus::Success);
     }
     if settings.dry_run {
         let plan = plan::plan(&settings, &world, &GpuState::Pending)?;
         if settings.json {
-            ctx.ui.data(&serde_json::to_string_pretty(&plan)?);
+            ctx.ui.data(&serde_json::to_string_pretty(&plan)?)?;
         } else {
-            ctx.ui.data(&plan.to_text());
+            ctx.ui.data(&plan.to_text())?;
         }
         return Ok(ExitStatus::Success);
     }

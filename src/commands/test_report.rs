@@ -25,12 +25,12 @@ pub fn run(args: TestReportArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         .with_context(|| format!("writing the test report {}", settings.report.display()))?;
     let markdown = summary.to_markdown();
     if let Some(path) = &settings.markdown {
-        crate::fsutil::write_atomic(path, markdown.as_bytes())
+        crate::fsutil::write_atomic(path, markdown.as_str().as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     ctx.ui.step_summary(&markdown);
     if settings.json {
-        ctx.ui.data(&serde_json::to_string_pretty(&summary)?);
+        ctx.ui.data(&serde_json::to_string_pretty(&summary)?)?;
     }
     ctx.ui.status(summary.to_text());
     ctx.ui

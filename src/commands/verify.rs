@@ -14,7 +14,7 @@ pub fn run(args: VerifyArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result
     let wheels = verify::collect(&settings.inputs)?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;
     if settings.json {
-        ctx.ui.data(&verify::report::to_json(&report)?);
+        ctx.ui.data(&verify::report::to_json(&report)?)?;
     }
     Ok(if report.ok {
         ExitStatus::Success

@@ -94,7 +94,7 @@ pub struct CompatReport {
 }
 
 impl CompatReport {
-    pub fn to_markdown(&self) -> String {
+    pub fn to_markdown(&self) -> crate::ui::Markdown {
         render::markdown(self)
     }
 
@@ -527,6 +527,7 @@ mod tests {
         assert!(
             report
                 .to_markdown()
+                .as_str()
                 .contains("No lock to compare with (pass --lock).")
         );
     }

@@ -232,6 +232,9 @@ pub enum SelectionError {
 pub enum Error {
     #[error("reading the kernel's GPU information: {0}")]
     Read(#[source] std::io::Error),
+    /// A sysfs attribute that is not a small regular file.
+    #[error("reading the kernel's GPU information: {0}")]
+    Attribute(crate::input::InputError),
     #[error("{}:{line}: `{text}` is not {expected}", path.display())]
     Malformed {
         path: PathBuf,
@@ -252,7 +255,7 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Read(_) | Error::Malformed { .. } => ExitStatus::Failure,
+            Error::Read(_) | Error::Attribute(_) | Error::Malformed { .. } => ExitStatus::Failure,
             Error::BadOverride { .. } | Error::DeviceTable(_) => ExitStatus::Usage,
             Error::Selection(error) => error.exit_status(),
         }

@@ -101,7 +101,7 @@ fn read_kfd(dir: &Path) -> Result<Option<Vec<KfdNode>>, Error> {
             continue;
         };
         let path = entry.path().join("properties");
-        let text = fs_err::read_to_string(&path).map_err(Error::Read)?;
+        let text = crate::input::read_text(&path, crate::input::SYSFS).map_err(Error::Attribute)?;
         nodes.push(KfdNode {
             id,
             properties: parse_properties(&path, &text)?,
@@ -178,7 +178,7 @@ fn read_pci(dir: &Path) -> Result<Vec<PciFunction>, Error> {
 
 /// A sysfs hex attribute: `0x1002\n`.
 fn read_hex(path: &Path) -> Result<u64, Error> {
-    let text = fs_err::read_to_string(path).map_err(Error::Read)?;
+    let text = crate::input::read_text(path, crate::input::SYSFS).map_err(Error::Attribute)?;
     let trimmed = text.trim();
     trimmed
         .strip_prefix("0x")

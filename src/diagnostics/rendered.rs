@@ -132,6 +132,7 @@ fn verify_and_publish_errors() {
                 key: "torch/torch-2.9.0+rocm7.10.0-cp311-cp311-manylinux_2_28_x86_64.whl".into(),
                 existing: "c".repeat(64),
                 new: "d".repeat(64),
+                spelled: None,
             }],
         }
         .into(),
@@ -143,6 +144,7 @@ fn verify_and_publish_errors() {
                 key: "torch/torch-2.9.0-cp311-cp311-linux_x86_64.whl".into(),
                 existing: "a".repeat(64),
                 new: "b".repeat(64),
+                spelled: None,
             }],
         }
         .into(),

@@ -271,7 +271,7 @@ __global__ void rockbuild_doctor_scale(float* values, float factor) {\n\
 /// the ones the compiler rejects.
 fn test_compile(runner: &Runner, hipcc: &Path, targets: &[String], scratch: &Path) -> CompileFacts {
     let source = scratch.join("rockbuild_doctor.hip");
-    if let Err(error) = fs_err::write(&source, TEST_KERNEL) {
+    if let Err(error) = crate::fsutil::write(&source, TEST_KERNEL.as_bytes()) {
         return CompileFacts {
             targets: targets.to_vec(),
             failed_targets: targets.to_vec(),

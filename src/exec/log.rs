@@ -19,15 +19,15 @@ impl StepLog {
             return Ok(StepLog { file: None });
         };
         let open = || -> std::io::Result<std::fs::File> {
+            // The log's own directory (an output directory's `logs/`) may not be a link;
+            // what holds it is the user's to choose.
             if let Some(parent) = path.parent() {
-                fs_err::create_dir_all(parent)?;
+                match parent.parent() {
+                    Some(above) => crate::fsutil::create_dirs_below(above, parent, None)?,
+                    None => fs_err::create_dir_all(parent)?,
+                }
             }
-            fs_err::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map(fs_err::File::into_parts)
-                .map(|(file, _)| file)
+            crate::fsutil::append(path)
         };
         let file = open().map_err(|source| ProcessError::Log {
             path: path.to_path_buf(),

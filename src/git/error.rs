@@ -51,6 +51,23 @@ pub enum Error {
         path: String,
         commit: String,
     },
+    #[error(
+        "{path} at {commit} is a symbolic link{}: rockbuild reads a repository's files as its content and never follows a link out of the tree; commit the file itself",
+        target.as_ref().map(|t| format!(" (to `{t}`)")).unwrap_or_default()
+    )]
+    LinkInTree {
+        path: String,
+        commit: String,
+        target: Option<String>,
+    },
+    #[error(
+        "{path} at {commit} is larger than a repository file rockbuild reads may be ({limit} bytes at most)"
+    )]
+    TooLargeInTree {
+        path: String,
+        commit: String,
+        limit: u64,
+    },
     #[error("{}: {what}: {source}", dir.display())]
     Local {
         dir: PathBuf,
@@ -99,7 +116,9 @@ impl HasExitStatus for Error {
             Error::UnknownRef { .. }
             | Error::UnknownCommit { .. }
             | Error::LocalSubmodule { .. }
-            | Error::SubmoduleWithoutUrl { .. } => return ExitStatus::Usage,
+            | Error::SubmoduleWithoutUrl { .. }
+            | Error::LinkInTree { .. }
+            | Error::TooLargeInTree { .. } => return ExitStatus::Usage,
             Error::Fetch { source, .. } | Error::Process(source) => source,
             Error::Local { .. } | Error::Cache { .. } => return ExitStatus::Failure,
         };

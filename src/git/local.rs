@@ -68,22 +68,62 @@ pub fn commit_date(repo: &Repository, commit: Oid) -> Result<String, Error> {
     ))
 }
 
-/// The bytes of `path` in `commit`'s tree, if it exists and is a file.
+/// Mode of a symbolic link in a git tree.
+const SYMLINK_MODE: i32 = 0o120000;
+
+/// The bytes of `path` in `commit`'s tree, read as the repository's content: `None` when it
+/// does not exist (or is not a file). A symbolic link at `path` or on its way is refused, never
+/// read as the file it names (checked out, it would lead out of the tree), and so is a blob
+/// larger than [`crate::input::REPOSITORY_FILE`].
 pub fn read_file_at(repo: &Repository, commit: Oid, path: &str) -> Result<Option<Vec<u8>>, Error> {
     let what = || format!("reading {path} at {commit}");
-    let tree = repo
+    let mut tree = repo
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(at(repo, what()))?;
-    let entry = match tree.get_path(Path::new(path)) {
-        Ok(entry) => entry,
-        Err(error) if error.code() == git2::ErrorCode::NotFound => return Ok(None),
-        Err(error) => return Err(at(repo, what())(error)),
-    };
-    match entry.to_object(repo).map_err(at(repo, what()))?.into_blob() {
-        Ok(blob) => Ok(Some(blob.content().to_vec())),
-        Err(_) => Ok(None),
+    let components: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    for (index, component) in components.iter().enumerate() {
+        let Some(entry) = tree.get_name(component).map(|e| e.to_owned()) else {
+            return Ok(None);
+        };
+        let so_far = components[..=index].join("/");
+        if entry.filemode() == SYMLINK_MODE {
+            let target = entry
+                .to_object(repo)
+                .ok()
+                .and_then(|o| o.into_blob().ok())
+                .map(|blob| String::from_utf8_lossy(blob.content()).into_owned());
+            return Err(Error::LinkInTree {
+                path: so_far,
+                commit: commit.to_string(),
+                target,
+            });
+        }
+        let object = entry.to_object(repo).map_err(at(repo, what()))?;
+        if index + 1 < components.len() {
+            match object.into_tree() {
+                Ok(next) => tree = next,
+                Err(_) => return Ok(None),
+            }
+            continue;
+        }
+        let Ok(blob) = object.into_blob() else {
+            return Ok(None);
+        };
+        let limit = crate::input::REPOSITORY_FILE.bytes;
+        if blob.size() as u64 > limit {
+            return Err(Error::TooLargeInTree {
+                path: so_far,
+                commit: commit.to_string(),
+                limit,
+            });
+        }
+        return Ok(Some(blob.content().to_vec()));
     }
+    Ok(None)
 }
 
 /// A submodule as recorded in a commit: the gitlink's path and commit, and its `.gitmodules`

@@ -46,7 +46,7 @@ pub struct Mirror {
 /// Held while a mirror is in use; dropping it releases the file lock.
 #[derive(Debug)]
 pub struct Guard {
-    _lock: fs_err::File,
+    _lock: std::fs::File,
 }
 
 /// What fetching a ref into a mirror did.
@@ -124,12 +124,12 @@ impl Mirror {
     }
 
     fn lock(&self, shared: bool) -> Result<Guard, Error> {
-        let file = fs_err::File::create(&self.lock_path)
+        let file = crate::fsutil::open_lock(&self.lock_path)
             .map_err(|e| Error::cache(&self.lock_path, "opening the lock file", e))?;
         let locked = if shared {
-            file.file().lock_shared()
+            file.lock_shared()
         } else {
-            file.file().lock()
+            file.lock()
         };
         locked.map_err(|e| Error::cache(&self.lock_path, "locking", e))?;
         Ok(Guard { _lock: file })
@@ -158,9 +158,9 @@ impl Mirror {
         ] {
             local::set_config(&repo, key, value)?;
         }
-        fs_err::write(
-            staging.path().join("rockbuild-origin"),
-            self.origin.as_str(),
+        crate::fsutil::write(
+            &staging.path().join("rockbuild-origin"),
+            self.origin.as_str().as_bytes(),
         )
         .map_err(|e| Error::cache(staging.path(), "writing the origin", e))?;
         let staged = staging.keep();

@@ -37,8 +37,8 @@ pub fn record_path(cache_dir: &Path, key: &str) -> PathBuf {
 
 /// The record for `key`, if there is a readable one (anything else is a miss).
 pub fn read(cache_dir: &Path, key: &str) -> Option<Record> {
-    let text = fs_err::read_to_string(record_path(cache_dir, key)).ok()?;
-    serde_json::from_str(&text).ok()
+    let text = crate::input::read_text(&record_path(cache_dir, key), crate::input::RECORD).ok()?;
+    crate::input::strict::json(&text).ok()
 }
 
 pub fn write(cache_dir: &Path, key: &str, record: &Record) -> Result<(), Error> {
@@ -49,7 +49,8 @@ pub fn write(cache_dir: &Path, key: &str, record: &Record) -> Result<(), Error> 
     };
     let text = serde_json::to_string_pretty(record).map_err(|e| failed(e.to_string()))?;
     if let Some(parent) = path.parent() {
-        fs_err::create_dir_all(parent).map_err(|e| failed(e.to_string()))?;
+        crate::fsutil::create_dirs_below(cache_dir, parent, None)
+            .map_err(|e| failed(e.to_string()))?;
     }
     crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| failed(format!("{e:#}")))
 }

@@ -226,7 +226,10 @@ pub fn scan(
         if !base.exists() {
             continue;
         }
+        // Links are not followed, the check path's own included: a committed `csrc -> /`
+        // would scan the host.
         for entry in walkdir::WalkDir::new(&base)
+            .follow_root_links(false)
             .into_iter()
             .filter_entry(|e| e.file_name() != ".git")
         {
@@ -253,8 +256,12 @@ pub fn scan(
             if !is_source || allow.is_match(file) {
                 return Vec::new();
             }
-            let Ok(bytes) = fs_err::read(root.join(file)) else {
-                return Vec::new(); // deleted by hipify
+            // Read as the tree's content: a file deleted by hipify, a link or a file too large
+            // for a source is not scanned.
+            let Ok(Some(bytes)) =
+                crate::input::read_tree_file(root, file, crate::input::SOURCE_FILE)
+            else {
+                return Vec::new();
             };
             scan_text(file, &String::from_utf8_lossy(&bytes), headers, &rules)
         })

@@ -39,7 +39,7 @@ pub enum Error {
         refused_by: String,
     },
     #[error(
-        "{project}: hipify produced tree {found} but {lock} records {expected}; the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
+        "{project}: hipify produced tree {found} but {lock} records {expected}: the lock was edited, or the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
     )]
     NotDeterministic {
         project: String,
@@ -86,8 +86,8 @@ pub fn stamp_path(repo_dir: &Path) -> PathBuf {
 }
 
 pub fn read_stamp(repo_dir: &Path) -> Option<HipifyStamp> {
-    let text = fs_err::read_to_string(stamp_path(repo_dir)).ok()?;
-    serde_json::from_str(&text).ok()
+    let text = crate::input::read_text(&stamp_path(repo_dir), crate::input::RECORD).ok()?;
+    crate::input::strict::json(&text).ok()
 }
 
 pub fn write_stamp(repo_dir: &Path, stamp: &HipifyStamp) -> Result<(), Error> {
@@ -147,7 +147,7 @@ pub fn run_script(
 /// `index` as a copy of the index `own`, with its mtime.
 fn seed_index(own: &Path, index: &Path) -> std::io::Result<()> {
     let written = fs_err::metadata(own)?.modified()?;
-    fs_err::copy(own, index)?;
+    crate::fsutil::copy(own, index)?;
     fs_err::File::open(index)?.file().set_modified(written)
 }
 

@@ -18,6 +18,10 @@ use crate::redact::redact_url;
 const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
 /// Attempts for one page fetch that fails with a transient error.
 const ATTEMPTS: u32 = 3;
+/// The largest project page read, over HTTP or from files (`input::INDEX_PAGE`).
+const MAX_PAGE_BYTES: u64 = crate::input::INDEX_PAGE.bytes;
+/// The most files one project page may list.
+pub const MAX_PAGE_FILES: usize = 500_000;
 
 /// One file an index offers for a project.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,7 +119,7 @@ impl IndexClient {
         let files = if is_json {
             parse_json(&page_url, &body)?
         } else {
-            parse_html(&page_url, &body)
+            parse_html(&page_url, &body)?
         };
         Ok(Some(files))
     }
@@ -149,17 +153,23 @@ impl IndexClient {
                 .map(|p| normalize_name(&p.name))
                 .collect()
         } else {
-            anchors(&body)
-                .iter()
-                .filter_map(|attributes| attribute(attributes, "href"))
-                .filter_map(|href| self.base.join(href).ok())
-                .filter_map(|url| {
-                    url.path_segments()?
-                        .rev()
-                        .find(|s| !s.is_empty())
-                        .map(|s| normalize_name(&percent_decode(s)))
-                })
-                .collect()
+            let mut names = Vec::new();
+            for_each_anchor(&body, |anchor| {
+                if let Some(name) = anchor
+                    .href
+                    .and_then(|href| self.base.join(&href).ok())
+                    .and_then(|url| {
+                        url.path_segments()?
+                            .rev()
+                            .find(|s| !s.is_empty())
+                            .map(|s| normalize_name(&percent_decode(s)))
+                    })
+                {
+                    names.push(name);
+                }
+                names.len() < MAX_PAGE_FILES
+            });
+            names
         };
         names.sort();
         names.dedup();
@@ -249,9 +259,11 @@ impl IndexClient {
                         .get(reqwest::header::CONTENT_TYPE)
                         .and_then(|v| v.to_str().ok())
                         .is_some_and(|v| v.contains("json"));
-                    let body = response.text().map_err(|e| Error::Transfer {
-                        url: shown.clone(),
-                        message: e.to_string(),
+                    let body = read_page(response, self.waits.timeout).map_err(|message| {
+                        Error::Transfer {
+                            url: shown.clone(),
+                            message,
+                        }
                     })?;
                     return Ok(Some((body, is_json)));
                 }
@@ -292,6 +304,65 @@ impl IndexClient {
     }
 }
 
+/// The body of an index page, read with bounds: no encoding rockbuild did not ask for (it
+/// asks for none: a compressed answer could expand without bound), at most
+/// [`MAX_PAGE_BYTES`], and a wait for the body that ran out said as such. The error is what
+/// went wrong, in words.
+pub fn read_page(
+    response: reqwest::blocking::Response,
+    timeout: Duration,
+) -> Result<String, String> {
+    use std::io::Read as _;
+    if let Some(encoding) = response
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .filter(|v| !v.trim().eq_ignore_ascii_case("identity"))
+    {
+        return Err(format!(
+            "the server sent the page `{encoding}`-encoded although rockbuild asked for it \
+             uncompressed (no Accept-Encoding); fix the server or the proxy in between"
+        ));
+    }
+    let too_large = || {
+        format!(
+            "the page is larger than {}, more than any index page holds",
+            crate::ui::human_bytes(MAX_PAGE_BYTES)
+        )
+    };
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_PAGE_BYTES)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    response
+        .take(MAX_PAGE_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|error| {
+            if error_chain(&error)
+                .to_ascii_lowercase()
+                .contains("timed out")
+                || error.kind() == std::io::ErrorKind::TimedOut
+            {
+                format!(
+                    "no answer within {}s while reading the page (the request's time ran out)",
+                    timeout.as_secs_f64()
+                )
+            } else {
+                format!("reading the page: {}", error_chain(&error))
+            }
+        })?;
+    if body.len() as u64 > MAX_PAGE_BYTES {
+        return Err(too_large());
+    }
+    Ok(match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
+}
+
 /// Copies `from` into `to`, hashing every byte; an error says whether it is worth another
 /// attempt (a read that failed mid-transfer).
 fn copy_hashed(
@@ -326,9 +397,9 @@ fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, Error> {
     })?;
     for (name, is_json) in [(super::JSON_PAGE, true), (super::HTML_PAGE, false)] {
         let path = dir.join(name);
-        match fs_err::read_to_string(&path) {
+        match crate::input::read_text(&path, crate::input::INDEX_PAGE) {
             Ok(text) => return Ok(Some((text, is_json))),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) if error.is_not_found() => {}
             Err(error) => {
                 return Err(Error::Transfer {
                     url: url.to_string(),
@@ -382,6 +453,9 @@ pub fn parse_json(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, Error> 
         url: redact_url(page_url.as_str()),
         message: e.to_string(),
     })?;
+    if page.files.len() > MAX_PAGE_FILES {
+        return Err(too_many_files(page_url));
+    }
     let mut files = Vec::with_capacity(page.files.len());
     for file in page.files {
         let url = page_url.join(&file.url).map_err(|e| Error::Parse {
@@ -417,42 +491,62 @@ pub fn parse_json(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, Error> 
 // ---- PEP 503 HTML ----
 
 /// Parses a PEP 503 project page: every `<a href>` is a file; the `#sha256=` fragment, PEP
-/// 503/592/658/714 data attributes are read; entities in attribute values are decoded.
-pub fn parse_html(page_url: &Url, text: &str) -> Vec<RemoteFile> {
+/// 503/592/658/714 data attributes are read; entities in attribute values are decoded. Each
+/// anchor is turned into its file as it is found, keeping only the attributes read (a page of
+/// anchors with many attributes costs no more than its files).
+pub fn parse_html(page_url: &Url, text: &str) -> Result<Vec<RemoteFile>, Error> {
     let mut files = Vec::new();
-    for attributes in anchors(text) {
-        let Some(href) = attribute(&attributes, "href") else {
-            continue;
-        };
-        let Ok(url) = page_url.join(href) else {
-            continue;
-        };
-        let sha256 = url
-            .fragment()
-            .and_then(|f| f.strip_prefix("sha256="))
-            .map(str::to_ascii_lowercase);
-        let filename = url
-            .path_segments()
-            .and_then(|mut segments| segments.next_back())
-            .map(percent_decode)
-            .unwrap_or_default();
-        if filename.is_empty() {
-            continue;
+    let mut result = Ok(());
+    for_each_anchor(text, |anchor| {
+        if files.len() >= MAX_PAGE_FILES {
+            result = Err(too_many_files(page_url));
+            return false;
         }
-        let metadata = attribute(&attributes, "data-core-metadata")
-            .or_else(|| attribute(&attributes, "data-dist-info-metadata"))
-            .map(|value| value.strip_prefix("sha256=").map(str::to_ascii_lowercase));
-        files.push(RemoteFile {
-            filename,
-            url: without_fragment(url),
-            sha256,
-            requires_python: attribute(&attributes, "data-requires-python").map(String::from),
-            metadata,
-            size: None,
-            yanked: attribute(&attributes, "data-yanked").is_some(),
-        });
+        if let Some(file) = remote_file(page_url, anchor) {
+            files.push(file);
+        }
+        true
+    });
+    result.map(|()| files)
+}
+
+fn too_many_files(page_url: &Url) -> Error {
+    Error::Parse {
+        url: redact_url(page_url.as_str()),
+        message: format!(
+            "it lists more than {MAX_PAGE_FILES} files, more than any index page holds"
+        ),
     }
-    files
+}
+
+/// The file one anchor names, if it names one.
+fn remote_file(page_url: &Url, anchor: Anchor) -> Option<RemoteFile> {
+    let url = page_url.join(&anchor.href?).ok()?;
+    let sha256 = url
+        .fragment()
+        .and_then(|f| f.strip_prefix("sha256="))
+        .map(str::to_ascii_lowercase);
+    let filename = url
+        .path_segments()
+        .and_then(|mut segments| segments.next_back())
+        .map(percent_decode)
+        .unwrap_or_default();
+    if filename.is_empty() {
+        return None;
+    }
+    let metadata = anchor
+        .core_metadata
+        .or(anchor.dist_info_metadata)
+        .map(|value| value.strip_prefix("sha256=").map(str::to_ascii_lowercase));
+    Some(RemoteFile {
+        filename,
+        url: without_fragment(url),
+        sha256,
+        requires_python: anchor.requires_python,
+        metadata,
+        size: None,
+        yanked: anchor.yanked,
+    })
 }
 
 fn without_fragment(mut url: Url) -> String {
@@ -460,17 +554,39 @@ fn without_fragment(mut url: Url) -> String {
     url.to_string()
 }
 
-fn attribute<'a>(attributes: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    attributes
-        .iter()
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.as_str())
+/// The attributes of an `<a>` start tag that name a file, values unescaped.
+#[derive(Default)]
+struct Anchor {
+    href: Option<String>,
+    core_metadata: Option<String>,
+    dist_info_metadata: Option<String>,
+    requires_python: Option<String>,
+    yanked: bool,
 }
 
-/// The attribute lists of every `<a ...>` start tag, names lowercased, values unescaped.
-fn anchors(text: &str) -> Vec<Vec<(String, String)>> {
+impl Anchor {
+    /// Keeps the attribute when it is one a file is read from (the value is decoded only then).
+    fn set(&mut self, name: &str, raw_value: &str) {
+        let slot = match name {
+            "href" => &mut self.href,
+            "data-core-metadata" => &mut self.core_metadata,
+            "data-dist-info-metadata" => &mut self.dist_info_metadata,
+            "data-requires-python" => &mut self.requires_python,
+            "data-yanked" => {
+                self.yanked = true;
+                return;
+            }
+            _ => return,
+        };
+        if slot.is_none() {
+            *slot = Some(unescape_html(raw_value));
+        }
+    }
+}
+
+/// Calls `each` with every `<a ...>` start tag, in order, until it returns false.
+fn for_each_anchor(text: &str, mut each: impl FnMut(Anchor) -> bool) {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
     let mut i = 0;
     while let Some(offset) = text[i..].find('<') {
         let start = i + offset + 1;
@@ -484,23 +600,24 @@ fn anchors(text: &str) -> Vec<Vec<(String, String)>> {
         if !is_anchor {
             continue;
         }
-        let (attributes, end) = parse_attributes(text, start + 1);
-        out.push(attributes);
+        let (anchor, end) = parse_attributes(text, start + 1);
         i = end;
+        if !each(anchor) {
+            return;
+        }
     }
-    out
 }
 
 /// Parses `name="value" name='value' name=value name` up to the closing `>`.
-fn parse_attributes(text: &str, mut i: usize) -> (Vec<(String, String)>, usize) {
+fn parse_attributes(text: &str, mut i: usize) -> (Anchor, usize) {
     let bytes = text.as_bytes();
-    let mut attributes = Vec::new();
+    let mut anchor = Anchor::default();
     loop {
         while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
             i += 1;
         }
         if i >= bytes.len() || bytes[i] == b'>' {
-            return (attributes, (i + 1).min(bytes.len()));
+            return (anchor, (i + 1).min(bytes.len()));
         }
         let name_start = i;
         while i < bytes.len()
@@ -509,11 +626,11 @@ fn parse_attributes(text: &str, mut i: usize) -> (Vec<(String, String)>, usize) 
         {
             i += 1;
         }
-        let name = text[name_start..i].to_ascii_lowercase();
+        let name = &text[name_start..i];
         while i < bytes.len() && bytes[i].is_ascii_whitespace() {
             i += 1;
         }
-        let mut value = String::new();
+        let mut value = "";
         if i < bytes.len() && bytes[i] == b'=' {
             i += 1;
             while i < bytes.len() && bytes[i].is_ascii_whitespace() {
@@ -525,18 +642,19 @@ fn parse_attributes(text: &str, mut i: usize) -> (Vec<(String, String)>, usize) 
                 let value_end = text[value_start..]
                     .find(char::from(quote))
                     .map_or(bytes.len(), |o| value_start + o);
-                value = unescape_html(&text[value_start..value_end]);
+                value = &text[value_start..value_end];
                 i = (value_end + 1).min(bytes.len());
             } else {
                 let value_start = i;
                 while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'>' {
                     i += 1;
                 }
-                value = unescape_html(&text[value_start..i]);
+                value = &text[value_start..i];
             }
         }
-        if !name.is_empty() {
-            attributes.push((name, value));
+        // Names are compared lowercased without allocating for the ones not read.
+        if name.len() <= "data-dist-info-metadata".len() {
+            anchor.set(&name.to_ascii_lowercase(), value);
         }
     }
 }
@@ -620,7 +738,7 @@ mod tests {
 <abbr title="not a link">t</abbr>
 <a name="anchor-without-href">n</a>
 </body></html>"#;
-        let files = parse_html(&page(), html);
+        let files = parse_html(&page(), html).expect("html");
         assert_eq!(files.len(), 2);
         assert_eq!(
             files[0].filename,
@@ -651,7 +769,7 @@ mod tests {
                 metadata_sha256: Some("cd".repeat(32)),
             }],
         };
-        let from_html = parse_html(&page(), &render_project_html(&listing));
+        let from_html = parse_html(&page(), &render_project_html(&listing)).expect("html");
         let from_json = parse_json(&page(), &render_project_json(&listing)).expect("json");
         for (files, size) in [(from_html, None), (from_json, Some(42))] {
             assert_eq!(

@@ -30,7 +30,7 @@ pub enum Error {
     )]
     NotWheels {
         store: String,
-        files: Vec<(String, &'static str)>,
+        files: Vec<(String, String)>,
     },
 }
 

@@ -17,6 +17,7 @@ pub mod ordering;
 pub mod readable;
 pub mod render;
 pub mod scan;
+pub mod sidecar;
 
 pub use error::Error;
 
@@ -29,7 +30,8 @@ pub struct DistFile {
     pub size: u64,
     /// `Requires-Python` from the file's METADATA, if known.
     pub requires_python: Option<String>,
-    /// SHA-256 of the `<filename>.metadata` sidecar, when one is stored (PEP 658).
+    /// SHA-256 of the `<filename>.metadata` sidecar (PEP 658): the METADATA of the wheel,
+    /// derived from it (`index::sidecar`); none for other distributions.
     pub metadata_sha256: Option<String>,
 }
 

@@ -17,8 +17,12 @@ use crate::store::{ObjectInfo, Storage, StoreError, put_page};
 #[derive(Debug, Default)]
 pub struct Scan {
     pub projects: Vec<ProjectListing>,
-    /// The `.metadata` sidecar of each distribution that has one, by the distribution's key.
+    /// The stored `.metadata` sidecar of each wheel whose sidecar is its METADATA, by the
+    /// wheel's key (a stored sidecar that differs is not one: see `regenerate`).
     pub sidecars: BTreeMap<String, ObjectInfo>,
+    /// Sidecars a writer of this index must store before its pages: derived from their wheels
+    /// where the stored one is missing or differs (pip would resolve from it).
+    pub regenerate: Vec<Regenerated>,
     /// Objects that look like distributions but are not where the layout puts them.
     pub skipped: Vec<String>,
     /// What each project's distributions require, from their sidecars: the page order.
@@ -29,6 +33,15 @@ impl Scan {
     pub fn file_count(&self) -> usize {
         self.projects.iter().map(|p| p.files.len()).sum()
     }
+}
+
+/// A sidecar to (re)write: its key, the wheel's METADATA, and whether a different one was
+/// stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Regenerated {
+    pub key: String,
+    pub bytes: Vec<u8>,
+    pub replaces: bool,
 }
 
 /// A distribution found where the layout puts it: `<normalized-name>/<file>`.
@@ -102,10 +115,14 @@ pub fn scan(
         |p| describe(store, p, known),
     )
     .map_err(Error::Listing)?;
-    let unreadable: Vec<(String, &'static str)> = placed
+    let unreadable: Vec<(String, String)> = placed
         .iter()
         .zip(&described)
-        .filter_map(|(item, d)| d.unreadable.map(|why| (item.object.key.clone(), why)))
+        .filter_map(|(item, d)| {
+            d.unreadable
+                .clone()
+                .map(|why| (item.object.key.clone(), why))
+        })
         .collect();
     if !unreadable.is_empty() {
         return Err(Error::NotWheels {
@@ -115,6 +132,7 @@ pub fn scan(
     }
     let mut projects: BTreeMap<String, Vec<DistFile>> = BTreeMap::new();
     let mut sidecars = BTreeMap::new();
+    let mut regenerate = Vec::new();
     let mut depends_on = DependsOn::new();
     for (item, described) in placed.iter().zip(described) {
         depends_on
@@ -125,8 +143,22 @@ pub fn scan(
             .entry(item.project.clone())
             .or_default()
             .push(described.file);
-        if let Some(sidecar) = &item.sidecar {
-            sidecars.insert(item.object.key.clone(), sidecar.clone());
+        match (described.metadata, &item.sidecar) {
+            (
+                Some(Metadata {
+                    stored_matches: true,
+                    ..
+                }),
+                Some(sidecar),
+            ) => {
+                sidecars.insert(item.object.key.clone(), sidecar.clone());
+            }
+            (Some(Metadata { bytes, .. }), stored) => regenerate.push(Regenerated {
+                key: crate::index::metadata_key(&item.object.key),
+                bytes,
+                replaces: stored.is_some(),
+            }),
+            (None, _) => {}
         }
     }
     Ok(Scan {
@@ -135,16 +167,25 @@ pub fn scan(
             .map(|(name, files)| ProjectListing { name, files })
             .collect(),
         sidecars,
+        regenerate,
         skipped,
         depends_on,
     })
 }
 
-/// One distribution as the index lists it, what it requires, and whether it is unreadable.
+/// One distribution as the index lists it, what it requires, its METADATA (a wheel), and
+/// why it is unreadable, if it is.
 struct Described {
     file: DistFile,
     requires: Vec<String>,
-    unreadable: Option<&'static str>,
+    metadata: Option<Metadata>,
+    unreadable: Option<String>,
+}
+
+/// A wheel's METADATA, derived from the wheel, and whether the stored sidecar holds it.
+struct Metadata {
+    bytes: Vec<u8>,
+    stored_matches: bool,
 }
 
 fn describe(
@@ -154,11 +195,15 @@ fn describe(
 ) -> Result<Described, StoreError> {
     let key = &pending.object.key;
     let size = pending.object.size;
+    let filename = key.rsplit('/').next().unwrap_or(key).to_string();
+    let is_wheel = key.ends_with(".whl");
     let (sha256, unreadable) = match known.get(key) {
         Some(sha) => (sha.clone(), None),
         None => {
-            let unreadable = match key.ends_with(".whl") {
-                true => check_zip_tail(&store.get_tail(key, size, TAIL)?, size).err(),
+            let unreadable = match is_wheel {
+                true => check_zip_tail(&store.get_tail(key, size, TAIL)?, size)
+                    .err()
+                    .map(String::from),
                 false => None,
             };
             let sha = match store.head(key)?.and_then(|info| info.sha256) {
@@ -168,30 +213,96 @@ fn describe(
             (sha, unreadable)
         }
     };
-    let (requires_python, metadata_sha256, requires) = match &pending.sidecar {
-        Some(sidecar) => {
-            let bytes = store.get(&sidecar.key)?;
-            let text = String::from_utf8_lossy(&bytes);
-            (
-                crate::wheel::metadata::requires_python(&text),
-                Some(crate::fsutil::sha256_hex(&bytes)),
-                crate::wheel::metadata::required_projects(&text),
-            )
-        }
-        None => (None, None, Vec::new()),
+    let unlisted = |unreadable| Described {
+        file: DistFile {
+            filename: filename.clone(),
+            sha256: sha256.clone(),
+            size,
+            requires_python: None,
+            metadata_sha256: None,
+        },
+        requires: Vec::new(),
+        metadata: None,
+        unreadable,
     };
-    let filename = key.rsplit('/').next().unwrap_or(key).to_string();
+    if !is_wheel || unreadable.is_some() {
+        // Only a wheel has a METADATA to derive a sidecar from.
+        return Ok(unlisted(unreadable));
+    }
+    // The stored sidecar's bytes, hashed: a checksum recorded beside an object is whatever
+    // its writer said, and a sidecar is small.
+    let stored_sha = |sidecar: &ObjectInfo| -> Result<String, StoreError> {
+        match known.get(&sidecar.key) {
+            Some(sha) => Ok(sha.clone()),
+            None => store.content_sha256(&sidecar.key),
+        }
+    };
+    // A wheel and sidecar this run wrote were checked against each other before they were
+    // (the sidecar was derived from the very bytes uploaded or copied): the stored sidecar
+    // is read. Any other wheel's METADATA is derived from the wheel itself.
+    let bytes = match &pending.sidecar {
+        Some(sidecar) if known.contains_key(key) && known.contains_key(&sidecar.key) => {
+            store.get(&sidecar.key)?
+        }
+        _ => match super::sidecar::derive(store, key, size) {
+            Ok(bytes) => bytes,
+            Err(why) => return Ok(unlisted(Some(why))),
+        },
+    };
+    let metadata_sha256 = crate::fsutil::sha256_hex(&bytes);
+    let stored_matches = match &pending.sidecar {
+        Some(sidecar) => stored_sha(sidecar)? == metadata_sha256,
+        None => false,
+    };
+    let text = String::from_utf8_lossy(&bytes);
     Ok(Described {
         file: DistFile {
             filename,
             sha256,
             size,
-            requires_python,
-            metadata_sha256,
+            requires_python: crate::wheel::metadata::requires_python(&text),
+            metadata_sha256: Some(metadata_sha256),
         },
-        requires,
-        unreadable,
+        requires: crate::wheel::metadata::required_projects(&text),
+        metadata: Some(Metadata {
+            bytes,
+            stored_matches,
+        }),
+        unreadable: None,
     })
+}
+
+/// Stores the sidecars the scan derived (missing, or replacing one that differed from its
+/// wheel's METADATA, with a warning naming it). Writers of an index call this before the
+/// pages that list the sidecars' hashes.
+pub fn write_sidecars(
+    ctx: &Context,
+    store: &dyn Storage,
+    regenerate: &[Regenerated],
+) -> Result<(), StoreError> {
+    for sidecar in regenerate {
+        if sidecar.replaces {
+            ctx.ui.warn(format!(
+                "{}: the stored sidecar is not the METADATA of its wheel (edited in the store?); \
+                 replaced by the wheel's",
+                sidecar.key
+            ));
+        }
+        transfer::with_retries(3, || {
+            store
+                .put(
+                    &sidecar.key,
+                    crate::store::Body::Bytes(&sidecar.bytes),
+                    &crate::store::PutOptions {
+                        content_type: Some(crate::index::content_type_of(&sidecar.key)),
+                        sha256: Some(crate::fsutil::sha256_hex(&sidecar.bytes)),
+                        ..Default::default()
+                    },
+                )
+                .map(drop)
+        })?;
+    }
+    Ok(())
 }
 
 /// Writes the pages in the order given (each page atomically; see `render_pages` for why
@@ -220,8 +331,10 @@ mod tests {
         }
     }
 
+    const TORCH_METADATA: &[u8] = b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody";
+
     #[test]
-    fn scans_the_layout_and_reads_sidecars() {
+    fn scans_the_layout_and_derives_sidecars_from_the_wheels() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().to_path_buf());
         let put = |key: &str, bytes: &[u8]| {
@@ -229,18 +342,20 @@ mod tests {
                 .put(key, Body::Bytes(bytes), &PutOptions::default())
                 .expect("put");
         };
-        let wheel = tiny_zip();
+        let wheel = tiny_wheel("torch-2.9.0+rocm7.0.0", TORCH_METADATA);
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl",
             &wheel,
         );
+        // A sidecar edited in the store: never listed, derived again from the wheel.
         put(
             "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata",
-            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody",
+            b"Metadata-Version: 2.1\nName: torch\nRequires-Dist: evil-pkg>=0\n",
         );
+        let vision = tiny_wheel("torchvision-0.24.0", b"Name: torchvision\n");
         put(
             "torchvision/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl",
-            b"vision",
+            &vision,
         );
         put(
             "torch/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl",
@@ -269,9 +384,7 @@ mod tests {
                         sha256: crate::fsutil::sha256_hex(&wheel),
                         size: wheel.len() as u64,
                         requires_python: Some(">=3.10".into()),
-                        metadata_sha256: Some(crate::fsutil::sha256_hex(
-                            b"Metadata-Version: 2.1\nName: torch\nRequires-Python: >=3.10\nRequires-Dist: triton==3.5.0\nRequires-Dist: numpy; extra == 'np'\n\nbody"
-                        )),
+                        metadata_sha256: Some(crate::fsutil::sha256_hex(TORCH_METADATA)),
                     }],
                 },
                 ProjectListing {
@@ -279,10 +392,27 @@ mod tests {
                     files: vec![DistFile {
                         filename: "torchvision-0.24.0-cp311-cp311-linux_x86_64.whl".into(),
                         sha256: "f".repeat(64),
-                        size: 6,
+                        size: vision.len() as u64,
                         requires_python: None,
-                        metadata_sha256: None,
+                        metadata_sha256: Some(crate::fsutil::sha256_hex(b"Name: torchvision\n")),
                     }],
+                },
+            ]
+        );
+        assert!(scan.sidecars.is_empty(), "no stored sidecar is its wheel's");
+        assert_eq!(
+            scan.regenerate,
+            vec![
+                Regenerated {
+                    key: "torch/torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl.metadata".into(),
+                    bytes: TORCH_METADATA.to_vec(),
+                    replaces: true,
+                },
+                Regenerated {
+                    key: "torchvision/torchvision-0.24.0-cp311-cp311-linux_x86_64.whl.metadata"
+                        .into(),
+                    bytes: b"Name: torchvision\n".to_vec(),
+                    replaces: false,
                 },
             ]
         );
@@ -309,17 +439,20 @@ mod tests {
         assert!(dir.path().join("index.json").exists());
     }
 
-    fn tiny_zip() -> Vec<u8> {
+    /// A wheel holding one module and `<stem>.dist-info/METADATA`.
+    fn tiny_wheel(stem: &str, metadata: &[u8]) -> Vec<u8> {
         use std::io::Write as _;
         let mut bytes = Vec::new();
         let mut writer = zip::ZipWriter::new(std::io::Cursor::new(&mut bytes));
+        let options = zip::write::SimpleFileOptions::default();
         writer
-            .start_file(
-                "torch/__init__.py",
-                zip::write::SimpleFileOptions::default(),
-            )
+            .start_file("torch/__init__.py", options)
             .expect("start");
         writer.write_all(b"").expect("write");
+        writer
+            .start_file(format!("{stem}.dist-info/METADATA"), options)
+            .expect("start");
+        writer.write_all(metadata).expect("write");
         writer.finish().expect("finish");
         bytes
     }
@@ -329,7 +462,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalDir::new(dir.path().to_path_buf());
         for (key, bytes) in [
-            ("torch/torch-2.9.0-py3-none-any.whl", tiny_zip()),
+            (
+                "torch/torch-2.9.0-py3-none-any.whl",
+                tiny_wheel("torch-2.9.0", b"Name: torch\n"),
+            ),
             (
                 "torch/torch-9.9.9-py3-none-any.whl",
                 b"<html>403 Forbidden</html>".to_vec(),
@@ -345,11 +481,25 @@ mod tests {
              - torch/torch-9.9.9-py3-none-any.whl: no zip end-of-central-directory record (not a zip archive, or cut short)\n\
              remove or replace it, then publish again (or run `rockbuild index`); no index page was changed"
         );
-        // A file this run wrote and verified itself is not read again.
-        let known = HashMap::from([(
-            "torch/torch-9.9.9-py3-none-any.whl".to_string(),
-            "0".repeat(64),
-        )]);
+        // A wheel and sidecar this run wrote and checked against each other are not read
+        // again (only the sidecar, for what the pages show).
+        store
+            .put(
+                "torch/torch-9.9.9-py3-none-any.whl.metadata",
+                Body::Bytes(b"Name: torch\n"),
+                &PutOptions::default(),
+            )
+            .expect("put");
+        let known = HashMap::from([
+            (
+                "torch/torch-9.9.9-py3-none-any.whl".to_string(),
+                "0".repeat(64),
+            ),
+            (
+                "torch/torch-9.9.9-py3-none-any.whl.metadata".to_string(),
+                crate::fsutil::sha256_hex(b"Name: torch\n"),
+            ),
+        ]);
         assert!(scan(&test_context(), &store, &known, 2).is_ok());
     }
 }

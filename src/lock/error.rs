@@ -46,6 +46,9 @@ pub enum Error {
         from: String,
         file: String,
         reason: String,
+        /// The file is there but refused as content (a symbolic link, too large): the
+        /// repository's to fix, not a failed read.
+        refused: bool,
     },
     #[error("cannot read the lock {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
@@ -74,6 +77,15 @@ pub enum Error {
         found_where: String,
         fix: String,
     },
+    #[error(
+        "{}: `{field}` {problem}; a lock says one thing once: write a new lock with `rockbuild lock`",
+        path.display()
+    )]
+    Inconsistent {
+        path: PathBuf,
+        field: String,
+        problem: String,
+    },
     #[error("the lock's sdk_version `{version}` is not a PEP 440 version: {reason}")]
     BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]
@@ -97,7 +109,9 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::PinFile { .. } | Error::ManifestDownload { .. } => ExitStatus::Failure,
+            Error::PinFile { refused: false, .. } | Error::ManifestDownload { .. } => {
+                ExitStatus::Failure
+            }
             _ => ExitStatus::Usage,
         }
     }

@@ -19,20 +19,31 @@ pub struct ReproducePin {
     pub hipify: Option<super::HipifyStamp>,
     /// The preset the lock recorded (none for a TheRock manifest).
     pub preset: Option<String>,
+    /// The tree and the submodule commits (path, commit) the lock recorded, checked against
+    /// what the commit really holds (none for a TheRock manifest, which records neither).
+    pub recorded: Option<Recorded>,
+}
+
+/// What a lock says a commit holds: checked, never taken on trust.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub tree: String,
+    pub submodules: Vec<(String, String)>,
 }
 
 /// Pins by project name, from a lock or a TheRock manifest, whichever the file is.
 pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, ReproducePin>, Error> {
-    let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let text =
+        crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|error| Error::NotALock {
+        crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),
-            reason: error.to_string(),
+            reason: crate::input::strict::json_message(&error),
         })?;
     if value.get("schema_version").is_some() || value.get("pytorch").is_some() {
         return manifest_pins(path, &text, &value, stack);
@@ -55,6 +66,14 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
             commit: project.commit,
             hipify: project.hipify,
             preset: project.preset,
+            recorded: Some(Recorded {
+                tree: project.tree,
+                submodules: project
+                    .submodules
+                    .into_iter()
+                    .map(|s| (s.path, s.commit))
+                    .collect(),
+            }),
         };
         check_pin(
             path,
@@ -118,7 +137,7 @@ pub fn manifest_pins_from_text(
     text: &str,
     stack: &Stack,
 ) -> Result<IndexMap<String, ReproducePin>, Error> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
+    let value: serde_json::Value = crate::input::strict::json(text).map_err(|error| {
         invalid(
             path,
             format!(
@@ -194,6 +213,7 @@ fn manifest_pins(
             commit: commit.to_ascii_lowercase(),
             hipify: None,
             preset: None,
+            recorded: None,
         };
         check_pin(
             path,

@@ -160,6 +160,53 @@ pub struct BuildRecord {
     pub stems: IndexMap<String, String>,
 }
 
+impl BuildRecord {
+    /// The record says one thing once: its SDK version and wheel versions are PEP 440, and
+    /// every file-name stem names the version `versions` gives its project (verify checks the
+    /// one, promote the other: an edited lock must not pass one and fail the other). The
+    /// error is the field and what is wrong with it.
+    fn check(&self) -> Result<(), (String, String)> {
+        let version = |text: &str| text.parse::<pep440_rs::Version>();
+        if !self.sdk_version.is_empty()
+            && let Err(error) = version(&self.sdk_version)
+        {
+            return Err((
+                "build.sdk_version".into(),
+                format!("`{}` is not a PEP 440 version ({error})", self.sdk_version),
+            ));
+        }
+        for (project, text) in &self.versions {
+            if let Err(error) = version(text) {
+                return Err((
+                    format!("build.versions.{project}"),
+                    format!("`{text}` is not a PEP 440 version ({error})"),
+                ));
+            }
+        }
+        for (project, stem) in &self.stems {
+            let field = format!("build.stems.{project}");
+            let Some((_, stem_text)) = stem.split_once('-') else {
+                return Err((field, format!("`{stem}` is not `<name>-<version>`")));
+            };
+            let stem_version = version(stem_text).map_err(|error| {
+                (
+                    field.clone(),
+                    format!("`{stem}` does not end in a PEP 440 version ({error})"),
+                )
+            })?;
+            if let Some(text) = self.versions.get(project)
+                && version(text).ok().as_ref() != Some(&stem_version)
+            {
+                return Err((
+                    field,
+                    format!("`{stem}` disagrees with build.versions.{project} `{text}`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Lock {
     /// The SDK version the build record holds, if any.
     pub fn sdk_version(&self) -> Result<Option<pep440_rs::Version>, Error> {
@@ -356,21 +403,31 @@ impl Lock {
 
     /// Reads a lock, refusing other schema versions with a clear message.
     pub fn read(path: &Path) -> Result<Lock, Error> {
-        let text = fs_err::read_to_string(path).map_err(|e| Error::Unreadable {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        let lock: Lock = serde_json::from_str(&text).map_err(|error| Error::NotALock {
+        let text =
+            crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+        let lock: Lock = crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),
             line: error.line(),
             column: error.column(),
-            reason: error.to_string(),
+            reason: crate::input::strict::json_message(&error),
         })?;
         if lock.schema != SCHEMA {
             return Err(Error::Schema {
                 path: path.to_path_buf(),
                 found: lock.schema,
             });
+        }
+        if let Some(build) = &lock.build {
+            build
+                .check()
+                .map_err(|(field, problem)| Error::Inconsistent {
+                    path: path.to_path_buf(),
+                    field,
+                    problem,
+                })?;
         }
         Ok(lock)
     }

@@ -170,7 +170,11 @@ pub fn resolve_pin(
 
 /// `3.4.0` → `release/3.4.x` (the reference crashes on this path: W1).
 pub fn release_branch(version: &str) -> Option<String> {
+    // The whole file is one PEP 440 version: nothing else may ride along in it.
     let version = version.trim();
+    if version.lines().count() != 1 || version.parse::<pep440_rs::Version>().is_err() {
+        return None;
+    }
     let mut parts = version.split('.');
     let major = parts.next()?;
     let minor = parts.next()?;
@@ -358,5 +362,7 @@ mod tests {
             Some("release/3.5.x")
         );
         assert_eq!(release_branch("main"), None);
+        assert_eq!(release_branch("3.4.0\n::error::x"), None);
+        assert_eq!(release_branch("3.4.0 junk"), None);
     }
 }

@@ -74,7 +74,7 @@ struct RawMetadata {
 /// Parses pip's report.
 pub fn parse(text: &str) -> Result<InstallReport, String> {
     let raw: Raw =
-        serde_json::from_str(text).map_err(|e| format!("not pip's install report: {e}"))?;
+        crate::input::strict::json(text).map_err(|e| format!("not pip's install report: {e}"))?;
     if raw.version != "1" {
         return Err(format!(
             "pip install report version {} is not supported (this rockbuild reads 1)",

@@ -135,7 +135,7 @@ pub struct EvidenceError {
 /// Reads a report: JUnit XML when the file starts with `<`, rockbuild JSON otherwise.
 pub fn read(path: &Path) -> Result<Evidence, EvidenceError> {
     let file = path.display().to_string();
-    let text = fs_err::read_to_string(path).map_err(|e| EvidenceError {
+    let text = crate::input::read_text(path, crate::input::REPORT).map_err(|e| EvidenceError {
         file: file.clone(),
         message: e.to_string(),
     })?;
@@ -155,11 +155,17 @@ fn parse_json(file: &str, text: &str) -> Result<Evidence, EvidenceError> {
         file: file.to_string(),
         message,
     };
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+    let value: serde_json::Value = crate::input::strict::json(text).map_err(|e| {
+        let what = if e.is_data() {
+            "not a valid test report"
+        } else {
+            "not JSON or JUnit XML"
+        };
         error(format!(
-            "{}:{}: not JSON or JUnit XML: {e}",
+            "{}:{}: {what}: {}",
             e.line(),
-            e.column()
+            e.column(),
+            crate::input::strict::json_message(&e)
         ))
     })?;
     match value.get("schema").and_then(serde_json::Value::as_u64) {

@@ -148,7 +148,8 @@ pub fn inspect(
     let evidence = reports
         .iter()
         .map(|path| {
-            evidence::read(path).map_err(|error| match fs_err::File::open(path) {
+            // Whether the report exists is asked without opening it: opening a FIFO waits.
+            evidence::read(path).map_err(|error| match fs_err::metadata(path) {
                 Err(_) => Error::NoEvidence(error),
                 Ok(_) => Error::Evidence(error),
             })

@@ -12,7 +12,7 @@ use super::waiver::Waiver;
 use super::{Error, Prepared, Staged};
 use crate::context::Context;
 use crate::publish::{self, Destination, PublishPlan};
-use crate::ui::{markdown_table, plural, text_table};
+use crate::ui::{Markdown, markdown_table, plural, text_table};
 use crate::wheel::companion::Role;
 
 /// What `promote` will do.
@@ -162,19 +162,20 @@ pub fn show_gate(ctx: &Context, decision: &Decision, waivers: &[Waiver]) {
         .collect();
     ctx.ui
         .status(text_table(&["wheel", "verdict", "evidence"], &rows));
-    let mut summary = markdown_table(&["wheel", "verdict", "evidence"], &rows);
+    let mut summary = Markdown::lit("### Promotion gate\n\n");
+    summary.push(markdown_table(&["wheel", "verdict", "evidence"], &rows));
     for note in &decision.notes {
         ctx.ui.warn(note);
     }
     let (used, expired) = waiver_lines(decision, waivers);
     for line in used {
         ctx.ui.warn(format!("promoting on {line}"));
-        summary.push_str(&format!("\n- used {line}"));
+        summary.push_lit("\n- used ").push_text(&line);
     }
     for line in expired {
         ctx.ui.warn(&line);
-        summary.push_str(&format!("\n- {line}"));
+        summary.push_lit("\n- ").push_text(&line);
     }
-    ctx.ui
-        .step_summary(&format!("### Promotion gate\n\n{summary}"));
+    summary.push_lit("\n");
+    ctx.ui.step_summary(&summary);
 }

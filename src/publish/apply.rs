@@ -17,6 +17,7 @@ use crate::store::{
     put_immutable,
 };
 use crate::ui::human_bytes;
+use crate::wheel::filename::distribution_identity;
 
 /// What the destination holds, as far as a plan needs to know.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +27,9 @@ pub struct Destination {
     pub published: Vec<Release>,
     /// The SHA-256 at each key of the set; `None`: absent.
     pub state: HashMap<String, Option<String>>,
+    /// The key of every distribution it holds, by what installers take it for
+    /// (`wheel::filename::distribution_identity`).
+    pub identities: HashMap<String, String>,
 }
 
 /// Reads what the destination publishes, then the SHA-256 at every key of the set (in
@@ -41,6 +45,13 @@ pub fn inspect(
     let listing = dest.list().map_err(Error::List)?;
     super::nesting::check(publication.verb, url, &listing, settings)?;
     let (placed, _) = layout(&listing);
+    let identities = placed
+        .iter()
+        .filter_map(|p| {
+            let file = p.object.key.rsplit('/').next()?;
+            Some((distribution_identity(file)?, p.object.key.clone()))
+        })
+        .collect();
     let published = ordering::published(&placed);
     check_ordering(publication, &dest.url(), &published)?;
     let objects: Vec<&SetObject> = publication.items.iter().map(|i| &i.object).collect();
@@ -70,6 +81,7 @@ pub fn inspect(
         url: dest.url(),
         published,
         state: found.into_iter().collect(),
+        identities,
     })
 }
 
@@ -109,6 +121,7 @@ pub fn apply(
     plan: PublishPlan,
     settings: &StoreSettings,
 ) -> Result<Done, Error> {
+    crate::fault::point("transfer");
     let outcomes = transfer::run_all(
         ctx,
         plan.verb,
@@ -181,6 +194,7 @@ pub fn apply(
     let index = scan::scan(ctx, dest, &known, settings.jobs).map_err(Error::Index)?;
     let pages = render_pages(&index.projects, &index.depends_on);
     lease.confirm()?;
+    scan::write_sidecars(ctx, dest, &index.regenerate).map_err(|e| Error::Index(e.into()))?;
     scan::write_pages(dest, &pages).map_err(|e| Error::Index(e.into()))?;
     Ok(Done { plan, index, pages })
 }

@@ -87,6 +87,14 @@ impl HasExitStatus for Error {
             Error::Transfer(error) => match error.interrupted {
                 Some(signal) => ExitStatus::Signal(signal),
                 None if error.is_conflict() => ExitStatus::PublishConflict,
+                // A file that is no longer the one verified: a failed verification.
+                None if error
+                    .failures
+                    .iter()
+                    .any(|f| matches!(f, StoreError::Changed { .. })) =>
+                {
+                    ExitStatus::VerificationFailed
+                }
                 None => ExitStatus::Failure,
             },
             Error::Check { error, .. } => match error.interrupted {

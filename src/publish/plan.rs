@@ -11,6 +11,7 @@ use super::{Error, Item, Publication, SetObject, Source};
 use crate::index::ordering::{self, Release};
 use crate::index::render::page_keys;
 use crate::ui::human_bytes;
+use crate::wheel::filename::distribution_identity;
 
 /// How a set's objects get to the destination, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -44,21 +45,34 @@ impl Transfer {
     }
 }
 
-/// Different bytes under a key the destination already publishes.
+/// Different bytes under a key the destination already publishes, or a distribution it
+/// already publishes under another spelling of its name or version.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Conflict {
     pub key: String,
     pub existing: String,
     pub new: String,
+    /// The key that already holds this distribution under another spelling (`torch-01.00`
+    /// for `torch-1.0`, `foo.bar` for `Foo_Bar`); pip would take either for the other.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spelled: Option<String>,
 }
 
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "'{}' is already published with sha256 {}, the set has {}",
-            self.key, self.existing, self.new
-        )
+        match &self.spelled {
+            Some(other) => write!(
+                f,
+                "'{}' is the distribution '{other}' already is (one PEP 503 name, one PEP 440 \
+                 version, the same tags): pip would take whichever it met last",
+                self.key
+            ),
+            None => write!(
+                f,
+                "'{}' is already published with sha256 {}, the set has {}",
+                self.key, self.existing, self.new
+            ),
+        }
     }
 }
 
@@ -110,7 +124,32 @@ pub fn plan(publication: Publication, dest: &Destination) -> Result<PublishPlan,
     let mut transfers = Vec::new();
     let mut present = Vec::new();
     let mut conflicts = Vec::new();
+    // What each distribution is to an installer: one key per identity, in the destination and
+    // in the set together.
+    let mut identities = dest.identities.clone();
     for item in items {
+        let file = item
+            .object
+            .key
+            .rsplit('/')
+            .next()
+            .unwrap_or(&item.object.key);
+        if let Some(identity) = distribution_identity(file) {
+            match identities.get(&identity) {
+                Some(other) if *other != item.object.key => {
+                    conflicts.push(Conflict {
+                        key: item.object.key.clone(),
+                        existing: String::new(),
+                        new: item.object.sha256.clone(),
+                        spelled: Some(other.clone()),
+                    });
+                    continue;
+                }
+                _ => {
+                    identities.insert(identity, item.object.key.clone());
+                }
+            }
+        }
         match dest.state.get(&item.object.key).cloned().flatten() {
             None => transfers.push(item),
             Some(existing) if existing == item.object.sha256 => present.push(item.object),
@@ -118,6 +157,7 @@ pub fn plan(publication: Publication, dest: &Destination) -> Result<PublishPlan,
                 key: item.object.key.clone(),
                 existing,
                 new: item.object.sha256.clone(),
+                spelled: None,
             }),
         }
     }
@@ -238,6 +278,7 @@ mod tests {
                 .iter()
                 .map(|(key, sha)| (key.to_string(), sha.map(|c| c.to_string().repeat(64))))
                 .collect::<HashMap<_, _>>(),
+            identities: HashMap::new(),
         }
     }
 
@@ -285,7 +326,8 @@ mod tests {
             matches!(&error, Error::Conflicts { conflicts, .. } if *conflicts == [Conflict {
                 key: "vision/v.whl".into(),
                 existing: "d".repeat(64),
-                new: "c".repeat(64)
+                new: "c".repeat(64),
+                spelled: None,
             }]),
             "{error}"
         );

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::context::Context;
 use crate::index::render::{Page, render_pages};
-use crate::index::scan::{self, Scan};
+use crate::index::scan::{self, Regenerated, Scan};
 use crate::store::Storage;
 use crate::store::lease::Lease;
 use crate::ui::human_bytes;
@@ -17,9 +18,22 @@ pub struct IndexPlan {
     pub url: String,
     pub projects: usize,
     pub files: usize,
+    /// Sidecars written first: derived from their wheels, where the stored one is missing or
+    /// differs.
+    pub sidecars: Vec<PlannedSidecar>,
     pub pages: Vec<PlannedPage>,
     #[serde(skip)]
     bodies: Vec<Page>,
+    #[serde(skip)]
+    regenerate: Vec<Regenerated>,
+}
+
+/// One sidecar, as the plan shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedSidecar {
+    pub key: String,
+    /// A stored sidecar differed from the wheel's METADATA.
+    pub replaces: bool,
 }
 
 /// One page, as the plan shows it.
@@ -38,6 +52,14 @@ pub fn plan(url: &str, scan: &Scan) -> IndexPlan {
         url: url.to_string(),
         projects: scan.projects.len(),
         files: scan.file_count(),
+        sidecars: scan
+            .regenerate
+            .iter()
+            .map(|s| PlannedSidecar {
+                key: s.key.clone(),
+                replaces: s.replaces,
+            })
+            .collect(),
         pages: bodies
             .iter()
             .map(|page| PlannedPage {
@@ -48,6 +70,7 @@ pub fn plan(url: &str, scan: &Scan) -> IndexPlan {
             })
             .collect(),
         bodies,
+        regenerate: scan.regenerate.clone(),
     }
 }
 
@@ -61,6 +84,14 @@ impl IndexPlan {
             self.projects,
             self.url
         );
+        for sidecar in &self.sidecars {
+            let why = if sidecar.replaces {
+                "replacing one that is not its wheel's METADATA"
+            } else {
+                "the wheel's METADATA"
+            };
+            let _ = writeln!(out, "  write {} ({why})", sidecar.key);
+        }
         for page in &self.pages {
             let _ = writeln!(
                 out,
@@ -88,10 +119,13 @@ impl IndexPlan {
 /// Writes the planned pages, each atomically, dependencies first and the root last, if the
 /// store's lease is still this run's.
 pub fn apply(
+    ctx: &Context,
     store: &dyn Storage,
     lease: &mut Lease<'_>,
     plan: &IndexPlan,
 ) -> Result<(), super::Error> {
     lease.confirm()?;
+    scan::write_sidecars(ctx, store, &plan.regenerate)
+        .map_err(|e| super::Error::Index(e.into()))?;
     scan::write_pages(store, &plan.bodies).map_err(|e| super::Error::Index(e.into()))
 }

@@ -57,6 +57,11 @@ pub enum Error {
     /// A step of the install (venv, pip/uv) failed; its own message names it.
     #[error(transparent)]
     Step(#[from] ProcessError),
+    #[error("preparing the venv {}", path.display())]
+    Venv {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("creating the installer cache {}", path.display())]
     Cache {
         path: PathBuf,
@@ -148,6 +153,7 @@ impl HasExitStatus for Error {
             | Error::NoMatch { .. }
             | Error::CompanionMissing { .. }
             | Error::Cache { .. }
+            | Error::Venv { .. }
             | Error::DistMismatch { .. }
             | Error::ExtraNotProvided { .. }
             | Error::ExtraNotInstalled { .. }

@@ -330,7 +330,7 @@ pub fn apply(
     ));
     if let Some(create) = &plan.create_venv {
         status(&format!("creating venv {}", settings.venv.dir.display()));
-        runner.run(create)?;
+        settings.venv.create(runner, create, status)?;
     }
     fs_err::create_dir_all(&settings.cache_dir).map_err(|source| Error::Cache {
         path: settings.cache_dir.clone(),

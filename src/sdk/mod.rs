@@ -125,8 +125,8 @@ impl SdkInfo {
 
     /// The recorded answers, if the record exists and still describes the installed `rocm`.
     pub fn read_record(venv: &Venv) -> Option<SdkInfo> {
-        let text = fs_err::read_to_string(venv.sdk_record()).ok()?;
-        let info: SdkInfo = serde_json::from_str(&text).ok()?;
+        let text = crate::input::read_text(&venv.sdk_record(), crate::input::RECORD).ok()?;
+        let info: SdkInfo = crate::input::strict::json(&text).ok()?;
         let installed = venv.installed_version(ROCM_DIST)?;
         let installed = crate::version::normalize("installed rocm", &installed).ok()?;
         (installed == info.version).then_some(info)

@@ -202,8 +202,9 @@ fn flat_page(location: &str, waits: Waits) -> Result<Vec<(String, bool)>, Error>
         .and_then(|client| client.get(url.clone()).header("Accept", "text/html").send())
         .and_then(reqwest::blocking::Response::error_for_status)
         .map_err(|e| unreachable(redact_url(&e.to_string())))?;
-    let body = response.text().map_err(|e| unreachable(e.to_string()))?;
+    let body = crate::index::client::read_page(response, waits.timeout).map_err(unreachable)?;
     Ok(crate::index::client::parse_html(&url, &body)
+        .map_err(|e| unreachable(e.to_string()))?
         .into_iter()
         .map(|f| (f.filename, f.yanked))
         .collect())

@@ -10,6 +10,11 @@ use crate::wheel::filename::escape_name;
 /// [`super::SdkInfo`]); lets `plan` show real paths without running Python.
 pub const SDK_RECORD: &str = "rockbuild-sdk.json";
 
+/// Written into a venv's directory before rockbuild creates the venv and removed once it is
+/// complete: a venv that still holds it was interrupted half-way (an interpreter, no pip yet)
+/// and is made again instead of failing every later run with `No module named pip`.
+pub const CREATING: &str = ".rockbuild-creating";
+
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Venv {
     pub dir: PathBuf,
@@ -28,9 +33,41 @@ impl Venv {
         self.dir.join("bin")
     }
 
-    /// True when the directory holds a venv (its interpreter exists).
+    /// True when the directory holds a complete venv (its interpreter exists, and its
+    /// creation was not interrupted).
     pub fn exists(&self) -> bool {
-        self.python().exists() && self.dir.join("pyvenv.cfg").is_file()
+        self.python().exists() && self.dir.join("pyvenv.cfg").is_file() && !self.interrupted()
+    }
+
+    /// True when rockbuild's creation of this venv was interrupted.
+    pub fn interrupted(&self) -> bool {
+        self.dir.join(CREATING).exists()
+    }
+
+    /// Creates the venv with `create` (`python -m venv DIR`), marked as being created until
+    /// it is complete; one whose creation was interrupted is removed first.
+    pub fn create(
+        &self,
+        runner: &crate::exec::Runner,
+        create: &crate::exec::Cmd,
+        status: &dyn Fn(&str),
+    ) -> Result<(), super::Error> {
+        let io = |source| super::Error::Venv {
+            path: self.dir.clone(),
+            source,
+        };
+        if self.interrupted() {
+            status(&format!(
+                "the venv {} was interrupted while being created: making it again",
+                self.dir.display()
+            ));
+            fs_err::remove_dir_all(&self.dir).map_err(io)?;
+        }
+        fs_err::create_dir_all(&self.dir).map_err(io)?;
+        let marker = self.dir.join(CREATING);
+        crate::fsutil::write(&marker, b"").map_err(io)?;
+        runner.run(create)?;
+        fs_err::remove_file(&marker).map_err(io)
     }
 
     pub fn sdk_record(&self) -> PathBuf {
@@ -40,7 +77,8 @@ impl Venv {
     /// The Python version the venv was created with, from pyvenv.cfg (`version = 3.11.7`, or
     /// `version_info = 3.11.7` as uv writes it).
     pub fn python_version(&self) -> Option<String> {
-        let text = fs_err::read_to_string(self.dir.join("pyvenv.cfg")).ok()?;
+        let text =
+            crate::input::read_text(&self.dir.join("pyvenv.cfg"), crate::input::RECORD).ok()?;
         text.lines().find_map(|line| {
             let (key, value) = line.split_once('=')?;
             matches!(key.trim(), "version" | "version_info").then(|| value.trim().to_string())
@@ -76,7 +114,9 @@ pub fn installed_metadata_in(site_packages: &Path, name: &str) -> Option<String>
         let stem = file_name.to_str()?.strip_suffix(".dist-info")?;
         let (dist, version) = stem.split_once('-')?;
         (escape_name(dist) == wanted.0 && version == wanted.1)
-            .then(|| fs_err::read_to_string(entry.path().join("METADATA")).ok())
+            .then(|| {
+                crate::input::read_text(&entry.path().join("METADATA"), crate::input::RECORD).ok()
+            })
             .flatten()
     })
 }

@@ -103,9 +103,6 @@ impl BuildSettings {
             dry_run,
             json,
         } = args;
-        if jobs == 0 {
-            return Err(Error::NoJobs.into());
-        }
         let output_dir = ctx.absolute(&output_dir);
         let stack = config.stack(ctx)?;
         let families = config.family_table(ctx)?;

@@ -34,7 +34,7 @@ pub fn apply(ctx: &Context, plan: &SmokePlan) -> Result<SmokeRun, Error> {
         let check = run_check(ctx, planned, ready, &mut interrupted);
         let report = plan.pip_reports.iter().find(|(check, _)| *check == index);
         if let (Some((_, path)), Outcome::Passed) = (report, check.result) {
-            match fs_err::read_to_string(path)
+            match crate::input::read_text(path, crate::input::REPORT)
                 .map_err(|e| e.to_string())
                 .and_then(|text| crate::pip::report::parse(&text))
             {

@@ -289,6 +289,56 @@ fn validate_project(
         path.extend_from_slice(keys);
         path
     };
+    // A project's name names files and directories (its build log, its test results): a
+    // name, never a path.
+    if let Err(reason) = check_name(name) {
+        return Err(source.error_at(
+            &["projects", name],
+            format!("project name `{name}` is not a name: {reason}"),
+        ));
+    }
+    if let Err(reason) = check_name(&entry.wheel) {
+        return Err(source.error_at(
+            &at(&["wheel"]),
+            format!(
+                "wheel `{}` is not a distribution name: {reason}",
+                entry.wheel
+            ),
+        ));
+    }
+    // Paths of files in the project's tree stay inside it.
+    let mut paths: Vec<(Vec<&str>, &str)> = Vec::new();
+    if let Some(script) = &entry.hipify.script {
+        paths.push((at(&["hipify", "script"]), script));
+    }
+    for path in &entry.hipify.check_paths {
+        paths.push((at(&["hipify", "check-paths"]), path));
+    }
+    for path in entry.hipify.edits_submodules.iter().flatten() {
+        paths.push((at(&["hipify", "edits-submodules"]), path));
+    }
+    if let Some(by) = &entry.pinned_by {
+        if let Some(related) = &by.related_commits {
+            paths.push((at(&["pinned-by", "related-commits"]), &related.file));
+        }
+        if let Some(file) = &by.commit_file {
+            paths.push((at(&["pinned-by", "commit-file"]), file));
+        }
+        if let Some(file) = &by.release_version_file {
+            paths.push((at(&["pinned-by", "release-version-file"]), file));
+        }
+    }
+    for (keys, path) in paths {
+        if let Err(reason) = crate::input::check_relative(path) {
+            return Err(source.error_at(
+                &keys,
+                format!(
+                    "`{path}` is not a path inside the project's checkout: {reason}; give it \
+                     relative to the checkout"
+                ),
+            ));
+        }
+    }
     if entry.checkout_dir.is_empty()
         || entry.checkout_dir.contains('/')
         || entry.checkout_dir.starts_with('.')
@@ -410,6 +460,23 @@ fn validate_project(
         hipify,
         smoke: entry.smoke,
     })
+}
+
+/// Why `name` is not a name (of a project, of a distribution): ASCII letters and digits, with
+/// `-`, `_` and `.` between them (PEP 508's rule for distribution names).
+pub fn check_name(name: &str) -> Result<(), &'static str> {
+    let inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if name.len() > 100 {
+        return Err("a name is at most 100 characters long");
+    }
+    if !ends(name.chars().next()) || !ends(name.chars().last()) || !name.chars().all(inner) {
+        return Err(
+            "a name holds ASCII letters, digits, `-`, `_` and `.`, and starts and ends with a \
+             letter or digit",
+        );
+    }
+    Ok(())
 }
 
 impl Project {

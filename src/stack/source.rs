@@ -23,7 +23,7 @@ impl ConfigSource {
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let text = fs_err::read_to_string(path)
+        let text = crate::input::read_text(path, crate::input::CONFIG)
             .with_context(|| format!("reading config file {}", path.display()))
             .map_err(|error| crate::exit::usage(format!("{error:#}")))?;
         Ok(ConfigSource {
@@ -41,13 +41,19 @@ impl ConfigSource {
     }
 
     /// Deserializes the whole file, turning serde's message into a located [`ConfigError`]
-    /// with a "did you mean" for misspelled keys and values.
+    /// with a "did you mean" for misspelled keys and values. A key given twice in a mapping
+    /// and aliases that expand without bound are refused (`input::strict`).
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        yaml_serde::from_str(&self.text).map_err(|error| {
+        crate::input::strict::yaml(&self.text).map_err(|error| {
             let location = error.location();
             let mut message = error.to_string();
             if let Some(index) = message.rfind(" at line ") {
                 message.truncate(index);
+            }
+            if message == "repetition limit exceeded" {
+                message = "aliases repeat their anchors too often (an alias bomb, or not the file \
+                           you meant)"
+                    .to_string();
             }
             ConfigError {
                 file: self.name.clone(),

@@ -173,6 +173,7 @@ fn try_acquire<'a>(
 ) -> Result<Lease<'a>, LeaseError> {
     let holder = Holder::this_run(verb);
     if let Some(local) = store.as_any().downcast_ref::<LocalDir>() {
+        local.create_root()?;
         let path = local.root().join(LEASE_KEY);
         let (lock, broken) = LockFile::acquire(&path, &holder, settings.break_lease).map_err(
             |error| match error {

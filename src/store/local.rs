@@ -5,6 +5,7 @@
 
 use std::any::Any;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_key};
@@ -15,6 +16,9 @@ use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_
 /// for a distribution.
 const TEMP_PREFIX: &str = ".rockbuild-";
 const TEMP_SUFFIX: &str = ".tmp";
+/// Modes of what a store writes, whatever the umask: readable by a web server's user.
+const PUBLISHED_FILE_MODE: u32 = 0o644;
+const PUBLISHED_DIR_MODE: u32 = 0o755;
 
 #[derive(Clone, Debug)]
 pub struct LocalDir {
@@ -29,6 +33,13 @@ impl LocalDir {
     /// The directory the store writes into.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Creates the store's directory when it does not exist yet, world-readable whatever the
+    /// umask (the lease inside it is taken before any object is written).
+    pub fn create_root(&self) -> Result<(), StoreError> {
+        crate::fsutil::create_dirs_below(&self.root, &self.root, Some(PUBLISHED_DIR_MODE))
+            .map_err(|e| self.io("write", "", e))
     }
 
     /// Removes the temporary files of writes a killed run never finished. Called by the
@@ -65,7 +76,11 @@ impl LocalDir {
                 reason: "empty key",
             });
         }
-        Ok(self.root.join(key))
+        let path = self.root.join(key);
+        // No read or write in the store goes through a link below its root (a planted
+        // `torch -> /elsewhere` would take the objects out of the store).
+        crate::fsutil::check_below(&self.root, &path).map_err(|e| self.io("open", key, e))?;
+        Ok(path)
     }
 
     fn io(&self, op: &'static str, key: &str, error: impl std::fmt::Display) -> StoreError {
@@ -84,9 +99,13 @@ impl LocalDir {
         key: &str,
         path: &Path,
         body: Body<'_>,
+        expected: Option<&String>,
     ) -> Result<tempfile::NamedTempFile, StoreError> {
         let parent = path.parent().unwrap_or(&self.root);
-        fs_err::create_dir_all(parent).map_err(|e| self.io("write", key, e))?;
+        // Published trees are world-readable whatever the umask of the job: a web server
+        // running as another user serves them.
+        crate::fsutil::create_dirs_below(&self.root, parent, Some(PUBLISHED_DIR_MODE))
+            .map_err(|e| self.io("write", key, e))?;
         let mut temp = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .suffix(TEMP_SUFFIX)
@@ -98,18 +117,38 @@ impl LocalDir {
                     format!("creating a temporary file in {}: {e}", parent.display()),
                 )
             })?;
-        match body {
-            Body::Bytes(bytes) => temp
-                .write_all(bytes)
-                .map_err(|e| self.io("write", key, e))?,
-            Body::File(source) => {
-                let mut file = fs_err::File::open(source).map_err(|e| self.io("write", key, e))?;
-                std::io::copy(&mut file, temp.as_file_mut())
+        // What is copied is hashed: the object becomes visible only if it has the SHA-256 it
+        // was announced with (the checked bytes).
+        let written = match body {
+            Body::Bytes(bytes) => {
+                temp.write_all(bytes)
                     .map_err(|e| self.io("write", key, e))?;
+                crate::fsutil::sha256_hex(bytes)
             }
+            Body::File(source) => {
+                let file = fs_err::File::open(source).map_err(|e| self.io("write", key, e))?;
+                let mut hashing = crate::fsutil::HashingWriter::new(temp.as_file_mut());
+                std::io::copy(&mut file.file(), &mut hashing)
+                    .map_err(|e| self.io("write", key, e))?;
+                hashing.finish()
+            }
+        };
+        if let Some(expected) = expected
+            && *expected != written
+        {
+            return Err(StoreError::Changed {
+                path: match body {
+                    Body::File(source) => source.to_path_buf(),
+                    Body::Bytes(_) => PathBuf::from(key),
+                },
+                key: key.to_string(),
+                expected: expected.clone(),
+                actual: written,
+            });
         }
         temp.as_file()
-            .sync_all()
+            .set_permissions(std::fs::Permissions::from_mode(PUBLISHED_FILE_MODE))
+            .and_then(|()| temp.as_file().sync_all())
             .map_err(|e| self.io("write", key, e))?;
         Ok(temp)
     }
@@ -220,10 +259,10 @@ impl Storage for LocalDir {
         Ok(bytes)
     }
 
-    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
         let path = self.path_of(key)?;
         let mut file = fs_err::File::open(&path).map_err(|e| self.io("read", key, e))?;
-        file.seek(SeekFrom::Start(size.saturating_sub(len)))
+        file.seek(SeekFrom::Start(start))
             .map_err(|e| self.io("read", key, e))?;
         let mut bytes = Vec::new();
         file.take(len)
@@ -234,7 +273,7 @@ impl Storage for LocalDir {
 
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
         let path = self.path_of(key)?;
-        fs_err::copy(&path, to)
+        crate::fsutil::copy(&path, to)
             .map(|_| ())
             .map_err(|e| self.io("read", key, e))
     }
@@ -246,7 +285,7 @@ impl Storage for LocalDir {
         options: &PutOptions,
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(key)?;
-        let temp = self.stage_temp(key, &path, body)?;
+        let temp = self.stage_temp(key, &path, body, options.sha256.as_ref())?;
         crate::fault::point("upload");
         self.commit(key, temp, &path, options.if_absent)
     }
@@ -261,11 +300,29 @@ impl Storage for LocalDir {
     ) -> Result<PutResult, StoreError> {
         let path = self.path_of(to_key)?;
         let temp = match source.local_path(from_key) {
-            Some(source_path) => self.stage_temp(to_key, &path, Body::File(&source_path))?,
+            // A source whose bytes are not the expected ones is a copy that does not verify.
+            Some(source_path) => self
+                .stage_temp(
+                    to_key,
+                    &path,
+                    Body::File(&source_path),
+                    options.sha256.as_ref(),
+                )
+                .map_err(|error| match error {
+                    StoreError::Changed {
+                        expected, actual, ..
+                    } => StoreError::CopyMismatch {
+                        store: self.url(),
+                        key: to_key.to_string(),
+                        expected,
+                        actual,
+                    },
+                    other => other,
+                })?,
             None => {
                 // Download straight into the temporary file beside the target, so a large
                 // wheel is never staged on another (maybe smaller) file system.
-                let temp = self.stage_temp(to_key, &path, Body::Bytes(&[]))?;
+                let temp = self.stage_temp(to_key, &path, Body::Bytes(&[]), None)?;
                 source.download(from_key, temp.path())?;
                 temp.as_file()
                     .sync_all()

@@ -108,6 +108,17 @@ pub enum StoreError {
         expected: String,
         actual: String,
     },
+    /// A file's bytes are not the ones checked: it changed (or was replaced) since.
+    #[error(
+        "{}: its bytes have sha256 {actual}, not the {expected} that was checked: the file changed since it was verified; nothing was stored under '{key}' (publish again from a build output nobody writes to)",
+        path.display()
+    )]
+    Changed {
+        path: PathBuf,
+        key: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{store}: cannot {op} '{key}': {message}")]
     Backend {
         store: String,
@@ -140,6 +151,7 @@ impl HasExitStatus for StoreError {
         match self {
             StoreError::BadUrl { .. } | StoreError::NoCredentials { .. } => ExitStatus::Usage,
             StoreError::Conflict { .. } => ExitStatus::PublishConflict,
+            StoreError::Changed { .. } => ExitStatus::VerificationFailed,
             StoreError::NotFound { .. }
             | StoreError::CopyMismatch { .. }
             | StoreError::Backend { .. }
@@ -173,8 +185,12 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn content_sha256(&self, key: &str) -> Result<String, StoreError>;
     /// A small object's bytes (index pages, metadata sidecars).
     fn get(&self, key: &str) -> Result<Vec<u8>, StoreError>;
+    /// `len` bytes of an object from `start` (fewer when it ends before).
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>, StoreError>;
     /// The last `len` bytes of an object of `size` bytes (or all of it, when smaller).
-    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError>;
+    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        self.get_range(key, size.saturating_sub(len), len.min(size))
+    }
     /// Streams an object into a local file.
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError>;
     /// Writes an object (atomically: readers see the old bytes or the new, never a mix).
@@ -218,6 +234,10 @@ impl StoreUrl {
             if bucket.is_empty() {
                 return Err(usage("the bucket name is missing (s3://BUCKET/PREFIX)"));
             }
+            check_bucket(bucket).map_err(|reason| StoreError::BadUrl {
+                url: crate::redact::redact_url(text),
+                reason: format!("`{bucket}` is not an S3 bucket name: {reason}"),
+            })?;
             let prefix = prefix.trim_matches('/').to_string();
             check_key(&prefix).map_err(usage)?;
             return Ok(StoreUrl::S3 {
@@ -326,6 +346,43 @@ pub fn check_key(key: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Why `bucket` is not an S3 bucket name, by S3's naming rules (which S3-compatible servers
+/// follow): 3 to 63 characters, lowercase letters, digits, `.` and `-`, starting and ending
+/// with a letter or digit, no `..`, `.-` or `-.`, not an IP address, none of S3's reserved
+/// prefixes and suffixes. Said here, before the SDK sends a request whose failure it would
+/// describe only in a debug dump.
+pub fn check_bucket(bucket: &str) -> Result<(), &'static str> {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(3..=63).contains(&bucket.len()) {
+        return Err("a bucket name is 3 to 63 characters long");
+    }
+    if !bucket
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+    {
+        return Err("a bucket name holds lowercase letters, digits, `.` and `-` only");
+    }
+    if !alnum(bucket.chars().next()) || !alnum(bucket.chars().last()) {
+        return Err("a bucket name starts and ends with a letter or digit");
+    }
+    if bucket.contains("..") || bucket.contains(".-") || bucket.contains("-.") {
+        return Err("a bucket name has no `..`, `.-` or `-.`");
+    }
+    if bucket.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("a bucket name is not an IP address");
+    }
+    let reserved_prefix = ["xn--", "sthree-", "amzn-s3-demo-"]
+        .iter()
+        .any(|p| bucket.starts_with(p));
+    let reserved_suffix = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"]
+        .iter()
+        .any(|s| bucket.ends_with(s));
+    if reserved_prefix || reserved_suffix {
+        return Err("S3 reserves that prefix or suffix");
+    }
+    Ok(())
+}
+
 /// Percent-encodes one path segment (a file name) for an href or a request path: everything
 /// but RFC 3986 unreserved characters. `+` becomes `%2B`, which S3 and CDNs would otherwise
 /// read as a space (TheRock#777).
@@ -367,10 +424,54 @@ pub fn put_immutable(
         sha256: Some(sha256.to_string()),
         if_absent: true,
     };
+    // The bytes uploaded are the bytes checked: a file is opened once, what is read from it
+    // is hashed and must be what verification hashed, and the store reads the very file
+    // that was opened (its /proc/self/fd path), whatever now sits at its name. A local store
+    // also hashes what it copies, before the object becomes visible; S3 checks the SHA-256
+    // it is sent with (`--s3-checksums`).
+    let opened;
+    let pinned;
+    let body = match body {
+        Body::File(path) => {
+            opened = fs_err::File::open(path).map_err(|e| StoreError::Backend {
+                store: store.url(),
+                op: "read",
+                key: key.to_string(),
+                message: e.to_string(),
+                transient: false,
+            })?;
+            let (actual, _) =
+                crate::fsutil::sha256_reader(opened.file()).map_err(|e| StoreError::Backend {
+                    store: store.url(),
+                    op: "read",
+                    key: key.to_string(),
+                    message: format!("{}: {e}", path.display()),
+                    transient: false,
+                })?;
+            if actual != sha256 {
+                return Err(StoreError::Changed {
+                    path: path.to_path_buf(),
+                    key: key.to_string(),
+                    expected: sha256.to_string(),
+                    actual,
+                });
+            }
+            pinned = pinned_path(opened.file());
+            Body::File(&pinned)
+        }
+        bytes => bytes,
+    };
     match store.put(key, body, &options)? {
         PutResult::Written { .. } => Ok(Outcome::Created),
         PutResult::Exists => lost_race(store, key, sha256),
     }
+}
+
+/// A path that names the open `file` itself (Linux's /proc/self/fd), not whatever its name
+/// points to now.
+fn pinned_path(file: &std::fs::File) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Copies an object that must never change once published, then verifies the copy's
@@ -558,7 +659,15 @@ mod tests {
         );
         for (bad, message) in [
             ("s3:///x", "the bucket name is missing"),
-            ("s3://b/a/../c", "`.` and `..` segments are not allowed"),
+            (
+                "s3://My_Bucket/x",
+                "is not an S3 bucket name: a bucket name holds lowercase",
+            ),
+            ("s3://ab/x", "3 to 63 characters"),
+            ("s3://-ab/x", "starts and ends with a letter or digit"),
+            ("s3://a..b/x", "no `..`"),
+            ("s3://192.168.1.1/x", "not an IP address"),
+            ("s3://bkt/a/../c", "`.` and `..` segments are not allowed"),
             ("https://h/simple", "is not a store rockbuild can write to"),
             ("", "empty path"),
         ] {

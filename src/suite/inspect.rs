@@ -32,10 +32,13 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
                 .map(|oid| oid.to_string());
             Some(SourceFacts {
                 dir: dir.clone(),
-                version: fs_err::read_to_string(dir.join("version.txt"))
-                    .ok()
-                    .map(|v| v.trim().to_string())
-                    .filter(|v| !v.is_empty()),
+                version: crate::input::read_tree_text(
+                    dir,
+                    "version.txt",
+                    crate::input::REPOSITORY_FILE,
+                )?
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
                 commit,
                 has_run_test: dir.join("test/run_test.py").is_file(),
                 has_verify_dynamo: dir.join("tools/dynamo/verify_dynamo.py").is_file(),

@@ -83,8 +83,9 @@ pub struct ShardReport {
 impl ShardReport {
     /// Reads `<dir>/shard.json`.
     pub fn read(path: &Path) -> Result<ShardReport, String> {
-        let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
-        let value: serde_json::Value = serde_json::from_str(&text)
+        let text =
+            crate::input::read_text(path, crate::input::REPORT).map_err(|e| e.to_string())?;
+        let value: serde_json::Value = crate::input::strict::json(&text)
             .map_err(|e| format!("{}:{}: not JSON: {e}", e.line(), e.column()))?;
         match (
             value.get("kind").and_then(serde_json::Value::as_str),
@@ -149,8 +150,10 @@ pub fn load_shards(dirs: &[PathBuf]) -> Result<Vec<LoadedShard>, Error> {
                 .iter()
                 .map(|relative| JunitFile {
                     path: relative.clone(),
-                    report: fs_err::read_to_string(base.join(relative))
+                    // A path the report names stays inside the shard's directory.
+                    report: crate::input::read_tree_text(base, relative, crate::input::REPORT)
                         .map_err(|e| e.to_string())
+                        .and_then(|text| text.ok_or_else(|| format!("{relative}: no such file")))
                         .and_then(|text| crate::junit::parse(&text).map_err(|e| e.to_string())),
                 })
                 .collect();

@@ -157,8 +157,9 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
             fs_err::remove_dir_all(stale)?;
         }
     }
-    fs_err::create_dir_all(&log_dir)?;
-    fs_err::create_dir_all(&junit_dir)?;
+    for dir in [&log_dir, &junit_dir] {
+        crate::fsutil::create_dirs_below(output, dir, None)?;
+    }
     let mut steps = Steps {
         ctx,
         task: ctx.ui.task("test"),
@@ -224,7 +225,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     };
     if install_ok {
         let evidence_started = jiff::Timestamp::now();
-        let found = fs_err::read_to_string(&pip_report)
+        let found = crate::input::read_text(&pip_report, crate::input::REPORT)
             .map_err(|e| e.to_string())
             .and_then(|text| crate::pip::report::parse(&text))
             .and_then(|report| {
@@ -425,10 +426,10 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
                 if let Some(parent) = destination.parent() {
                     fs_err::create_dir_all(parent)?;
                 }
-                fs_err::copy(&path, &destination)?;
+                crate::fsutil::copy(&path, &destination)?;
             }
             let shown = Path::new("junit").join(&relative).display().to_string();
-            let report = fs_err::read_to_string(&destination)
+            let report = crate::input::read_text(&destination, crate::input::REPORT)
                 .map_err(|e| e.to_string())
                 .and_then(|text| crate::junit::parse(&text).map_err(|e| e.to_string()));
             junit_paths.push(shown.clone());

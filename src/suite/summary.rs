@@ -15,7 +15,7 @@ use super::catalog::TestConfig;
 use super::report::LoadedShard;
 use crate::junit::CaseStatus;
 use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
-use crate::ui::{markdown_table, plural, text_table};
+use crate::ui::{Markdown, markdown_table, plural, text_table};
 
 /// How long a failure message may be in a summary.
 const MESSAGE_CHARS: usize = 200;
@@ -630,33 +630,34 @@ impl Summary {
     }
 
     /// For $GITHUB_STEP_SUMMARY.
-    pub fn to_markdown(&self) -> String {
-        let mut out = format!("### PyTorch tests\n\n**{}**\n\n", self.headline());
-        out.push_str(&markdown_table(&Self::SHARD_HEADERS, &self.shard_rows()));
+    pub fn to_markdown(&self) -> Markdown {
+        let mut out = Markdown::lit("### PyTorch tests\n\n**");
+        out.push_text(&self.headline())
+            .push_lit("**\n\n")
+            .push(markdown_table(&Self::SHARD_HEADERS, &self.shard_rows()));
         if !self.failures.is_empty() {
-            let _ = write!(
-                out,
-                "\n<details><summary>{} failure{}</summary>\n\n{}\n</details>\n",
-                self.failures.len(),
-                plural(self.failures.len()),
-                markdown_table(&Self::FAILURE_HEADERS, &self.failure_rows())
-            );
+            out.push_lit("\n<details><summary>")
+                .push_text(&format!(
+                    "{} failure{}",
+                    self.failures.len(),
+                    plural(self.failures.len())
+                ))
+                .push_lit("</summary>\n\n")
+                .push(markdown_table(&Self::FAILURE_HEADERS, &self.failure_rows()))
+                .push_lit("\n</details>\n");
         }
-        let _ = writeln!(
-            out,
-            "\nWheels from the index under test, installed by every shard: {}",
-            if self.wheels.is_empty() {
-                "none".to_string()
-            } else {
-                self.wheels
-                    .iter()
-                    .map(|w| format!("`{w}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        );
+        out.push_lit("\nWheels from the index under test, installed by every shard: ");
+        if self.wheels.is_empty() {
+            out.push_lit("none");
+        } else {
+            out.push(Markdown::join(
+                self.wheels.iter().map(|w| Markdown::code(w)),
+                ", ",
+            ));
+        }
+        out.push_lit("\n");
         for note in &self.notes {
-            let _ = writeln!(out, "\n> {note}");
+            out.push_lit("\n> ").push_text(note).push_lit("\n");
         }
         out
     }

@@ -53,7 +53,7 @@ impl Line {
 /// What the report shows people: lines for stderr, the step summary table.
 pub struct Shown {
     pub lines: Vec<Line>,
-    pub markdown: String,
+    pub markdown: ui::Markdown,
 }
 
 impl Shown {
@@ -126,7 +126,11 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
             if wheel.ok() {
                 "ok".into()
             } else {
-                format!("{} problems", wheel.problems.len())
+                format!(
+                    "{} problem{}",
+                    wheel.problems.len(),
+                    plural(wheel.problems.len())
+                )
             },
             targets.join(" "),
         ]);
@@ -140,10 +144,14 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
     lines.push(Line::plain(summary(report, targets_text)));
     Shown {
         lines,
-        markdown: format!(
-            "### rockbuild verify\n\n{}",
-            ui::markdown_table(&["wheel", "result", "gfx targets"], &rows)
-        ),
+        markdown: {
+            let mut markdown = ui::Markdown::lit("### rockbuild verify\n\n");
+            markdown.push(ui::markdown_table(
+                &["wheel", "result", "gfx targets"],
+                &rows,
+            ));
+            markdown
+        },
     }
 }
 

@@ -51,17 +51,23 @@ pub(super) fn check_set(
     problems
 }
 
-/// The same file name twice in one set (from two directories).
+/// One distribution twice in one set: the same file name from two directories, or two
+/// spellings installers take for one file (`torch-1.0` and `torch-01.00`, `Foo_Bar` and
+/// `foo.bar`: PEP 503 names, PEP 440 versions, the same tags), of which pip would install
+/// whichever it met last.
 fn duplicate_files(reports: &[WheelReport]) -> Vec<Problem> {
-    let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut by_identity: BTreeMap<String, (&str, Vec<String>)> = BTreeMap::new();
     for report in reports {
-        by_file
-            .entry(&report.file)
-            .or_default()
+        let identity = crate::wheel::filename::distribution_identity(&report.file)
+            .unwrap_or_else(|| report.file.clone());
+        by_identity
+            .entry(identity)
+            .or_insert_with(|| (report.file.as_str(), Vec::new()))
+            .1
             .push(report.path.display().to_string());
     }
-    by_file
-        .into_iter()
+    by_identity
+        .into_values()
         .filter(|(_, paths)| paths.len() > 1)
         .map(|(file, paths)| Problem::DuplicateWheel {
             file: file.to_string(),

@@ -169,6 +169,33 @@ pub fn dist_name_and_version(file_name: &str) -> Option<(String, Version)> {
     Some((name.to_string(), Version::from_str(version).ok()?))
 }
 
+/// What installers take a distribution file for, whatever its spelling: the PEP 503 name, the
+/// PEP 440 version (`1.0`, `01.00` and `v1.0` are one), the build tag and, for a wheel, its
+/// tag set (`Foo_Bar-1.0-py3-none-any.whl` and `foo.bar-1.0-py3-none-any.whl` are one
+/// file to pip, which takes whichever it meets last). Two files with one identity in one
+/// index shadow each other. `None` for what is not a distribution file.
+pub fn distribution_identity(file_name: &str) -> Option<String> {
+    if file_name.ends_with(".whl") {
+        let wheel = WheelFilename::parse(file_name).ok()?;
+        let mut tags: Vec<String> = wheel
+            .tags()
+            .iter()
+            .map(|t| t.to_ascii_lowercase())
+            .collect();
+        tags.sort();
+        tags.dedup();
+        return Some(format!(
+            "{} {} {} {}",
+            wheel.normalized_name(),
+            wheel.version,
+            wheel.build.as_deref().unwrap_or("-"),
+            tags.join(".")
+        ));
+    }
+    let (name, version) = dist_name_and_version(file_name)?;
+    Some(format!("{} {version} sdist", normalize_name(&name)))
+}
+
 /// The suffixes of source distributions installers accept.
 const SDIST_SUFFIXES: [&str; 2] = [".tar.gz", ".zip"];
 
@@ -219,6 +246,37 @@ fn collapse_separators(name: &str, with: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_distribution_whatever_its_spelling() {
+        let id = |name: &str| distribution_identity(name).expect(name);
+        assert_eq!(
+            id("torch-1.0-py3-none-any.whl"),
+            id("torch-01.00-py3-none-any.whl")
+        );
+        assert_eq!(
+            id("torch-1.0-py3-none-any.whl"),
+            id("torch-v1.0-py3-none-any.whl")
+        );
+        assert_eq!(
+            id("Foo_Bar-1.0-py3-none-any.whl"),
+            id("foo.bar-1.0-py3-none-any.whl")
+        );
+        assert_eq!(
+            id("x-1.0-py2.py3-none-any.whl"),
+            id("x-1.0-py3.py2-none-any.whl")
+        );
+        assert_ne!(
+            id("torch-1.0-py3-none-any.whl"),
+            id("torch-1.0-cp311-cp311-linux_x86_64.whl")
+        );
+        assert_ne!(
+            id("torch-1.0-py3-none-any.whl"),
+            id("torch-1.0.1-py3-none-any.whl")
+        );
+        assert_eq!(id("foo-1.0.tar.gz"), id("Foo-1.00.zip"));
+        assert_eq!(distribution_identity("index.html"), None);
+    }
 
     #[test]
     fn parses_and_round_trips() {

@@ -32,14 +32,33 @@ pub struct Target {
     pub arch: String,
 }
 
+/// The architectures PEP 600 names for manylinux tags (what `uname -m` says on Linux).
+const MANYLINUX_ARCHES: [&str; 9] = [
+    "x86_64",
+    "i686",
+    "aarch64",
+    "armv7l",
+    "ppc64",
+    "ppc64le",
+    "s390x",
+    "riscv64",
+    "loongarch64",
+];
+
 impl Target {
+    /// A manylinux tag a wheel can be given: glibc 2.x (every glibc there is has major version
+    /// 2; `manylinux_99_0` would install nowhere), an architecture PEP 600 names.
     pub fn parse(tag: &str) -> Option<Target> {
         match Platform::parse(tag) {
-            Platform::Manylinux { glibc, arch } => Some(Target {
-                tag: Platform::manylinux_tag(glibc, &arch),
-                glibc,
-                arch,
-            }),
+            Platform::Manylinux { glibc, arch }
+                if glibc.major == 2 && MANYLINUX_ARCHES.contains(&arch.as_str()) =>
+            {
+                Some(Target {
+                    tag: Platform::manylinux_tag(glibc, &arch),
+                    glibc,
+                    arch,
+                })
+            }
             _ => None,
         }
     }
@@ -107,7 +126,24 @@ impl RetagPlan {
 /// Decides per verified wheel: only sound `linux_<arch>` wheels whose libraries fit the
 /// target's glibc are retagged.
 pub fn plan(reports: &[WheelReport], platform: &Target) -> RetagPlan {
-    let actions = reports.iter().map(|r| decide(r, platform)).collect();
+    let actions = reports
+        .iter()
+        .map(|report| match decide(report, platform) {
+            // Retagging never replaces a wheel: the name it would take is another wheel's.
+            Action::Retag { file, new_file, .. }
+                if reports.iter().any(|other| other.file == new_file) =>
+            {
+                Action::Refuse {
+                    reason: format!(
+                        "its new name {new_file} is taken by another wheel in the directory; \
+                         remove one of the two"
+                    ),
+                    file,
+                }
+            }
+            action => action,
+        })
+        .collect();
     RetagPlan {
         platform: platform.clone(),
         actions,
@@ -193,7 +229,7 @@ pub enum RetagError {
     #[error("'{}': {detail}", wheel.display())]
     Wheel { wheel: PathBuf, detail: String },
     #[error(
-        "--platform '{0}' is not a manylinux tag: give one such as manylinux_2_28_x86_64 (the build image's)"
+        "--platform '{0}' is not a manylinux tag a wheel can carry (`manylinux_2_<glibc minor>_<arch>`, glibc 2.x, an architecture PEP 600 names): give one such as manylinux_2_28_x86_64 (the build image's)"
     )]
     Platform(String),
     #[error(transparent)]
@@ -293,8 +329,18 @@ pub fn retag_wheel(wheel: &Path, new_file: &str, tag: &str) -> Result<PathBuf, R
     }
     out.finish().map_err(write_error)?;
     let path = dir.join(new_file);
-    temp.persist(&path)
-        .map_err(|e| fail(format!("renaming to {new_file}: {}", e.error)))?;
+    // link(2) fails when the name exists: a wheel that appeared since the plan is never
+    // replaced. The temporary name goes when `temp` drops.
+    fs_err::hard_link(temp.path(), &path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            fail(format!(
+                "{new_file} appeared in the directory meanwhile; it was left as it is"
+            ))
+        } else {
+            fail(format!("writing {new_file}: {e}"))
+        }
+    })?;
+    drop(temp);
     fs_err::remove_file(wheel).map_err(|e| fail(e.to_string()))?;
     Ok(path)
 }
@@ -347,5 +393,11 @@ mod tests {
         assert_eq!(target.tag, "manylinux_2_17_x86_64");
         assert!(Target::parse("linux_x86_64").is_none());
         assert!(Target::parse("musllinux_1_2_x86_64").is_none());
+        assert!(
+            Target::parse("manylinux_99_0_x86_64").is_none(),
+            "glibc 99.0"
+        );
+        assert!(Target::parse("manylinux_99_0").is_none(), "no architecture");
+        assert!(Target::parse("manylinux_2_28_pdp11").is_none());
     }
 }

@@ -951,9 +951,11 @@ fn leftover_cuda_includes_are_reported_and_refused_only_when_strict() {
             .expect("JSON");
     assert_eq!(report[0]["leftovers"], serde_json::json!(leftovers));
     let summary = std::fs::read_to_string(&summary).expect("step summary");
+    // Each as a code span, fenced longer than the backticks it holds (the first names its
+    // `#if`).
     assert!(
         summary.contains(&format!(
-            "**torch**: 2 CUDA-only includes left after hipify\n\n- `{}`\n- `{}`\n",
+            "**torch**: 2 CUDA-only includes left after hipify\n\n- ``{}``\n- `{}`\n",
             leftovers[0], leftovers[1]
         )),
         "{summary}"

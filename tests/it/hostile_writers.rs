@@ -704,3 +704,390 @@ fn two_checkouts_into_one_root_never_write_a_wrong_lock() {
     succeeded(&again);
     assert!(!env.path("ws/.rockbuild-checkout.lock").exists());
 }
+
+/// A link planted where rockbuild writes: the write is refused and the link's target is left
+/// as it was. `victim` is a file, `elsewhere` a directory outside every root.
+struct Planted {
+    victim: PathBuf,
+    elsewhere: PathBuf,
+}
+
+impl Planted {
+    fn new(env: &TestEnv) -> Planted {
+        let victim = env.path("victim");
+        let elsewhere = env.path("elsewhere");
+        std::fs::write(&victim, "precious\n").expect("victim");
+        std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+        Planted { victim, elsewhere }
+    }
+
+    /// Replaces `at` (a file, a directory or nothing) by a link to `target`.
+    fn link(&self, at: &Path, target: &Path) {
+        if at.is_dir() && !at.is_symlink() {
+            std::fs::remove_dir_all(at).expect("remove dir");
+        } else if at.symlink_metadata().is_ok() {
+            std::fs::remove_file(at).expect("remove");
+        }
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, at).expect("symlink");
+    }
+
+    /// The run failed naming `at` as a link, and nothing was written through it.
+    #[track_caller]
+    fn refused(&self, output: &Output, at: &Path, env: &TestEnv) -> String {
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{}: {stderr}", at.display());
+        assert!(
+            stderr.contains(&format!("{} is a symbolic link", at.display())),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&self.victim).expect("victim"),
+            "precious\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(&self.elsewhere)
+                .expect("elsewhere")
+                .count(),
+            0,
+            "nothing was written through {}",
+            at.display()
+        );
+        let error: Vec<&str> = stderr
+            .lines()
+            .filter(|l| {
+                l.starts_with("error") || l.starts_with("  caused by") || l.starts_with('[')
+            })
+            .collect();
+        crate::common::scrub_short_ids(&error.join("\n"), env)
+    }
+}
+
+#[test]
+fn no_write_in_a_store_an_output_directory_or_a_cache_follows_a_link() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    let planted = Planted::new(env);
+    let mut out = String::new();
+    stage_ok(env, "dist/old", "staged");
+
+    // The lease of a local store.
+    let lease = env.path("staged/.rockbuild-lease");
+    planted.link(&lease, &planted.victim);
+    let run = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    out.push_str(&format!(
+        "## store lease\n{}\n",
+        planted.refused(&run, &lease, env)
+    ));
+    std::fs::remove_file(&lease).expect("remove");
+
+    // A project directory of the store.
+    let project = env.path("staged/torch");
+    planted.link(&project, &planted.elsewhere);
+    let run = output(&mut rockbuild(env, &stage_args("dist/new", "staged")));
+    // The objects of the project are refused in parallel: how many is not fixed.
+    let refused = planted.refused(&run, &project, env);
+    let count = refused
+        .split_once(" transfer(s) failed")
+        .and_then(|(head, _)| head.rsplit(' ').next())
+        .expect("a transfer error");
+    out.push_str(&format!(
+        "## store directory\n{}\n",
+        refused.replacen(&format!("{count} transfer(s)"), "[N] transfer(s)", 1)
+    ));
+    std::fs::remove_file(&project).expect("remove");
+
+    // The lock of a checkout root, and a lock file of the mirror cache.
+    let stack = StackWorld::new(env);
+    let checkout = |root: &str| {
+        let mut command = rockbuild(
+            env,
+            &[
+                "checkout",
+                "--root-checkout-dir",
+                root,
+                "--project",
+                "vision",
+                "--no-hipify",
+            ],
+        );
+        command.arg("--config").arg(&stack.config);
+        command
+    };
+    let root_lock = env.path("ws/.rockbuild-checkout.lock");
+    planted.link(&root_lock, &planted.victim);
+    out.push_str(&format!(
+        "## checkout root lock\n{}\n",
+        planted.refused(&output(&mut checkout("ws")), &root_lock, env)
+    ));
+    succeeded(&output(&mut checkout("first")));
+    let cache_lock = walkdir::WalkDir::new(env.path("rockbuild-cache"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "lock"))
+        .expect("a lock file in the mirror cache")
+        .into_path();
+    planted.link(&cache_lock, &planted.victim);
+    out.push_str(&format!(
+        "## mirror cache lock\n{}\n",
+        planted.refused(&output(&mut checkout("second")), &cache_lock, env)
+    ));
+
+    // The log directory of an output directory.
+    let logs = env.path("out/logs");
+    planted.link(&logs, &planted.elsewhere);
+    let server = http::serve(&crate::common::sdk::sdk_index(
+        "7.10.0a20251124",
+        &["gfx906", "gfx1030"],
+    ));
+    let index = format!("{}simple/", server.url());
+    let run = output(&mut rockbuild(
+        env,
+        &["install-rocm", "--output-dir", "out", "--index-url", &index],
+    ));
+    out.push_str(&format!(
+        "## output directory logs\n{}\n",
+        planted.refused(&run, &logs, env)
+    ));
+    drop(old);
+    settings(env).bind(|| insta::assert_snapshot!("no_write_follows_a_link", out));
+}
+
+#[test]
+fn published_files_are_world_readable_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    // A CI job's restrictive umask.
+    let mut command = env.command("sh");
+    command
+        .args(["-c", "umask 077 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_rockbuild"))
+        .args(stage_args("dist/old", "staged"));
+    succeeded(&output(&mut command));
+    let mut checked = 0;
+    for entry in walkdir::WalkDir::new(env.path("staged")) {
+        let entry = entry.expect("entry");
+        let mode = entry.metadata().expect("metadata").permissions().mode() & 0o777;
+        let wanted = if entry.file_type().is_dir() {
+            0o755
+        } else {
+            0o644
+        };
+        assert_eq!(mode, wanted, "{}: {mode:o}", entry.path().display());
+        checked += 1;
+    }
+    // The root, the root pages, and per project a directory, two pages, a wheel, a sidecar.
+    assert_eq!(checked, 3 + 5 * old.len());
+}
+
+/// torch's METADATA as an attacker would edit it in a store: a dependency added, the triton
+/// pin dropped.
+fn tampered_metadata(original: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(original);
+    let mut edited: String = text
+        .lines()
+        .filter(|line| !line.starts_with("Requires-Dist: triton"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    edited.insert_str(
+        edited.find("Requires-Python").unwrap_or(0),
+        "Requires-Dist: evil-pkg>=0\n",
+    );
+    edited.into_bytes()
+}
+
+#[test]
+fn a_sidecar_is_its_wheels_metadata_never_the_stores() {
+    let (mut world, old, _) = world_with_releases();
+    let env = &world.env;
+    let venv = Venv::create(env, &env.path("pip-venv"));
+    stage_ok(env, "dist/old", "staged");
+    let torch = &old[0];
+    let torch_name = torch.file_name().and_then(|f| f.to_str()).expect("name");
+    let sidecar = env.path(&format!("staged/torch/{torch_name}.metadata"));
+    let tamper = || {
+        std::fs::write(&sidecar, tampered_metadata(&wheel_metadata(torch))).expect("tamper");
+    };
+
+    // `index` of the staging prefix: the sidecar is put back, with a warning naming it.
+    tamper();
+    let index = output(&mut rockbuild(env, &["index", "staged"]));
+    succeeded(&index);
+    assert!(
+        text(&index.stderr).contains(&format!(
+            "torch/{torch_name}.metadata: the stored sidecar is not the METADATA of its wheel"
+        )),
+        "{}",
+        text(&index.stderr)
+    );
+    pages_list_exactly(&env.path("staged"), &old);
+
+    // promote from a staging prefix whose sidecar was edited after its last index: the
+    // release gets the wheel's METADATA, and pip resolves the set without evil-pkg.
+    tamper();
+    std::fs::write(
+        env.path("waivers.yaml"),
+        "waivers:\n  - wheel: \"*\"\n    owner: ci@example.com\n    reason: no tests here\n    \
+         expires: 2099-12-31\n",
+    )
+    .expect("waivers");
+    succeeded(&output(&mut rockbuild(
+        env,
+        &[
+            "promote",
+            "--from",
+            "staged",
+            "--to",
+            "release",
+            "--waiver",
+            "waivers.yaml",
+        ],
+    )));
+    pages_list_exactly(&env.path("release"), &old);
+    let server = http::serve(&env.path("release"));
+    assert_eq!(
+        pip_resolves(env, &venv, &server.url(), "release"),
+        resolved(0)
+    );
+
+    // The same through S3 (ranged reads of the stored wheel): a staging tree with the edited
+    // sidecar, as a bucket holds it; `index` puts the sidecar back.
+    tamper();
+    let s3 = with_s3(&mut world);
+    let env = &world.env;
+    copy_tree(&env.path("staged"), &s3.object_path("staging"));
+    let mut index = rockbuild(env, &["index", &s3.url("staging")]);
+    index.args(s3.store_args());
+    let index = output(&mut index);
+    succeeded(&index);
+    assert!(text(&index.stderr).contains("is not the METADATA of its wheel"));
+    pages_list_exactly(&s3.object_path("staging"), &old);
+}
+
+#[test]
+fn the_bytes_uploaded_are_the_bytes_verified() {
+    let (mut world, old, _) = world_with_releases();
+    // A failing wheel of the same name: torch without its GPU code.
+    let failing = WheelBuilder::new("torch", &versions(0).0)
+        .file_from("torch/lib/libtorch_hip.so", &cpu_library(None))
+        .requires(&format!("triton=={}", versions(0).1))
+        .build(&world.env.path("dist/failing"));
+    let swap = |env: &TestEnv| {
+        // Replaced as a build script or another job would: a new file renamed over the name.
+        let target = env
+            .path("dist/old")
+            .join(failing.file_name().expect("name"));
+        let temp = env.path("dist/old/.swap");
+        std::fs::copy(&failing, &temp).expect("copy");
+        std::fs::rename(&temp, &target).expect("rename");
+    };
+    let verified = std::fs::read(&old[0]).expect("the verified wheel");
+    let s3 = with_s3(&mut world);
+    let env = &world.env;
+    for (title, to, stored) in [
+        ("local", "staged".to_string(), env.path("staged/torch")),
+        ("s3", s3.url("staging"), s3.object_path("staging/torch")),
+    ] {
+        let mut args = stage_args("dist/old", &to);
+        let store_args = s3.store_args();
+        if title == "s3" {
+            args.extend(store_args.iter().map(String::as_str));
+        }
+        let held = Held::start(env, &args, "transfer:0", &format!("go-{title}"));
+        swap(env);
+        let output = held.release();
+        assert_eq!(
+            output.status.code(),
+            Some(5),
+            "{title}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains("the file changed since it was verified"),
+            "{title}: {}",
+            text(&output.stderr)
+        );
+        let torch_name = old[0].file_name().expect("name");
+        assert!(
+            !stored.join(torch_name).exists(),
+            "{title}: the failing wheel was never stored"
+        );
+        // Put the verified wheel back for the next store.
+        std::fs::write(&old[0], &verified).expect("restore");
+    }
+}
+
+#[test]
+fn a_published_distribution_is_never_shadowed_by_another_spelling() {
+    let (world, old, _) = world_with_releases();
+    let env = &world.env;
+    stage_ok(env, "dist/old", "staged");
+    let (torch, triton, _) = versions(0);
+    let mut out = String::new();
+    for (title, name, version) in [
+        (
+            "a zero-padded version",
+            "torch",
+            "02.10.00+rocm7.13.0".to_string(),
+        ),
+        ("a `v` before the version", "torch", format!("v{torch}")),
+        ("another spelling of the name", "Torch", torch.clone()),
+    ] {
+        let dir = env.path(&format!("dist/{}", title.replace(' ', "-")));
+        let shadow = WheelBuilder::new(name, &torch)
+            .file_name_version(&version)
+            .file_from(
+                "torch/lib/libtorch_hip.so",
+                &hip_library(&["gfx906", "gfx1030"]),
+            )
+            .file("torch/shadow.py", "shadow = True\n")
+            .requires(&format!("triton=={triton}"))
+            .build(&dir);
+        // The rest of the set, as staged already.
+        for other in &old[1..] {
+            std::fs::copy(other, dir.join(other.file_name().expect("name"))).expect("copy");
+        }
+        let input = dir.display().to_string();
+        let run = output(&mut rockbuild(env, &stage_args(&input, "staged")));
+        assert_eq!(run.status.code(), Some(6), "{title}: {}", text(&run.stderr));
+        let file = shadow.file_name().expect("name");
+        assert!(
+            !env.path("staged/torch").join(file).exists(),
+            "{title}: nothing stored"
+        );
+        let stderr = text(&run.stderr);
+        let error: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("error") || l.starts_with("  - "))
+            .collect();
+        out.push_str(&format!("## {title}\n{}\n", error.join("\n")));
+    }
+    pages_list_exactly(&env.path("staged"), &old);
+
+    // One set holding both spellings is refused by verify.
+    let both = env.path("dist/both");
+    copy_tree(&env.path("dist/old"), &both);
+    std::fs::copy(
+        &old[0],
+        both.join(
+            old[0]
+                .file_name()
+                .and_then(|f| f.to_str())
+                .expect("name")
+                .replace("2.10.0+", "2.10.00+"),
+        ),
+    )
+    .expect("copy");
+    let run = output(&mut rockbuild(
+        env,
+        &["verify", "--targets", TARGETS, &both.display().to_string()],
+    ));
+    assert_eq!(run.status.code(), Some(5), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("appears more than once"),
+        "{}",
+        text(&run.stderr)
+    );
+    settings(env).bind(|| insta::assert_snapshot!("shadowing_spellings_refused", out));
+}

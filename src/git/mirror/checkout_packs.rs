@@ -91,7 +91,8 @@ impl Mirror {
         }
         if let Some(base) = base {
             let to = pack_dir.join(format!("pack-{commit}.base"));
-            fs_err::write(&to, format!("{base}\n")).map_err(|e| Error::cache(&to, "writing", e))?;
+            crate::fsutil::write(&to, format!("{base}\n").as_bytes())
+                .map_err(|e| Error::cache(&to, "writing", e))?;
         }
         for (from, extension) in [(&pack, "pack"), (&idx, "idx")] {
             let to = pack_dir.join(format!("pack-{commit}.{extension}"));
@@ -338,7 +339,7 @@ fn modified(path: &Path) -> SystemTime {
 /// mtime; the pack's own mtime is pushed ahead for git's ordering).
 fn mark_used(pack: &Path) -> Result<(), Error> {
     let used = pack.with_extension("used");
-    fs_err::write(&used, b"").map_err(|e| Error::cache(&used, "writing", e))
+    crate::fsutil::write(&used, b"").map_err(|e| Error::cache(&used, "writing", e))
 }
 
 fn touch(path: &Path, at: SystemTime) -> Result<(), Error> {

@@ -29,7 +29,7 @@ pub fn is_object(id: Oid, kind: ObjectType, data: &[u8]) -> bool {
 
 /// A pack being written: its entries as they are added, then the checksum and the index.
 pub struct StoredPack {
-    out: Checksummed<BufWriter<fs_err::File>>,
+    out: Checksummed<BufWriter<std::fs::File>>,
     /// (object id, CRC-32 of its entry, offset of its entry)
     entries: Vec<(Oid, u32, u64)>,
     count: u32,
@@ -38,7 +38,7 @@ pub struct StoredPack {
 impl StoredPack {
     /// Starts the pack at `path` for exactly `count` objects (the header says how many).
     pub fn create(path: &Path, count: u32) -> io::Result<Self> {
-        let file = fs_err::File::create(path)?;
+        let file = crate::fsutil::create(path)?;
         let mut out = Checksummed::new(BufWriter::with_capacity(1 << 20, file));
         out.write_all(b"PACK")?;
         out.write_all(&2u32.to_be_bytes())?;
@@ -132,7 +132,7 @@ fn write_index(path: &Path, entries: &mut [(Oid, u32, u64)], pack: &[u8; 20]) ->
         // git would find only one of them: an index with a name twice is invalid.
         return Err(io::Error::other(format!("{} added twice", pair[0].0)));
     }
-    let file = fs_err::File::create(path)?;
+    let file = crate::fsutil::create(path)?;
     let mut out = Checksummed::new(BufWriter::new(file));
     out.write_all(&[0xff, b't', b'O', b'c'])?;
     out.write_all(&2u32.to_be_bytes())?;

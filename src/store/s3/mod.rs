@@ -602,18 +602,17 @@ impl Storage for S3Store {
         })
     }
 
-    fn get_tail(&self, key: &str, size: u64, len: u64) -> Result<Vec<u8>, StoreError> {
-        if size == 0 || len == 0 {
+    fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        if len == 0 {
             return Ok(Vec::new());
         }
-        let start = size.saturating_sub(len);
         self.runtime.block_on(async {
             let output = self
                 .client
                 .get_object()
                 .bucket(&self.bucket)
                 .key(self.full_key(key))
-                .range(format!("bytes={start}-{}", size - 1))
+                .range(format!("bytes={start}-{}", start + len - 1))
                 .send()
                 .await
                 .map_err(|e| self.error("read", key, failure(&e)))?;
@@ -629,9 +628,10 @@ impl Storage for S3Store {
     fn download(&self, key: &str, to: &Path) -> Result<(), StoreError> {
         self.runtime.block_on(async {
             let mut body = self.read_all(key).await?;
-            let mut file = tokio::fs::File::create(to)
-                .await
-                .map_err(|e| self.io_error("download", key, format!("{}: {e}", to.display())))?;
+            // Never through a link at `to`.
+            let mut file = crate::fsutil::create(to)
+                .map(tokio::fs::File::from_std)
+                .map_err(|e| self.io_error("download", key, e))?;
             loop {
                 let chunk = body
                     .try_next()
