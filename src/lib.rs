@@ -32,6 +32,7 @@ mod index;
 mod junit;
 mod lock;
 mod pip;
+mod platform;
 mod promote;
 mod publish;
 mod redact;

@@ -43,6 +43,13 @@ pub enum Error {
         "--arch-from-sdk needs the installed SDK to ask, and none is installed in the venv: install it first (`rockbuild install-rocm`)"
     )]
     ArchFromSdkWithoutSdk,
+    #[error(
+        "--platform {platform}: this machine runs {host}; a {platform} build is planned here (`rockbuild plan --platform {platform}`) and built on {platform}"
+    )]
+    ForeignPlatform {
+        platform: crate::platform::Platform,
+        host: crate::platform::Platform,
+    },
 
     // ---- the stack and its checkouts ----
     #[error(transparent)]
@@ -142,6 +149,7 @@ impl HasExitStatus for Error {
             | Error::NoProjectForRecipe { .. }
             | Error::Contradiction { .. }
             | Error::ArchFromSdkWithoutSdk
+            | Error::ForeignPlatform { .. }
             | Error::Config(_)
             | Error::NotADirectory { .. }
             | Error::NoCheckout { .. }

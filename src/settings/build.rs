@@ -17,6 +17,7 @@ use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
+use crate::platform::Platform;
 use crate::sdk::Venv;
 use crate::sdk::install::{InstallSettings, Installer};
 use crate::stack::{FamilyTable, Stack};
@@ -46,6 +47,8 @@ pub struct BuildSettings {
     pub json: bool,
     /// The start-up environment the build steps inherit.
     pub base_env: Environment,
+    /// The platform the build is for (`--platform`, else this machine's).
+    pub platform: Platform,
 }
 
 /// The lock the build follows and records its versions in.
@@ -111,9 +114,18 @@ impl BuildSettings {
             jobs,
             dry_run,
             json,
+            platform,
         } = args;
         if jobs == 0 {
             return Err(Error::NoJobs.into());
+        }
+        let platform = platform.unwrap_or(Platform::host());
+        if !platform.is_host() && !dry_run {
+            return Err(Error::ForeignPlatform {
+                platform,
+                host: Platform::host(),
+            }
+            .into());
         }
         let output_dir = ctx.absolute(&output_dir);
         let stack = config.stack(ctx)?;
@@ -127,7 +139,14 @@ impl BuildSettings {
 
         let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
         let selection = select_projects(ctx, &stack, root, dirs, build, skip, reference)?;
-        let sdk = sdk_settings(ctx, &sdk_args, install_rocm, &output_dir, lock.as_ref())?;
+        let sdk = sdk_settings(
+            ctx,
+            &sdk_args,
+            install_rocm,
+            &output_dir,
+            lock.as_ref(),
+            platform,
+        )?;
         let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
         let mut targets = TargetRequest {
             flag: pytorch_rocm_arch,
@@ -168,9 +187,19 @@ impl BuildSettings {
             jobs,
             dry_run,
             json,
-            base_env: ctx.env().clone(),
+            base_env: base_env(ctx, platform),
+            platform,
         })
     }
+}
+
+/// What the build steps inherit: this machine's environment, or for a plan for another
+/// platform a stand-in that shows where that machine's PATH goes (`%PATH%`).
+fn base_env(ctx: &Context, platform: Platform) -> Environment {
+    if platform.is_host() {
+        return ctx.env().clone();
+    }
+    Environment::from_pairs([(env_vars::PATH, platform.inherited(env_vars::PATH))])
 }
 
 /// The lock: `--lock`, or `<root>/rockbuild.lock.json` when it exists. The checkout root:
@@ -218,8 +247,10 @@ fn sdk_settings(
     install_rocm: bool,
     output_dir: &Path,
     lock: Option<&LockFile>,
+    platform: Platform,
 ) -> anyhow::Result<SdkSettings> {
     let venv = resolve_venv(ctx, args.venv.as_deref(), Some(output_dir))?;
+    let venv = Venv::for_platform(venv.dir, platform);
     if let Some(lock) = lock {
         expect_locked_sdk(&lock.lock, &lock.path, args)?;
     }

@@ -251,7 +251,7 @@ impl TestSettings {
                 source: Source::Flag("--platform".into()),
             },
             None => Sourced {
-                value: Platform::current(),
+                value: Platform::host(),
                 source: Source::Default,
             },
         };

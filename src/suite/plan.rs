@@ -13,6 +13,7 @@ use super::catalog::TestConfig;
 use super::gpu::{DeviceQueryMode, GpuPolicy, GpuSelection};
 use super::runtest::{self, RunTestInputs, Shard};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
+use crate::platform::Platform;
 use crate::env_vars;
 use crate::settings::test::{Requirements, TestSettings};
 use crate::settings::{Source, Sourced};
@@ -210,7 +211,8 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         .venv
         .clone()
         .unwrap_or_else(|| world.work_dir.join("venv"));
-    let python = venv.join("bin/python");
+    let platform = Platform::host();
+    let python = platform.venv_python(&venv);
     let mut requirements = vec![format!("torch=={}", wheel.version)];
     match &settings.requirements {
         Requirements::Lines(lines) => requirements.extend(lines.iter().cloned()),
@@ -271,7 +273,10 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
     ));
     env.push(fixed(
         env_vars::PATH,
-        Some(format!("{}:{}", venv.join("bin").display(), world.path)),
+        Some(platform.join_path_list([
+            venv.join(platform.venv_scripts()).display().to_string(),
+            world.path.clone(),
+        ])),
         "the test venv first",
     ));
     env.push(fixed(

@@ -16,6 +16,7 @@ use super::report::{
     GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
     SourceRecord,
 };
+use crate::platform::Platform;
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
@@ -193,7 +194,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         .timeout(Duration::from_secs(300));
     let venv_ok = steps.run("create venv", "install", &create).is_some();
 
-    let python = venv.join("bin/python");
+    let python = Platform::host().venv_python(&venv);
     let pip_report = world.work_dir.join("pip-report.json");
     let index_url = settings.index_url.clone().unwrap_or_default();
     let mut installed = Vec::new();

@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+use crate::platform::host::ReadAt;
 
 use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE};
 

@@ -20,6 +20,7 @@ use super::recipes::{
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
 use crate::exec::Cmd;
+use crate::platform::Platform;
 use crate::sdk::Venv;
 use crate::sdk::install::Installer;
 use crate::settings::Sourced;
@@ -85,6 +86,8 @@ pub struct ProjectPlan {
 /// The whole build.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The platform the build is for.
+    pub platform: Platform,
     pub root: Sourced<PathBuf>,
     pub output_dir: PathBuf,
     pub logs_dir: PathBuf,
@@ -158,6 +161,7 @@ pub fn assemble(
     }
 
     let shared = Shared {
+        platform: settings.platform,
         sdk,
         venv: &settings.sdk.venv,
         installer: settings.sdk.installer,
@@ -193,7 +197,17 @@ pub fn assemble(
         });
     }
 
+    let mut notes = world.notes.clone();
+    if !settings.platform.is_host() {
+        notes.push(format!(
+            "a plan for {} made on {}: {} stands for the build machine's PATH",
+            settings.platform,
+            Platform::host(),
+            settings.platform.inherited(crate::env_vars::PATH)
+        ));
+    }
     Ok(Plan {
+        platform: settings.platform,
         root: settings.selection.root.clone(),
         output_dir,
         logs_dir,
@@ -214,7 +228,7 @@ pub fn assemble(
         jobs: settings.jobs,
         clean: settings.clean,
         projects,
-        notes: world.notes.clone(),
+        notes,
     })
 }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{Action, EnvDiff, Plan, ProjectPlan, Step};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
+use crate::platform::Platform;
 use crate::sdk::install::Installer;
 use crate::settings::Sourced;
 use crate::version::ReleaseType;
@@ -83,6 +84,7 @@ impl StepView {
 
 #[derive(Serialize)]
 struct PlanView<'a> {
+    platform: Platform,
     root: &'a Sourced<PathBuf>,
     output_dir: String,
     venv: String,
@@ -131,6 +133,7 @@ struct ProjectView<'a> {
 impl Plan {
     pub fn to_json(&self) -> serde_json::Result<String> {
         let view = PlanView {
+            platform: self.platform,
             root: &self.root,
             output_dir: self.output_dir.display().to_string(),
             venv: self.venv.dir.display().to_string(),
@@ -191,6 +194,7 @@ impl Plan {
         let mut out = String::new();
         let sdk = &self.sdk.info;
         let _ = writeln!(out, "build plan");
+        let _ = writeln!(out, "  platform   {}", self.platform);
         let _ = writeln!(
             out,
             "  sdk        rocm {} ({}), root {}",

@@ -3,7 +3,7 @@
 //! reported.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use crate::platform::host::ReadAt;
 
 use super::{
     ArchiveError, CENTRAL_LEN, CENTRAL_SIG, EOCD_LEN, EOCD_SIG, EOCD64_LOCATOR_LEN,

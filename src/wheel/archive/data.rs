@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use crate::platform::host::ReadAt;
 
 /// Sequential reads of a byte range of a file through `pread`.
 pub struct RangeReader<'a> {

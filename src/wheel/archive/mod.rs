@@ -20,7 +20,7 @@ mod local;
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
+use crate::platform::host::ReadAt;
 
 pub use data::{EntryReader, RangeReader};
 
