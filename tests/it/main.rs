@@ -18,6 +18,7 @@ mod hostile_inputs;
 mod hostile_writers;
 mod local;
 mod manylinux;
+mod platform_seam;
 mod publish;
 mod sample;
 mod sixth_project;

@@ -227,8 +227,6 @@ pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// The thread's nice value, from /proc (its `stat` line's 19th field).
     fn nice_of_this_thread() -> i64 {
         let stat = fs_err::read_to_string("/proc/thread-self/stat").expect("stat");
