@@ -465,6 +465,10 @@ pub struct InstallRocmArgs {
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
     pub output_dir: Option<PathBuf>,
+    /// Print the install plan (version, sources, commands) without reading any index or
+    /// changing anything
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -14,7 +14,8 @@ use crate::index::client::IndexClient;
 use crate::settings::Source;
 use crate::settings::test::TestSettings;
 
-/// What the run needs to know before planning: the sources and the torch to install.
+/// What the run needs to know before planning: the sources and the torch to install. A dry
+/// run reads no index: without a lock, the torch version stays a placeholder.
 pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow::Result<World> {
     let source = match &settings.pytorch_dir {
         None => None,
@@ -54,6 +55,15 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
         (Some((version, path)), _) => Some(WheelFacts {
             version,
             source: Source::Lock(path.display().to_string()),
+            at_run_time: false,
+        }),
+        (None, Some(url)) if settings.dry_run => Some(WheelFacts {
+            version: "<newest>".to_string(),
+            source: Source::Inferred(format!(
+                "the newest torch on {} when the run starts",
+                crate::redact::redact_url(url)
+            )),
+            at_run_time: true,
         }),
         (None, Some(url)) => Some(newest_torch(url)?),
         (None, None) => None,
@@ -95,5 +105,6 @@ fn newest_torch(index_url: &str) -> anyhow::Result<WheelFacts> {
     Ok(WheelFacts {
         version: newest.to_string(),
         source: Source::Inferred(format!("newest torch on {}", client.display_url())),
+        at_run_time: false,
     })
 }

@@ -43,6 +43,9 @@ pub struct SourceFacts {
 pub struct WheelFacts {
     pub version: String,
     pub source: Source,
+    /// `version` is a placeholder: a dry run does not read the index, the run takes the
+    /// newest torch it offers then.
+    pub at_run_time: bool,
 }
 
 /// What the command found before planning.
@@ -146,6 +149,7 @@ pub fn run_facts(settings: &TestSettings, world: &World, gpu: &GpuState) -> Opti
         world
             .wheel
             .as_ref()
+            .filter(|w| !w.at_run_time)
             .and_then(|w| MajorMinor::of_version(&w.version))
             .or_else(|| {
                 world
@@ -175,7 +179,11 @@ pub fn skip_selection(
 ) -> Result<(SkipSelection, Vec<String>), Error> {
     let facts = run_facts(settings, world, gpu).ok_or_else(|| Error::Flag {
         flag: "--pytorch-version",
-        message: "the PyTorch version whose skip lists apply is not known: pass --pytorch-version, --pytorch-dir or --index-url".into(),
+        message: if settings.dry_run {
+            "the PyTorch version whose skip lists apply is not known, and a dry run reads no index: pass --pytorch-version, --pytorch-dir or --lock".into()
+        } else {
+            "the PyTorch version whose skip lists apply is not known: pass --pytorch-version, --pytorch-dir or --index-url".into()
+        },
     })?;
     let selection = skips::select(&settings.skip_lists, &facts);
     let present: Vec<String> = match &world.source {
@@ -541,6 +549,10 @@ fn check_versions(
     let mut notes = Vec::new();
     let wheel_mm = MajorMinor::of_version(&wheel.version);
     match (&source.version, wheel_mm) {
+        _ if wheel.at_run_time => notes.push(
+            "the sources' release is compared with the wheel's when the run reads the index"
+                .to_string(),
+        ),
         (Some(text), Some(wheel_mm)) => match MajorMinor::of_version(text) {
             Some(source_mm) if source_mm == wheel_mm => {
                 notes.push(format!("PyTorch {source_mm} in sources and wheel"));

@@ -14,6 +14,7 @@ mod ci;
 mod ci_chain;
 mod ci_files;
 mod cli;
+mod dry_runs;
 mod hostile_inputs;
 mod hostile_writers;
 mod local;
