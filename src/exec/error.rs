@@ -107,7 +107,6 @@ pub fn describe_status(status: std::process::ExitStatus) -> String {
     }
 }
 
-
 /// An interrupted step is the interruption (128+n); any other failure is a failed step.
 impl HasExitStatus for ProcessError {
     fn exit_status(&self) -> ExitStatus {

@@ -77,7 +77,8 @@ impl Platform {
 
     /// The venv's interpreter: `<venv>/bin/python`, `<venv>\Scripts\python.exe`.
     pub fn venv_python(self, venv: &Path) -> PathBuf {
-        venv.join(self.venv_scripts()).join(self.executable("python"))
+        venv.join(self.venv_scripts())
+            .join(self.executable("python"))
     }
 
     /// The venv's `lib` directory, under which `site-packages` lives (`lib/python3.X/` on
@@ -155,7 +156,7 @@ impl fmt::Display for Platform {
 
 impl LibraryFormat {
     /// The first bytes of a file of this format.
-    pub fn magic(self) -> &'static [u8] {
+    pub const fn magic(self) -> &'static [u8] {
         match self {
             LibraryFormat::Elf => b"\x7fELF",
             LibraryFormat::Pe => b"MZ",
@@ -188,7 +189,10 @@ mod tests {
         assert_eq!(Platform::Windows.executable("git"), "git.exe");
         assert_eq!(Platform::Linux.executable("git"), "git");
         assert_eq!(Platform::Linux.join_path_list(["/a", "/b"]), "/a:/b");
-        assert_eq!(Platform::Windows.join_path_list(["C:\\a", "C:\\b"]), "C:\\a;C:\\b");
+        assert_eq!(
+            Platform::Windows.join_path_list(["C:\\a", "C:\\b"]),
+            "C:\\a;C:\\b"
+        );
         assert_eq!(Platform::Windows.inherited("PATH"), "%PATH%");
         assert_eq!(Platform::Linux.inherited("PATH"), "$PATH");
     }

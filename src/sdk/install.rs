@@ -341,7 +341,11 @@ impl InstallPlan {
     /// The plan for people (`install-rocm --dry-run`).
     pub fn to_text(&self, settings: &InstallSettings) -> String {
         let spec = settings.spec_text.trim();
-        let sources: Vec<String> = settings.sources().iter().map(IndexSource::display).collect();
+        let sources: Vec<String> = settings
+            .sources()
+            .iter()
+            .map(IndexSource::display)
+            .collect();
         let mut out = String::from("install-rocm plan\n");
         out.push_str(&format!(
             "  rocm     {} ({}{})\n",

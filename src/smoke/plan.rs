@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Selected, requirements};
-use crate::platform::Platform;
 use crate::env_vars::Environment;
 use crate::exec::Cmd;
+use crate::platform::Platform;
 
 /// How long one import or smoke command may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(900);

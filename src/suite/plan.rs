@@ -13,8 +13,8 @@ use super::catalog::TestConfig;
 use super::gpu::{DeviceQueryMode, GpuPolicy, GpuSelection};
 use super::runtest::{self, RunTestInputs, Shard};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
-use crate::platform::Platform;
 use crate::env_vars;
+use crate::platform::Platform;
 use crate::settings::test::{Requirements, TestSettings};
 use crate::settings::{Source, Sourced};
 

@@ -16,10 +16,10 @@ use super::report::{
     GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
     SourceRecord,
 };
-use crate::platform::Platform;
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
+use crate::platform::Platform;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
 use crate::settings::test::TestSettings;
 
@@ -194,7 +194,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         .timeout(Duration::from_secs(300));
     let venv_ok = steps.run("create venv", "install", &create).is_some();
 
-    let python = Platform::host().venv_python(&venv);
+    let python = Platform::host().venv_python(venv);
     let pip_report = world.work_dir.join("pip-report.json");
     let index_url = settings.index_url.clone().unwrap_or_default();
     let mut installed = Vec::new();

@@ -28,7 +28,12 @@ fn dry_runs_with_a_closed_index_succeed() {
     let pinned = env
         .rockbuild()
         .args(["install-rocm", "--dry-run", "--index-url", CLOSED])
-        .args(["--rocm-sdk-version", "==7.10.0a20251124", "--installer", "uv"])
+        .args([
+            "--rocm-sdk-version",
+            "==7.10.0a20251124",
+            "--installer",
+            "uv",
+        ])
         .arg("--output-dir")
         .arg(&out)
         .assert()

@@ -65,5 +65,9 @@ fn only_the_platform_seam_names_a_host() {
         "the seam itself was not found under {}",
         seam.display()
     );
-    assert!(found.is_empty(), "outside src/platform/:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "outside src/platform/:\n{}",
+        found.join("\n")
+    );
 }
