@@ -259,7 +259,7 @@ impl<'a> Run<'a> {
 pub(super) struct ScriptReach(pub(super) Option<Vec<String>>);
 
 impl ScriptReach {
-    fn reaches(&self, node: &Node) -> bool {
+    pub(super) fn reaches(&self, node: &Node) -> bool {
         let ScriptReach(Some(edited)) = self else {
             return true;
         };
