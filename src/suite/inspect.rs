@@ -1,13 +1,13 @@
 //! What a shard needs to know before planning: the test sources as they are on disk (version,
 //! commit, run_test.py, the hang-listed modules present) and the torch version to install (the
-//! lock's, else the newest on the index under test).
+//! lock's, else the newest on the index under test), and what the venv directory holds.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 
 use super::Error;
-use super::plan::{self, SourceFacts, WheelFacts, World};
+use super::plan::{self, SourceFacts, VenvState, WheelFacts, World};
 use crate::context::Context;
 use crate::env_vars;
 use crate::index::client::IndexClient;
@@ -77,6 +77,7 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
             .get(env_vars::PATH)
             .unwrap_or_default()
             .to_string(),
+        venv: VenvState::of(&plan::venv_dir(settings, work_dir)),
     })
 }
 

@@ -67,3 +67,62 @@ fn dry_runs_with_a_closed_index_succeed() {
     .replace(env!("CARGO_MANIFEST_DIR"), "[REPO]");
     snapshot::settings(&env).bind(|| insta::assert_snapshot!("dry_runs_closed_index", text));
 }
+
+/// The test plan holds the setup's commands (venv, install, device query) as the run walks
+/// them: printed, an index URL's credentials are masked (text and JSON); a `--venv` holding
+/// files that are not a venv is refused by the plan, before anything runs.
+#[test]
+fn the_test_plan_shows_its_setup_masks_credentials_and_refuses_a_foreign_venv() {
+    let env = TestEnv::new();
+    let secret = "http://user:s3cret@127.0.0.1:1/simple/";
+    let args = [
+        "test",
+        "--dry-run",
+        "--index-url",
+        secret,
+        "--test-config",
+        "gpu-smoke",
+        "--pytorch-version",
+        "2.9",
+    ];
+    let text = stdout(&env.rockbuild().args(args).assert().success());
+    let json = stdout(&env.rockbuild().args(args).arg("--json").assert().success());
+    for printed in [&text, &json] {
+        assert!(
+            !printed.contains("s3cret"),
+            "credentials printed:\n{printed}"
+        );
+    }
+    assert!(
+        text.contains("-m pip install --report") && text.contains("-c \"$DEVICE_QUERY\""),
+        "{text}"
+    );
+    let plan: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let install = &plan["setup"]["install"];
+    assert_eq!(install["installer"], true, "{install}");
+    assert!(
+        install["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|arg| arg.as_str().is_some_and(|a| a.contains("//****@127.0.0.1"))),
+        "{install}"
+    );
+
+    let foreign = env.path("not-a-venv");
+    fs_err::create_dir_all(&foreign).expect("mkdir");
+    fs_err::write(foreign.join("notes.txt"), "keep me").expect("write");
+    let refused = env
+        .rockbuild()
+        .args(args)
+        .arg("--venv")
+        .arg(&foreign)
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("is not empty and is not a venv"),
+        "{stderr}"
+    );
+    assert!(foreign.join("notes.txt").is_file(), "nothing removed");
+}
