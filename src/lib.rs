@@ -39,6 +39,7 @@ mod redact;
 mod sdk;
 mod settings;
 mod smoke;
+mod sourced;
 mod stack;
 mod store;
 mod suite;

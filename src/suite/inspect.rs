@@ -7,12 +7,12 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use super::Error;
+use super::input::TestSettings;
 use super::plan::{self, SourceFacts, VenvState, WheelFacts, World};
 use crate::context::Context;
 use crate::env_vars;
 use crate::index::client::IndexClient;
-use crate::settings::Source;
-use crate::settings::test::TestSettings;
+use crate::sourced::Source;
 
 /// What the run needs to know before planning: the sources and the torch to install. A dry
 /// run reads no index: without a lock, the torch version stays a placeholder.

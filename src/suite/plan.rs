@@ -12,13 +12,13 @@ use serde::Serialize;
 use super::Error;
 use super::catalog::TestConfig;
 use super::gpu::{self, DeviceQueryMode, GpuPolicy, GpuSelection};
+use super::input::{Requirements, TestSettings};
 use super::runtest::{self, RunTestInputs, Shard};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
 use crate::env_vars::{self, Environment};
 use crate::exec::Cmd;
 use crate::platform::Platform;
-use crate::settings::test::{Requirements, TestSettings};
-use crate::settings::{Source, Sourced};
+use crate::sourced::{Source, Sourced};
 
 /// The file name of the GPU smoke suite in the work directory.
 pub const GPU_SMOKE_FILE: &str = "test_gpu_smoke.py";

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 
 use super::Error;
 use super::gpu::{self, DeviceQuery, GpuError};
+use super::input::TestSettings;
 use super::plan::{self, GpuState, Step, TestPlan, VERIFY_DYNAMO_LOG, World};
 use super::report::{
     GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
@@ -20,7 +21,6 @@ use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
 use crate::pip::report::Installed;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
-use crate::settings::test::TestSettings;
 
 /// The built-in GPU smoke suite (F41), written into the work directory and run with pytest.
 const GPU_SMOKE_SUITE: &str = include_str!("gpu_smoke.py");

@@ -19,6 +19,7 @@ mod hostile_inputs;
 mod hostile_writers;
 mod local;
 mod manylinux;
+mod module_graph;
 mod platform_seam;
 mod publish;
 mod sample;

@@ -19,12 +19,12 @@ use super::recipes::{
 };
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
+use crate::build::input::BuildSettings;
 use crate::exec::Cmd;
 use crate::platform::Platform;
 use crate::sdk::Venv;
 use crate::sdk::install::Installer;
-use crate::settings::Sourced;
-use crate::settings::build::BuildSettings;
+use crate::sourced::Sourced;
 use crate::version::{self, ReleaseType};
 
 /// An environment difference: variables a step sets on top of the start-up environment.

@@ -11,7 +11,7 @@ use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
 use crate::platform::Platform;
 use crate::sdk::install::Installer;
-use crate::settings::Sourced;
+use crate::sourced::Sourced;
 use crate::version::ReleaseType;
 
 /// A step as shown by `plan` and recorded in fingerprints.
