@@ -72,10 +72,27 @@ pub fn render(error: &anyhow::Error) -> String {
 }
 
 /// [`render`], with more known failures (a build recipe's) to recognise.
+/// A failed build's projects follow its line, each rendered with its recipe's hints.
 pub fn render_with(error: &anyhow::Error, known: &[(&str, &str)]) -> String {
-    let mut out = format!("error: {error}");
-    for cause in error.chain().skip(1) {
-        out.push_str(&format!("\n  caused by: {cause}"));
+    let mut out = String::new();
+    for (index, cause) in error.chain().enumerate() {
+        out.push_str(if index == 0 {
+            "error: "
+        } else {
+            "\n  caused by: "
+        });
+        out.push_str(&cause.to_string());
+        if let Some(crate::build::Error::Failed { failures, .. }) =
+            cause.downcast_ref::<crate::build::Error>()
+        {
+            for failure in failures {
+                out.push_str(&format!(
+                    "\n\n--- {} ---\n{}",
+                    failure.name,
+                    render_with(&failure.error, failure.hints)
+                ));
+            }
+        }
     }
     for hint in hints_with(error, known) {
         out.push_str(&format!("\n\nhint: {hint}"));
@@ -153,7 +170,7 @@ fn hints_with(error: &anyhow::Error, known: &[(&str, &str)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut text = String::new();
     for cause in error.chain() {
-        // A failed build already rendered each project's failure with its own hints.
+        // A failed build's projects are rendered below it, each with its own hints.
         if matches!(
             cause.downcast_ref::<crate::build::Error>(),
             Some(crate::build::Error::Failed { .. })

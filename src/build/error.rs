@@ -7,6 +7,7 @@ use crate::exit::{ExitStatus, HasExitStatus};
 use crate::stack::{ConfigError, Target, families::join};
 use crate::version::VersionError;
 
+use super::recipes::Hint;
 use super::source::SourceError;
 use super::targets::TargetError;
 
@@ -134,10 +135,11 @@ pub enum Error {
     },
 
     // ---- the build itself ----
-    #[error("{}", render_failures(failures, skipped, *total))]
+    #[error("{}", headline(failures, skipped, *total))]
     Failed {
-        /// (project, its failure as the user reads it: message, log tail, repro, hints).
-        failures: Vec<(String, String)>,
+        /// Each failed project's error, as data: `diagnostics` renders each below this line
+        /// (message, log tail, repro, the recipe's hints).
+        failures: Vec<ProjectFailure>,
         /// Projects not built because one whose wheel they need failed.
         skipped: Vec<String>,
         total: usize,
@@ -191,8 +193,16 @@ fn sdk_lacks_targets(missing: &[Target], sdk_targets: &[String], inferred: Optio
     }
 }
 
-fn render_failures(failures: &[(String, String)], skipped: &[String], total: usize) -> String {
-    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+/// A project that failed: its error and the failure hints of its recipe.
+#[derive(Debug)]
+pub struct ProjectFailure {
+    pub name: String,
+    pub error: anyhow::Error,
+    pub hints: &'static [Hint],
+}
+
+fn headline(failures: &[ProjectFailure], skipped: &[String], total: usize) -> String {
+    let names: Vec<&str> = failures.iter().map(|f| f.name.as_str()).collect();
     let mut text = format!(
         "{} of {total} project(s) failed: {}",
         failures.len(),
@@ -203,9 +213,6 @@ fn render_failures(failures: &[(String, String)], skipped: &[String], total: usi
             "; skipped (they need the wheel of a failed project): {}",
             skipped.join(", ")
         ));
-    }
-    for (name, rendered) in failures {
-        text.push_str(&format!("\n\n--- {name} ---\n{rendered}"));
     }
     text
 }

@@ -9,13 +9,6 @@ use std::path::{Path, PathBuf};
 /// The upward imports left, each a cycle back through the module it names. Remove an entry
 /// when its last import goes; never add one.
 const UPWARD: &[(&str, &str, &str)] = &[
-    // `build::apply` renders each failed project's error (with its recipe's hints) into the
-    // failure it returns; the rule: the failure holds the error, diagnostics renders it.
-    (
-        "build",
-        "diagnostics",
-        "build::Error::Failed carries rendered text",
-    ),
     // `checkout` renders each failed project's error and asks diagnostics for its exit
     // status, for the one combined failure; same rule.
     (
