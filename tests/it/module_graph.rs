@@ -1,22 +1,9 @@
 //! The top-level modules of `src/` import downward only: read from the `crate::<module>` paths
-//! of their code (tests excluded), the graph between them has no cycle once the edges of
-//! `UPWARD` are set aside, and each of those edges still exists — the list only shrinks
-//! (docs/architecture.md, "The module graph").
+//! of their code (tests excluded), the graph between them has no cycle (docs/architecture.md,
+//! "The module graph").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// The upward imports left, each a cycle back through the module it names. Remove an entry
-/// when its last import goes; never add one.
-const UPWARD: &[(&str, &str, &str)] = &[
-    // `checkout` renders each failed project's error and asks diagnostics for its exit
-    // status, for the one combined failure; same rule.
-    (
-        "checkout",
-        "diagnostics",
-        "checkout::Error::Failed carries rendered text and a status",
-    ),
-];
 
 /// Every `.rs` file under `dir`.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -194,28 +181,14 @@ fn top_level_modules_import_downward_only() {
         "the graph is read from the imports: commands names build"
     );
     let mut problems = Vec::new();
-    for (from, to, why) in UPWARD {
-        if !edges.contains_key(&(from.to_string(), to.to_string())) {
-            problems.push(format!(
-                "{from} no longer imports {to} ({why}): remove the entry from UPWARD"
-            ));
-        }
-    }
-    let kept: BTreeSet<(String, String)> = edges
-        .keys()
-        .filter(|(from, to)| !UPWARD.iter().any(|(f, t, _)| f == from && t == to))
-        .cloned()
-        .collect();
-    for cycle in cycles(&kept) {
+    let all: BTreeSet<(String, String)> = edges.keys().cloned().collect();
+    for cycle in cycles(&all) {
         let mut text = format!(
             "a cycle between {}:",
             cycle.iter().cloned().collect::<Vec<_>>().join(", ")
         );
         for ((from, to), places) in &edges {
-            if kept.contains(&(from.clone(), to.clone()))
-                && cycle.contains(from)
-                && cycle.contains(to)
-            {
+            if cycle.contains(from) && cycle.contains(to) {
                 text.push_str(&format!("\n  {from} -> {to}: {}", places.join(", ")));
             }
         }
