@@ -36,6 +36,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// More detail in logs (-v: debug, -vv: trace)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -461,7 +462,7 @@ pub struct SdkArgs {
 pub struct InstallRocmArgs {
     #[command(flatten)]
     pub sdk: SdkArgs,
-    /// Lock whose SDK version the install must match
+    /// Lock whose SDK version the install must match (and whose index it uses without --index-url)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
@@ -827,13 +828,18 @@ pub struct StageArgs {
     )]
     pub input: PathBuf,
     /// Family the set was built for (stages under <to>/<family>/)
-    #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_FAMILY")]
+    #[arg(
+        long = "amdgpu-family",
+        visible_alias = "family",
+        value_name = "FAMILY",
+        env = "ROCKBUILD_AMDGPU_FAMILY"
+    )]
     pub family: Option<String>,
     /// Lock whose versions the wheels must match
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// gfx targets every GPU library must contain (default: the lock's build record, else
-    /// the --family's targets)
+    /// the --amdgpu-family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
     /// Index of the ROCm SDK the set pins: pins outside the set must resolve there, and the

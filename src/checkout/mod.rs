@@ -104,7 +104,12 @@ pub fn checkout(
             let dir = &options.dirs[&project.name];
             let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
             let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
-            let plan = plan::project(&target, &state)?;
+            // A dry run reports the world as it is: a tree the checkout would refuse is a
+            // line of the plan, not a failure.
+            let plan = match plan::project(&target, &state) {
+                Err(Error::Dirty { changes, .. }) if dry_run => plan::refused(&target, changes),
+                plan => plan?,
+            };
             if dry_run {
                 task.finish(plan_line(&plan));
                 return Ok((plan, None));
@@ -122,12 +127,18 @@ pub fn checkout(
                 },
                 task,
             )?;
-            task.finish(format!(
-                "{} {} ({})",
-                outcome.row.state,
-                plan::short(&outcome.row.commit),
-                outcome.row.hipify
-            ));
+            let row = &outcome.row;
+            // An up-to-date tree's hipify is up to date too: said once.
+            task.finish(if row.hipify == row.state {
+                format!("{} {}", row.state, plan::short(&row.commit))
+            } else {
+                format!(
+                    "{} {} ({})",
+                    row.state,
+                    plan::short(&row.commit),
+                    row.hipify
+                )
+            });
             Ok((plan, Some(outcome)))
         },
     )?;
@@ -151,6 +162,11 @@ fn plan_line(plan: &ProjectPlan) -> String {
         plan::Action::UpToDate => "up to date".into(),
         plan::Action::Fetch { .. } => format!("would fetch {}", plan::short(&plan.commit)),
         plan::Action::Repair { .. } => format!("would repair at {}", plan::short(&plan.commit)),
+        plan::Action::Refuse { changes } => format!(
+            "would refuse {} uncommitted change{}",
+            changes.len(),
+            crate::ui::plural(changes.len())
+        ),
     }
 }
 

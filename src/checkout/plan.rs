@@ -121,6 +121,11 @@ pub enum Action {
     Repair {
         reason: String,
     },
+    /// Nothing: the tree holds changes that are not rockbuild's, and the checkout would refuse
+    /// them (a dry run reports this; a checkout fails on it).
+    Refuse {
+        changes: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -180,6 +185,21 @@ pub struct CheckoutPlan {
     pub projects: Vec<ProjectPlan>,
 }
 
+/// What a dry run shows where the checkout would refuse the tree's own changes.
+pub fn refused(target: &Target, changes: Vec<String>) -> ProjectPlan {
+    ProjectPlan {
+        project: target.project.clone(),
+        checkout_dir: target.checkout_dir.clone(),
+        origin: target.origin.clone(),
+        reference: target.reference.clone(),
+        pin: target.pin.clone(),
+        preset: target.preset.clone(),
+        commit: target.commit.clone(),
+        action: Action::Refuse { changes },
+        steps: Vec::new(),
+    }
+}
+
 /// Plans one project. Refuses user changes unless forced (or left by an interrupted run).
 pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error> {
     let stamp = state.stamp.as_ref();
@@ -201,15 +221,9 @@ pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error>
         });
     }
     let plan = |action, steps| ProjectPlan {
-        project: target.project.clone(),
-        checkout_dir: target.checkout_dir.clone(),
-        origin: target.origin.clone(),
-        reference: target.reference.clone(),
-        pin: target.pin.clone(),
-        preset: target.preset.clone(),
-        commit: target.commit.clone(),
         action,
         steps,
+        ..refused(target, Vec::new())
     };
     let Some(reason) = stale(target, state) else {
         let mut steps = vec![Step::EnsureTags];
@@ -411,6 +425,13 @@ impl ProjectPlan {
                 format!("fetch {} (from {})", short(&self.commit), short(from))
             }
             Action::Repair { reason } => format!("repair at {} ({reason})", short(&self.commit)),
+            Action::Refuse { changes } => format!(
+                "would refuse: {} uncommitted change{} hipify did not make ({}); commit or stash \
+                 them, or pass --force to discard them",
+                changes.len(),
+                crate::ui::plural(changes.len()),
+                changes.join(", ")
+            ),
         };
         let mut why = self.pin.describe();
         if let Some(preset) = &self.preset

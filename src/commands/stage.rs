@@ -1,4 +1,4 @@
-//! `rockbuild stage --to URL [--input DIR] [--family F] [--lock FILE] [--targets LIST]
+//! `rockbuild stage --to URL [--input DIR] [--amdgpu-family F] [--lock FILE] [--targets LIST]
 //! [--index-url URL] [--dry-run [--json]]`: verify every wheel of the build output (nothing
 //! is uploaded unless all pass), then upload the wheels and their PEP 658 sidecars and write
 //! the index pages last (see `publish`).
@@ -100,7 +100,7 @@ fn announce_targets(ctx: &Context, settings: &StageSettings) {
             }
         )),
         None => ctx.ui.warn(
-            "no GPU targets to check (give --targets, --family or a lock with a build record): \
+            "no GPU targets to check (give --targets, --amdgpu-family or a lock with a build record): \
              libraries are checked for HIP code, not for which targets it covers",
         ),
     }

@@ -1,4 +1,4 @@
-//! `stage`: the build output, where it goes (under `<to>/<family>` with `--family`), what it
+//! `stage`: the build output, where it goes (under `<to>/<family>` with `--amdgpu-family`), what it
 //! is verified against, how the store is reached.
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use crate::verify::{self, Expectations};
 pub struct StageSettings {
     /// The directory holding the built wheels.
     pub input: PathBuf,
-    /// The staging store (the family's prefix under `--to` with `--family`).
+    /// The staging store (the family's prefix under `--to` with `--amdgpu-family`).
     pub dest: StoreUrl,
     pub expect: Expectations,
     /// The targets every GPU library must carry, and where they came from.
