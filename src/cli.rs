@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::context::Context;
+use crate::platform::Platform;
 pub use crate::sdk::install::Installer;
 use crate::stack::{FamilyTable, Stack};
 use crate::store::S3ChecksumMode;
 pub use crate::suite::catalog::TestConfig;
 pub use crate::suite::gpu::{DeviceQueryMode, GpuPolicy};
-pub use crate::suite::skips::Platform;
 use crate::ui::LogFormat;
 pub use crate::version::ReleaseType;
 
@@ -473,6 +473,10 @@ pub struct InstallRocmArgs {
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
     pub output_dir: Option<PathBuf>,
+    /// Print the install plan (version, sources, commands) without reading any index or
+    /// changing anything
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -579,6 +583,10 @@ pub struct BuildArgs {
     /// Print the plan as JSON (with --dry-run or `plan`)
     #[arg(long)]
     pub json: bool,
+    /// The platform to plan for (default: this machine's); a plan for another platform is
+    /// printed here and built there
+    #[arg(long, value_enum, value_name = "PLATFORM", env = "ROCKBUILD_PLATFORM")]
+    pub platform: Option<Platform>,
 }
 
 /// The reference's per-project flags (build_prod_wheels.py), kept with the same behaviour:

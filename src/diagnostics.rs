@@ -8,6 +8,15 @@ use crate::exit::{Classified, ExitStatus, HasExitStatus};
 /// Prints the error (and hints) and returns the exit status it maps to.
 pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     let status = exit_status_of(ctx, error);
+    if let Some(crate::checkout::Error::Failed { verb, failures, .. }) =
+        error.downcast_ref::<crate::checkout::Error>()
+    {
+        for (name, failure) in failures {
+            let text = render(failure).replacen("error: ", "", 1);
+            ctx.ui
+                .error_annotation(&format!("{verb} of {name} failed"), &text);
+        }
+    }
     let text = render(error);
     ctx.ui.error_annotation("rockbuild failed", &text);
     ctx.ui.error(&text);
@@ -19,11 +28,34 @@ pub fn report(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
 pub fn exit_status_of(ctx: &Context, error: &anyhow::Error) -> ExitStatus {
     let status = error
         .chain()
-        .find_map(classify)
-        .map_or(ExitStatus::Failure, |stage| stage.exit_status());
+        .find_map(|cause| classify(cause).map(|stage| (cause, stage)))
+        .map_or(ExitStatus::Failure, |(cause, stage)| match cause
+            .downcast_ref::<crate::checkout::Error>()
+        {
+            Some(crate::checkout::Error::Failed { failures, .. }) => combined_status(ctx, failures),
+            _ => stage.exit_status(),
+        });
     match (status, ctx.runner.interrupted()) {
         (ExitStatus::Failure, Some(signal)) => ExitStatus::Signal(signal),
         (status, _) => status,
+    }
+}
+
+/// Several projects' failures as one: a usage error only when every failure is one (a bad
+/// ref, a dirty tree), else an interruption if one was, else a failure.
+fn combined_status(ctx: &Context, failures: &[(String, anyhow::Error)]) -> ExitStatus {
+    let statuses: Vec<ExitStatus> = failures
+        .iter()
+        .map(|(_, error)| exit_status_of(ctx, error))
+        .collect();
+    if statuses.iter().all(|s| *s == ExitStatus::Usage) {
+        ExitStatus::Usage
+    } else {
+        statuses
+            .iter()
+            .find(|s| matches!(s, ExitStatus::Signal(_)))
+            .copied()
+            .unwrap_or(ExitStatus::Failure)
     }
 }
 
@@ -73,10 +105,36 @@ pub fn render(error: &anyhow::Error) -> String {
 }
 
 /// [`render`], with more known failures (a build recipe's) to recognise.
+/// A failed build's or checkout's projects follow its line, each rendered (a build's with its
+/// recipe's hints).
 pub fn render_with(error: &anyhow::Error, known: &[(&str, &str)]) -> String {
-    let mut out = format!("error: {error}");
-    for cause in error.chain().skip(1) {
-        out.push_str(&format!("\n  caused by: {cause}"));
+    let mut out = String::new();
+    for (index, cause) in error.chain().enumerate() {
+        out.push_str(if index == 0 {
+            "error: "
+        } else {
+            "\n  caused by: "
+        });
+        out.push_str(&cause.to_string());
+        if let Some(crate::checkout::Error::Failed { failures, .. }) =
+            cause.downcast_ref::<crate::checkout::Error>()
+        {
+            for (name, failure) in failures {
+                let text = render(failure).replacen("error: ", "", 1);
+                out.push_str(&format!("\n\n[{name}] {}", text.replace('\n', "\n  ")));
+            }
+        }
+        if let Some(crate::build::Error::Failed { failures, .. }) =
+            cause.downcast_ref::<crate::build::Error>()
+        {
+            for failure in failures {
+                out.push_str(&format!(
+                    "\n\n--- {} ---\n{}",
+                    failure.name,
+                    render_with(&failure.error, failure.hints)
+                ));
+            }
+        }
     }
     for hint in hints_with(error, known) {
         out.push_str(&format!("\n\nhint: {hint}"));
@@ -154,7 +212,7 @@ fn hints_with(error: &anyhow::Error, known: &[(&str, &str)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut text = String::new();
     for cause in error.chain() {
-        // A failed build already rendered each project's failure with its own hints.
+        // A failed build's projects are rendered below it, each with its own hints.
         if matches!(
             cause.downcast_ref::<crate::build::Error>(),
             Some(crate::build::Error::Failed { .. })

@@ -69,7 +69,7 @@ pub fn point(point: &str) {
         return;
     }
     match &armed.wait_for {
-        None => kill_self(),
+        None => crate::platform::host::kill_this_process(),
         Some(file) => {
             let mut reached = file.clone().into_os_string();
             reached.push(".reached");
@@ -78,14 +78,6 @@ pub fn point(point: &str) {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-    }
-}
-
-#[expect(unsafe_code, reason = "kill(2) has no safe wrapper in std")]
-fn kill_self() {
-    // SAFETY: kill(2) on our own pid has no memory-safety preconditions.
-    unsafe {
-        libc::kill(libc::getpid(), libc::SIGKILL);
     }
 }
 

@@ -12,7 +12,6 @@
 
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -227,12 +226,9 @@ impl Drop for LockFile {
     }
 }
 
-/// True when `path` names the open `file` (same device and inode).
+/// True when `path` names the open `file` (the same file, not just the same name).
 fn names_file(path: &Path, file: &File) -> bool {
-    match (fs_err::metadata(path), file.metadata()) {
-        (Ok(on_disk), Ok(open)) => on_disk.dev() == open.dev() && on_disk.ino() == open.ino(),
-        _ => false,
-    }
+    crate::platform::host::names_file(path, file)
 }
 
 /// The holder record in a lock file, if it is one (read with a bound: the file is anyone's).

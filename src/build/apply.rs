@@ -1,11 +1,11 @@
 //! Running a plan: the lock records every computed version first, then the compiler cache is
 //! readied, the DAG runs, and the report, the summary and the table tell what happened. A
-//! failed project becomes part of one [`Error::Failed`], each failure rendered with its log
-//! tail, repro line and the hints of its recipe.
+//! failed project becomes part of one [`Error::Failed`], which keeps its error and the hints
+//! of its recipe for `diagnostics` to render.
 
 use std::path::Path;
 
-use super::error::Error;
+use super::error::{Error, ProjectFailure};
 use super::execute::{self, ProjectOutcome};
 use super::plan::Plan;
 use super::report::{self, BuildReport, SUMMARY_FILE, Status};
@@ -166,7 +166,11 @@ fn failures(
                     .iter()
                     .find(|p| p.name == outcome.name)
                     .map_or(&[][..], |p| p.hints);
-                failures.push((outcome.name, crate::diagnostics::render_with(&error, hints)));
+                failures.push(ProjectFailure {
+                    name: outcome.name,
+                    error,
+                    hints,
+                });
             }
             (Status::Skipped, _) => skipped.push(outcome.name),
             _ => {}

@@ -153,8 +153,7 @@ impl CompilerCache {
 }
 
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    fs_err::metadata(path).is_ok_and(|m| crate::platform::host::is_executable(&m))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::exit::{ExitStatus, HasExitStatus};
 use crate::stack::{ConfigError, Target, families::join};
 use crate::version::VersionError;
 
+use super::recipes::Hint;
 use super::source::SourceError;
 use super::targets::TargetError;
 
@@ -41,6 +42,13 @@ pub enum Error {
         "--arch-from-sdk needs the installed SDK to ask, and none is installed in the venv: install it first (`rockbuild install-rocm`)"
     )]
     ArchFromSdkWithoutSdk,
+    #[error(
+        "--platform {platform}: this machine runs {host}; a {platform} build is planned here (`rockbuild plan --platform {platform}`) and built on {platform}"
+    )]
+    ForeignPlatform {
+        platform: crate::platform::Platform,
+        host: crate::platform::Platform,
+    },
 
     // ---- the stack and its checkouts ----
     #[error(transparent)]
@@ -124,10 +132,11 @@ pub enum Error {
     },
 
     // ---- the build itself ----
-    #[error("{}", render_failures(failures, skipped, *total))]
+    #[error("{}", headline(failures, skipped, *total))]
     Failed {
-        /// (project, its failure as the user reads it: message, log tail, repro, hints).
-        failures: Vec<(String, String)>,
+        /// Each failed project's error, as data: `diagnostics` renders each below this line
+        /// (message, log tail, repro, the recipe's hints).
+        failures: Vec<ProjectFailure>,
         /// Projects not built because one whose wheel they need failed.
         skipped: Vec<String>,
         total: usize,
@@ -144,6 +153,7 @@ impl HasExitStatus for Error {
             | Error::NoProjectForRecipe { .. }
             | Error::Contradiction { .. }
             | Error::ArchFromSdkWithoutSdk
+            | Error::ForeignPlatform { .. }
             | Error::Config(_)
             | Error::NotADirectory { .. }
             | Error::NoCheckout { .. }
@@ -180,8 +190,16 @@ fn sdk_lacks_targets(missing: &[Target], sdk_targets: &[String], inferred: Optio
     }
 }
 
-fn render_failures(failures: &[(String, String)], skipped: &[String], total: usize) -> String {
-    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+/// A project that failed: its error and the failure hints of its recipe.
+#[derive(Debug)]
+pub struct ProjectFailure {
+    pub name: String,
+    pub error: anyhow::Error,
+    pub hints: &'static [Hint],
+}
+
+fn headline(failures: &[ProjectFailure], skipped: &[String], total: usize) -> String {
+    let names: Vec<&str> = failures.iter().map(|f| f.name.as_str()).collect();
     let mut text = format!(
         "{} of {total} project(s) failed: {}",
         failures.len(),
@@ -192,9 +210,6 @@ fn render_failures(failures: &[(String, String)], skipped: &[String], total: usi
             "; skipped (they need the wheel of a failed project): {}",
             skipped.join(", ")
         ));
-    }
-    for (name, rendered) in failures {
-        text.push_str(&format!("\n\n--- {name} ---\n{rendered}"));
     }
     text
 }

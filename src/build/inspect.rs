@@ -9,8 +9,8 @@ use super::error::Error;
 use super::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use super::select;
 use super::source::{self, SourceState};
+use crate::build::input::BuildSettings;
 use crate::lock::LockedProject;
-use crate::settings::build::BuildSettings;
 use crate::stack::Project;
 
 /// What the plan is computed from, besides the settings.

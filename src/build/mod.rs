@@ -1,4 +1,5 @@
-//! Building the stack's wheels. The verb's shape: settings (`settings::build`) → what the SDK
+//! Building the stack's wheels. The verb's shape: its [`input`] (resolved by `settings::build`)
+//! → what the SDK
 //! is ([`sdk_facts`]) and what the checkouts hold ([`inspect`]: which projects ([`select`]),
 //! their git state ([`source`]) and the files their recipes read) → the pure [`plan`] (versions,
 //! targets ([`targets`]), env and steps from the [`recipes`]) → [`apply`]: the DAG executor
@@ -9,6 +10,7 @@ pub(crate) mod apply;
 pub(crate) mod compilers;
 mod error;
 pub(crate) mod execute;
+pub(crate) mod input;
 pub(crate) mod inspect;
 pub(crate) mod plan;
 pub mod recipes;

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use super::error::Error;
 use super::recipes::SdkFacts;
+use crate::build::input::BuildSettings;
 use crate::context::Context;
 use crate::sdk::{self, SdkInfo, Venv, preflight};
-use crate::settings::build::BuildSettings;
 
 /// The SDK facts the plan needs: for a dry run what is known without running anything; for a
 /// build the SDK installed now (`--install-rocm`) or already in the venv. `dirs` are the

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::Error;
 use crate::lock::{Lock, LockedProject};
-use crate::settings::Sourced;
+use crate::sourced::Sourced;
 use crate::stack::{Project, Stack};
 
 /// What the command line says about the projects: where the checkouts are and which to build.
@@ -94,7 +94,7 @@ pub fn select<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::Source;
+    use crate::sourced::Source;
 
     fn selection() -> Selection {
         Selection {

@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::error::Error;
 use super::recipes::SdkFacts;
-use crate::settings::{Source, Sourced};
+use crate::sourced::{Source, Sourced};
 use crate::stack::{FamilyTable, NameError, Target};
 
 /// Where the effective target list came from.

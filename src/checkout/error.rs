@@ -46,9 +46,19 @@ pub enum Error {
     NoPins { project: String, reason: String },
     #[error("the work of '{project}' panicked")]
     Panicked { project: String },
-    /// Several projects failed; the message holds each one's error.
-    #[error("{message}")]
-    Failed { message: String, status: ExitStatus },
+    /// Several projects failed. Each one's error is kept as data: `diagnostics` renders each
+    /// below this line and derives the exit status from them (usage only when every failure
+    /// is one).
+    #[error(
+        "{verb} failed for {}; the lock {} was not written",
+        failures.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(", "),
+        lock.display()
+    )]
+    Failed {
+        verb: String,
+        lock: PathBuf,
+        failures: Vec<(String, anyhow::Error)>,
+    },
 }
 
 impl HasExitStatus for Error {
@@ -59,8 +69,10 @@ impl HasExitStatus for Error {
             | Error::LockDisagrees { .. }
             | Error::AbbreviatedSha { .. }
             | Error::Invalid { .. } => ExitStatus::Usage,
-            Error::Failed { status, .. } => *status,
-            Error::NoPins { .. } | Error::Panicked { .. } => ExitStatus::Failure,
+            // Refined from the projects' errors by `diagnostics::exit_status_of`.
+            Error::Failed { .. } | Error::NoPins { .. } | Error::Panicked { .. } => {
+                ExitStatus::Failure
+            }
         }
     }
 }

@@ -28,7 +28,6 @@ use indexmap::IndexMap;
 
 use crate::build::recipes::Recipes;
 use crate::context::Context;
-use crate::exit::ExitStatus;
 use crate::git::TransferLimits;
 use crate::lock::manifest::ReproducePin;
 use crate::lock::resolve::Request;
@@ -289,7 +288,13 @@ where
     if failures.is_empty() {
         Ok(done)
     } else {
-        Err(combine_failures(verb, selection, ctx, failures).into())
+        // Every failed project in one error, each project's error kept for diagnostics.
+        Err(Error::Failed {
+            verb: verb.to_string(),
+            lock: selection.lock_path.clone(),
+            failures,
+        }
+        .into())
     }
 }
 
@@ -308,42 +313,6 @@ fn pin_files_for_absent(project: &Project, selection: &Selection) -> Option<PinF
     } else {
         PinFiles::Absent { display_prefix }
     })
-}
-
-/// Every failed project in one error; a usage error only when every failure is one (a bad
-/// ref, a dirty tree), else a step failure.
-fn combine_failures(
-    verb: &str,
-    selection: &Selection,
-    ctx: &Context,
-    failures: Vec<(String, anyhow::Error)>,
-) -> Error {
-    let statuses: Vec<ExitStatus> = failures
-        .iter()
-        .map(|(_, e)| crate::diagnostics::exit_status_of(ctx, e))
-        .collect();
-    let status = if statuses.iter().all(|s| *s == ExitStatus::Usage) {
-        ExitStatus::Usage
-    } else {
-        statuses
-            .iter()
-            .find(|s| matches!(s, ExitStatus::Signal(_)))
-            .copied()
-            .unwrap_or(ExitStatus::Failure)
-    };
-    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
-    let mut message = format!(
-        "{verb} failed for {}; the lock {} was not written",
-        names.join(", "),
-        selection.lock_path.display()
-    );
-    for (name, error) in &failures {
-        let text = crate::diagnostics::render(error).replacen("error: ", "", 1);
-        ctx.ui
-            .error_annotation(&format!("{verb} of {name} failed"), &text);
-        message.push_str(&format!("\n\n[{name}] {}", text.replace('\n', "\n  ")));
-    }
-    Error::Failed { message, status }
 }
 
 /// The summary table (stderr) and the step summary (GitHub Actions).

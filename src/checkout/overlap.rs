@@ -11,7 +11,6 @@
 //! checked out, then the script on the complete tree — and a warning names the list to extend
 //! to keep the fast path. The trees, commits and tags are then the reference's.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -169,7 +168,7 @@ pub fn undo_script(
             let Ok(meta) = fs_err::symlink_metadata(&path) else {
                 continue;
             };
-            if (meta.ctime(), meta.ctime_nsec()) >= since {
+            if crate::platform::host::file_stat(&meta).changed >= since {
                 fs_err::remove_file(&path)?;
             }
         }

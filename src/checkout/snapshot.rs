@@ -16,7 +16,6 @@
 //! place).
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -25,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::plan::NodeState;
 use crate::git::local::{self, StatData};
+use crate::platform::host::FileStat;
 
 /// Where the snapshot of the project at `dir` lives.
 fn path(dir: &Path) -> PathBuf {
@@ -55,7 +55,7 @@ pub fn unchanged(dir: &Path, recurse: bool) -> Option<Vec<NodeState>> {
         &crate::input::read_bytes(&file, crate::input::SNAPSHOT).ok()?,
     )
     .ok()?;
-    let bound = Stamp::of(&taken);
+    let bound = Stamp::modified(&crate::platform::host::file_stat(&taken));
     let all_match = snapshot.nodes.par_iter().all(|entry| {
         digest(&node_dir(dir, &entry.state.rel), Some(bound), Source::Disk).as_ref()
             == Some(&entry.digest)
@@ -138,8 +138,12 @@ fn node_dir(dir: &Path, rel: &str) -> PathBuf {
 struct Stamp(i64, i64);
 
 impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp(meta.mtime(), meta.mtime_nsec())
+    fn modified(stat: &FileStat) -> Stamp {
+        Stamp(stat.modified.0, stat.modified.1)
+    }
+
+    fn changed(stat: &FileStat) -> Stamp {
+        Stamp(stat.changed.0, stat.changed.1)
     }
 }
 
@@ -199,8 +203,8 @@ fn stat_line(kind: &str, name: &str, path: &Path, bound: Option<Stamp>) -> Optio
     let Ok(meta) = fs_err::symlink_metadata(path) else {
         return Some(format!("{kind} {name} missing\n"));
     };
-    let changed = Stamp(meta.ctime(), meta.ctime_nsec());
-    if bound.is_some_and(|b| Stamp::of(&meta) >= b || changed >= b) {
+    let stat = crate::platform::host::file_stat(&meta);
+    if bound.is_some_and(|b| Stamp::modified(&stat) >= b || Stamp::changed(&stat) >= b) {
         return None;
     }
     Some(line(kind, name, &StatData::of_file(&meta)))

@@ -9,6 +9,11 @@ use crate::settings::install_rocm::InstallRocmSettings;
 
 pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let mut settings = InstallRocmSettings::resolve(args, ctx)?;
+    if settings.dry_run {
+        let plan = install::plan_offline(&settings.install);
+        ctx.ui.data(&plan.to_text(&settings.install))?;
+        return Ok(ExitStatus::Success);
+    }
     let started = std::time::Instant::now();
     let status = |line: &str| ctx.ui.status(line);
     let found = install::inspect(&settings.install, &status)?;

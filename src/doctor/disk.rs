@@ -60,30 +60,16 @@ pub fn existing_ancestor(path: &Path) -> Option<&Path> {
     path.ancestors().find(|p| p.exists())
 }
 
-/// statvfs(3) of the nearest existing ancestor of `path`.
-#[expect(unsafe_code, reason = "statvfs(3) has no safe wrapper in std")]
+/// The file system of the nearest existing ancestor of `path` (statvfs(3) on Linux).
 pub fn inspect(path: &Path) -> std::io::Result<FsFacts> {
-    use std::os::unix::ffi::OsStrExt as _;
-    use std::os::unix::fs::MetadataExt as _;
     let existing = existing_ancestor(path)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no existing ancestor"))?
         .to_path_buf();
-    let device = fs_err::metadata(&existing)?.dev();
-    let c_path = std::ffi::CString::new(existing.as_os_str().as_bytes())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c_path` is a NUL-terminated path and `stat` points to writable memory of the
-    // right type; statvfs initialises it fully when it returns 0.
-    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: statvfs returned 0, so the struct is initialised.
-    let stat = unsafe { stat.assume_init() };
+    let space = crate::platform::host::disk_space(&existing)?;
     Ok(FsFacts {
         existing,
-        device,
-        available: stat.f_bavail.saturating_mul(stat.f_frsize),
-        name_max: stat.f_namemax,
+        device: space.device,
+        available: space.available,
+        name_max: space.name_max,
     })
 }

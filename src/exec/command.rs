@@ -253,6 +253,14 @@ pub(super) fn resolve_program(
         if is_executable(&candidate) {
             return Ok(candidate);
         }
+        // Where programs are files with a suffix (`git.exe`), a bare name means that file.
+        if !std::env::consts::EXE_SUFFIX.is_empty() {
+            let mut with_suffix = candidate.into_os_string();
+            with_suffix.push(std::env::consts::EXE_SUFFIX);
+            if is_executable(Path::new(&with_suffix)) {
+                return Ok(with_suffix.into());
+            }
+        }
     }
     Err(ProcessError::NotFound {
         program: program.to_string_lossy().into_owned(),
@@ -261,8 +269,5 @@ pub(super) fn resolve_program(
 }
 
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    fs_err::metadata(path).is_ok_and(|m| crate::platform::host::is_executable(&m))
 }

@@ -1,10 +1,10 @@
 //! Why a step did not succeed, with what a user needs to act on it.
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::exit::{ExitStatus, HasExitStatus};
+use crate::platform::host;
 
 /// Why a step did not succeed. Every variant carries what a user needs to act on it.
 #[derive(Debug, thiserror::Error)]
@@ -101,23 +101,9 @@ pub fn describe_status(status: std::process::ExitStatus) -> String {
     if let Some(code) = status.code() {
         return format!("exit status: {code}");
     }
-    match status.signal() {
-        Some(signal) => format!("signal {signal} ({})", signal_name(signal)),
+    match host::exit_signal(&status) {
+        Some(signal) => format!("signal {signal} ({})", host::signal_name(signal)),
         None => "unknown status".to_string(),
-    }
-}
-
-pub fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL, killed: out of memory or stopped",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => "signal",
     }
 }
 

@@ -3,15 +3,14 @@
 //! while a grandchild holds its pipes).
 
 use std::io::Read;
-use std::process::Child;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::signals::signal_group;
+use crate::platform::host::Child;
 
 /// When the direct child has exited but a grandchild still holds its output pipes, how long
-/// to keep reading before stopping the group.
+/// to keep reading before stopping the tree.
 const ORPHAN_GRACE: Duration = Duration::from_secs(2);
 /// How often the watch wakes up without output to check the limits and the child.
 const POLL: Duration = Duration::from_millis(100);
@@ -52,15 +51,13 @@ impl Pipes {
             (
                 Stream::Stdout,
                 child
-                    .stdout
-                    .take()
+                    .take_stdout()
                     .map(|s| Box::new(s) as Box<dyn Read + Send>),
             ),
             (
                 Stream::Stderr,
                 child
-                    .stderr
-                    .take()
+                    .take_stderr()
                     .map(|s| Box::new(s) as Box<dyn Read + Send>),
             ),
         ];
@@ -88,12 +85,11 @@ impl Pipes {
     }
 
     /// Reads until both pipes close or a limit stops the child; every line goes to
-    /// `on_line`, raw stdout bytes to `on_stdout`. The caller stops the group when the
+    /// `on_line`, raw stdout bytes to `on_stdout`. The caller stops the tree when the
     /// ending is not an exit.
     pub(super) fn watch(
         &self,
         child: &mut Child,
-        pgid: i32,
         limits: &Limits,
         on_stdout: &mut dyn FnMut(&[u8]),
         on_line: &mut dyn FnMut(Stream, String),
@@ -120,7 +116,7 @@ impl Pipes {
                 && now.duration_since(at) >= ORPHAN_GRACE
             {
                 // The child is gone but something it started still holds the pipes.
-                signal_group(pgid, libc::SIGKILL);
+                child.kill_tree();
                 break Ending::Exited(status);
             }
             match self.receiver.recv_timeout(POLL) {
@@ -157,7 +153,7 @@ impl Pipes {
         Ok(ending)
     }
 
-    /// Waits for the reader threads (after the child and its group are gone).
+    /// Waits for the reader threads (after the child and its tree are gone).
     pub(super) fn join(self) {
         for reader in self.readers {
             let _ = reader.join();

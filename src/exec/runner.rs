@@ -1,8 +1,7 @@
 //! Running a [`Cmd`]: retries of transient failures, one attempt (spawn in its own process
-//! group, watch, stop what overruns), and the outcome as [`Output`] or [`ProcessError`].
+//! tree, watch, stop what overruns), and the outcome as [`Output`] or [`ProcessError`].
 
 use std::collections::VecDeque;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,6 +12,7 @@ use super::log::StepLog;
 use super::pipes::{Ending, Limits, Pipes, Stream};
 use super::signals::{self, ChildRegistry};
 use crate::env_vars::Environment;
+use crate::platform::host;
 
 /// How many trailing output lines a failure report carries.
 const TAIL_LINES: usize = 40;
@@ -55,7 +55,7 @@ impl Runner {
         &self.base
     }
 
-    /// Installs handlers so that SIGINT, SIGTERM and SIGHUP stop every running child group.
+    /// Installs handlers so that SIGINT, SIGTERM and SIGHUP stop every running child tree.
     /// The interrupted steps return [`ProcessError::Interrupted`]; no new step starts.
     pub fn install_signal_handlers(&self) -> std::io::Result<()> {
         signals::install_handlers(&self.children)
@@ -148,7 +148,7 @@ impl Runner {
         }
     }
 
-    /// Starts the child in its own process group and watches it to the end. Every line is
+    /// Starts the child in its own process tree and watches it to the end. Every line is
     /// masked, logged, handed to `on_line` and kept for the tail (stderr only when stdout is
     /// data).
     fn attempt(
@@ -177,16 +177,15 @@ impl Runner {
             .envs(&env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Own process group: timeouts and signals reach grandchildren too.
-            .process_group(0);
+            .stderr(Stdio::piped());
         if let Some(cwd) = &cmd.cwd {
             command.current_dir(cwd);
         }
         let start = Instant::now();
-        let mut child = command.spawn().map_err(spawn_error)?;
-        let pgid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-        self.children.insert(pgid);
+        // A tree of its own: timeouts and signals reach grandchildren too.
+        let mut child = host::spawn(command).map_err(spawn_error)?;
+        let tree = child.tree();
+        self.children.insert(tree);
         let pipes = Pipes::take(&mut child);
 
         let mut stdout = Vec::new();
@@ -198,7 +197,6 @@ impl Runner {
         };
         let watched = pipes.watch(
             &mut child,
-            pgid,
             &limits,
             &mut |bytes| {
                 if cmd.capture_stdout {
@@ -220,9 +218,9 @@ impl Runner {
             },
         );
         if !matches!(watched, Ok(Ending::Exited(_))) {
-            signals::stop_group(pgid, &mut child);
+            signals::stop_tree(&mut child);
         }
-        self.children.remove(pgid);
+        self.children.remove(tree);
         pipes.join();
         let ending = watched.map_err(spawn_error)?;
         if let Some(error) = log_error {

@@ -1,39 +1,42 @@
-//! Process groups: every child runs in its own, so a timeout or a signal to rockbuild stops
-//! the child together with what it started (git-remote-http, compiler drivers).
+//! Process trees: every child runs in its own (a process group, a Job Object: see
+//! `platform::host`), so a timeout or a signal to rockbuild stops the child together with what
+//! it started (git-remote-http, compiler drivers).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::platform::host::{self, Stop, TreeId};
 
 /// Between SIGTERM and SIGKILL when a step is stopped.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 
-/// Process groups of running children, so a signal to rockbuild stops them all.
+/// Process trees of running children, so a signal to rockbuild stops them all.
 #[derive(Debug, Default)]
 pub(super) struct ChildRegistry {
-    groups: Mutex<HashSet<i32>>,
+    trees: Mutex<HashSet<TreeId>>,
     /// The signal that interrupted rockbuild, 0 while running normally.
     interrupted_by: AtomicI32,
 }
 
 impl ChildRegistry {
-    pub(super) fn insert(&self, pgid: i32) {
-        if let Ok(mut groups) = self.groups.lock() {
-            groups.insert(pgid);
+    pub(super) fn insert(&self, tree: TreeId) {
+        if let Ok(mut trees) = self.trees.lock() {
+            trees.insert(tree);
         }
     }
 
-    pub(super) fn remove(&self, pgid: i32) {
-        if let Ok(mut groups) = self.groups.lock() {
-            groups.remove(&pgid);
+    pub(super) fn remove(&self, tree: TreeId) {
+        if let Ok(mut trees) = self.trees.lock() {
+            trees.remove(&tree);
         }
     }
 
-    fn signal_all(&self, signal: i32) {
-        if let Ok(groups) = self.groups.lock() {
-            for pgid in groups.iter() {
-                signal_group(*pgid, signal);
+    fn signal_all(&self, stop: Stop) {
+        if let Ok(trees) = self.trees.lock() {
+            for tree in trees.iter() {
+                host::signal_tree(*tree, stop);
             }
         }
     }
@@ -47,46 +50,22 @@ impl ChildRegistry {
     }
 }
 
-/// Installs handlers so that SIGINT, SIGTERM and SIGHUP stop every running child group; a
+/// Installs handlers so that SIGINT, SIGTERM and SIGHUP stop every running child tree; a
 /// second signal stops everything at once and exits.
 pub(super) fn install_handlers(children: &Arc<ChildRegistry>) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     let children = Arc::clone(children);
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for signal in signals.forever() {
-                let first = children.interrupted_by.swap(signal, Ordering::SeqCst) == 0;
-                children.signal_all(libc::SIGTERM);
-                if !first {
-                    // A second signal: the user means it. Stop everything now.
-                    children.signal_all(libc::SIGKILL);
-                    std::process::exit(128 + signal);
-                }
-            }
-        })?;
-    Ok(())
-}
-
-#[expect(unsafe_code, reason = "kill(2) has no safe wrapper in std")]
-pub(super) fn signal_group(pgid: i32, signal: i32) {
-    // SAFETY: kill(2) with a negative pid signals a process group; no memory is shared.
-    unsafe {
-        libc::kill(-pgid, signal);
-    }
-}
-
-/// SIGTERM the group, then SIGKILL it if it is still there after a grace period.
-pub(super) fn stop_group(pgid: i32, child: &mut std::process::Child) {
-    signal_group(pgid, libc::SIGTERM);
-    let deadline = Instant::now() + KILL_GRACE;
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
+    host::on_interrupt(move |signal| {
+        let first = children.interrupted_by.swap(signal, Ordering::SeqCst) == 0;
+        children.signal_all(Stop::Terminate);
+        if !first {
+            // A second signal: the user means it. Stop everything now.
+            children.signal_all(Stop::Kill);
+            std::process::exit(128 + signal);
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    signal_group(pgid, libc::SIGKILL);
-    let _ = child.wait();
+    })
+}
+
+/// Stops a child's tree: politely, then for good after a grace period.
+pub(super) fn stop_tree(child: &mut host::Child) {
+    child.stop(KILL_GRACE);
 }

@@ -1,8 +1,6 @@
 //! Local repository reads through git2: no process spawn, no network. Objects, gitlinks,
 //! `.gitmodules`, tags, config and status.
 
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -249,11 +247,12 @@ pub struct StatData {
 
 impl StatData {
     pub fn of_file(meta: &std::fs::Metadata) -> StatData {
+        let stat = crate::platform::host::file_stat(meta);
         StatData {
-            size: meta.len() as u32,
-            ino: meta.ino() as u32,
-            modified: (meta.mtime() as u32, meta.mtime_nsec() as u32),
-            changed: (meta.ctime() as u32, meta.ctime_nsec() as u32),
+            size: stat.size as u32,
+            ino: stat.inode as u32,
+            modified: (stat.modified.0 as u32, stat.modified.1 as u32),
+            changed: (stat.changed.0 as u32, stat.changed.1 as u32),
         }
     }
 
@@ -308,8 +307,10 @@ pub fn rewrite_index(repo: &Repository, skip_worktree: &[String]) -> Result<(), 
                     && u64::from(entry.mtime.seconds() as u32) >= written
             })
             .filter(|entry| {
-                let path = workdir.join(std::ffi::OsStr::from_bytes(&entry.path));
-                fs_err::symlink_metadata(path).map_or(true, |meta| {
+                let Some(path) = crate::platform::host::path_from_bytes(&entry.path) else {
+                    return true;
+                };
+                fs_err::symlink_metadata(workdir.join(path)).map_or(true, |meta| {
                     StatData::of_file(&meta) != StatData::of_entry(entry)
                 })
             })

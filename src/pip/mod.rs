@@ -30,10 +30,13 @@ pub fn without_installer_env(env: &Environment, mut cmd: Cmd) -> Cmd {
 
 /// `python -m pip` for a venv's `python` command (already scrubbed, with its cwd).
 pub fn pip(python: Cmd, label: impl Into<String>) -> Cmd {
-    python
-        .label(label)
-        .args(["-m", "pip"])
-        .env("PIP_CONFIG_FILE", "/dev/null")
+    limits(python.label(label).args(["-m", "pip"]))
+}
+
+/// What every pip command gets: no pip configuration file, no prompt, no cache, pip's time
+/// limits and retries of network failures.
+pub fn limits(pip: Cmd) -> Cmd {
+    pip.env("PIP_CONFIG_FILE", "/dev/null")
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .env("PIP_NO_INPUT", "1")
         .env("PIP_NO_CACHE_DIR", "1")

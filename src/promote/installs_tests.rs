@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::platform::Platform;
 use crate::wheel::rewrite::{Promotion, rewrite_set};
 
 fn tools() -> PathBuf {
@@ -176,7 +177,7 @@ fn promoted_sets_verify_and_pip_and_uv_install_them() {
         run(command("python3", root)
             .args(["-m", "venv", "--without-pip"])
             .arg(&venv));
-        let python = venv.join("bin/python");
+        let python = Platform::host().venv_python(&venv);
         match installer {
             "pip" => run(command(tools().join("python"), root)
                 .args(["-m", "pip", "--python"])
@@ -320,9 +321,9 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
             "--no-index",
             "--python",
         ])
-        .arg(venv.join("bin/python"))
+        .arg(Platform::host().venv_python(&venv))
         .arg(&rewritten[0].path));
-    let seen = run(command(venv.join("bin/python"), root).args([
+    let seen = run(command(Platform::host().venv_python(&venv), root).args([
         "-c",
         "import big, importlib.metadata as m; print(big.__version__, m.version('big'))",
     ]));

@@ -313,6 +313,76 @@ pub fn plan(settings: &InstallSettings, found: &Inspected) -> InstallPlan {
     }
 }
 
+/// The plan a dry run prints, made without reading any index: the version the lock or an
+/// exact `--rocm-sdk-version` fixes, else a placeholder for the newest match, which the
+/// preflight picks when the install runs.
+pub fn plan_offline(settings: &InstallSettings) -> InstallPlan {
+    let (version, chosen_by) = match (
+        &settings.locked_version,
+        preflight::exact_pin(&settings.spec),
+    ) {
+        (Some(locked), _) => (locked.to_string(), "pinned by the lock"),
+        (None, Some(pin)) => (pin.to_string(), "pinned by --rocm-sdk-version"),
+        (None, None) => (
+            "<newest match>".to_string(),
+            "the newest match, chosen by the preflight when the install runs",
+        ),
+    };
+    InstallPlan {
+        chosen_by,
+        offered: 0,
+        create_venv: (!settings.venv.exists()).then(|| settings.create_venv_cmd()),
+        install: settings.install_cmd(&version),
+        version,
+    }
+}
+
+impl InstallPlan {
+    /// The plan for people (`install-rocm --dry-run`).
+    pub fn to_text(&self, settings: &InstallSettings) -> String {
+        let spec = settings.spec_text.trim();
+        let sources: Vec<String> = settings
+            .sources()
+            .iter()
+            .map(IndexSource::display)
+            .collect();
+        let mut out = String::from("install-rocm plan\n");
+        out.push_str(&format!(
+            "  rocm     {} ({}{})\n",
+            self.version,
+            self.chosen_by,
+            if spec.is_empty() {
+                String::new()
+            } else {
+                format!(", spec `{spec}`")
+            }
+        ));
+        out.push_str(&format!("  sources  {}\n", sources.join(" + ")));
+        out.push_str(&format!(
+            "  venv     {} ({})\n",
+            settings.venv.dir.display(),
+            if self.create_venv.is_some() {
+                "created first"
+            } else {
+                "exists"
+            }
+        ));
+        out.push_str(&format!("  log      {}\n", settings.log.display()));
+        out.push_str("steps\n");
+        let steps = self.create_venv.iter().chain([&self.install]);
+        for (number, cmd) in steps.enumerate() {
+            out.push_str(&format!("  {}. {}\n", number + 1, cmd.repro()));
+        }
+        out.push_str(&format!(
+            "  {}. check the venv holds rocm {} with every extra asked for, and record what `rocm-sdk` reports in {}\n",
+            usize::from(self.create_venv.is_some()) + 2,
+            self.version,
+            settings.venv.sdk_record().display()
+        ));
+        out
+    }
+}
+
 /// Runs the plan, then checks that the venv holds exactly the planned SDK and records what
 /// the SDK reports about itself.
 pub fn apply(

@@ -162,8 +162,7 @@ mod tests {
             format!("#!/bin/sh\n# stands in for `python -m rocm_sdk ...`\nshift 2\n{script}\n"),
         )
         .expect("python");
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        crate::platform::host::set_executable(&python).expect("chmod");
         venv
     }
 

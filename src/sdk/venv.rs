@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::platform::Platform;
 use crate::wheel::filename::escape_name;
 
 /// Name of the file where rockbuild records what the installed SDK reported (see
@@ -18,19 +19,33 @@ pub const CREATING: &str = ".rockbuild-creating";
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Venv {
     pub dir: PathBuf,
+    /// The platform whose layout the venv has.
+    #[serde(skip)]
+    pub platform: Platform,
 }
 
 impl Venv {
+    /// A venv on this machine.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Venv { dir: dir.into() }
+        Venv::for_platform(dir, Platform::host())
     }
 
+    /// A venv with `platform`'s layout (a plan for another platform names one).
+    pub fn for_platform(dir: impl Into<PathBuf>, platform: Platform) -> Self {
+        Venv {
+            dir: dir.into(),
+            platform,
+        }
+    }
+
+    /// `bin/python`, `Scripts\python.exe`.
     pub fn python(&self) -> PathBuf {
-        self.dir.join("bin/python")
+        self.platform.venv_python(&self.dir)
     }
 
+    /// `bin`, `Scripts`.
     pub fn bin(&self) -> PathBuf {
-        self.dir.join("bin")
+        self.dir.join(self.platform.venv_scripts())
     }
 
     /// True when the directory holds a complete venv (its interpreter exists, and its
@@ -85,9 +100,12 @@ impl Venv {
         })
     }
 
-    /// `lib/python3.X/site-packages`.
+    /// `lib/python3.X/site-packages` (`Lib\site-packages`).
     pub fn site_packages(&self) -> Option<PathBuf> {
-        let lib = self.dir.join("lib");
+        let lib = self.dir.join(self.platform.venv_lib());
+        if self.platform == Platform::Windows {
+            return Some(lib.join("site-packages")).filter(|p| p.is_dir());
+        }
         let entries = fs_err::read_dir(&lib).ok()?;
         let mut found: Vec<PathBuf> = entries
             .filter_map(Result::ok)
@@ -142,8 +160,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let venv = Venv::new(dir.path());
         assert!(!venv.exists());
-        fs_err::create_dir_all(dir.path().join("bin")).expect("bin");
-        fs_err::write(dir.path().join("bin/python"), "").expect("python");
+        fs_err::create_dir_all(venv.bin()).expect("bin");
+        fs_err::write(venv.python(), "").expect("python");
         fs_err::write(
             dir.path().join("pyvenv.cfg"),
             "home = /usr/bin\nversion = 3.11.7\n",

@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use pep440_rs::Version;
-
 use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 use super::{Source, Sourced};
 use crate::build::Error;
@@ -18,59 +16,11 @@ use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
 use crate::context::Context;
 use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
+use crate::platform::Platform;
 use crate::sdk::Venv;
-use crate::sdk::install::{InstallSettings, Installer};
 use crate::stack::{FamilyTable, Stack};
-use crate::version::ReleaseType;
 
-/// Everything `build` and `plan` act on.
-#[derive(Clone, Debug)]
-pub struct BuildSettings {
-    pub stack: Stack,
-    pub families: FamilyTable,
-    pub output_dir: PathBuf,
-    pub selection: Selection,
-    pub lock: Option<LockFile>,
-    pub sdk: SdkSettings,
-    pub targets: TargetRequest,
-    pub release_type: ReleaseType,
-    /// `--version-suffix` (unset: derived from the SDK version, as the reference).
-    pub version_suffix: Option<String>,
-    pub build_number: u32,
-    /// `--[no-]enable-pytorch-flash-attention`.
-    pub flash_attention: Option<bool>,
-    pub compiler_cache: CompilerCache,
-    pub clean: bool,
-    pub jobs: usize,
-    /// Print the plan instead of running it (`plan`, `--dry-run`), as JSON with `--json`.
-    pub dry_run: bool,
-    pub json: bool,
-    /// The start-up environment the build steps inherit.
-    pub base_env: Environment,
-}
-
-/// The lock the build follows and records its versions in.
-#[derive(Clone, Debug)]
-pub struct LockFile {
-    pub path: PathBuf,
-    pub lock: Lock,
-}
-
-/// The ROCm SDK of the build.
-#[derive(Clone, Debug)]
-pub struct SdkSettings {
-    pub venv: Venv,
-    /// `--install-rocm`: how to install it first.
-    pub install: Option<InstallSettings>,
-    /// `--rocm-sdk-version`, as given.
-    pub spec_text: String,
-    pub installer: Installer,
-    pub cache_dir: PathBuf,
-    /// The SDK version the lock records.
-    pub locked_version: Option<Version>,
-    /// The index the lock's build record names: the one installed from now, else the lock's.
-    pub record_index_url: Option<String>,
-}
+pub use crate::build::input::{BuildSettings, LockFile, SdkSettings};
 
 impl BuildSettings {
     pub fn resolve(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
@@ -102,7 +52,16 @@ impl BuildSettings {
             jobs,
             dry_run,
             json,
+            platform,
         } = args;
+        let platform = platform.unwrap_or(Platform::host());
+        if !platform.is_host() && !dry_run {
+            return Err(Error::ForeignPlatform {
+                platform,
+                host: Platform::host(),
+            }
+            .into());
+        }
         let output_dir = ctx.absolute(&output_dir);
         let stack = config.stack(ctx)?;
         let families = config.family_table(ctx)?;
@@ -126,7 +85,14 @@ impl BuildSettings {
                 reference,
             },
         )?;
-        let sdk = sdk_settings(ctx, &sdk_args, install_rocm, &output_dir, lock.as_ref())?;
+        let sdk = sdk_settings(
+            ctx,
+            &sdk_args,
+            install_rocm,
+            &output_dir,
+            lock.as_ref(),
+            platform,
+        )?;
         let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
         let mut targets = TargetRequest {
             flag: pytorch_rocm_arch,
@@ -167,9 +133,19 @@ impl BuildSettings {
             jobs,
             dry_run,
             json,
-            base_env: ctx.env().clone(),
+            base_env: base_env(ctx, platform),
+            platform,
         })
     }
+}
+
+/// What the build steps inherit: this machine's environment, or for a plan for another
+/// platform a stand-in that shows where that machine's PATH goes (`%PATH%`).
+fn base_env(ctx: &Context, platform: Platform) -> Environment {
+    if platform.is_host() {
+        return ctx.env().clone();
+    }
+    Environment::from_pairs([(env_vars::PATH, platform.inherited(env_vars::PATH))])
 }
 
 /// The lock: `--lock`, or `<root>/rockbuild.lock.json` when it exists. The checkout root:
@@ -217,8 +193,10 @@ fn sdk_settings(
     install_rocm: bool,
     output_dir: &Path,
     lock: Option<&LockFile>,
+    platform: Platform,
 ) -> anyhow::Result<SdkSettings> {
     let venv = resolve_venv(ctx, args.venv.as_deref(), Some(output_dir))?;
+    let venv = Venv::for_platform(venv.dir, platform);
     if let Some(lock) = lock {
         expect_locked_sdk(&lock.lock, &lock.path, args)?;
     }

@@ -13,6 +13,8 @@ pub struct InstallRocmSettings {
     pub install: InstallSettings,
     /// The lock to check against and record into, with its path.
     pub lock: Option<(PathBuf, Lock)>,
+    /// Print the plan and stop.
+    pub dry_run: bool,
 }
 
 impl InstallRocmSettings {
@@ -21,6 +23,7 @@ impl InstallRocmSettings {
             mut sdk,
             lock,
             output_dir,
+            dry_run,
         } = args;
         let lock = super::read_lock(ctx, lock)?;
         let output_dir = output_dir.map(|p| ctx.absolute(&p));
@@ -51,6 +54,10 @@ impl InstallRocmSettings {
             None => None,
         };
         let install = install_settings(ctx, &sdk, venv, log, locked)?;
-        Ok(InstallRocmSettings { install, lock })
+        Ok(InstallRocmSettings {
+            install,
+            lock,
+            dry_run,
+        })
     }
 }

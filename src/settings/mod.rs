@@ -22,45 +22,12 @@ pub mod test;
 pub mod test_report;
 pub mod verify;
 
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::context::Context;
 use crate::lock::Lock;
 
-/// Where a resolved value came from; printed beside the value.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
-pub enum Source {
-    Default,
-    Flag(String),
-    Env(String),
-    Config(String),
-    Lock(String),
-    Preset(String),
-    Inferred(String),
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Default => write!(f, "default"),
-            Source::Flag(flag) => write!(f, "{flag}"),
-            Source::Env(name) => write!(f, "${name}"),
-            Source::Config(place) => write!(f, "{place}"),
-            Source::Lock(place) => write!(f, "lock {place}"),
-            Source::Preset(name) => write!(f, "preset {name}"),
-            Source::Inferred(why) => write!(f, "{why}"),
-        }
-    }
-}
-
-/// A value with where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
-}
+pub use crate::sourced::{Source, Sourced};
 
 /// The lock a `--lock FILE` names (relative to the working directory), read, with its path.
 pub fn read_lock(

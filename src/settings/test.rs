@@ -1,13 +1,13 @@
 //! `rockbuild test`: flags, the lock, the family table, the skip lists, configs/pytorch-tests.yaml
 //! and the environment, resolved once.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Source, Sourced};
 use crate::cli::TestArgs;
 use crate::context::Context;
-use crate::env_vars;
+use crate::env_vars::{self, Environment};
 use crate::lock::Lock;
 use crate::stack::FamilyTable;
 use crate::stack::families::is_target_shaped;
@@ -17,72 +17,10 @@ use crate::suite::gpu::{DeviceQueryMode, GpuPolicy};
 use crate::suite::runtest::Shard;
 use crate::suite::skips::{KMode, MajorMinor, Platform, SkipLists};
 
-/// What the lock says about the torch under test.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockFacts {
-    pub path: PathBuf,
-    /// torch's version in the lock's build record.
-    pub torch_version: Option<String>,
-    /// torch's commit.
-    pub torch_commit: Option<String>,
-}
+pub use crate::suite::input::{LockFacts, Requirements, TestSettings};
 
-/// What the test venv gets besides the wheels under test.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Requirements {
-    /// Requirement lines from configs/pytorch-tests.yaml.
-    Lines(Vec<String>),
-    /// A pip requirements file (`--test-requirements`).
-    File(PathBuf),
-}
-
-#[derive(Debug)]
-pub struct TestSettings {
-    pub config: TestConfig,
-    pub shard: Shard,
-    /// `None` only for --print-skips.
-    pub index_url: Option<String>,
-    pub extra_index_urls: Vec<String>,
-    pub find_links: Vec<String>,
-    pub lock: Option<LockFacts>,
-    pub pytorch_dir: Option<PathBuf>,
-    pub include: Vec<String>,
-    pub exclude: Vec<String>,
-    pub passthrough: Vec<String>,
-    pub timeout_secs: u64,
-    pub run_timeout: Duration,
-    pub keep_going: bool,
-    pub allow_version_mismatch: bool,
-    pub family: Option<String>,
-    /// The targets `--amdgpu-family` names (for the skip lists while no GPU was queried).
-    pub family_targets: Option<Vec<String>>,
-    pub pytorch_version: Option<MajorMinor>,
-    pub platform: Sourced<Platform>,
-    pub device_query: Sourced<DeviceQueryMode>,
-    pub gpu_policy: Sourced<GpuPolicy>,
-    pub allow_no_gpu: bool,
-    /// The job's own HIP_VISIBLE_DEVICES.
-    pub preset_visible_devices: Option<String>,
-    /// The job's GPU_DEVICE_ORDINAL (dropped for the tests).
-    pub gpu_device_ordinal: Option<String>,
-    pub skip_lists: SkipLists,
-    pub skip_lists_source: Source,
-    pub k_mode: KMode,
-    pub exclude_jit_executor: bool,
-    pub exclude_distributed: bool,
-    pub exclude_quantization: bool,
-    pub requirements: Requirements,
-    /// PyTorch's test environment; a value the job already set wins.
-    pub test_env: Vec<(&'static str, Sourced<String>)>,
-    pub catalog: Catalog,
-    pub output_dir: PathBuf,
-    pub venv: Option<PathBuf>,
-    pub python: PathBuf,
-    pub print_skips: bool,
-    pub dry_run: bool,
-    pub json: bool,
-}
-
+/// Resolved here, where flags, files and the environment meet; the type is the test stage's
+/// own input (`suite::input`).
 impl TestSettings {
     pub fn resolve(args: TestArgs, ctx: &Context) -> anyhow::Result<Self> {
         let TestArgs {
@@ -125,199 +63,46 @@ impl TestSettings {
         let families =
             crate::stack::load_families(families.as_deref().map(|p| ctx.absolute(p)).as_deref())?;
         let catalog = Catalog::builtin(&families).map_err(Error::from)?;
-        let (skip_lists, skip_lists_source) = match &skip_lists {
-            Some(dir) => (
-                SkipLists::read_dir(&ctx.absolute(dir), &families)?,
-                Source::Flag(format!("--skip-lists {}", dir.display())),
-            ),
-            None => (
-                SkipLists::builtin(&families).map_err(Error::from)?,
-                Source::Config("configs/skip-tests".into()),
-            ),
-        };
+        let (skip_lists, skip_lists_source) =
+            skip_lists_from(ctx, skip_lists.as_deref(), &families)?;
 
-        let shard = match shard.as_deref() {
-            None => Shard {
-                number: 1,
-                total: 1,
-            },
-            Some(values) => {
-                let numbers: Vec<u32> = values.iter().filter_map(|v| v.parse().ok()).collect();
-                match numbers[..] {
-                    [number, total] if number >= 1 && number <= total => Shard { number, total },
-                    _ => {
-                        return Err(flag(
-                            "--shard",
-                            format!(
-                                "`{}` is not a shard: N and M are whole numbers from 1 and N is at most M (--shard 2 6)",
-                                values.join(" ")
-                            ),
-                        )
-                        .into());
-                    }
-                }
-            }
-        };
-        let index_url = match index_url {
-            Some(url) => Some(url),
-            None if print_skips => None,
-            None => {
-                return Err(flag(
-                    "--index-url",
-                    "the index under test is required (the staging index the wheels are installed from)".into(),
-                )
-                .into());
-            }
-        };
-        let runs_run_test = test_config != TestConfig::GpuSmoke;
+        let shard = parse_shard(shard.as_deref())?;
         let pytorch_dir = pytorch_dir.map(|dir| ctx.absolute(&dir));
-        if runs_run_test && pytorch_dir.is_none() && !print_skips {
-            return Err(flag(
-                "--pytorch-dir",
-                format!(
-                    "the {test_config} config runs the checkout's test/run_test.py: pass the PyTorch checkout at the tested version"
-                ),
-            )
-            .into());
-        }
-        if !runs_run_test && (!include.is_empty() || !exclude.is_empty()) {
-            return Err(flag(
-                if include.is_empty() {
-                    "--exclude"
-                } else {
-                    "--include"
-                },
-                "selects run_test.py modules; the gpu-smoke config runs the built-in suite".into(),
-            )
-            .into());
-        }
+        let index_url = check_what_runs(
+            test_config,
+            index_url,
+            pytorch_dir.as_deref(),
+            &include,
+            &exclude,
+            print_skips,
+        )?;
 
-        let (family, family_targets) = match amdgpu_family.map(|f| f.trim().to_string()) {
-            None => (None, None),
-            Some(name) if name.is_empty() => (None, None),
-            Some(name) => {
-                let targets = family_targets(&families, &name)
-                    .map_err(|message| flag("--amdgpu-family", message))?;
-                (Some(name), Some(targets))
-            }
-        };
-        let pytorch_version = match pytorch_version {
-            None => None,
-            Some(text) => Some(MajorMinor::parse(&text).ok_or_else(|| {
-                flag(
-                    "--pytorch-version",
-                    format!("'{text}' is not a major.minor version like 2.12"),
-                )
-            })?),
-        };
+        let (family, family_targets) = family_from(&families, amdgpu_family)?;
+        let pytorch_version = pytorch_version
+            .map(|text| {
+                MajorMinor::parse(&text).ok_or_else(|| {
+                    flag(
+                        "--pytorch-version",
+                        format!("'{text}' is not a major.minor version like 2.12"),
+                    )
+                })
+            })
+            .transpose()?;
 
-        let distributed = test_config == TestConfig::Distributed;
-        let inferred = Source::Inferred(if distributed {
-            "distributed config: every GPU".to_string()
-        } else {
-            "one GPU per test process".to_string()
-        });
-        let device_query = match device_query {
-            Some(value) => Sourced {
-                value,
-                source: Source::Flag("--device-query".into()),
-            },
-            None => Sourced {
-                value: if distributed {
-                    DeviceQueryMode::All
-                } else {
-                    DeviceQueryMode::Unique
-                },
-                source: inferred.clone(),
-            },
-        };
-        let gpu_policy = match gpu_policy {
-            Some(value) => Sourced {
-                value,
-                source: Source::Flag("--gpu-policy".into()),
-            },
-            None => Sourced {
-                value: if distributed {
-                    GpuPolicy::All
-                } else {
-                    GpuPolicy::Single
-                },
-                source: inferred,
-            },
-        };
+        let (device_query, gpu_policy) = gpu_choices(test_config, device_query, gpu_policy);
         let platform = match platform {
             Some(value) => Sourced {
                 value,
                 source: Source::Flag("--platform".into()),
             },
             None => Sourced {
-                value: Platform::current(),
+                value: Platform::host(),
                 source: Source::Default,
             },
         };
-
-        let lock = match lock {
-            None => None,
-            Some(path) => {
-                let path = ctx.absolute(&path);
-                let read = Lock::read(&path)?;
-                Some(LockFacts {
-                    torch_version: read
-                        .build
-                        .as_ref()
-                        .and_then(|b| b.versions.get("torch").cloned()),
-                    torch_commit: read.projects.get("torch").map(|p| p.commit.clone()),
-                    path,
-                })
-            }
-        };
-
+        let lock = lock.map(|path| lock_facts(ctx, &path)).transpose()?;
         let env = ctx.env();
-        let build_environment = catalog.build_environment(family.as_deref()).to_string();
-        let defaults: [(&'static str, String, Source); 6] = [
-            (env_vars::CI, "1".into(), Source::Default),
-            (
-                env_vars::BUILD_ENVIRONMENT,
-                build_environment,
-                Source::Config(format!(
-                    "configs/pytorch-tests.yaml build-environment{}",
-                    family
-                        .as_ref()
-                        .map(|f| format!(" for {f}"))
-                        .unwrap_or_default()
-                )),
-            ),
-            (
-                env_vars::PYTORCH_TEST_WITH_ROCM,
-                "1".into(),
-                Source::Default,
-            ),
-            (
-                env_vars::PYTORCH_TESTING_DEVICE_ONLY_FOR,
-                "cuda".into(),
-                Source::Default,
-            ),
-            (
-                env_vars::PYTORCH_PRINT_REPRO_ON_FAILURE,
-                "0".into(),
-                Source::Default,
-            ),
-            (env_vars::OPENBLAS_NUM_THREADS, "1".into(), Source::Default),
-        ];
-        let test_env = defaults
-            .into_iter()
-            .map(|(name, value, source)| {
-                let sourced = match env.non_empty(name) {
-                    Some(set) => Sourced {
-                        value: set.to_string(),
-                        source: Source::Env(name.to_string()),
-                    },
-                    None => Sourced { value, source },
-                };
-                (name, sourced)
-            })
-            .collect();
-
+        let test_env = test_env(env, &catalog, family.as_deref());
         let requirements = match test_requirements {
             Some(path) => {
                 let path = ctx.absolute(&path);
@@ -386,6 +171,212 @@ impl TestSettings {
             json,
         })
     }
+}
+
+/// The skip lists: `--skip-lists DIR`, else the built-in configs/skip-tests.
+fn skip_lists_from(
+    ctx: &Context,
+    dir: Option<&Path>,
+    families: &FamilyTable,
+) -> anyhow::Result<(SkipLists, Source)> {
+    Ok(match dir {
+        Some(dir) => (
+            SkipLists::read_dir(&ctx.absolute(dir), families)?,
+            Source::Flag(format!("--skip-lists {}", dir.display())),
+        ),
+        None => (
+            SkipLists::builtin(families).map_err(Error::from)?,
+            Source::Config("configs/skip-tests".into()),
+        ),
+    })
+}
+
+/// `--shard N M` (default: the whole suite, 1 of 1).
+fn parse_shard(values: Option<&[String]>) -> Result<Shard, Error> {
+    let Some(values) = values else {
+        return Ok(Shard {
+            number: 1,
+            total: 1,
+        });
+    };
+    let numbers: Vec<u32> = values.iter().filter_map(|v| v.parse().ok()).collect();
+    match numbers[..] {
+        [number, total] if number >= 1 && number <= total => Ok(Shard { number, total }),
+        _ => Err(Error::Flag {
+            flag: "--shard",
+            message: format!(
+                "`{}` is not a shard: N and M are whole numbers from 1 and N is at most M (--shard 2 6)",
+                values.join(" ")
+            ),
+        }),
+    }
+}
+
+/// What the config runs needs what was given: an index under test (unless only the skip
+/// lists are printed), the checkout for run_test.py, module selections only for run_test.py.
+fn check_what_runs(
+    config: TestConfig,
+    index_url: Option<String>,
+    pytorch_dir: Option<&Path>,
+    include: &[String],
+    exclude: &[String],
+    print_skips: bool,
+) -> Result<Option<String>, Error> {
+    if index_url.is_none() && !print_skips {
+        return Err(Error::Flag {
+            flag: "--index-url",
+            message:
+                "the index under test is required (the staging index the wheels are installed from)"
+                    .into(),
+        });
+    }
+    let runs_run_test = config != TestConfig::GpuSmoke;
+    if runs_run_test && pytorch_dir.is_none() && !print_skips {
+        return Err(Error::Flag {
+            flag: "--pytorch-dir",
+            message: format!(
+                "the {config} config runs the checkout's test/run_test.py: pass the PyTorch checkout at the tested version"
+            ),
+        });
+    }
+    if !runs_run_test && (!include.is_empty() || !exclude.is_empty()) {
+        return Err(Error::Flag {
+            flag: if include.is_empty() {
+                "--exclude"
+            } else {
+                "--include"
+            },
+            message: "selects run_test.py modules; the gpu-smoke config runs the built-in suite"
+                .into(),
+        });
+    }
+    Ok(index_url)
+}
+
+/// `--amdgpu-family`: its name and the targets it stands for.
+fn family_from(
+    families: &FamilyTable,
+    given: Option<String>,
+) -> Result<(Option<String>, Option<Vec<String>>), Error> {
+    match given.map(|f| f.trim().to_string()) {
+        None => Ok((None, None)),
+        Some(name) if name.is_empty() => Ok((None, None)),
+        Some(name) => {
+            let targets = family_targets(families, &name).map_err(|message| Error::Flag {
+                flag: "--amdgpu-family",
+                message,
+            })?;
+            Ok((Some(name), Some(targets)))
+        }
+    }
+}
+
+/// How GPUs are found and handed out: the flags, else every GPU for the distributed config
+/// and one per test process for the others.
+fn gpu_choices(
+    config: TestConfig,
+    device_query: Option<DeviceQueryMode>,
+    gpu_policy: Option<GpuPolicy>,
+) -> (Sourced<DeviceQueryMode>, Sourced<GpuPolicy>) {
+    let distributed = config == TestConfig::Distributed;
+    let inferred = Source::Inferred(if distributed {
+        "distributed config: every GPU".to_string()
+    } else {
+        "one GPU per test process".to_string()
+    });
+    let device_query = match device_query {
+        Some(value) => Sourced {
+            value,
+            source: Source::Flag("--device-query".into()),
+        },
+        None => Sourced {
+            value: if distributed {
+                DeviceQueryMode::All
+            } else {
+                DeviceQueryMode::Unique
+            },
+            source: inferred.clone(),
+        },
+    };
+    let gpu_policy = match gpu_policy {
+        Some(value) => Sourced {
+            value,
+            source: Source::Flag("--gpu-policy".into()),
+        },
+        None => Sourced {
+            value: if distributed {
+                GpuPolicy::All
+            } else {
+                GpuPolicy::Single
+            },
+            source: inferred,
+        },
+    };
+    (device_query, gpu_policy)
+}
+
+/// What the run takes from `--lock`: the torch version and commit it records.
+fn lock_facts(ctx: &Context, path: &Path) -> anyhow::Result<LockFacts> {
+    let path = ctx.absolute(path);
+    let read = Lock::read(&path)?;
+    Ok(LockFacts {
+        torch_version: read
+            .build
+            .as_ref()
+            .and_then(|b| b.versions.get("torch").cloned()),
+        torch_commit: read.projects.get("torch").map(|p| p.commit.clone()),
+        path,
+    })
+}
+
+/// PyTorch's test environment: the defaults TheRock sets, where a value the job already set
+/// wins.
+fn test_env(
+    env: &Environment,
+    catalog: &Catalog,
+    family: Option<&str>,
+) -> Vec<(&'static str, Sourced<String>)> {
+    let build_environment = catalog.build_environment(family).to_string();
+    let defaults: [(&'static str, String, Source); 6] = [
+        (env_vars::CI, "1".into(), Source::Default),
+        (
+            env_vars::BUILD_ENVIRONMENT,
+            build_environment,
+            Source::Config(format!(
+                "configs/pytorch-tests.yaml build-environment{}",
+                family.map(|f| format!(" for {f}")).unwrap_or_default()
+            )),
+        ),
+        (
+            env_vars::PYTORCH_TEST_WITH_ROCM,
+            "1".into(),
+            Source::Default,
+        ),
+        (
+            env_vars::PYTORCH_TESTING_DEVICE_ONLY_FOR,
+            "cuda".into(),
+            Source::Default,
+        ),
+        (
+            env_vars::PYTORCH_PRINT_REPRO_ON_FAILURE,
+            "0".into(),
+            Source::Default,
+        ),
+        (env_vars::OPENBLAS_NUM_THREADS, "1".into(), Source::Default),
+    ];
+    defaults
+        .into_iter()
+        .map(|(name, value, source)| {
+            let sourced = match env.non_empty(name) {
+                Some(set) => Sourced {
+                    value: set.to_string(),
+                    source: Source::Env(name.to_string()),
+                },
+                None => Sourced { value, source },
+            };
+            (name, sourced)
+        })
+        .collect()
 }
 
 /// The targets an `--amdgpu-family` value stands for: a family of the table, a target, or a

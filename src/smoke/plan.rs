@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{Selected, requirements};
 use crate::env_vars::Environment;
 use crate::exec::Cmd;
+use crate::platform::Platform;
 
 /// How long one import or smoke command may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(900);
@@ -68,7 +69,7 @@ pub fn plan(
         .venv
         .clone()
         .unwrap_or_else(|| work_dir.join("venv"));
-    let python = venv.join("bin/python");
+    let python = Platform::host().venv_python(&venv);
     let requirements_file = work_dir.join("requirements.txt");
     let plain_file = work_dir.join("set.txt");
     let set_report = work_dir.join("pip-report-set.json");

@@ -1,20 +1,21 @@
 //! What a shard needs to know before planning: the test sources as they are on disk (version,
 //! commit, run_test.py, the hang-listed modules present) and the torch version to install (the
-//! lock's, else the newest on the index under test).
+//! lock's, else the newest on the index under test), and what the venv directory holds.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 
 use super::Error;
-use super::plan::{self, SourceFacts, WheelFacts, World};
+use super::input::TestSettings;
+use super::plan::{self, SourceFacts, VenvState, WheelFacts, World};
 use crate::context::Context;
 use crate::env_vars;
 use crate::index::client::IndexClient;
-use crate::settings::Source;
-use crate::settings::test::TestSettings;
+use crate::sourced::Source;
 
-/// What the run needs to know before planning: the sources and the torch to install.
+/// What the run needs to know before planning: the sources and the torch to install. A dry
+/// run reads no index: without a lock, the torch version stays a placeholder.
 pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow::Result<World> {
     let source = match &settings.pytorch_dir {
         None => None,
@@ -57,6 +58,15 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
         (Some((version, path)), _) => Some(WheelFacts {
             version,
             source: Source::Lock(path.display().to_string()),
+            at_run_time: false,
+        }),
+        (None, Some(url)) if settings.dry_run => Some(WheelFacts {
+            version: "<newest>".to_string(),
+            source: Source::Inferred(format!(
+                "the newest torch on {} when the run starts",
+                crate::redact::redact_url(url)
+            )),
+            at_run_time: true,
         }),
         (None, Some(url)) => Some(newest_torch(url)?),
         (None, None) => None,
@@ -70,6 +80,7 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
             .get(env_vars::PATH)
             .unwrap_or_default()
             .to_string(),
+        venv: VenvState::of(&plan::venv_dir(settings, work_dir)),
     })
 }
 
@@ -98,5 +109,6 @@ fn newest_torch(index_url: &str) -> anyhow::Result<WheelFacts> {
     Ok(WheelFacts {
         version: newest.to_string(),
         source: Source::Inferred(format!("newest torch on {}", client.display_url())),
+        at_run_time: false,
     })
 }

@@ -6,13 +6,15 @@
 //! * [`gpu`]: the device query and the choice of GPUs before torch is imported;
 //! * [`catalog`]: test configs, shard counts, `BUILD_ENVIRONMENT`, requirements;
 //! * [`runtest`]: run_test.py's command lines;
+//! * [`input`]: what a shard is asked to do (`settings::test` resolves it);
 //! * [`inspect`]: the test sources and the torch to install, as found;
 //! * [`plan`]: the plan of a shard, a pure function of settings and the inspected world;
-//! * [`run`]: its execution (venv, install with pip's report, query, runs, JUnit);
+//! * [`run`]: its walk (venv, install with pip's report, query, runs, JUnit);
 //! * [`report`]: what a shard leaves behind; [`summary`]: shards combined.
 
 pub mod catalog;
 pub mod gpu;
+pub mod input;
 pub mod inspect;
 pub mod plan;
 pub mod report;

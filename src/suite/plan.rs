@@ -1,21 +1,24 @@
 //! The plan of one test shard: what is installed from where, how the GPUs are chosen, which
-//! skip lists apply, the environment, and every command — a pure function of the settings, the
-//! inspected world and (once the device query ran) the GPU selection. `--dry-run` prints it;
-//! the run executes it.
+//! skip lists apply, the environment, and every command (the setup's venv, install and device
+//! query, then the tests) — a pure function of the settings, the inspected world and (once the
+//! device query ran) the GPU selection. `--dry-run` prints it; the run walks it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::Error;
 use super::catalog::TestConfig;
-use super::gpu::{DeviceQueryMode, GpuPolicy, GpuSelection};
+use super::gpu::{self, DeviceQueryMode, GpuPolicy, GpuSelection};
+use super::input::{Requirements, TestSettings};
 use super::runtest::{self, RunTestInputs, Shard};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
-use crate::env_vars;
-use crate::settings::test::{Requirements, TestSettings};
-use crate::settings::{Source, Sourced};
+use crate::env_vars::{self, Environment};
+use crate::exec::Cmd;
+use crate::platform::Platform;
+use crate::sourced::{Source, Sourced};
 
 /// The file name of the GPU smoke suite in the work directory.
 pub const GPU_SMOKE_FILE: &str = "test_gpu_smoke.py";
@@ -42,6 +45,9 @@ pub struct SourceFacts {
 pub struct WheelFacts {
     pub version: String,
     pub source: Source,
+    /// `version` is a placeholder: a dry run does not read the index, the run takes the
+    /// newest torch it offers then.
+    pub at_run_time: bool,
 }
 
 /// What the command found before planning.
@@ -54,6 +60,41 @@ pub struct World {
     pub work_dir: PathBuf,
     /// PATH of the environment rockbuild started in (the venv's bin goes in front).
     pub path: String,
+    /// What the venv directory holds now.
+    pub venv: VenvState,
+}
+
+/// What the venv directory holds before the run: the venv is always made fresh, and only a
+/// directory that holds a venv is emptied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VenvState {
+    /// Missing or empty.
+    Absent,
+    /// An earlier venv (`pyvenv.cfg`): emptied with `--clear`.
+    Venv,
+    /// Files that are not a venv: refused.
+    Occupied,
+}
+
+impl VenvState {
+    /// Reads what `dir` holds.
+    pub fn of(dir: &Path) -> VenvState {
+        if dir.join("pyvenv.cfg").is_file() {
+            VenvState::Venv
+        } else if fs_err::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+            VenvState::Occupied
+        } else {
+            VenvState::Absent
+        }
+    }
+}
+
+/// The venv the shard installs into: `--venv`, else one in the work directory.
+pub fn venv_dir(settings: &TestSettings, work_dir: &Path) -> PathBuf {
+    settings
+        .venv
+        .clone()
+        .unwrap_or_else(|| work_dir.join("venv"))
 }
 
 /// Where GPU selection stands.
@@ -76,17 +117,64 @@ pub struct EnvLine {
     pub source: Source,
 }
 
+/// What a step is, as the shard report groups its checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Install,
+    Gpu,
+    Run,
+}
+
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Install => "install",
+            StepKind::Gpu => "gpu",
+            StepKind::Run => "run",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Step {
     pub label: String,
+    pub kind: StepKind,
     pub program: PathBuf,
+    /// Credentials in an index URL are masked when the plan is printed, never when it runs.
+    #[serde(serialize_with = "redacted")]
     pub args: Vec<String>,
     pub cwd: PathBuf,
     /// Variables of this step on top of the plan's environment.
     pub env: Vec<(String, Option<String>)>,
     /// Log file name in the shard's logs/.
     pub log: String,
+    /// None: the installer's own limits (pip's, with retries of network failures).
+    pub timeout_secs: Option<u64>,
+    /// Runs pip: with pip's limits, retries of network failures and no pip configuration.
+    pub installer: bool,
+    /// Its stdout is the step's result (the device query's JSON).
+    pub capture_stdout: bool,
 }
+
+fn redacted<S: serde::Serializer>(args: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(args.iter().map(|arg| crate::redact::redact_url(arg)))
+}
+
+/// Before the tests, each after the one before: a fresh venv, torch and the test requirements
+/// installed with pip's report (the evidence), the GPUs seen in a child process before any
+/// test imports torch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Setup {
+    pub venv: Step,
+    pub install: Step,
+    /// pip's installation report the install writes.
+    pub pip_report: PathBuf,
+    pub device_query: Step,
+}
+
+/// How long creating the venv or the device query may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct InstallPlan {
@@ -107,6 +195,8 @@ pub struct GpuPlan {
     pub gpu_policy: Sourced<GpuPolicy>,
     pub family: Option<String>,
     pub preset: Option<String>,
+    /// No usable GPU is a note, not a failure (`--allow-no-gpu`).
+    pub allow_no_gpu: bool,
     /// What was or will be decided.
     pub state: String,
     pub hip_visible_devices: Option<String>,
@@ -133,6 +223,9 @@ pub struct TestPlan {
     pub source: Option<String>,
     pub version_check: String,
     pub install: InstallPlan,
+    pub setup: Setup,
+    /// The GPU smoke suite, written here before the steps run (GPU smoke only).
+    pub smoke_suite: Option<PathBuf>,
     pub gpu: GpuPlan,
     pub skips: SkipPlan,
     pub env: Vec<EnvLine>,
@@ -145,6 +238,7 @@ pub fn run_facts(settings: &TestSettings, world: &World, gpu: &GpuState) -> Opti
         world
             .wheel
             .as_ref()
+            .filter(|w| !w.at_run_time)
             .and_then(|w| MajorMinor::of_version(&w.version))
             .or_else(|| {
                 world
@@ -174,7 +268,11 @@ pub fn skip_selection(
 ) -> Result<(SkipSelection, Vec<String>), Error> {
     let facts = run_facts(settings, world, gpu).ok_or_else(|| Error::Flag {
         flag: "--pytorch-version",
-        message: "the PyTorch version whose skip lists apply is not known: pass --pytorch-version, --pytorch-dir or --index-url".into(),
+        message: if settings.dry_run {
+            "the PyTorch version whose skip lists apply is not known, and a dry run reads no index: pass --pytorch-version, --pytorch-dir or --lock".into()
+        } else {
+            "the PyTorch version whose skip lists apply is not known: pass --pytorch-version, --pytorch-dir or --index-url".into()
+        },
     })?;
     let selection = skips::select(&settings.skip_lists, &facts);
     let present: Vec<String> = match &world.source {
@@ -206,11 +304,9 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         });
     }
 
-    let venv = settings
-        .venv
-        .clone()
-        .unwrap_or_else(|| world.work_dir.join("venv"));
-    let python = venv.join("bin/python");
+    let venv = venv_dir(settings, &world.work_dir);
+    let platform = Platform::host();
+    let python = platform.venv_python(&venv);
     let mut requirements = vec![format!("torch=={}", wheel.version)];
     match &settings.requirements {
         Requirements::Lines(lines) => requirements.extend(lines.iter().cloned()),
@@ -231,7 +327,92 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         requirements,
         torch_source: wheel.source.clone(),
     };
+    let setup = setup(settings, world, &install, &python)?;
 
+    let (gpu_state, visible, archs) = gpu_decision(gpu);
+    let env = environment(settings, world, &venv, platform, visible.as_ref());
+    let (junit_from, steps) = if runs_run_test {
+        run_test_steps(settings, world, &python, k.as_deref(), &present_hangs)?
+    } else {
+        smoke_steps(settings, world, gpu, &python)
+    };
+
+    Ok(TestPlan {
+        config: settings.config,
+        shard: settings.shard,
+        output_dir: settings.output_dir.clone(),
+        junit_from,
+        source: world.source.as_ref().map(|s| {
+            format!(
+                "{} (PyTorch {}, commit {})",
+                s.dir.display(),
+                s.version.as_deref().unwrap_or("unknown"),
+                s.commit.as_deref().map(short).unwrap_or("unknown")
+            )
+        }),
+        version_check,
+        install,
+        setup,
+        smoke_suite: (!runs_run_test).then(|| world.work_dir.join(GPU_SMOKE_FILE)),
+        gpu: GpuPlan {
+            device_query: settings.device_query.clone(),
+            gpu_policy: settings.gpu_policy.clone(),
+            family: settings.family.clone(),
+            preset: settings.preset_visible_devices.clone(),
+            allow_no_gpu: settings.allow_no_gpu,
+            state: gpu_state,
+            hip_visible_devices: visible,
+            archs,
+        },
+        skips: SkipPlan {
+            source: settings.skip_lists_source.clone(),
+            mode: settings.k_mode,
+            files: selection
+                .files
+                .iter()
+                .filter(|f| f.decision.applies())
+                .map(|f| f.file.clone())
+                .collect(),
+            names: selection.names.len(),
+            k,
+            excluded_modules: present_hangs,
+        },
+        env,
+        steps,
+    })
+}
+
+/// What was or will be decided about the GPUs: the state as printed, HIP_VISIBLE_DEVICES,
+/// the chosen targets.
+fn gpu_decision(gpu: &GpuState) -> (String, Option<String>, Vec<String>) {
+    match gpu {
+        GpuState::Pending => (
+            "decided by the device query after the install".to_string(),
+            None,
+            Vec::new(),
+        ),
+        GpuState::Selected(selection) => (
+            selection.to_string(),
+            Some(selection.hip_visible_devices.clone()),
+            selection.archs.clone(),
+        ),
+        GpuState::None { reason } => (
+            format!("no GPU ({reason}); --allow-no-gpu: GPU checks are skipped"),
+            None,
+            Vec::new(),
+        ),
+    }
+}
+
+/// The tests' environment: the test env of the config, then what rockbuild sets or removes
+/// for a run (the venv first, PYTHONPATH at the test directory, the GPUs chosen).
+fn environment(
+    settings: &TestSettings,
+    world: &World,
+    venv: &Path,
+    platform: Platform,
+    visible: Option<&String>,
+) -> Vec<EnvLine> {
     let mut env: Vec<EnvLine> = settings
         .test_env
         .iter()
@@ -271,7 +452,10 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
     ));
     env.push(fixed(
         env_vars::PATH,
-        Some(format!("{}:{}", venv.join("bin").display(), world.path)),
+        Some(platform.join_path_list([
+            venv.join(platform.venv_scripts()).display().to_string(),
+            world.path.clone(),
+        ])),
         "the test venv first",
     ));
     env.push(fixed(
@@ -302,213 +486,332 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
             "HIP aborts when it conflicts with HIP_VISIBLE_DEVICES",
         ));
     }
-    let (gpu_state, visible, archs) = match gpu {
-        GpuState::Pending => (
-            "decided by the device query after the install".to_string(),
-            None,
-            Vec::new(),
-        ),
-        GpuState::Selected(selection) => (
-            selection.to_string(),
-            Some(selection.hip_visible_devices.clone()),
-            selection.archs.clone(),
-        ),
-        GpuState::None { reason } => (
-            format!("no GPU ({reason}); --allow-no-gpu: GPU checks are skipped"),
-            None,
-            Vec::new(),
-        ),
-    };
-    if let (Some(visible), false) = (&visible, settings.config == TestConfig::GpuSmoke) {
+    if let (Some(visible), false) = (visible, settings.config == TestConfig::GpuSmoke) {
         env.push(fixed(
             env_vars::HIP_VISIBLE_DEVICES,
             Some(visible.clone()),
             "GPU selection",
         ));
     }
+    env
+}
 
-    let junit_from;
+/// run_test.py's invocations for the config (verify_dynamo.py first for inductor, as
+/// upstream's test_inductor_shard()), and where their JUnit files go.
+fn run_test_steps(
+    settings: &TestSettings,
+    world: &World,
+    python: &Path,
+    k: Option<&str>,
+    present_hangs: &[String],
+) -> Result<(PathBuf, Vec<Step>), Error> {
     let mut steps = Vec::new();
-    if runs_run_test {
-        let source = world.source.as_ref().ok_or_else(|| Error::Flag {
-            flag: "--pytorch-dir",
-            message: "the test sources are required".into(),
-        })?;
-        junit_from = source.dir.join("test/test-reports");
-        let mut exclude = settings.exclude.clone();
-        exclude.extend(present_hangs.iter().cloned());
-        let inputs = RunTestInputs {
-            config: settings.config,
-            shard: settings.shard,
-            include: &settings.include,
-            exclude: &exclude,
-            k: k.as_deref(),
-            passthrough: &settings.passthrough,
-            timeout_secs: settings.timeout_secs,
-            keep_going: settings.keep_going,
-            exclude_jit_executor: settings.exclude_jit_executor,
-            exclude_distributed: settings.exclude_distributed,
-            exclude_quantization: settings.exclude_quantization,
-            inductor: &settings.catalog.inductor,
-        };
-        if settings.config == TestConfig::Inductor && source.has_verify_dynamo {
-            // Upstream's test_inductor_shard() runs it first as a quick check.
-            steps.push(Step {
-                label: "verify_dynamo.py".into(),
-                program: python.clone(),
-                args: vec![
-                    source
-                        .dir
-                        .join("tools/dynamo/verify_dynamo.py")
-                        .display()
-                        .to_string(),
-                ],
-                cwd: source.dir.clone(),
-                env: Vec::new(),
-                log: "verify-dynamo.log".into(),
-            });
-        }
-        let invocations = runtest::invocations(&inputs);
-        if invocations.is_empty() {
-            return Err(Error::Flag {
-                flag: "--include",
-                message: format!(
-                    "none of these modules is in the inductor config's lists ({})",
-                    settings
-                        .catalog
-                        .inductor
-                        .generic_tests
-                        .iter()
-                        .chain(&settings.catalog.inductor.unit_tests)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        let count = invocations.len();
-        for (index, invocation) in invocations.into_iter().enumerate() {
-            let mut args = vec![source.dir.join("test/run_test.py").display().to_string()];
-            args.extend(invocation.args);
-            steps.push(Step {
-                label: invocation.label,
-                program: python.clone(),
-                args,
-                cwd: source.dir.clone(),
-                env: Vec::new(),
-                log: if count == 1 {
-                    "run_test.log".into()
-                } else {
-                    format!("run_test-{}.log", index + 1)
-                },
-            });
-        }
-    } else {
-        junit_from = settings.output_dir.join("junit");
-        let suite = world.work_dir.join(GPU_SMOKE_FILE);
-        // (name in file names, the step's own variables, label)
-        type SmokeRun = (String, Vec<(String, Option<String>)>, String);
-        let runs: Vec<SmokeRun> = match gpu {
-            GpuState::Selected(selection) => selection
-                .candidates
-                .iter()
-                .map(|device| {
-                    (
-                        format!("{}-{}", device.arch, device.system),
-                        vec![
-                            (
-                                env_vars::HIP_VISIBLE_DEVICES.to_string(),
-                                Some(device.system.clone()),
-                            ),
-                            (GPU_EXPECTED.to_string(), Some("1".into())),
-                        ],
-                        format!("GPU smoke on {} ({})", device.system, device.arch),
-                    )
-                })
-                .collect(),
-            GpuState::Pending => vec![(
-                "DEVICE".into(),
-                vec![(GPU_EXPECTED.to_string(), Some("1".into()))],
-                "GPU smoke, once per candidate device".into(),
-            )],
-            GpuState::None { reason } => vec![(
-                "no-gpu".into(),
-                vec![
-                    (GPU_EXPECTED.to_string(), Some("0".into())),
-                    (NO_GPU_REASON.to_string(), Some(reason.clone())),
-                ],
-                "GPU smoke without a GPU (GPU checks skip)".into(),
-            )],
-        };
-        for (name, step_env, label) in runs {
-            let mut args = vec![
-                "-m".to_string(),
-                "pytest".into(),
-                suite.display().to_string(),
-                "-v".into(),
-                "-rs".into(),
-                "-p".into(),
-                "no:cacheprovider".into(),
-                format!(
-                    "--junit-xml={}",
-                    junit_from.join(format!("gpu-smoke-{name}.xml")).display()
-                ),
-            ];
-            args.extend(settings.passthrough.iter().cloned());
-            if settings.timeout_secs > 0 {
-                args.extend(["--timeout".to_string(), settings.timeout_secs.to_string()]);
-            }
-            steps.push(Step {
-                label,
-                program: python.clone(),
-                args,
-                cwd: world.work_dir.clone(),
-                env: step_env,
-                log: format!("gpu-smoke-{name}.log"),
-            });
-        }
-    }
-
-    Ok(TestPlan {
+    let source = world.source.as_ref().ok_or_else(|| Error::Flag {
+        flag: "--pytorch-dir",
+        message: "the test sources are required".into(),
+    })?;
+    let junit_from = source.dir.join("test/test-reports");
+    let mut exclude = settings.exclude.clone();
+    exclude.extend(present_hangs.iter().cloned());
+    let inputs = RunTestInputs {
         config: settings.config,
         shard: settings.shard,
-        output_dir: settings.output_dir.clone(),
-        junit_from,
-        source: world.source.as_ref().map(|s| {
+        include: &settings.include,
+        exclude: &exclude,
+        k,
+        passthrough: &settings.passthrough,
+        timeout_secs: settings.timeout_secs,
+        keep_going: settings.keep_going,
+        exclude_jit_executor: settings.exclude_jit_executor,
+        exclude_distributed: settings.exclude_distributed,
+        exclude_quantization: settings.exclude_quantization,
+        inductor: &settings.catalog.inductor,
+    };
+    if settings.config == TestConfig::Inductor && source.has_verify_dynamo {
+        // Upstream's test_inductor_shard() runs it first as a quick check.
+        steps.push(run_step(
+            "verify_dynamo.py".into(),
+            python,
+            vec![
+                source
+                    .dir
+                    .join("tools/dynamo/verify_dynamo.py")
+                    .display()
+                    .to_string(),
+            ],
+            &source.dir,
+            Vec::new(),
+            VERIFY_DYNAMO_LOG.into(),
+            settings,
+        ));
+    }
+    let invocations = runtest::invocations(&inputs);
+    if invocations.is_empty() {
+        return Err(Error::Flag {
+            flag: "--include",
+            message: format!(
+                "none of these modules is in the inductor config's lists ({})",
+                settings
+                    .catalog
+                    .inductor
+                    .generic_tests
+                    .iter()
+                    .chain(&settings.catalog.inductor.unit_tests)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    let count = invocations.len();
+    for (index, invocation) in invocations.into_iter().enumerate() {
+        let mut args = vec![source.dir.join("test/run_test.py").display().to_string()];
+        args.extend(invocation.args);
+        let log = if count == 1 {
+            "run_test.log".into()
+        } else {
+            format!("run_test-{}.log", index + 1)
+        };
+        steps.push(run_step(
+            invocation.label,
+            python,
+            args,
+            &source.dir,
+            Vec::new(),
+            log,
+            settings,
+        ));
+    }
+    Ok((junit_from, steps))
+}
+
+/// The GPU smoke suite under pytest: once per candidate device once they are known, and where
+/// its JUnit files go.
+fn smoke_steps(
+    settings: &TestSettings,
+    world: &World,
+    gpu: &GpuState,
+    python: &Path,
+) -> (PathBuf, Vec<Step>) {
+    let mut steps = Vec::new();
+    let junit_from = settings.output_dir.join("junit");
+    let suite = world.work_dir.join(GPU_SMOKE_FILE);
+    // (name in file names, the step's own variables, label)
+    type SmokeRun = (String, Vec<(String, Option<String>)>, String);
+    let runs: Vec<SmokeRun> = match gpu {
+        GpuState::Selected(selection) => selection
+            .candidates
+            .iter()
+            .map(|device| {
+                (
+                    format!("{}-{}", device.arch, device.system),
+                    vec![
+                        (
+                            env_vars::HIP_VISIBLE_DEVICES.to_string(),
+                            Some(device.system.clone()),
+                        ),
+                        (GPU_EXPECTED.to_string(), Some("1".into())),
+                    ],
+                    format!("GPU smoke on {} ({})", device.system, device.arch),
+                )
+            })
+            .collect(),
+        GpuState::Pending => vec![(
+            "DEVICE".into(),
+            vec![(GPU_EXPECTED.to_string(), Some("1".into()))],
+            "GPU smoke, once per candidate device".into(),
+        )],
+        GpuState::None { reason } => vec![(
+            "no-gpu".into(),
+            vec![
+                (GPU_EXPECTED.to_string(), Some("0".into())),
+                (NO_GPU_REASON.to_string(), Some(reason.clone())),
+            ],
+            "GPU smoke without a GPU (GPU checks skip)".into(),
+        )],
+    };
+    for (name, step_env, label) in runs {
+        let mut args = vec![
+            "-m".to_string(),
+            "pytest".into(),
+            suite.display().to_string(),
+            "-v".into(),
+            "-rs".into(),
+            "-p".into(),
+            "no:cacheprovider".into(),
             format!(
-                "{} (PyTorch {}, commit {})",
-                s.dir.display(),
-                s.version.as_deref().unwrap_or("unknown"),
-                s.commit.as_deref().map(short).unwrap_or("unknown")
-            )
-        }),
-        version_check,
-        install,
-        gpu: GpuPlan {
-            device_query: settings.device_query.clone(),
-            gpu_policy: settings.gpu_policy.clone(),
-            family: settings.family.clone(),
-            preset: settings.preset_visible_devices.clone(),
-            state: gpu_state,
-            hip_visible_devices: visible,
-            archs,
-        },
-        skips: SkipPlan {
-            source: settings.skip_lists_source.clone(),
-            mode: settings.k_mode,
-            files: selection
-                .files
-                .iter()
-                .filter(|f| f.decision.applies())
-                .map(|f| f.file.clone())
-                .collect(),
-            names: selection.names.len(),
-            k,
-            excluded_modules: present_hangs,
-        },
+                "--junit-xml={}",
+                junit_from.join(format!("gpu-smoke-{name}.xml")).display()
+            ),
+        ];
+        args.extend(settings.passthrough.iter().cloned());
+        if settings.timeout_secs > 0 {
+            args.extend(["--timeout".to_string(), settings.timeout_secs.to_string()]);
+        }
+        steps.push(run_step(
+            label,
+            python,
+            args,
+            &world.work_dir,
+            step_env,
+            format!("gpu-smoke-{name}.log"),
+            settings,
+        ));
+    }
+    (junit_from, steps)
+}
+
+/// The log of verify_dynamo.py, whose failure stops the inductor runs after it.
+pub const VERIFY_DYNAMO_LOG: &str = "verify-dynamo.log";
+
+/// A step of the tests: the venv's Python in the source or work directory, `--run-timeout`.
+fn run_step(
+    label: String,
+    python: &Path,
+    args: Vec<String>,
+    cwd: &Path,
+    env: Vec<(String, Option<String>)>,
+    log: String,
+    settings: &TestSettings,
+) -> Step {
+    Step {
+        label,
+        kind: StepKind::Run,
+        program: python.to_path_buf(),
+        args,
+        cwd: cwd.to_path_buf(),
         env,
-        steps,
+        log,
+        timeout_secs: Some(settings.run_timeout.as_secs()),
+        installer: false,
+        capture_stdout: false,
+    }
+}
+
+/// The venv (emptied when it holds an earlier one; a directory holding anything else is
+/// refused), the install with pip's report, the device query.
+fn setup(
+    settings: &TestSettings,
+    world: &World,
+    install: &InstallPlan,
+    python: &Path,
+) -> Result<Setup, Error> {
+    let clear = match world.venv {
+        VenvState::Absent => false,
+        VenvState::Venv => true,
+        VenvState::Occupied => {
+            return Err(Error::Flag {
+                flag: "--venv",
+                message: format!(
+                    "{} is not empty and is not a venv; rockbuild only empties a directory that holds a venv",
+                    install.venv.display()
+                ),
+            });
+        }
+    };
+    let mut venv_args: Vec<String> = vec!["-m".into(), "venv".into()];
+    venv_args.extend(clear.then(|| "--clear".to_string()));
+    venv_args.push(install.venv.display().to_string());
+    let pip_report = world.work_dir.join("pip-report.json");
+    let mut pip_args: Vec<String> = vec![
+        "-m".into(),
+        "pip".into(),
+        "install".into(),
+        "--report".into(),
+        pip_report.display().to_string(),
+        "--index-url".into(),
+        settings.index_url.clone().unwrap_or_default(),
+    ];
+    for url in &settings.extra_index_urls {
+        pip_args.extend(["--extra-index-url".to_string(), url.clone()]);
+    }
+    for links in &settings.find_links {
+        pip_args.extend(["--find-links".to_string(), links.clone()]);
+    }
+    pip_args.extend(install.requirements.iter().cloned());
+    let step = |label: &str, kind, program: &Path, args, log: &str| Step {
+        label: label.to_string(),
+        kind,
+        program: program.to_path_buf(),
+        args,
+        cwd: world.work_dir.clone(),
+        env: Vec::new(),
+        log: log.to_string(),
+        timeout_secs: Some(SETUP_TIMEOUT.as_secs()),
+        installer: false,
+        capture_stdout: false,
+    };
+    Ok(Setup {
+        venv: Step {
+            // Created from the directory rockbuild started in, as `python3 -m venv` would be.
+            cwd: PathBuf::new(),
+            ..step(
+                "create venv",
+                StepKind::Install,
+                &settings.python,
+                venv_args,
+                "venv.log",
+            )
+        },
+        install: Step {
+            timeout_secs: None,
+            installer: true,
+            ..step(
+                "install torch and the test requirements",
+                StepKind::Install,
+                python,
+                pip_args,
+                "install.log",
+            )
+        },
+        pip_report,
+        device_query: Step {
+            capture_stdout: true,
+            ..step(
+                "query the GPUs",
+                StepKind::Gpu,
+                python,
+                vec!["-c".into(), gpu::QUERY_SCRIPT.into()],
+                "device-query.log",
+            )
+        },
     })
+}
+
+impl TestPlan {
+    /// The command of one of the plan's steps: the plan's environment (the venv first,
+    /// PYTHONPATH at the test directory, GPU_DEVICE_ORDINAL gone), nothing from the job's pip
+    /// or uv configuration, then the step's own variables.
+    pub fn command(&self, env: &Environment, step: &Step, log_dir: &Path) -> Cmd {
+        let mut cmd = crate::pip::without_installer_env(env, Cmd::new(&step.program))
+            .label(format!("test: {}", step.label))
+            .args(&step.args)
+            .log_to(log_dir.join(&step.log));
+        if step.cwd != Path::new("") {
+            cmd = cmd.cwd(&step.cwd);
+        }
+        for (name, value) in self
+            .env
+            .iter()
+            .map(|line| (&line.name, &line.value))
+            .chain(step.env.iter().map(|(name, value)| (name, value)))
+        {
+            cmd = match value {
+                Some(value) => cmd.env(name.clone(), value),
+                None => cmd.env_remove(name.clone()),
+            };
+        }
+        if let Some(secs) = step.timeout_secs {
+            cmd = cmd.timeout(Duration::from_secs(secs));
+        }
+        if step.installer {
+            cmd = crate::pip::limits(cmd);
+        }
+        if step.capture_stdout {
+            cmd = cmd.capture_stdout();
+        }
+        cmd
+    }
 }
 
 fn short(sha: &str) -> &str {
@@ -536,6 +839,10 @@ fn check_versions(
     let mut notes = Vec::new();
     let wheel_mm = MajorMinor::of_version(&wheel.version);
     match (&source.version, wheel_mm) {
+        _ if wheel.at_run_time => notes.push(
+            "the sources' release is compared with the wheel's when the run reads the index"
+                .to_string(),
+        ),
         (Some(text), Some(wheel_mm)) => match MajorMinor::of_version(text) {
             Some(source_mm) if source_mm == wheel_mm => {
                 notes.push(format!("PyTorch {source_mm} in sources and wheel"));
@@ -683,25 +990,24 @@ impl TestPlan {
                 line.source
             );
         }
+        out.push_str("\nsetup, each step after the one before:\n");
+        let setup = &self.setup;
+        for (index, step) in [&setup.venv, &setup.install, &setup.device_query]
+            .into_iter()
+            .enumerate()
+        {
+            step_text(&mut out, index, step);
+        }
+        if let Some(suite) = &self.smoke_suite {
+            let _ = writeln!(
+                out,
+                "\nthe GPU smoke suite is written to {}",
+                suite.display()
+            );
+        }
         out.push_str("\nsteps:\n");
         for (index, step) in self.steps.iter().enumerate() {
-            let _ = writeln!(out, "  {}. {}", index + 1, step.label);
-            let _ = writeln!(out, "     cwd: {}", step.cwd.display());
-            for (name, value) in &step.env {
-                let _ = writeln!(
-                    out,
-                    "     {}",
-                    match value {
-                        Some(value) => format!("{name}={value}"),
-                        None => format!("unset {name}"),
-                    }
-                );
-            }
-            let argv: Vec<String> = std::iter::once(step.program.display().to_string())
-                .chain(step.args.iter().cloned())
-                .map(|word| quote(&word))
-                .collect();
-            let _ = writeln!(out, "     {}", argv.join(" "));
+            step_text(&mut out, index, step);
         }
         let _ = writeln!(
             out,
@@ -709,8 +1015,38 @@ impl TestPlan {
             self.junit_from.display(),
             self.output_dir.join("junit").display()
         );
+        let _ = write!(out, "\nwhere DEVICE_QUERY is:{}", gpu::QUERY_SCRIPT);
         out
     }
+}
+
+/// One step as `--dry-run` prints it: label, directory, its own variables, the command line
+/// (credentials masked, the device query script by name).
+fn step_text(out: &mut String, index: usize, step: &Step) {
+    let _ = writeln!(out, "  {}. {}", index + 1, step.label);
+    if step.cwd != Path::new("") {
+        let _ = writeln!(out, "     cwd: {}", step.cwd.display());
+    }
+    for (name, value) in &step.env {
+        let _ = writeln!(
+            out,
+            "     {}",
+            match value {
+                Some(value) => format!("{name}={value}"),
+                None => format!("unset {name}"),
+            }
+        );
+    }
+    let argv: Vec<String> = std::iter::once(quote(&step.program.display().to_string()))
+        .chain(step.args.iter().map(|arg| {
+            if arg == gpu::QUERY_SCRIPT {
+                "\"$DEVICE_QUERY\"".to_string()
+            } else {
+                quote(&crate::redact::redact_url(arg))
+            }
+        }))
+        .collect();
+    let _ = writeln!(out, "     {}", argv.join(" "));
 }
 
 fn quote(word: &str) -> String {

@@ -1,17 +1,17 @@
-//! Running a shard: inspect the sources and the index, create the venv, install with pip's
-//! report (the evidence), query the GPUs in a child process and choose them, plan again with
-//! that choice, run each command, collect the JUnit files, write shard.json. Every process goes
+//! Running a shard walks its plan: the setup's steps (venv, install with pip's report — the
+//! evidence —, the device query), the GPU choice from what the query saw, then the tests of the
+//! plan made with that choice (a pure function of it: the skip lists and HIP_VISIBLE_DEVICES
+//! follow the chosen GPUs), the JUnit files collected, shard.json written. Every process goes
 //! through the runner; a signal stops the shard and the report records it as cancelled.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Context as _;
 
 use super::Error;
-use super::catalog::TestConfig;
 use super::gpu::{self, DeviceQuery, GpuError};
-use super::plan::{self, GPU_SMOKE_FILE, GpuState, TestPlan, World};
+use super::input::TestSettings;
+use super::plan::{self, GpuState, Step, TestPlan, VERIFY_DYNAMO_LOG, World};
 use super::report::{
     GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
     SourceRecord,
@@ -19,12 +19,11 @@ use super::report::{
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
+use crate::pip::report::Installed;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
-use crate::settings::test::TestSettings;
 
 /// The built-in GPU smoke suite (F41), written into the work directory and run with pytest.
 const GPU_SMOKE_SUITE: &str = include_str!("gpu_smoke.py");
-const QUERY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A finished shard.
 pub struct ShardRun {
@@ -40,6 +39,7 @@ struct Steps<'a> {
     task: crate::ui::Task,
     list: Vec<Check>,
     interrupted: Option<i32>,
+    log_dir: PathBuf,
 }
 
 impl Steps<'_> {
@@ -72,6 +72,17 @@ impl Steps<'_> {
             None => (Outcome::Skipped, "an earlier step failed".to_string()),
         };
         self.record(name, kind, result, why, jiff::Timestamp::now());
+    }
+
+    /// Runs one step of the plan; its stdout (when captured) on success.
+    fn step(&mut self, plan: &TestPlan, step: &Step) -> Option<String> {
+        let cmd = plan.command(self.ctx.env(), step, &self.log_dir);
+        self.run(&step.label, step.kind.as_str(), &cmd)
+    }
+
+    /// A planned step that does not run.
+    fn skip(&mut self, step: &Step) {
+        self.not_run(&step.label, step.kind.as_str());
     }
 
     /// Runs one command; its output (stdout when captured) on success.
@@ -129,25 +140,19 @@ fn tail(text: &str, lines: usize) -> String {
     kept.join("\n")
 }
 
-/// A Python or pip command of the run, with the plan's environment (the venv first, PYTHONPATH
-/// at the test directory, GPU_DEVICE_ORDINAL gone) and nothing from the job's pip or uv
-/// configuration.
-fn command(ctx: &Context, plan: &TestPlan, program: &Path) -> Cmd {
-    let mut cmd = crate::pip::without_installer_env(ctx.env(), Cmd::new(program));
-    for line in &plan.env {
-        cmd = match &line.value {
-            Some(value) => cmd.env(line.name.clone(), value),
-            None => cmd.env_remove(line.name.clone()),
-        };
-    }
-    cmd
+/// What the install brought from the index under test.
+#[derive(Default)]
+struct Install {
+    /// The files installed from the index under test (the evidence); empty: not ready.
+    wheels: Vec<Installed>,
+    python: Option<String>,
 }
 
-/// Runs a shard. `world` is what [`inspect`] found; the plan is made again once the GPUs
-/// are chosen.
+/// Runs a shard. `world` is what [`inspect`](super::inspect) found; the tests are those of
+/// the plan made with the chosen GPUs.
 pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Result<ShardRun> {
     let started = jiff::Timestamp::now();
-    let mut plan = plan::plan(settings, world, &GpuState::Pending)?;
+    let plan = plan::plan(settings, world, &GpuState::Pending)?;
     let output = &settings.output_dir;
     let log_dir = output.join("logs");
     let junit_dir = output.join("junit");
@@ -165,246 +170,295 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         task: ctx.ui.task("test"),
         list: Vec::new(),
         interrupted: None,
+        log_dir,
     };
 
-    // The venv, always fresh.
-    let venv = &plan.install.venv;
-    let clear = venv.join("pyvenv.cfg").is_file();
-    if !clear
-        && venv.is_dir()
-        && fs_err::read_dir(venv)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(false)
-    {
-        return Err(Error::Flag {
-            flag: "--venv",
-            message: format!(
-                "{} is not empty and is not a venv; rockbuild only empties a directory that holds a venv",
-                venv.display()
-            ),
-        }
-        .into());
-    }
-    let create = command(ctx, &plan, &settings.python)
-        .label("test: venv")
-        .args(["-m", "venv"])
-        .args(clear.then_some("--clear"))
-        .arg(venv)
-        .log_to(log_dir.join("venv.log"))
-        .timeout(Duration::from_secs(300));
-    let venv_ok = steps.run("create venv", "install", &create).is_some();
-
-    let python = venv.join("bin/python");
-    let pip_report = world.work_dir.join("pip-report.json");
     let index_url = settings.index_url.clone().unwrap_or_default();
-    let mut installed = Vec::new();
-    let mut python_version = None;
-    let install_ok = if venv_ok {
-        let mut cmd = crate::pip::pip(
-            command(ctx, &plan, &python).cwd(&world.work_dir),
-            "test: install",
-        )
-        .args(["install", "--report"])
-        .arg(&pip_report)
-        .args(["--index-url", &index_url]);
-        for url in &settings.extra_index_urls {
-            cmd = cmd.args(["--extra-index-url", url]);
-        }
-        for links in &settings.find_links {
-            cmd = cmd.args(["--find-links", links]);
-        }
-        let cmd = cmd
-            .args(&plan.install.requirements)
-            .log_to(log_dir.join("install.log"));
-        steps
-            .run("install torch and the test requirements", "install", &cmd)
-            .is_some()
-    } else {
-        steps.not_run("install torch and the test requirements", "install");
-        false
-    };
-    if install_ok {
-        let evidence_started = jiff::Timestamp::now();
-        let found = crate::input::read_text(&pip_report, crate::input::REPORT)
-            .map_err(|e| e.to_string())
-            .and_then(|text| crate::pip::report::parse(&text))
-            .and_then(|report| {
-                python_version = report.python.clone();
-                let client = IndexClient::new(&index_url).map_err(|e| e.to_string())?;
-                crate::pip::report::from_index(&report.installed, &client)
-                    .map_err(|e| e.to_string())
-            });
-        match found {
-            Ok(found) if found.iter().any(|i| i.name == "torch") => {
-                let names: Vec<String> = found.iter().map(|i| i.filename.clone()).collect();
-                steps.record(
-                    "record the installed wheels",
-                    "install",
-                    Outcome::Passed,
-                    format!("from the index under test: {}", names.join(", ")),
-                    evidence_started,
-                );
-                installed = found;
-            }
-            Ok(found) => steps.record(
-                "record the installed wheels",
-                "install",
-                Outcome::Failed,
-                format!(
-                    "torch was not installed from the index under test ({}); installed from it: {}",
-                    crate::redact::redact_url(&index_url),
-                    if found.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        found
-                            .iter()
-                            .map(|i| i.filename.clone())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                ),
-                evidence_started,
-            ),
-            Err(message) => steps.record(
-                "record the installed wheels",
-                "install",
-                Outcome::Failed,
-                format!("pip's install report: {message}"),
-                evidence_started,
-            ),
-        }
-    } else {
-        steps.not_run("record the installed wheels", "install");
-    }
-    let ready = install_ok && !installed.is_empty();
-
-    // GPU selection, in a child process before any test imports torch.
-    let mut gpu_state = GpuState::Pending;
+    let install = install(&mut steps, &plan, &index_url);
     let mut gpu_notes = Vec::new();
     if let Some(ordinal) = &settings.gpu_device_ordinal {
-        gpu_notes.push(format!(
-            "GPU_DEVICE_ORDINAL={ordinal} removed (HIP_VISIBLE_DEVICES takes precedence)"
-        ));
-        ctx.ui.warn(&gpu_notes[0]);
+        let note =
+            format!("GPU_DEVICE_ORDINAL={ordinal} removed (HIP_VISIBLE_DEVICES takes precedence)");
+        ctx.ui.warn(&note);
+        gpu_notes.push(note);
     }
-    if ready {
-        let query = command(ctx, &plan, &python)
-            .label("test: device query")
-            .args(["-c", gpu::QUERY_SCRIPT])
-            .cwd(&world.work_dir)
-            .capture_stdout()
-            .log_to(log_dir.join("device-query.log"))
-            .timeout(QUERY_TIMEOUT);
-        let query_started = jiff::Timestamp::now();
-        if let Some(stdout) = steps.run("query the GPUs", "gpu", &query) {
-            // The query step passed; what it found decides the selection step.
-            match DeviceQuery::parse(&stdout) {
-                None => steps.record(
-                    "select the GPUs",
-                    "gpu",
-                    Outcome::Failed,
-                    format!("the device query printed no result:\n{stdout}"),
-                    query_started,
-                ),
-                Some(found) => match gpu::select(
-                    &found,
-                    settings.preset_visible_devices.as_deref(),
-                    settings.family.as_deref(),
-                    settings.device_query.value,
-                    settings.gpu_policy.value,
-                    0,
-                ) {
-                    Ok(selection) => {
-                        steps.record(
-                            "select the GPUs",
-                            "gpu",
-                            Outcome::Passed,
-                            selection.to_string(),
-                            query_started,
-                        );
-                        gpu_state = GpuState::Selected(selection);
-                    }
-                    Err(GpuError::Unavailable { reason }) if settings.allow_no_gpu => {
-                        let note = format!("no GPU: {reason}");
-                        ctx.ui.warn(format!(
-                            "{note}; --allow-no-gpu: GPU checks will be reported as skipped"
-                        ));
-                        steps.record(
-                            "select the GPUs",
-                            "gpu",
-                            Outcome::Skipped,
-                            format!("{note} (--allow-no-gpu)"),
-                            query_started,
-                        );
-                        gpu_notes.push(note);
-                        gpu_state = GpuState::None { reason };
-                    }
-                    Err(error) => {
-                        let error = match error {
-                            GpuError::Unavailable { .. } => Error::NoGpu(error),
-                            other => Error::Gpu(other),
-                        };
-                        steps.record(
-                            "select the GPUs",
-                            "gpu",
-                            Outcome::Failed,
-                            error.to_string(),
-                            query_started,
-                        );
-                    }
-                },
-            }
-        } else {
-            steps.not_run("select the GPUs", "gpu");
-        }
-    } else {
-        steps.not_run("query the GPUs", "gpu");
-        steps.not_run("select the GPUs", "gpu");
-    }
-
+    let gpu_state = choose_gpus(
+        &mut steps,
+        &plan,
+        !install.wheels.is_empty(),
+        &mut gpu_notes,
+    );
     let selected = !matches!(gpu_state, GpuState::Pending);
-    if selected {
-        plan = plan::plan(settings, world, &gpu_state)?;
-    }
-    if settings.config == TestConfig::GpuSmoke {
-        crate::fsutil::write_atomic(
-            &world.work_dir.join(GPU_SMOKE_FILE),
-            GPU_SMOKE_SUITE.as_bytes(),
-        )?;
+    let plan = if selected {
+        plan::plan(settings, world, &gpu_state)?
+    } else {
+        plan
+    };
+    if let Some(suite) = &plan.smoke_suite {
+        crate::fsutil::write_atomic(suite, GPU_SMOKE_SUITE.as_bytes())?;
     } else if plan.junit_from.exists() {
         // run_test.py writes its reports into the checkout; earlier runs' must not count.
         fs_err::remove_dir_all(&plan.junit_from)?;
     }
+    run_tests(&mut steps, &plan, selected);
+    let (junit_paths, junit) = collect_junit(&mut steps, &plan, &junit_dir)?;
+
+    let Steps {
+        task,
+        list,
+        interrupted,
+        ..
+    } = steps;
+    let result = outcome(&list, interrupted);
+    task.finish(match result {
+        Outcome::Passed => "done".to_string(),
+        Outcome::Cancelled => "interrupted".to_string(),
+        Outcome::Failed => "failed".to_string(),
+        _ => "ran nothing".to_string(),
+    });
+    let (hip_visible_devices, archs) = match &gpu_state {
+        GpuState::Selected(selection) => (
+            Some(selection.hip_visible_devices.clone()),
+            selection.archs.clone(),
+        ),
+        _ => (None, Vec::new()),
+    };
+    let torch = install
+        .wheels
+        .iter()
+        .find(|i| i.name == "torch")
+        .map(|i| i.version.clone());
+    let report = ShardReport {
+        schema: SHARD_SCHEMA,
+        kind: SHARD_KIND.into(),
+        generated_by: format!("rockbuild {}", env!("CARGO_PKG_VERSION")),
+        config: settings.config,
+        shard: settings.shard.number,
+        num_shards: settings.shard.total,
+        index_url: crate::redact::redact_url(&index_url),
+        python: install.python,
+        torch,
+        source: world.source.as_ref().map(|s| SourceRecord {
+            version: s.version.clone(),
+            commit: s.commit.clone(),
+        }),
+        platform: settings.platform.value,
+        amdgpu_family: settings.family.clone(),
+        gpus: GpuRecord {
+            hip_visible_devices,
+            archs,
+            notes: gpu_notes,
+        },
+        skips: SkipRecord {
+            files: plan.skips.files.clone(),
+            names: plan.skips.names,
+            k: plan.skips.k.clone(),
+            excluded_modules: plan.skips.excluded_modules.clone(),
+        },
+        started,
+        finished: jiff::Timestamp::now(),
+        result,
+        wheels: install
+            .wheels
+            .into_iter()
+            .filter_map(|i| {
+                Some(TestedWheel {
+                    sha256: i.sha256?,
+                    name: i.name,
+                    version: i.version,
+                    filename: i.filename,
+                })
+            })
+            .collect(),
+        steps: list,
+        junit: junit_paths,
+    };
+    let mut text = serde_json::to_string_pretty(&report).context("serializing the shard report")?;
+    text.push('\n');
+    let path = output.join(SHARD_FILE);
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(ShardRun {
+        report,
+        junit,
+        interrupted,
+    })
+}
+
+/// The setup's venv and install, then the evidence: the files pip's report names that the
+/// index under test lists with the same SHA-256. Torch must be among them.
+fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
+    let setup = &plan.setup;
+    let record = "record the installed wheels";
+    if steps.step(plan, &setup.venv).is_none() {
+        steps.skip(&setup.install);
+        steps.not_run(record, "install");
+        return Install::default();
+    }
+    if steps.step(plan, &setup.install).is_none() {
+        steps.not_run(record, "install");
+        return Install::default();
+    }
+    let started = jiff::Timestamp::now();
+    let mut python = None;
+    let found = crate::input::read_text(&setup.pip_report, crate::input::REPORT)
+        .map_err(|e| e.to_string())
+        .and_then(|text| crate::pip::report::parse(&text))
+        .and_then(|report| {
+            python = report.python.clone();
+            let client = IndexClient::new(index_url).map_err(|e| e.to_string())?;
+            crate::pip::report::from_index(&report.installed, &client).map_err(|e| e.to_string())
+        });
+    let names = |found: &[Installed]| {
+        found
+            .iter()
+            .map(|i| i.filename.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match found {
+        Ok(wheels) if wheels.iter().any(|i| i.name == "torch") => {
+            steps.record(
+                record,
+                "install",
+                Outcome::Passed,
+                format!("from the index under test: {}", names(&wheels)),
+                started,
+            );
+            return Install { wheels, python };
+        }
+        Ok(found) => steps.record(
+            record,
+            "install",
+            Outcome::Failed,
+            format!(
+                "torch was not installed from the index under test ({}); installed from it: {}",
+                crate::redact::redact_url(index_url),
+                if found.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    names(&found)
+                }
+            ),
+            started,
+        ),
+        Err(message) => steps.record(
+            record,
+            "install",
+            Outcome::Failed,
+            format!("pip's install report: {message}"),
+            started,
+        ),
+    }
+    Install {
+        wheels: Vec::new(),
+        python,
+    }
+}
+
+/// The device query (in a child process, before any test imports torch), then the choice
+/// among what it saw, by the plan's mode, policy, family and preset. Pending when the query
+/// did not run or the choice failed.
+fn choose_gpus(
+    steps: &mut Steps<'_>,
+    plan: &TestPlan,
+    ready: bool,
+    notes: &mut Vec<String>,
+) -> GpuState {
+    let choose = "select the GPUs";
+    if !ready {
+        steps.skip(&plan.setup.device_query);
+        steps.not_run(choose, "gpu");
+        return GpuState::Pending;
+    }
+    let started = jiff::Timestamp::now();
+    let Some(stdout) = steps.step(plan, &plan.setup.device_query) else {
+        steps.not_run(choose, "gpu");
+        return GpuState::Pending;
+    };
+    // The query step passed; what it found decides the selection step.
+    let Some(found) = DeviceQuery::parse(&stdout) else {
+        steps.record(
+            choose,
+            "gpu",
+            Outcome::Failed,
+            format!("the device query printed no result:\n{stdout}"),
+            started,
+        );
+        return GpuState::Pending;
+    };
+    let gpu = &plan.gpu;
+    match gpu::select(
+        &found,
+        gpu.preset.as_deref(),
+        gpu.family.as_deref(),
+        gpu.device_query.value,
+        gpu.gpu_policy.value,
+        0,
+    ) {
+        Ok(selection) => {
+            steps.record(
+                choose,
+                "gpu",
+                Outcome::Passed,
+                selection.to_string(),
+                started,
+            );
+            GpuState::Selected(selection)
+        }
+        Err(GpuError::Unavailable { reason }) if gpu.allow_no_gpu => {
+            let note = format!("no GPU: {reason}");
+            steps.ctx.ui.warn(format!(
+                "{note}; --allow-no-gpu: GPU checks will be reported as skipped"
+            ));
+            steps.record(
+                choose,
+                "gpu",
+                Outcome::Skipped,
+                format!("{note} (--allow-no-gpu)"),
+                started,
+            );
+            notes.push(note);
+            GpuState::None { reason }
+        }
+        Err(error) => {
+            let error = match error {
+                GpuError::Unavailable { .. } => Error::NoGpu(error),
+                other => Error::Gpu(other),
+            };
+            steps.record(choose, "gpu", Outcome::Failed, error.to_string(), started);
+            GpuState::Pending
+        }
+    }
+}
+
+/// The plan's tests in order, once the GPUs are chosen. verify_dynamo.py gates the inductor
+/// runs, as upstream; test runs do not gate each other.
+fn run_tests(steps: &mut Steps<'_>, plan: &TestPlan, selected: bool) {
     let mut previous_ok = selected;
     for step in &plan.steps {
         if !previous_ok {
-            steps.not_run(&step.label, "run");
+            steps.skip(step);
             continue;
         }
-        let mut cmd = command(ctx, &plan, &step.program)
-            .label(format!("test: {}", step.label))
-            .args(&step.args)
-            .cwd(&step.cwd)
-            .log_to(log_dir.join(&step.log))
-            .timeout(settings.run_timeout);
-        for (name, value) in &step.env {
-            cmd = match value {
-                Some(value) => cmd.env(name.clone(), value),
-                None => cmd.env_remove(name.clone()),
-            };
-        }
-        let passed = steps.run(&step.label, "run", &cmd).is_some();
-        // verify_dynamo.py gates the inductor runs, as upstream; test runs do not gate each other.
-        if step.log == "verify-dynamo.log" && !passed {
+        let passed = steps.step(plan, step).is_some();
+        if step.log == VERIFY_DYNAMO_LOG && !passed {
             previous_ok = false;
         }
         if steps.interrupted.is_some() {
             previous_ok = false;
         }
     }
+}
 
-    // The JUnit files, copied next to shard.json.
-    let collect_started = jiff::Timestamp::now();
+/// The JUnit files, copied next to shard.json (paths as the report names them, and each
+/// file read); a run whose tests wrote none fails here.
+fn collect_junit(
+    steps: &mut Steps<'_>,
+    plan: &TestPlan,
+    junit_dir: &Path,
+) -> anyhow::Result<(Vec<String>, Vec<JunitFile>)> {
+    let started = jiff::Timestamp::now();
     let mut junit_paths = Vec::new();
     let mut junit = Vec::new();
     if plan.junit_from.is_dir() {
@@ -458,16 +512,15 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
                 format!("{} file{}", junit.len(), crate::ui::plural(junit.len())),
             )
         };
-        steps.record("collect JUnit", "junit", result, detail, collect_started);
+        steps.record("collect JUnit", "junit", result, detail, started);
     }
+    Ok((junit_paths, junit))
+}
 
-    let Steps {
-        task,
-        list,
-        interrupted,
-        ..
-    } = steps;
-    let result = if interrupted.is_some() {
+/// The shard's result: cancelled by a signal, failed by any failed check, passed when a test
+/// step passed, else empty.
+fn outcome(list: &[Check], interrupted: Option<i32>) -> Outcome {
+    if interrupted.is_some() {
         Outcome::Cancelled
     } else if list.iter().any(|c| c.result == Outcome::Failed) {
         Outcome::Failed
@@ -478,76 +531,5 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         Outcome::Passed
     } else {
         Outcome::Empty
-    };
-    task.finish(match result {
-        Outcome::Passed => "done".to_string(),
-        Outcome::Cancelled => "interrupted".to_string(),
-        Outcome::Failed => "failed".to_string(),
-        _ => "ran nothing".to_string(),
-    });
-    let (hip_visible_devices, archs) = match &gpu_state {
-        GpuState::Selected(selection) => (
-            Some(selection.hip_visible_devices.clone()),
-            selection.archs.clone(),
-        ),
-        _ => (None, Vec::new()),
-    };
-    let torch = installed
-        .iter()
-        .find(|i| i.name == "torch")
-        .map(|i| i.version.clone());
-    let report = ShardReport {
-        schema: SHARD_SCHEMA,
-        kind: SHARD_KIND.into(),
-        generated_by: format!("rockbuild {}", env!("CARGO_PKG_VERSION")),
-        config: settings.config,
-        shard: settings.shard.number,
-        num_shards: settings.shard.total,
-        index_url: crate::redact::redact_url(&index_url),
-        python: python_version,
-        torch,
-        source: world.source.as_ref().map(|s| SourceRecord {
-            version: s.version.clone(),
-            commit: s.commit.clone(),
-        }),
-        platform: settings.platform.value,
-        amdgpu_family: settings.family.clone(),
-        gpus: GpuRecord {
-            hip_visible_devices,
-            archs,
-            notes: gpu_notes,
-        },
-        skips: SkipRecord {
-            files: plan.skips.files.clone(),
-            names: plan.skips.names,
-            k: plan.skips.k.clone(),
-            excluded_modules: plan.skips.excluded_modules.clone(),
-        },
-        started,
-        finished: jiff::Timestamp::now(),
-        result,
-        wheels: installed
-            .into_iter()
-            .filter_map(|i| {
-                Some(TestedWheel {
-                    sha256: i.sha256?,
-                    name: i.name,
-                    version: i.version,
-                    filename: i.filename,
-                })
-            })
-            .collect(),
-        steps: list,
-        junit: junit_paths,
-    };
-    let mut text = serde_json::to_string_pretty(&report).context("serializing the shard report")?;
-    text.push('\n');
-    let path = output.join(SHARD_FILE);
-    crate::fsutil::write_atomic(&path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(ShardRun {
-        report,
-        junit,
-        interrupted,
-    })
+    }
 }

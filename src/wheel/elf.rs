@@ -8,7 +8,9 @@ use object::{Endianness, FileKind};
 use crate::wheel::manylinux::{self, Glibc};
 use crate::wheel::offload::{SectionScan, scan_section};
 
-pub const ELF_MAGIC: &[u8] = b"\x7fELF";
+/// The native libraries of a Linux wheel are ELF files (the platform seam says which format a
+/// wheel for each platform carries).
+pub const ELF_MAGIC: &[u8] = crate::platform::LibraryFormat::Elf.magic();
 const FATBIN_SECTION: &[u8] = b".hip_fatbin";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -8,9 +8,9 @@
 //! refuses the wheel ("zip64 extended information field was too long") — the pypa/wheel#692
 //! defect again, on exactly the wheels over 4 GiB that promotion rewrites.
 
+use crate::platform::host::ReadAt;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 
 use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE};
 

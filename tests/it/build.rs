@@ -391,6 +391,40 @@ fn plans_of_the_sample_stack() {
     assert!(!world.out().exists());
 }
 
+/// A plan for Windows made on this Linux machine: pure (no SDK, no process, nothing written)
+/// and in Windows terms where the platform decides: the venv's `Scripts\python.exe`, `;`
+/// between PATH entries, the build machine's PATH as `%PATH%`. Building it here is refused.
+#[test]
+fn a_windows_plan_on_a_linux_host() {
+    let world = World::new().with_checkouts();
+    let pin = format!("=={SDK_VERSION}");
+    let args = [
+        "--platform",
+        "windows",
+        "--install-rocm",
+        "--index-url",
+        "http://127.0.0.1:1/v2/gfx110X-all/",
+        "--rocm-sdk-version",
+        &pin,
+        "--pytorch-rocm-arch",
+        "gfx1100",
+    ];
+    let (code, stdout, stderr) = plan(&world, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    insta::assert_snapshot!("sample_plan_windows", scrub(&stdout, &world.env));
+    assert!(!world.out().exists());
+
+    let output = world.build_cmd("build").args(args).output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).lines().next(),
+        Some(
+            "error: --platform windows: this machine runs linux; a windows build is planned here (`rockbuild plan --platform windows`) and built on windows"
+        )
+    );
+    assert!(!world.out().exists());
+}
+
 /// The reference's per-project flags and the generic ones are the same flags.
 #[test]
 fn per_project_flags_have_generic_spellings() {

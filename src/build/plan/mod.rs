@@ -19,11 +19,12 @@ use super::recipes::{
 };
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
+use crate::build::input::BuildSettings;
 use crate::exec::Cmd;
+use crate::platform::Platform;
 use crate::sdk::Venv;
 use crate::sdk::install::Installer;
-use crate::settings::Sourced;
-use crate::settings::build::BuildSettings;
+use crate::sourced::Sourced;
 use crate::version::{self, ReleaseType};
 
 /// An environment difference: variables a step sets on top of the start-up environment.
@@ -142,6 +143,8 @@ pub struct ProjectPlan {
 /// The whole build.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The platform the build is for.
+    pub platform: Platform,
     pub root: Sourced<PathBuf>,
     pub output_dir: PathBuf,
     pub logs_dir: PathBuf,
@@ -217,6 +220,7 @@ pub fn assemble(
     }
 
     let shared = Shared {
+        platform: settings.platform,
         sdk,
         venv: &settings.sdk.venv,
         installer: settings.sdk.installer,
@@ -259,7 +263,17 @@ pub fn assemble(
             fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps);
     }
 
+    let mut notes = world.notes.clone();
+    if !settings.platform.is_host() {
+        notes.push(format!(
+            "a plan for {} made on {}: {} stands for the build machine's PATH",
+            settings.platform,
+            Platform::host(),
+            settings.platform.inherited(crate::env_vars::PATH)
+        ));
+    }
     Ok(Plan {
+        platform: settings.platform,
         root: settings.selection.root.clone(),
         output_dir,
         logs_dir,
@@ -281,7 +295,7 @@ pub fn assemble(
         clean: settings.clean,
         projects,
         venv_turns,
-        notes: world.notes.clone(),
+        notes,
     })
 }
 

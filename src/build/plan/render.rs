@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::{Action, Dependency, EnvDiff, Plan, ProjectPlan, Step, VenvUse};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
+use crate::platform::Platform;
 use crate::sdk::install::Installer;
-use crate::settings::Sourced;
+use crate::sourced::Sourced;
 use crate::version::ReleaseType;
 
 /// A step as shown by `plan` and recorded in fingerprints.
@@ -83,6 +84,7 @@ impl StepView {
 
 #[derive(Serialize)]
 struct PlanView<'a> {
+    platform: Platform,
     root: &'a Sourced<PathBuf>,
     output_dir: String,
     venv: String,
@@ -133,6 +135,7 @@ struct ProjectView<'a> {
 impl Plan {
     pub fn to_json(&self) -> serde_json::Result<String> {
         let view = PlanView {
+            platform: self.platform,
             root: &self.root,
             output_dir: self.output_dir.display().to_string(),
             venv: self.venv.dir.display().to_string(),
@@ -195,6 +198,7 @@ impl Plan {
         let mut out = String::new();
         let sdk = &self.sdk.info;
         let _ = writeln!(out, "build plan");
+        let _ = writeln!(out, "  platform   {}", self.platform);
         let _ = writeln!(
             out,
             "  sdk        rocm {} ({}), root {}",

@@ -49,6 +49,7 @@ fn settings() -> BuildSettings {
         clean: false,
         jobs: 3,
         dry_run: true,
+        platform: crate::platform::Platform::Linux,
         json: false,
         base_env: Environment::from_pairs([
             ("PATH", "/usr/bin:/bin"),

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::Shared;
 use crate::build::plan::EnvDiff;
 use crate::env_vars;
+use crate::platform::Platform;
 
 /// The environment every project gets (F18). build_env.json is not merged here: its keys
 /// only concern triton and go to triton's recipe (W9).
@@ -22,6 +23,7 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
     set(
         env_vars::PATH,
         prepend_path(
+            shared.platform,
             &[&sdk.info.bin, &shared.venv.bin()],
             base.get(env_vars::PATH),
         ),
@@ -68,13 +70,13 @@ const HOST_MATH: &str = "lib/host-math";
 /// The optional SDK directories the common environment looks for.
 pub const COMMON_SDK_DIRS: &[&str] = &[DEVICE_LIBS, HOST_MATH];
 
-/// `a:b:<inherited>`.
-pub fn prepend_path(dirs: &[&Path], inherited: Option<&str>) -> String {
+/// `a:b:<inherited>` (`;` on Windows).
+pub fn prepend_path(platform: Platform, dirs: &[&Path], inherited: Option<&str>) -> String {
     let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     if let Some(rest) = inherited.filter(|r| !r.is_empty()) {
         parts.push(rest.to_string());
     }
-    parts.join(":")
+    platform.join_path_list(parts)
 }
 
 /// `<inherited> <ours>`: the user's flags stay, ours come last.

@@ -28,6 +28,7 @@ use super::source::SourceState;
 use super::targets::TargetChoice;
 use crate::env_vars::Environment;
 use crate::lock::PinOrigin;
+use crate::platform::Platform;
 use crate::sdk::install::Installer;
 use crate::sdk::{SdkInfo, Venv};
 use crate::stack::{FamilyTable, Project, Stack};
@@ -363,6 +364,8 @@ impl SdkFacts {
 /// Inputs shared by every project of a build.
 #[derive(Clone, Debug)]
 pub struct Shared<'a> {
+    /// The platform the build is for (venv layout, path lists, executable names).
+    pub platform: Platform,
     pub sdk: &'a SdkFacts,
     pub venv: &'a Venv,
     pub installer: Installer,

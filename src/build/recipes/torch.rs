@@ -177,13 +177,18 @@ impl Recipe for Torch {
         env.insert(
             "PKG_CONFIG_PATH".into(),
             prepend_path(
+                input.shared.platform,
                 &[&sysdeps.join("lib/pkgconfig")],
                 base.get(env_vars::PKG_CONFIG_PATH),
             ),
         );
         env.insert(
             "LD_LIBRARY_PATH".into(),
-            prepend_path(&[&sysdeps.join("lib")], base.get(env_vars::LD_LIBRARY_PATH)),
+            prepend_path(
+                input.shared.platform,
+                &[&sysdeps.join("lib")],
+                base.get(env_vars::LD_LIBRARY_PATH),
+            ),
         );
 
         let dir = input.dir;

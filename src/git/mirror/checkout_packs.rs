@@ -14,9 +14,6 @@
 //! used packs. The mirror's own packs are untouched (its repacks never see these).
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -97,7 +94,7 @@ impl Mirror {
         for (from, extension) in [(&pack, "pack"), (&idx, "idx")] {
             let to = pack_dir.join(format!("pack-{commit}.{extension}"));
             // Read-only, as git leaves its packs: trees hard-link these.
-            fs_err::set_permissions(from, std::fs::Permissions::from_mode(0o444))
+            crate::platform::host::make_read_only(from)
                 .and_then(|()| fs_err::rename(from, &to))
                 .map_err(|e| Error::cache(&to, "writing", e))?;
         }
@@ -254,10 +251,12 @@ fn objects_of(repo: &Repository, commit: Oid, base: Option<Oid>) -> Result<Vec<O
             objects.push(Object {
                 id: entry.id(),
                 kind: kind.unwrap_or(ObjectType::Blob),
-                file: regular.then(|| {
-                    PathBuf::from(OsStr::from_bytes(dir.as_bytes()))
-                        .join(OsStr::from_bytes(entry.name_bytes()))
-                }),
+                file: regular
+                    .then(|| {
+                        let dir = crate::platform::host::path_from_bytes(dir.as_bytes())?;
+                        Some(dir.join(crate::platform::host::path_from_bytes(entry.name_bytes())?))
+                    })
+                    .flatten(),
             });
         }
         TreeWalkResult::Ok
@@ -284,7 +283,7 @@ fn write_objects(
         let file = object
             .file
             .as_ref()
-            .and_then(|file| read_file(&worktree.join(file)))
+            .and_then(|file| crate::platform::host::read_without_waiting(&worktree.join(file)))
             .filter(|data| stored_pack::is_object(object.id, ObjectType::Blob, data));
         match file {
             Some(data) => {
@@ -312,21 +311,6 @@ fn write_objects(
         worktree.display()
     );
     Ok(from_files)
-}
-
-/// The contents of the file at `path`, if it can be read without waiting: opened
-/// non-blocking, so that a FIFO where the tree has a file reads as empty instead of hanging.
-fn read_file(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let mut data = Vec::new();
-    file.read_to_end(&mut data).ok()?;
-    Some(data)
 }
 
 fn modified(path: &Path) -> SystemTime {
@@ -372,9 +356,8 @@ mod tests {
             fs_err::create_dir_all(file.parent().expect("parent")).expect("dirs");
             fs_err::write(&file, data).expect("write");
         }
-        std::os::unix::fs::symlink("big.bin", dir.join("link")).expect("symlink");
-        let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-        fs_err::set_permissions(dir.join("run.sh"), executable).expect("chmod");
+        crate::platform::host::symlink(Path::new("big.bin"), &dir.join("link")).expect("symlink");
+        crate::platform::host::set_executable(&dir.join("run.sh")).expect("chmod");
         index
             .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
             .expect("add");

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::stack::{ConfigError, ConfigSource, FamilyTable};
 
@@ -80,35 +80,7 @@ impl Serialize for MajorMinor {
 }
 
 /// The operating system a test run is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    Linux,
-    Windows,
-}
-
-impl Platform {
-    pub fn current() -> Self {
-        if cfg!(windows) {
-            Platform::Windows
-        } else {
-            Platform::Linux
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Platform::Linux => "linux",
-            Platform::Windows => "windows",
-        }
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::platform::Platform;
 
 /// When a section of a skip list applies: the key of the section, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! the book (APPNOTE 4.3.12-4.3.16, 4.5.3), with every field a strict installer would refuse
 //! reported.
 
+use crate::platform::host::ReadAt;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use super::{
     ArchiveError, CENTRAL_LEN, CENTRAL_SIG, EOCD_LEN, EOCD_SIG, EOCD64_LOCATOR_LEN,

@@ -1,9 +1,9 @@
 //! Reading an entry's bytes: positioned reads of a range of the file, inflated when
 //! deflated, checked against the declared size and CRC-32 as they stream.
 
+use crate::platform::host::ReadAt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 
 /// Sequential reads of a byte range of a file through `pread`.
 pub struct RangeReader<'a> {

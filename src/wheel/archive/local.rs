@@ -1,6 +1,6 @@
 //! Local headers, checked against the central directory, and readers of an entry's data.
 
-use std::os::unix::fs::FileExt;
+use crate::platform::host::ReadAt;
 
 use super::central::{extra_fields, parse_zip64};
 use super::data::{Decoder, EntryReader, RangeReader};

@@ -18,9 +18,9 @@ mod central;
 mod data;
 mod local;
 
+use crate::platform::host::ReadAt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 
 pub use data::{EntryReader, RangeReader};
 

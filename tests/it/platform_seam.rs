@@ -1,0 +1,73 @@
+//! The platform seam stays the one place where Linux and Windows differ: outside
+//! `src/platform/`, no source file names a host family or a host-only API, and none spells a
+//! venv layout or a path-list separator itself (docs/architecture.md, "The platform seam").
+
+use std::path::{Path, PathBuf};
+
+/// What only the seam may write, and what to use instead.
+const HOST_ONLY: &[(&str, &str)] = &[
+    ("cfg(unix)", "a function of platform::host"),
+    ("cfg(windows)", "a function of platform::host"),
+    ("cfg(not(unix))", "a function of platform::host"),
+    ("cfg(not(windows))", "a function of platform::host"),
+    ("cfg!(unix)", "Platform::host()"),
+    ("cfg!(windows)", "Platform::host()"),
+    ("target_os", "Platform::host()"),
+    ("target_family", "Platform::host()"),
+    ("std::os::unix", "a function of platform::host"),
+    ("std::os::windows", "a function of platform::host"),
+    ("os::unix::", "a function of platform::host"),
+    ("libc::", "a function of platform::host"),
+    ("signal_hook", "platform::host::on_interrupt"),
+    ("process_group(", "platform::host::spawn"),
+    ("\"bin/python\"", "Venv::python or Platform::venv_python"),
+    ("join(\":\")", "Platform::join_path_list"),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs_err::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn only_the_platform_seam_names_a_host() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let seam = root.join("src/platform");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("benches"), &mut files);
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.starts_with(&seam)) {
+        let text = fs_err::read_to_string(file).expect("source");
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for (pattern, instead) in HOST_ONLY {
+                if line.contains(pattern) {
+                    found.push(format!(
+                        "{}:{}: `{pattern}`: use {instead}",
+                        file.strip_prefix(root).unwrap_or(file).display(),
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.starts_with(&seam)),
+        "the seam itself was not found under {}",
+        seam.display()
+    );
+    assert!(
+        found.is_empty(),
+        "outside src/platform/:\n{}",
+        found.join("\n")
+    );
+}
