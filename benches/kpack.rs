@@ -259,7 +259,7 @@ fn unzip(path: &Path, keep: impl Fn(&str) -> bool) -> BTreeMap<String, Vec<u8>> 
     let mut out = BTreeMap::new();
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).expect("entry");
-        let name = entry.name().to_string();
+        let name = entry.name().expect("name").to_string();
         if keep(&name) {
             let mut data = Vec::new();
             entry.read_to_end(&mut data).expect("read");

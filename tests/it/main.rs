@@ -21,6 +21,7 @@ mod manylinux;
 mod publish;
 mod sample;
 mod sixth_project;
+mod split;
 mod stacks;
 mod suite;
 mod verify;

@@ -170,6 +170,50 @@ pub fn transform(
     })
 }
 
+const EM_AMDGPU: u16 = 224;
+const SHT_NOTE: u32 = 7;
+const NT_AMDGPU_METADATA: u32 = 32;
+
+/// The target a GPU code object was compiled for (`gfx906`, `gfx90a:xnack-`), as its own
+/// metadata note says: the `amdhsa.target` of its `NT_AMDGPU_METADATA` note (code object v3
+/// and later; AMDGPUUsage "Code Object Metadata"), without the `amdgcn-amd-amdhsa--` triple.
+pub fn code_object_target(data: &[u8]) -> Result<String, String> {
+    let headers = Headers::parse(data).map_err(|e| format!("not a code object: {e}"))?;
+    if headers.machine != EM_AMDGPU {
+        return Err(format!("machine {} is not AMDGPU", headers.machine));
+    }
+    for shdr in headers.shdrs.iter().filter(|s| s.kind == SHT_NOTE) {
+        let mut notes =
+            slice(data, shdr.offset, shdr.size, "a note section").map_err(|e| e.to_string())?;
+        while notes.len() >= 12 {
+            let word = |at: usize| {
+                u32::from_le_bytes([notes[at], notes[at + 1], notes[at + 2], notes[at + 3]])
+                    as usize
+            };
+            let (namesz, descsz, kind) = (word(0), word(4), word(8) as u32);
+            let desc_at = 12 + namesz.div_ceil(4) * 4;
+            let end = desc_at + descsz.div_ceil(4) * 4;
+            let (Some(name), Some(desc)) = (
+                notes.get(12..12 + namesz),
+                notes.get(desc_at..desc_at + descsz),
+            ) else {
+                return Err("a note runs past its section".into());
+            };
+            if kind == NT_AMDGPU_METADATA && name.starts_with(b"AMDGPU") {
+                let (value, _) =
+                    super::msgpack::decode(desc).map_err(|e| format!("metadata note: {e}"))?;
+                let target = value
+                    .get("amdhsa.target")
+                    .and_then(Value::as_str)
+                    .ok_or("the metadata note has no amdhsa.target")?;
+                return Ok(target.trim_start_matches("amdgcn-amd-amdhsa--").to_string());
+            }
+            notes = notes.get(end..).unwrap_or(&[]);
+        }
+    }
+    Err("no AMDGPU metadata note (code object v2 or older?)".into())
+}
+
 /// The marker of a transformed binary: its search paths and kernel name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Marker {
