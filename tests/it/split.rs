@@ -11,6 +11,9 @@ use rockbuild::wheel::kpack::elf;
 use rockbuild::wheel::split::{SplitError, SplitSpec, split_wheel};
 use rockbuild::wheel::verify::{WheelExpectations, verify_wheels};
 
+use crate::common::TestEnv;
+use crate::common::http;
+use crate::common::sdk::sdk_index;
 use crate::common::wheels::{WheelBuilder, cpu_library, hip_library};
 
 const VERSION: &str = "2.10.0a0+rocm7.10.0a20251124";
@@ -178,4 +181,83 @@ fn splits_a_fat_wheel_into_a_host_wheel_and_one_device_wheel_per_target() {
     // The host wheel never replaces its input.
     let error = split_wheel(&fat, fat.parent().expect("dir"), &spec()).expect_err("same file");
     assert!(matches!(error, SplitError::SameFile(_)), "{error}");
+}
+
+/// The split set of `splits_a_fat_wheel…` in `env`'s `dist/`.
+fn split_set(env: &TestEnv) -> rockbuild::wheel::split::Split {
+    let fat = WheelBuilder::new("torch", VERSION)
+        .file_from(
+            "torch/lib/libtorch_hip.so",
+            &hip_library(&["gfx906", "gfx1030"]),
+        )
+        .requires(&format!("rocm[libraries]=={SDK}"))
+        .build(&env.path("fat"));
+    split_wheel(&fat, &env.path("dist"), &spec()).expect("splits")
+}
+
+fn verify(env: &TestEnv, sdk: &str) -> (Option<i32>, String) {
+    let output = env
+        .rockbuild()
+        .args([
+            "verify",
+            "dist",
+            "--targets",
+            "gfx906,gfx1030",
+            "--index-url",
+            sdk,
+        ])
+        .output()
+        .expect("runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verify_reads_the_split_and_refuses_a_set_that_would_not_resolve_or_load() {
+    let env = TestEnv::new();
+    let split = split_set(&env);
+    // The SDK's index: rocm, rocm-bootstrap and rocm-sdk-device-<target> resolve there.
+    let server = http::serve(&sdk_index(SDK, &["gfx906", "gfx1030"]));
+    let sdk = format!("{}simple/", server.url());
+    let (code, text) = verify(&env, &sdk);
+    assert_eq!(code, Some(0), "{text}");
+
+    // A device wheel whose pack holds another target's code, under the right names.
+    let gfx1030 = &split.devices[0];
+    let pack = entry(&gfx1030.path, "torch/.kpack/torch_gfx1030.kpack");
+    let gfx906 = &split.devices[1];
+    std::fs::remove_file(&gfx906.path).expect("remove");
+    WheelBuilder::new("amd-torch-device-gfx906", VERSION)
+        .replace("amd_torch_device_gfx906/__init__.py", Vec::new())
+        .file("torch/.kpack/torch_gfx906.kpack", pack)
+        .requires(&format!("torch == {VERSION}"))
+        .build(&env.path("dist"));
+    let (code, text) = verify(&env, &sdk);
+    assert_eq!(code, Some(5), "{text}");
+    assert!(
+        text.contains("it holds gfx1030 code in the device wheel for gfx906"),
+        "{text}"
+    );
+    assert!(
+        text.contains("has no pack where it looks (../.kpack/torch_@GFXARCH@.kpack)"),
+        "{text}"
+    );
+
+    // Without it, the extras name a package the set does not have.
+    std::fs::remove_file(
+        env.path("dist")
+            .join(gfx906.path.file_name().expect("name")),
+    )
+    .expect("remove");
+    let (code, text) = verify(&env, &sdk);
+    assert_eq!(code, Some(5), "{text}");
+    assert!(
+        text.contains(&format!(
+            "extra 'device-gfx906' requires 'amd-torch-device-gfx906 == {VERSION}; extra == \"device-gfx906\"', which the set does not satisfy: the set has no amd-torch-device-gfx906 wheel"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("extra 'device-all'"), "{text}");
 }

@@ -215,7 +215,7 @@ pub fn code_object_target(data: &[u8]) -> Result<String, String> {
 }
 
 /// The marker of a transformed binary: its search paths and kernel name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Marker {
     pub search_paths: Vec<String>,
     pub kernel_name: String,
