@@ -179,7 +179,8 @@ pub struct NetworkArgs {
         env = "ROCKBUILD_STALL_TIMEOUT"
     )]
     pub stall_timeout: u64,
-    /// Attempts for a transfer that fails with a transient error (backoff 2s, 4s, ...)
+    /// Attempts for a transfer that stalls or fails with a transient error (backoff 2s, 4s,
+    /// ...)
     #[arg(
         long,
         value_name = "N",
@@ -218,6 +219,16 @@ pub struct SelectionArgs {
     /// Reproduce the commits of a lock (or of a TheRock source manifest)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_FROM_LOCK")]
     pub from_lock: Option<PathBuf>,
+    /// Reproduce the commits of a TheRock source manifest downloaded from an http(s) URL (as
+    /// checkout_from_manifest.py --manifest-url); each request waits up to --stall-timeout,
+    /// tried --fetch-attempts times
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ROCKBUILD_MANIFEST_URL",
+        conflicts_with = "from_lock"
+    )]
+    pub manifest_url: Option<String>,
     /// Fetch submodules (default)
     #[arg(long, overrides_with = "no_submodules")]
     pub submodules: bool,
@@ -275,6 +286,11 @@ pub struct CheckoutArgs {
     /// Discard uncommitted changes that hipify did not make
     #[arg(long)]
     pub force: bool,
+    /// Fail when hipify leaves CUDA-only includes (default: report them in the summary, the
+    /// report and the lock, and go on; `hipify: leftover-cuda: refuse` in the stack config
+    /// does this for one project)
+    #[arg(long, env = "ROCKBUILD_STRICT")]
+    pub strict: bool,
     /// Where to write the lock (default: <root>/rockbuild.lock.json)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,

@@ -44,6 +44,8 @@ pub const ROCKBUILD_CACHE_DIR: &str = "ROCKBUILD_CACHE_DIR";
 pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 pub const HOME: &str = "HOME";
 pub const PATH: &str = "PATH";
+/// Python's module path: a hipify script's is extended, not replaced (src/hipify/reach.rs).
+pub const PYTHONPATH: &str = "PYTHONPATH";
 
 // Inherited by builds and extended rather than replaced (src/build/recipes): a user's own
 // flags and library paths stay in front of what rockbuild adds.

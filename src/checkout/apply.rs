@@ -8,7 +8,8 @@
 //! the submodules it edits (`hipify: edits-submodules`), every other step for all of them.
 //! When the script runs, only the submodules it edits (and theirs) are written beside the
 //! root's checkout; the others start once that is done, beside the script (on two cores,
-//! writing them all at once only slows the root's checkout, which the script needs).
+//! writing them all at once only slows the root's checkout, which the script needs). That
+//! order is a fast path with an assumption, checked on every run (`overlap`).
 
 use std::path::Path;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -20,6 +21,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::inspect::{self, TRITON_BUILD_ENV};
+use super::overlap::{self, Overlap};
 use super::plan::{
     Action, HipifyStep, HipifyTarget, NodeState, ProjectPlan, Step, Target, TreeState,
 };
@@ -30,9 +32,10 @@ use super::submodules::{self, Progress};
 use super::{Error, Selection, TreeOptions};
 use crate::context::Context;
 use crate::git::{self, Git, local};
+use crate::hipify::reach::Watch;
 use crate::hipify::{self, cache, leftover};
 use crate::lock::{HipifyStamp, LockedProject, LockedSubmodule};
-use crate::stack::{HipifyPolicy, Project};
+use crate::stack::{HipifyPolicy, LeftoverPolicy, Project};
 use crate::ui::Task;
 
 /// Seconds spent per phase of one project's checkout.
@@ -66,6 +69,8 @@ pub struct SummaryRow {
     pub network: bool,
     pub seconds: f64,
     pub phases: Phases,
+    /// CUDA-only includes left after hipify, reported (see `refuse_leftovers`).
+    pub leftovers: Vec<String>,
 }
 
 pub struct Outcome {
@@ -288,11 +293,14 @@ impl<'a> Run<'a> {
             let state = self.job.state;
             snapshot::record(self.dir, recurse, &state.nodes, &state.digests)?;
         }
-        let hipified = self.job.state.stamp.is_some();
-        ensure_tags(self.nodes()?, target, hipified)?;
+        let stamp = self.job.state.stamp.clone();
+        ensure_tags(self.nodes()?, target, stamp.as_ref())?;
         write_triton_build_env(target, self.dir)?;
         self.lap(Phase::Tags);
         self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
+        if let Some(stamp) = &self.stamp {
+            refuse_leftovers(self.job, &stamp.leftovers)?;
+        }
         self.hipify_summary = match &target.hipify {
             HipifyTarget::Run { .. } | HipifyTarget::Cached { .. } => "up to date".to_string(),
             HipifyTarget::NoScript { .. } => "no script".into(),
@@ -380,8 +388,16 @@ impl<'a> Run<'a> {
         if let Some(packer) = packer {
             packer.join().map_err(|_| panicked())?;
         }
-        if let Some(storer) = storer {
-            storer.join().map_err(|_| panicked())??;
+        if let Some(storer) = storer
+            && let Err(error) = storer.join().map_err(|_| panicked())?
+        {
+            // The cache only spares the next checkout of this tree the script: this one is
+            // complete without it.
+            self.ctx.ui.warn(format!(
+                "{}: the hipify result was not kept in the cache ({error:#}); the next checkout \
+                 of this tree runs the script again",
+                self.job.project.name
+            ));
         }
         self.join_submodules(&mut background)
     }
@@ -423,6 +439,7 @@ impl<'a> Run<'a> {
                     project: &job.project.name,
                     progress,
                     first: first.as_deref(),
+                    limits: job.selection.limits,
                 },
             )?;
             // Tags and skip-worktree here, beside the script rather than after it. The root's
@@ -498,7 +515,14 @@ impl<'a> Run<'a> {
             Step::Checkout { commit } => {
                 self.task
                     .phase(format!("checking out {}", super::plan::short(commit)));
-                ctx.runner.run(&self.git.checkout_detached(commit))?;
+                submodules::check_out_healing(
+                    ctx,
+                    &self.job.project.name,
+                    (&self.git, &self.dir.join(".git")),
+                    &self.job.resolved.mirror,
+                    (commit, &target.commit),
+                    self.job.selection.limits,
+                )?;
             }
             Step::TagUpstream => {
                 local::force_tag(
@@ -511,7 +535,14 @@ impl<'a> Run<'a> {
             // Scheduled by `steps`.
             Step::Submodules { .. } | Step::Hipify { .. } => {}
             Step::CommitHipify => {
+                let stamp = self.stamp.clone();
                 self.nodes()?.par_iter().try_for_each(|node| {
+                    if !stamp
+                        .as_ref()
+                        .is_some_and(|s| changed_by_hipify(s, &node.rel))
+                    {
+                        return Ok(());
+                    }
                     let node_repo = local::open(&node.dir)?;
                     if let Some(head) = local::head_commit(&node_repo) {
                         local::force_tag(&node_repo, git::HIPIFY_TAG, head)?;
@@ -538,42 +569,56 @@ impl<'a> Run<'a> {
         background: &mut Option<Background<'_>>,
     ) -> anyhow::Result<Option<Fresh>> {
         let (ctx, job) = (self.ctx, self.job);
+        // The cache key a result made here is stored under.
+        let mut fresh = match &job.target.hipify {
+            HipifyTarget::Run { key, .. } => Some(key.clone()),
+            _ => None,
+        };
         let found = match (how, &job.target.hipify) {
             (HipifyStep::Run { script }, HipifyTarget::Run { script_sha256, .. }) => {
-                let edited = edited_submodules(job);
-                let waits: Vec<&str> = match &edited {
-                    Some(edited) => edited.iter().map(String::as_str).collect(),
-                    None => job
-                        .resolved
-                        .submodules
-                        .iter()
-                        .map(|s| s.path.as_str())
-                        .collect(),
-                };
-                self.wait_for_submodules(background, &waits)?;
-                self.task.phase("hipify");
-                run_script(ctx, job, &self.git, script, &self.log)?;
-                self.lap(Phase::Hipify);
-                self.join_submodules(background)?;
-                self.nodes()?;
-                let found = hipify_result(
-                    ctx,
-                    job,
-                    &self.nodes,
-                    edited.as_deref(),
-                    script_sha256,
-                    &self.log,
-                )?;
+                let found = self.run_hipify(script, script_sha256, background)?;
                 self.hipify_summary = format!("{} files changed", found.stamp.changed_files);
                 found
             }
-            (HipifyStep::FromCache { .. }, HipifyTarget::Cached { record, key, .. }) => {
+            (
+                HipifyStep::FromCache { .. },
+                HipifyTarget::Cached {
+                    record,
+                    key,
+                    script,
+                    script_sha256,
+                },
+            ) => {
                 self.join_submodules(background)?;
                 self.nodes()?;
                 self.task.phase("hipify");
-                let found = from_cache(ctx, job, &self.nodes, record, key, &self.log)?;
-                self.hipify_summary = format!("from cache ({} files)", found.stamp.changed_files);
-                found
+                match from_cache(ctx, job, &self.nodes, record, key, &self.log) {
+                    Ok(found) => {
+                        self.hipify_summary =
+                            format!("from cache ({} files)", found.stamp.changed_files);
+                        found
+                    }
+                    // A record that does not reproduce is a miss: the script runs as if
+                    // there were none, and its result replaces the record.
+                    Err(error) if is_cache_mismatch(&error) => {
+                        ctx.ui.warn(format!(
+                            "{}: the cached hipify result {key} does not reproduce here \
+                             ({error:#}); running the hipify script instead, after every \
+                             submodule (the reference's order), and replacing the record",
+                            job.project.name
+                        ));
+                        self.task
+                            .phase("hipify (the cached result did not reproduce)");
+                        let nodes = self.nodes.clone();
+                        check_out_upstream(ctx, job, &nodes, &self.log)?;
+                        let found = self.run_in_reference_order(&nodes, script, script_sha256)?;
+                        self.hipify_summary =
+                            format!("{} files changed", found.stamp.changed_files);
+                        fresh = Some(key.clone());
+                        found
+                    }
+                    Err(error) => return Err(error),
+                }
             }
             _ => {
                 self.join_submodules(background)?;
@@ -595,19 +640,98 @@ impl<'a> Run<'a> {
         }
         hipify::write_stamp(self.dir, &found.stamp)?;
         self.stamp = Some(found.stamp.clone());
-        Ok(match &job.target.hipify {
-            HipifyTarget::Run { key, .. } => Some(Fresh {
-                key: key.clone(),
-                record: found,
-            }),
-            _ => None,
-        })
+        Ok(fresh.map(|key| Fresh { key, record: found }))
+    }
+
+    /// Runs the script: beside the submodules it is not listed for when the stack config
+    /// lists the ones it edits (`overlap`), and again in the reference's order when that
+    /// run cannot be trusted; else once every submodule is out.
+    fn run_hipify(
+        &mut self,
+        script: &str,
+        script_sha256: &str,
+        background: &mut Option<Background<'_>>,
+    ) -> anyhow::Result<cache::Record> {
+        let (ctx, job) = (self.ctx, self.job);
+        let overlap = Overlap::of(job);
+        let waits: Vec<&str> = match &overlap {
+            Some(overlap) => overlap.listed.iter().map(String::as_str).collect(),
+            None => job
+                .resolved
+                .submodules
+                .iter()
+                .map(|s| s.path.as_str())
+                .collect(),
+        };
+        self.wait_for_submodules(background, &waits)?;
+        self.task.phase("hipify");
+        let Some(overlap) = overlap else {
+            run_script(ctx, job, &self.git, script, &self.log, None)?;
+            self.lap(Phase::Hipify);
+            self.join_submodules(background)?;
+            self.nodes()?;
+            let changed = changed_nodes(&self.nodes)?;
+            return hipify_result(ctx, job, &self.nodes, &changed, script_sha256, &self.log);
+        };
+        let watch = overlap.watch(self.dir)?;
+        let started = SystemTime::now();
+        let ran = run_script(ctx, job, &self.git, script, &self.log, Some(&watch));
+        self.lap(Phase::Hipify);
+        // Every submodule out before judging, a failed run included: the slow way needs them.
+        self.join_submodules(background)?;
+        self.nodes()?;
+        let changed = changed_nodes(&self.nodes)?;
+        let reach = watch.read();
+        let Some(doubt) = overlap.doubt(&reach, &self.nodes, &changed) else {
+            // Nothing outside the list was reached: a failure is the script's own.
+            ran?;
+            return hipify_result(ctx, job, &self.nodes, &changed, script_sha256, &self.log);
+        };
+        if let Err(error) = &ran {
+            tracing::debug!("{}: the first hipify run failed: {error}", job.project.name);
+        }
+        self.task.phase("hipify again, after every submodule");
+        let nodes = self.nodes.clone();
+        overlap::undo_script(ctx, &nodes, &self.log, started)?;
+        let found = self.run_in_reference_order(&nodes, script, script_sha256)?;
+        ctx.ui.warn(overlap::warning(job, &doubt));
+        Ok(found)
+    }
+
+    /// The slow, correct way, on a tree whose every repository is at its upstream commit and
+    /// clean, every submodule out: their changes hidden from their parents and their indexes
+    /// settled (as when hipify waits for every submodule), then the script, then its result.
+    fn run_in_reference_order(
+        &mut self,
+        nodes: &[Node],
+        script: &str,
+        script_sha256: &str,
+    ) -> anyhow::Result<cache::Record> {
+        let (ctx, job) = (self.ctx, self.job);
+        protect_submodules(ctx, nodes, &self.log, Some(&ScriptReach(None)))?;
+        settle_indexes(ctx, nodes, &self.log, &ScriptReach(None))?;
+        run_script(ctx, job, &self.git, script, &self.log, None)?;
+        self.lap(Phase::Hipify);
+        let changed = changed_nodes(nodes)?;
+        hipify_result(ctx, job, nodes, &changed, script_sha256, &self.log)
     }
 
     fn outcome(mut self, state: &'static str) -> anyhow::Result<Outcome> {
         self.nodes()?;
         let resolved = self.job.resolved;
+        let leftovers = self
+            .stamp
+            .as_ref()
+            .map(|stamp| stamp.leftovers.clone())
+            .unwrap_or_default();
         let locked = locked_project(self.job.project, resolved, self.stamp.take());
+        if !leftovers.is_empty() {
+            self.hipify_summary.push_str(&format!(
+                ", {} CUDA include{} left",
+                leftovers.len(),
+                crate::ui::plural(leftovers.len())
+            ));
+        }
         let row = SummaryRow {
             project: self.job.project.name.clone(),
             reference: resolved.pin.requested_ref.clone(),
@@ -622,6 +746,7 @@ impl<'a> Run<'a> {
             network: resolved.transferred,
             seconds: self.task.elapsed().as_secs_f64(),
             phases: self.phases,
+            leftovers,
         };
         Ok(Outcome { locked, row })
     }
@@ -687,10 +812,10 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
 /// settling: the root and the submodules it edits (`None`: the stack config does not say, so
 /// any). Their indexes are rewritten by git, which re-hashes the files written in the index's
 /// second; the others' by `local::rewrite_index`, which compares their stat data instead. A
-/// script that edits a submodule it is not listed for is still caught after it (libgit2's
-/// status and `rewrite_index` both see sub-second times), unless it rewrote a file at the same
-/// size in the very tick git checked that file out: a race the listing makes anyway, since
-/// such a submodule is still being checked out while the script runs.
+/// script that reaches a submodule it is not listed for is noticed (`overlap`: the watch on
+/// its Python, its failure, the statuses) and its work redone in the reference's order, every
+/// file hashed first: a rewrite at the same size in the tick git wrote the file in would fool
+/// the stat data.
 struct ScriptReach(Option<Vec<String>>);
 
 impl ScriptReach {
@@ -776,8 +901,18 @@ fn settle_indexes(
     })
 }
 
+/// Whether hipify changed the repository at `rel` (the reference commits and tags those
+/// only: repo_management.py's commit_hipify_module returns early on a clean status).
+fn changed_by_hipify(stamp: &HipifyStamp, rel: &str) -> bool {
+    if rel.is_empty() {
+        stamp.result_tree != stamp.upstream_tree
+    } else {
+        stamp.submodule_trees.contains_key(rel)
+    }
+}
+
 /// Up to date: the upstream and hipify tags where they belong (moving only what moved).
-fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Result<()> {
+fn ensure_tags(nodes: &[Node], target: &Target, stamp: Option<&HipifyStamp>) -> anyhow::Result<()> {
     for node in nodes {
         let repo = local::open(&node.dir)?;
         let upstream = if node.rel.is_empty() {
@@ -789,7 +924,7 @@ fn ensure_tags(nodes: &[Node], target: &Target, hipified: bool) -> anyhow::Resul
             local::force_tag(&repo, git::UPSTREAM_TAG, upstream)?;
         }
         if target.commit_hipify
-            && hipified
+            && stamp.is_some_and(|s| changed_by_hipify(s, &node.rel))
             && let Some(head) = local::head_commit(&repo)
             && local::tag_target(&repo, git::HIPIFY_TAG) != Some(head)
         {
@@ -808,7 +943,7 @@ struct Background<'scope> {
 
 /// The submodules of this checkout the hipify script edits (`hipify: edits-submodules`);
 /// `None` when the stack config does not say (then it waits for all of them).
-fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
+pub(super) fn edited_submodules(job: &Job<'_>) -> Option<Vec<String>> {
     let HipifyPolicy::Script {
         edits_submodules: Some(listed),
         ..
@@ -840,13 +975,15 @@ fn top_level_of(submodules: &[ResolvedSubmodule], paths: &[String]) -> Vec<Strin
         .collect()
 }
 
-/// Runs the script on the pristine tree (the root and the submodules it edits).
+/// Runs the script on the pristine tree (the root and the submodules it edits), watched
+/// when `watch` is given.
 fn run_script(
     ctx: &Context,
     job: &Job<'_>,
     git: &Git,
     script: &str,
     log: &Path,
+    watch: Option<&Watch>,
 ) -> anyhow::Result<()> {
     hipify::run_script(
         &ctx.runner,
@@ -854,6 +991,7 @@ fn run_script(
         &job.options.python,
         script,
         log,
+        watch,
         &mut |_| {},
     )
     .map_err(|source| hipify::Error::Script {
@@ -863,39 +1001,64 @@ fn run_script(
     Ok(())
 }
 
-/// The script's result, once every submodule is out: checked against the list of submodules
-/// it may edit and for leftover CUDA includes, and recorded as commits (checked out or not,
-/// as asked) with a stamp.
-fn hipify_result(
+/// Whether `error` is a cached hipify result that did not reproduce.
+fn is_cache_mismatch(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<hipify::Error>(),
+        Some(hipify::Error::CacheMismatch { .. })
+    )
+}
+
+/// Every repository back at its upstream commit and clean (parents first: a parent's checkout
+/// leaves its submodules' trees alone), after a cached hipify result was checked out.
+fn check_out_upstream(
     ctx: &Context,
     job: &Job<'_>,
     nodes: &[Node],
-    edited: Option<&[String]>,
-    script_sha256: &str,
     log: &Path,
-) -> anyhow::Result<cache::Record> {
-    let name = &job.project.name;
-    let mut changed_paths = Vec::new();
-    let mut unlisted = Vec::new();
-    let mut result_tree = job.target.upstream_tree.clone();
-    let mut submodule_trees = IndexMap::new();
-    let mut commits = IndexMap::new();
-    // Which repositories the script changed: a status each, all at once.
-    let changed: Vec<bool> = nodes
+) -> anyhow::Result<()> {
+    for node in nodes {
+        let upstream = if node.rel.is_empty() {
+            job.target.commit.as_str()
+        } else {
+            node.recorded.as_str()
+        };
+        let git = Git::new(&node.dir, node.label()).log_to(log);
+        ctx.runner.run(&git.checkout_detached(upstream))?;
+        ctx.runner.run(&git.cmd(["clean", "-ffdq"]))?;
+    }
+    Ok(())
+}
+
+/// Which repositories the script changed: a status each, all at once.
+fn changed_nodes(nodes: &[Node]) -> anyhow::Result<Vec<bool>> {
+    nodes
         .par_iter()
         .map(|node| {
             let repo = local::open(&node.dir)?;
             Ok(!local::uncommitted_changes(&repo)?.is_empty())
         })
-        .collect::<anyhow::Result<_>>()?;
-    for (node, _) in nodes.iter().zip(changed).filter(|(_, changed)| *changed) {
+        .collect()
+}
+
+/// The script's result, once every submodule is out (`changed`: per node, whether the script
+/// changed it): checked for leftover CUDA includes, and recorded as commits (checked out or
+/// not, as asked) with a stamp.
+fn hipify_result(
+    ctx: &Context,
+    job: &Job<'_>,
+    nodes: &[Node],
+    changed: &[bool],
+    script_sha256: &str,
+    log: &Path,
+) -> anyhow::Result<cache::Record> {
+    let name = &job.project.name;
+    let mut changed_paths = Vec::new();
+    let mut result_tree = job.target.upstream_tree.clone();
+    let mut submodule_trees = IndexMap::new();
+    let mut commits = IndexMap::new();
+    for (node, _) in nodes.iter().zip(changed).filter(|(_, changed)| **changed) {
         let node_repo = local::open(&node.dir)?;
-        if let Some(edited) = edited
-            && !node.rel.is_empty()
-            && !edited.contains(&node.rel)
-        {
-            unlisted.push(node.rel.clone());
-        }
         let node_git = Git::new(&node.dir, node.label()).log_to(log);
         let state = hipify::working_tree_id(&ctx.runner, &node_git, &node.gitlink_paths())?;
         let upstream_commit = if node.rel.is_empty() {
@@ -921,21 +1084,14 @@ fn hipify_result(
             submodule_trees.insert(node.rel.clone(), state);
         }
     }
-    if !unlisted.is_empty() {
-        return Err(hipify::Error::UnlistedSubmodules {
-            project: name.clone(),
-            submodules: unlisted,
-            config: job.selection.stack.source_name.clone(),
-        }
-        .into());
-    }
-    check_leftovers(job, &changed_paths)?;
+    let leftovers = check_leftovers(job, &changed_paths)?;
     let stamp = HipifyStamp {
         upstream_tree: job.target.upstream_tree.clone(),
         script_sha256: script_sha256.to_string(),
         result_tree,
         submodule_trees,
         changed_files: changed_paths.len(),
+        leftovers,
     };
     if let Some((lock_file, pins)) = &job.selection.from_lock
         && let Some(expected) = pins.get(name.as_str()).and_then(|pin| pin.hipify.as_ref())
@@ -1043,37 +1199,64 @@ fn from_cache(
             changed_paths.push(format!("{}{path}", prefix(rel)));
         }
     }
-    check_leftovers(job, &changed_paths)?;
+    // Checked again: the stack config's allow list and policy may have changed since.
+    let leftovers = check_leftovers(job, &changed_paths)?;
     Ok(cache::Record {
-        stamp: record.stamp.clone(),
+        stamp: HipifyStamp {
+            leftovers,
+            ..record.stamp.clone()
+        },
         commits: record.commits.clone(),
     })
 }
 
-/// No CUDA-only include may survive hipify (in the files it changed and the check paths).
-fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<()> {
+/// The CUDA-only includes that survived hipify (in the files it changed and the check paths),
+/// as the report lists them; an error instead when this checkout refuses them
+/// ([`refuse_leftovers`]).
+fn check_leftovers(job: &Job<'_>, changed_paths: &[String]) -> anyhow::Result<Vec<String>> {
     let HipifyPolicy::Script {
         check_paths, allow, ..
     } = &job.project.hipify
     else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let allow = leftover::allow_set(allow)?;
     let stack = &job.selection.stack;
-    let leftovers = leftover::scan(
+    let leftovers: Vec<String> = leftover::scan(
         &job.target.dir,
         changed_paths,
         check_paths,
         &allow,
         &stack.cuda_only_headers,
-    )?;
+    )?
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    refuse_leftovers(job, &leftovers)?;
+    Ok(leftovers)
+}
+
+/// Leftover includes are reported, as the reference (which has no such check) would build the
+/// tree anyway; they fail the checkout only with `--strict` or the project's `hipify:
+/// leftover-cuda: refuse`.
+fn refuse_leftovers(job: &Job<'_>, leftovers: &[String]) -> anyhow::Result<()> {
+    let config = &job.selection.stack.source_name;
+    let refused_by = match &job.project.hipify {
+        _ if job.options.strict => "--strict".to_string(),
+        HipifyPolicy::Script {
+            leftover_cuda: LeftoverPolicy::Refuse,
+            ..
+        } => format!("`hipify: leftover-cuda: refuse` in {config}"),
+        _ => return Ok(()),
+    };
     if leftovers.is_empty() {
         return Ok(());
     }
     Err(hipify::Error::Leftovers {
         project: job.project.name.clone(),
-        leftovers: leftovers.iter().map(ToString::to_string).collect(),
-        config: stack.source_name.clone(),
+        leftovers: leftovers.to_vec(),
+        config: config.clone(),
+        refused_by,
     }
     .into())
 }

@@ -14,6 +14,7 @@ pub mod apply;
 mod error;
 pub mod inspect;
 pub mod lockfile;
+mod overlap;
 mod pins;
 pub mod plan;
 mod repos;
@@ -53,13 +54,17 @@ pub struct Selection {
     /// Which preset applies and why.
     pub preset: Option<String>,
     pub release: bool,
-    /// The lock or manifest being reproduced, and its pins.
+    /// The lock or manifest being reproduced (its path, or the masked URL `--manifest-url`
+    /// downloaded it from: what the lock records as the pins' source), and its pins.
     pub from_lock: Option<(PathBuf, IndexMap<String, ReproducePin>)>,
     pub submodules: bool,
     pub depth: Option<u32>,
     pub jobs: usize,
     pub limits: TransferLimits,
     pub cache_dir: PathBuf,
+    /// A cache made for this run alone (the default one could not be used): removed when the
+    /// selection is dropped, at the end of the run.
+    pub _temporary_cache: Option<tempfile::TempDir>,
     /// The lock this run writes (named when the run fails: it is then left as it was).
     pub lock_path: PathBuf,
 }
@@ -73,6 +78,9 @@ pub struct TreeOptions {
     pub commit_hipify: bool,
     pub python: PathBuf,
     pub force: bool,
+    /// Leftover CUDA includes fail the checkout of every project (`--strict`), not only of
+    /// those whose config says `leftover-cuda: refuse`.
+    pub strict: bool,
 }
 
 /// What a checkout run produced: the plan alone (`--dry-run`), or the outcomes.
@@ -353,10 +361,49 @@ pub fn print_summary(ctx: &Context, title: &str, rows: &[SummaryRow]) {
         })
         .collect();
     ctx.ui.status(crate::ui::text_table(&headers, &table));
-    ctx.ui.step_summary(&format!(
+    let mut markdown = format!(
         "### rockbuild {title}\n\n{}",
         crate::ui::markdown_table(&headers, &table)
-    ));
+    );
+    for row in rows.iter().filter(|row| !row.leftovers.is_empty()) {
+        let count = row.leftovers.len();
+        ctx.ui.warn(format!(
+            "{}: hipify left {count} CUDA-only include{} (reported, not refused; `--strict` fails \
+             the checkout on them):\n    {}",
+            row.project,
+            crate::ui::plural(count),
+            shown(&row.leftovers)
+        ));
+        markdown.push_str(&format!(
+            "\n**{}**: {count} CUDA-only include{} left after hipify\n\n{}\n",
+            row.project,
+            crate::ui::plural(count),
+            row.leftovers
+                .iter()
+                .map(|l| format!("- `{l}`"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
+    ctx.ui.step_summary(&markdown);
+}
+
+/// The first leftovers of a list, one per line, and how many more the lock and report hold.
+fn shown(leftovers: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut text = leftovers
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n    ");
+    if leftovers.len() > SHOWN {
+        text.push_str(&format!(
+            "\n    … and {} more (the lock and `--report` list every one)",
+            leftovers.len() - SHOWN
+        ));
+    }
+    text
 }
 
 /// The lock this run writes: its projects over the existing lock (or the lock being

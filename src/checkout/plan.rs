@@ -529,6 +529,7 @@ mod tests {
             result_tree: TH.into(),
             submodule_trees: IndexMap::from([("third_party/kineto".to_string(), KH.to_string())]),
             changed_files: 4,
+            leftovers: Vec::new(),
         }
     }
 

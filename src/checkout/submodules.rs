@@ -23,7 +23,7 @@ use super::resolve::ResolvedSubmodule;
 use crate::context::Context;
 use crate::exec::priority;
 use crate::git::mirror::{Mirror, Transfer};
-use crate::git::{self, Git, local};
+use crate::git::{self, Git, TransferLimits, local};
 
 /// What to check out.
 pub struct Request<'a> {
@@ -40,6 +40,8 @@ pub struct Request<'a> {
     /// The top-level submodules a step waits for; the others run beside them at the lowest
     /// CPU priority (none: all at once, at normal priority).
     pub first: Option<&'a [String]>,
+    /// Limits of a fetch that heals a damaged mirror.
+    pub limits: TransferLimits,
 }
 
 /// Which submodules are checked out so far, shared between the thread checking them out and
@@ -276,14 +278,20 @@ fn one(
         .allow_file_protocol(true);
     let commit = commit_of(request, submodule);
     objects(ctx, &git, &submodule.mirror, &git_dir, commit)?;
-    ctx.runner
-        .run(&git.checkout_detached(commit))
-        .map_err(|error| {
-            anyhow::Error::new(error).context(format!(
-                "checking out the submodule {} of '{}' at {commit} failed",
-                submodule.path, request.project
-            ))
-        })?;
+    check_out_healing(
+        ctx,
+        request.project,
+        (&git, &git_dir),
+        &submodule.mirror,
+        (commit, &submodule.commit),
+        request.limits,
+    )
+    .map_err(|error| {
+        error.context(format!(
+            "checking out the submodule {} of '{}' at {commit} failed",
+            submodule.path, request.project
+        ))
+    })?;
     request.progress.update(|state| {
         state.done.insert(submodule.path.clone());
     });
@@ -378,6 +386,75 @@ pub fn objects(
         fetch_from(ctx, git, mirror, "+refs/rockbuild/*:refs/rockbuild/*")?;
     }
     Ok(())
+}
+
+/// `git checkout` of `commit` in the repository of `git` (its objects linked from `mirror`
+/// into `git_dir`). The mirror's check at open reads pack trailers, not every object: when
+/// git finds an object of the cache damaged, the mirror is healed (`Mirror::heal`: damaged
+/// packs removed, `upstream` fetched again from the origin, as a new clone would), the links
+/// to the removed packs leave this repository, the new ones come in, and the checkout runs
+/// once more, with a warning.
+pub fn check_out_healing(
+    ctx: &Context,
+    project: &str,
+    at: (&Git, &Path),
+    mirror: &Mirror,
+    (commit, upstream): (&str, &str),
+    limits: TransferLimits,
+) -> anyhow::Result<()> {
+    let (git, git_dir) = at;
+    let error = match ctx.runner.run(&git.checkout_detached(commit)) {
+        Ok(_) => return Ok(()),
+        Err(error) if damaged_object(&error) => error,
+        Err(error) => return Err(error.into()),
+    };
+    let seen = error
+        .tail()
+        .iter()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .cloned()
+        .unwrap_or_default();
+    ctx.ui.warn(format!(
+        "{project}: git found an object damaged in the cache {} ({seen}); verifying its packs \
+         and fetching {upstream} again from {}, as a new clone would",
+        mirror.dir.display(),
+        crate::redact::redact_url(mirror.origin.as_str())
+    ));
+    let upstream = git::RefName::parse(upstream)?;
+    let removed = mirror.heal(&ctx.runner, &upstream, limits, project)?;
+    let pack_dir = git_dir.join("objects/pack");
+    for name in &removed {
+        for extension in ["pack", "idx", "rev"] {
+            let file = pack_dir.join(format!("{name}.{extension}"));
+            if file.exists() {
+                fs_err::remove_file(&file)?;
+            }
+        }
+    }
+    objects(ctx, git, mirror, git_dir, commit)?;
+    ctx.runner.run(&git.checkout_detached(commit))?;
+    Ok(())
+}
+
+/// Whether git's output says an object it read is damaged (rather than the checkout being
+/// wrong in itself).
+fn damaged_object(error: &crate::exec::ProcessError) -> bool {
+    const SIGNS: &[&str] = &[
+        "is corrupt",
+        "inflate:",
+        "bad object",
+        "failed to read object",
+        "unable to read",
+        "missing blob",
+        "missing tree",
+        "unknown object type",
+        "invalid object",
+    ];
+    error
+        .tail()
+        .iter()
+        .any(|line| SIGNS.iter().any(|sign| line.contains(sign)))
 }
 
 /// A local fetch of `refspec` from the mirror into the repository of `git` (hold the mirror's

@@ -39,11 +39,13 @@ pub enum ProcessError {
         tail: Vec<String>,
         log: Option<PathBuf>,
     },
-    #[error("{label} made no progress for {}s and was stopped (watchdog){}\n  repro: {repro}{}", idle.as_secs(), tail_block(tail), log_line(log))]
+    #[error("{label} made no progress for {}s and was stopped (watchdog){}{}\n  repro: {repro}{}", idle.as_secs(), attempts_note(*attempts), tail_block(tail), log_line(log))]
     Stalled {
         label: String,
         repro: String,
         idle: Duration,
+        /// Attempts made, each stopped the same way (a retried transfer's are all counted).
+        attempts: u32,
         tail: Vec<String>,
         log: Option<PathBuf>,
     },
@@ -66,6 +68,13 @@ impl ProcessError {
             | ProcessError::Stalled { tail, .. } => tail,
             _ => &[],
         }
+    }
+}
+
+fn attempts_note(attempts: u32) -> String {
+    match attempts {
+        0 | 1 => String::new(),
+        n => format!(", on each of {n} attempts"),
     }
 }
 

@@ -82,20 +82,29 @@ impl Runner {
         let mut attempt_number = 1;
         loop {
             let result = self.run_once(cmd, on_line, attempt_number);
-            let retry_allowed = match (&result, &cmd.retry) {
-                (Err(ProcessError::Failed { tail, .. }), Some(retry)) => {
-                    attempt_number < attempts && (retry.is_transient)(&tail.join("\n"))
+            // A transfer that went silent is retried like one that failed transiently: a
+            // stalled connection is the network's failure, not the request's. One that ran
+            // into its total timeout is not: it was making progress, and would take as long
+            // again.
+            let why = match (&result, &cmd.retry) {
+                (Err(ProcessError::Failed { tail, .. }), Some(retry))
+                    if (retry.is_transient)(&tail.join("\n")) =>
+                {
+                    Some("failed with what looks like a transient error")
                 }
-                _ => false,
+                (Err(ProcessError::Stalled { .. }), Some(_)) => {
+                    Some("made no progress and was stopped")
+                }
+                _ => None,
             };
-            if !retry_allowed {
+            let Some(why) = why.filter(|_| attempt_number < attempts) else {
                 return result.map(|mut output| {
                     output.attempts = attempt_number;
                     output
                 });
-            }
+            };
             tracing::warn!(
-                "{} failed with what looks like a transient error; retrying in {}s (attempt {}/{})",
+                "{} {why}; retrying in {}s (attempt {}/{})",
                 cmd.label,
                 backoff.as_secs(),
                 attempt_number + 1,
@@ -266,6 +275,7 @@ fn outcome(
             label: cmd.label.clone(),
             repro,
             idle: cmd.idle_timeout.unwrap_or(duration),
+            attempts: attempt_number,
             tail,
             log: cmd.log.clone(),
         }),
@@ -397,6 +407,57 @@ mod tests {
             .retry(retry);
         let error = runner().run(&permanent).expect_err("fails");
         assert!(matches!(error, ProcessError::Failed { .. }));
+    }
+
+    #[test]
+    fn stalled_attempts_are_retried_and_timed_out_ones_are_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let counter = dir.path().join("count");
+        // Silent on its first two attempts, done on the third.
+        let script = format!(
+            "echo x >> {0}; [ $(wc -l < {0}) -ge 3 ] || sleep 60",
+            counter.display()
+        );
+        let retry = Retry {
+            attempts: 3,
+            backoff: Duration::from_millis(10),
+            is_transient: |_| false,
+        };
+        let stalling = |script: &str| {
+            Cmd::new("sh")
+                .args(["-c", script])
+                .idle_timeout(Duration::from_millis(300))
+                .retry(retry.clone())
+        };
+        let output = runner()
+            .run(&stalling(&script))
+            .expect("third attempt succeeds");
+        assert_eq!(output.attempts, 3);
+        // Silent every time: stopped after the last attempt, which the error counts.
+        let error = runner()
+            .run(&stalling("sleep 60"))
+            .expect_err("stalls every time");
+        assert!(
+            matches!(error, ProcessError::Stalled { attempts: 3, .. }),
+            "{error}"
+        );
+        // Making progress until its total timeout: one attempt.
+        fs_err::remove_file(&counter).expect("reset");
+        let ticking = format!(
+            "echo x >> {0}; while true; do echo tick; sleep 0.05; done",
+            counter.display()
+        );
+        let error = runner()
+            .run(&stalling(&ticking).timeout(Duration::from_millis(400)))
+            .expect_err("times out");
+        assert!(matches!(error, ProcessError::TimedOut { .. }), "{error}");
+        assert_eq!(
+            fs_err::read_to_string(&counter)
+                .expect("count")
+                .lines()
+                .count(),
+            1
+        );
     }
 
     #[test]

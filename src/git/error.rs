@@ -23,7 +23,10 @@ pub enum Error {
         project: String,
         origin: String,
     },
-    #[error("fetching '{reference}' of '{project}' from {origin} {what}")]
+    #[error(
+        "fetching '{reference}' of '{project}' from {origin} {what}{}",
+        advice(source)
+    )]
     Fetch {
         reference: String,
         project: String,
@@ -104,6 +107,22 @@ impl HasExitStatus for Error {
             ProcessError::Interrupted { signal, .. } => ExitStatus::Signal(*signal),
             _ => ExitStatus::Failure,
         }
+    }
+}
+
+/// What to do about a transfer that was stopped (the causes below say how).
+fn advice(source: &ProcessError) -> &'static str {
+    match source {
+        ProcessError::Stalled { .. } => {
+            ": the origin accepted the connection but sent nothing; check that it is reachable \
+             and serving (a proxy, a firewall, an overloaded server) and run again — a slow \
+             but live origin needs a larger --stall-timeout, a flaky one more --fetch-attempts"
+        }
+        ProcessError::TimedOut { .. } => {
+            ": it was still transferring when --fetch-timeout ran out; run again with a larger \
+             --fetch-timeout, or a --depth for a smaller transfer"
+        }
+        _ => "",
     }
 }
 

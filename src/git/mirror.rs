@@ -57,6 +57,15 @@ pub struct Fetched {
     pub transferred: bool,
 }
 
+/// One fetch from a mirror's origin.
+#[derive(Clone, Copy)]
+struct OriginFetch<'a> {
+    reference: &'a str,
+    depth: Option<u32>,
+    /// Every object, as into an empty repository (`--refetch`).
+    refetch: bool,
+}
+
 /// How a working tree got its objects from a mirror.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transfer {
@@ -210,6 +219,71 @@ impl Mirror {
                 transferred: false,
             });
         }
+        let request = OriginFetch {
+            reference,
+            depth,
+            refetch: false,
+        };
+        self.fetch_from_origin(runner, &request, limits, project, progress)
+    }
+
+    /// Heals a mirror in which a checkout found a damaged object where the check at open does
+    /// not look (inside a pack whose trailer is intact): every pack, checkout packs included,
+    /// is verified (`git verify-pack`: each object inflated and hashed), the damaged ones are
+    /// removed, and `commit` is fetched again from the origin as a new clone would fetch it
+    /// (`--refetch`: every object, whatever the mirror already has). Returns the file names of
+    /// the packs removed, for the trees that linked them.
+    pub fn heal(
+        &self,
+        runner: &Runner,
+        commit: &RefName,
+        limits: TransferLimits,
+        project: &str,
+    ) -> Result<Vec<String>, Error> {
+        let _guard = self.exclusive()?;
+        let git = Git::new(&self.dir, project).log_to(self.dir.join("rockbuild-fetch.log"));
+        let mut removed = Vec::new();
+        for dir in [self.dir.clone(), self.checkout_packs()] {
+            for idx in pack_files(&dir, "idx") {
+                let verify = git.cmd(["verify-pack".into(), idx.as_os_str().to_owned()]);
+                if runner.run(&verify).is_ok() {
+                    continue;
+                }
+                for extension in ["pack", "idx", "rev", "used", "base"] {
+                    let file = idx.with_extension(extension);
+                    if file.exists() {
+                        fs_err::remove_file(&file)
+                            .map_err(|e| Error::cache(&file, "removing a damaged pack", e))?;
+                    }
+                }
+                if let Some(name) = idx.file_stem() {
+                    removed.push(name.to_string_lossy().into_owned());
+                }
+            }
+        }
+        let request = OriginFetch {
+            reference: commit.as_str(),
+            depth: None,
+            refetch: true,
+        };
+        self.fetch_from_origin(runner, &request, limits, project, &mut |_| {})?;
+        Ok(removed)
+    }
+
+    /// `git fetch` from the origin into the mirror (hold the exclusive lock).
+    fn fetch_from_origin(
+        &self,
+        runner: &Runner,
+        request: &OriginFetch<'_>,
+        limits: TransferLimits,
+        project: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Fetched, Error> {
+        let OriginFetch {
+            reference,
+            depth,
+            refetch,
+        } = *request;
         let repo = self.repo()?;
         let fresh = repo
             .references_glob(&format!("{COMMIT_REFS}/*"))
@@ -230,6 +304,9 @@ impl Mirror {
         ];
         if let Some(depth) = depth {
             args.push(format!("--depth={depth}"));
+        }
+        if refetch {
+            args.push("--refetch".into());
         }
         // Options end here: origin and ref are validated, and still never read as options.
         args.push("--".into());

@@ -77,6 +77,7 @@ mod tests {
                 result_tree: "b".repeat(40),
                 submodule_trees: IndexMap::new(),
                 changed_files: 3,
+                leftovers: Vec::new(),
             },
             commits: IndexMap::from([(String::new(), "c".repeat(40))]),
         };

@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod leftover;
+pub mod reach;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub enum Error {
         source: ProcessError,
     },
     #[error(
-        "hipify of '{project}' left {} CUDA-only include(s) that have HIP equivalents (TheRock#7266):\n    {}\n  the file(s) were skipped or mistranslated; fix the hipify mapping or list deliberate ones under `hipify: allow:` in {config} — the tree is left for inspection",
+        "hipify of '{project}' left {} CUDA-only include(s) that have HIP equivalents (TheRock#7266), refused by {refused_by}:\n    {}\n  the file(s) were skipped or mistranslated, or the include sits in a branch no ROCm build compiles; fix the hipify mapping, list deliberate ones under `hipify: allow:` in {config}, or check out without {refused_by} to have them reported instead — the tree is left for inspection",
         leftovers.len(),
         leftovers.iter().take(20).cloned().collect::<Vec<_>>().join("\n    ")
     )]
@@ -34,6 +35,8 @@ pub enum Error {
         project: String,
         leftovers: Vec<String>,
         config: String,
+        /// What made them an error: `--strict`, or the project's `leftover-cuda: refuse`.
+        refused_by: String,
     },
     #[error(
         "{project}: hipify produced tree {found} but {lock} records {expected}; the hipify script is not deterministic on this machine (check the python version, `--python`) — the tree is left for inspection"
@@ -45,7 +48,7 @@ pub enum Error {
         lock: String,
     },
     #[error(
-        "{project}: the cached hipify result {key} does not reproduce here ({repo} is {found}, the cache says {expected}); delete {} and run again",
+        "{repo} is {found}, the cache says {expected} ({})",
         path.display()
     )]
     CacheMismatch {
@@ -55,15 +58,6 @@ pub enum Error {
         found: String,
         expected: String,
         path: PathBuf,
-    },
-    #[error(
-        "hipify of '{project}' changed the submodule(s) {}, which `hipify: edits-submodules` in {config} does not list; the script ran while they were still being checked out, so the result cannot be trusted — add them to the list (or remove the list to make hipify wait for every submodule) and check out again",
-        submodules.join(", ")
-    )]
-    UnlistedSubmodules {
-        project: String,
-        submodules: Vec<String>,
-        config: String,
     },
     #[error("the hipify cache {}: {reason}", path.display())]
     Cache { path: PathBuf, reason: String },
@@ -81,7 +75,6 @@ impl HasExitStatus for Error {
             | Error::Process(ProcessError::Interrupted { signal, .. }) => {
                 ExitStatus::Signal(*signal)
             }
-            Error::UnlistedSubmodules { .. } => ExitStatus::Usage,
             _ => ExitStatus::Failure,
         }
     }
@@ -123,15 +116,17 @@ pub fn remove_stamp(repo_dir: &Path) -> Result<(), Error> {
 
 /// Runs the hipify script from the repository root (build_amd.py edits submodule files by
 /// paths relative to the cwd, so the cwd matters).
+/// `watch`: the environment of a [`reach::Watch`] on the script, when one is kept.
 pub fn run_script(
     runner: &Runner,
     git: &Git,
     python: &Path,
     script: &str,
     log: &Path,
+    watch: Option<&reach::Watch>,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<(), ProcessError> {
-    let cmd = crate::exec::Cmd::new(python)
+    let mut cmd = crate::exec::Cmd::new(python)
         .label(format!("hipify ({script})"))
         .arg(script)
         .cwd(git.dir())
@@ -139,6 +134,12 @@ pub fn run_script(
         .timeout(Duration::from_secs(3600))
         .idle_timeout(Duration::from_secs(900))
         .log_to(log);
+    if let Some(watch) = watch {
+        let existing = runner.base_env().get(crate::env_vars::PYTHONPATH);
+        for (name, value) in watch.env(existing) {
+            cmd = cmd.env(name, value);
+        }
+    }
     runner.run_streaming(&cmd, on_line)?;
     Ok(())
 }

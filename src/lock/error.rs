@@ -78,6 +78,13 @@ pub enum Error {
     BadSdkVersion { version: String, reason: String },
     #[error("{}: {problem}", path.display())]
     Manifest { path: PathBuf, problem: String },
+    /// `--manifest-url` names nothing a manifest can be read from (bad URL, HTTP 4xx, too
+    /// large an answer).
+    #[error("--manifest-url {url}: {reason}")]
+    ManifestUrl { url: String, reason: String },
+    /// The manifest could not be downloaded (network, timeouts, HTTP 5xx after every attempt).
+    #[error("downloading the manifest {url} failed: {reason}")]
+    ManifestDownload { url: String, reason: String },
     #[error("{}:{line}: `{field}`: {invalid}", path.display())]
     Field {
         path: PathBuf,
@@ -90,7 +97,7 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::PinFile { .. } => ExitStatus::Failure,
+            Error::PinFile { .. } | Error::ManifestDownload { .. } => ExitStatus::Failure,
             _ => ExitStatus::Usage,
         }
     }

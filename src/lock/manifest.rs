@@ -111,6 +111,36 @@ fn check_pin(
     Ok(())
 }
 
+/// The pins of a TheRock manifest's text (`path`: how messages name it — a file, or the URL
+/// it was downloaded from). Refuses anything else, a rockbuild lock included.
+pub fn manifest_pins_from_text(
+    path: &Path,
+    text: &str,
+    stack: &Stack,
+) -> Result<IndexMap<String, ReproducePin>, Error> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
+        invalid(
+            path,
+            format!(
+                "not JSON, so not a TheRock manifest ({error} at line {}, column {})",
+                error.line(),
+                error.column()
+            ),
+        )
+    })?;
+    if !value.is_object()
+        || (value.get("schema_version").is_none() && value.get("pytorch").is_none())
+    {
+        return Err(invalid(
+            path,
+            "not a TheRock source manifest (it has neither `schema_version` nor `pytorch`); a \
+             rockbuild lock is reproduced with --from-lock FILE"
+                .into(),
+        ));
+    }
+    manifest_pins(path, text, &value, stack)
+}
+
 fn manifest_pins(
     path: &Path,
     text: &str,

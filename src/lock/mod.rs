@@ -5,6 +5,7 @@
 
 mod error;
 pub mod manifest;
+pub mod manifest_url;
 pub mod plan;
 pub mod related_commits;
 pub mod resolve;
@@ -124,6 +125,10 @@ pub struct HipifyStamp {
     pub submodule_trees: IndexMap<String, String>,
     /// Files hipify changed or created (root and submodules).
     pub changed_files: usize,
+    /// CUDA-only includes the leftover check found after hipify (`file:line: …`), reported
+    /// rather than refused (`hipify: leftover-cuda: report`, no `--strict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<String>,
 }
 
 /// What a build resolved, so every later job builds, names and verifies the same thing.

@@ -109,6 +109,7 @@ mod tests {
                     result_tree: "5".repeat(40),
                     submodule_trees: IndexMap::new(),
                     changed_files: 876,
+                    leftovers: Vec::new(),
                 }),
             },
         );

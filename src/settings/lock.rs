@@ -174,6 +174,7 @@ pub fn resolve_selection(
         release,
         require_related_commit,
         from_lock,
+        manifest_url,
         submodules,
         no_submodules,
         depth,
@@ -189,7 +190,12 @@ pub fn resolve_selection(
     for name in &projects {
         stack.project(name)?;
     }
-    let cache_dir = cache_dir_of(cache_dir.as_deref(), ctx)?;
+    let (cache_dir, temporary_cache) = cache_dir_of(cache_dir.as_deref(), ctx)?;
+    let limits = TransferLimits {
+        timeout: Duration::from_secs(network.fetch_timeout.max(1)),
+        stall: Duration::from_secs(network.stall_timeout.max(1)),
+        attempts: network.fetch_attempts.max(1),
+    };
     let selection = |projects, requests, preset, from_lock| Selection {
         stack: stack.clone(),
         projects,
@@ -201,12 +207,9 @@ pub fn resolve_selection(
         submodules: flag(submodules, no_submodules).unwrap_or(true),
         depth,
         jobs,
-        limits: TransferLimits {
-            timeout: Duration::from_secs(network.fetch_timeout.max(1)),
-            stall: Duration::from_secs(network.stall_timeout.max(1)),
-            attempts: network.fetch_attempts.max(1),
-        },
+        limits,
         cache_dir: cache_dir.value.clone(),
+        _temporary_cache: temporary_cache,
         lock_path: lock_path.to_path_buf(),
     };
     let in_stack_order = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
@@ -218,19 +221,40 @@ pub fn resolve_selection(
             .collect()
     };
 
-    if let Some(path) = from_lock {
-        if repo_hashtag.is_some()
+    let reproducing = match (&from_lock, &manifest_url) {
+        (Some(_), _) => Some("--from-lock"),
+        (None, Some(_)) => Some("--manifest-url"),
+        (None, None) => None,
+    };
+    if let Some(flag) = reproducing
+        && (repo_hashtag.is_some()
             || gitrepo_origin.is_some()
             || !origins.is_empty()
             || !hashtags.is_empty()
-            || release
-        {
-            return Err(crate::exit::usage(
-                "--from-lock reproduces the locked commits exactly; it cannot be combined with --repo-hashtag, --gitrepo-origin, --origin, --hashtag or --release",
-            ));
+            || release)
+    {
+        return Err(crate::exit::usage(format!(
+            "{flag} reproduces the commits it names exactly; it cannot be combined with --repo-hashtag, --gitrepo-origin, --origin, --hashtag or --release",
+        )));
+    }
+    let reproduce = match (from_lock, manifest_url) {
+        (Some(path), _) => {
+            let path = ctx.absolute(&path);
+            let pins = crate::lock::manifest::read_pins(&path, &stack)?;
+            Some((path, pins))
         }
-        let path = ctx.absolute(&path);
-        let pins = crate::lock::manifest::read_pins(&path, &stack)?;
+        (None, Some(url)) => {
+            let waits = crate::lock::manifest_url::Waits {
+                timeout: limits.stall.min(limits.timeout),
+                attempts: limits.attempts,
+            };
+            let (shown, pins) = crate::lock::manifest_url::read_pins(&url, waits, &stack)?;
+            // Where the pins came from, as the lock records it: the (masked) URL.
+            Some((PathBuf::from(shown), pins))
+        }
+        (None, None) => None,
+    };
+    if let Some((path, pins)) = reproduce {
         // Default selection: what the lock being reproduced holds.
         let selected = in_stack_order(&|name| {
             if projects.is_empty() {
@@ -448,30 +472,66 @@ fn overrides(
     Ok(out)
 }
 
-/// `--cache-dir`, else `$XDG_CACHE_HOME/rockbuild`, else `~/.cache/rockbuild`.
-pub fn cache_dir_of(flag: Option<&Path>, ctx: &Context) -> anyhow::Result<Sourced<PathBuf>> {
+/// The mirror cache: `--cache-dir`, else `$XDG_CACHE_HOME/rockbuild`, else
+/// `~/.cache/rockbuild`. The cache only saves work, so a default that cannot be used (no HOME,
+/// a read-only home) is no error: the run gets a temporary cache of its own, removed at its
+/// end, and fetches everything — as the reference, which has none, does — with a warning. A
+/// `--cache-dir` that cannot be used is the user's to fix: the run fails naming it.
+pub fn cache_dir_of(
+    flag: Option<&Path>,
+    ctx: &Context,
+) -> anyhow::Result<(Sourced<PathBuf>, Option<tempfile::TempDir>)> {
     if let Some(dir) = flag {
-        return Ok(Sourced {
+        let cache = Sourced {
             value: ctx.absolute(dir),
             source: Source::Flag("--cache-dir".into()),
-        });
+        };
+        return Ok((cache, None));
     }
     let env = ctx.env();
-    if let Some(xdg) = env.non_empty(env_vars::XDG_CACHE_HOME) {
-        return Ok(Sourced {
+    let default = if let Some(xdg) = env.non_empty(env_vars::XDG_CACHE_HOME) {
+        Some(Sourced {
             value: PathBuf::from(xdg).join("rockbuild"),
             source: Source::Env(env_vars::XDG_CACHE_HOME.into()),
-        });
-    }
-    match env.non_empty(env_vars::HOME) {
-        Some(home) => Ok(Sourced {
+        })
+    } else {
+        env.non_empty(env_vars::HOME).map(|home| Sourced {
             value: PathBuf::from(home).join(".cache/rockbuild"),
             source: Source::Default,
-        }),
-        None => Err(crate::exit::usage(
-            "no cache directory: pass --cache-dir (or set XDG_CACHE_HOME or HOME)",
-        )),
-    }
+        })
+    };
+    let problem = match &default {
+        None => "neither XDG_CACHE_HOME nor HOME is set".to_string(),
+        Some(cache) => match usable(&cache.value) {
+            Ok(()) => return Ok((default.expect("matched Some"), None)),
+            Err(error) => format!("{} cannot be used: {error}", cache.value.display()),
+        },
+    };
+    let temporary = tempfile::Builder::new()
+        .prefix("rockbuild-cache-")
+        .tempdir()
+        .map_err(|error| {
+            crate::exit::usage(format!(
+                "no cache directory ({problem}), and no temporary one either ({error}): pass --cache-dir DIR"
+            ))
+        })?;
+    ctx.ui.warn(format!(
+        "no cache of git mirrors and hipify results ({problem}): this run uses {} and removes it \
+         at its end, so it fetches everything and the next run does again; pass --cache-dir DIR \
+         (or set XDG_CACHE_HOME) to keep one",
+        temporary.path().display()
+    ));
+    let cache = Sourced {
+        value: temporary.path().to_path_buf(),
+        source: Source::Inferred("a temporary cache for this run".into()),
+    };
+    Ok((cache, Some(temporary)))
+}
+
+/// Whether a cache can live at `dir`: it exists (or can be made) and takes a file.
+fn usable(dir: &Path) -> std::io::Result<()> {
+    fs_err::create_dir_all(dir)?;
+    tempfile::tempfile_in(dir).map(drop)
 }
 
 /// The default lock of a root: `<root>/rockbuild.lock.json`.

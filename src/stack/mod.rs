@@ -38,11 +38,29 @@ pub enum HipifyPolicy {
         /// these alone while the others are still being checked out. `None`: it waits for
         /// every submodule.
         edits_submodules: Option<Vec<String>>,
+        /// The line of `edits-submodules:` in the stack config (for the warning that asks to
+        /// extend it).
+        #[serde(skip)]
+        edits_submodules_line: Option<usize>,
+        /// What a CUDA-only include left after hipify does to the checkout.
+        leftover_cuda: LeftoverPolicy,
     },
     /// Triton's "hipify": write build_env.json as the reference does.
     TritonBuildEnv,
     /// Nothing to do (apex).
     Off,
+}
+
+/// What the leftover-CUDA check does with what it finds (`hipify: leftover-cuda:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeftoverPolicy {
+    /// Reported (warning, checkout report, lock, step summary); the checkout goes on, as the
+    /// reference's does (it has no such check).
+    #[default]
+    Report,
+    /// The checkout fails (as `--strict` makes it for every project).
+    Refuse,
 }
 
 /// Where a project's ref comes from when no flag names one.
@@ -177,6 +195,8 @@ struct HipifyEntry {
     allow: Vec<String>,
     #[serde(default)]
     edits_submodules: Option<Vec<String>>,
+    #[serde(default)]
+    leftover_cuda: Option<LeftoverPolicy>,
 }
 
 #[derive(Deserialize, PartialEq, Eq)]
@@ -341,26 +361,33 @@ fn validate_project(
         }
     };
     let hipify = match entry.hipify.mode {
-        HipifyMode::Script => HipifyPolicy::Script {
-            script: entry.hipify.script.ok_or_else(|| {
-                source.error_at(
-                    &at(&["hipify"]),
-                    "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)",
-                )
-            })?,
-            check_paths: entry.hipify.check_paths,
-            allow: entry.hipify.allow,
-            edits_submodules: entry.hipify.edits_submodules,
-        },
+        HipifyMode::Script => {
+            HipifyPolicy::Script {
+                script: entry.hipify.script.ok_or_else(|| {
+                    source.error_at(
+                        &at(&["hipify"]),
+                        "hipify mode `script` needs `script:` (e.g. tools/amd_build/build_amd.py)",
+                    )
+                })?,
+                check_paths: entry.hipify.check_paths,
+                allow: entry.hipify.allow,
+                edits_submodules_line: entry.hipify.edits_submodules.as_ref().and_then(|_| {
+                    source::locate(&source.text, &at(&["hipify", "edits-submodules"]))
+                }),
+                edits_submodules: entry.hipify.edits_submodules,
+                leftover_cuda: entry.hipify.leftover_cuda.unwrap_or_default(),
+            }
+        }
         HipifyMode::TritonBuildEnv | HipifyMode::Off
             if entry.hipify.script.is_some()
                 || !entry.hipify.check_paths.is_empty()
                 || !entry.hipify.allow.is_empty()
-                || entry.hipify.edits_submodules.is_some() =>
+                || entry.hipify.edits_submodules.is_some()
+                || entry.hipify.leftover_cuda.is_some() =>
         {
             return Err(source.error_at(
                 &at(&["hipify"]),
-                "script, check-paths, allow and edits-submodules only apply to hipify mode `script`",
+                "script, check-paths, allow, edits-submodules and leftover-cuda only apply to hipify mode `script`",
             ));
         }
         HipifyMode::TritonBuildEnv => HipifyPolicy::TritonBuildEnv,
@@ -545,7 +572,7 @@ projects:
         .expect_err("not a script");
         assert_eq!(
             error.to_string(),
-            "stack.yaml:9: script, check-paths, allow and edits-submodules only apply to hipify mode `script`"
+            "stack.yaml:9: script, check-paths, allow, edits-submodules and leftover-cuda only apply to hipify mode `script`"
         );
     }
 

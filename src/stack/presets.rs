@@ -45,7 +45,8 @@ pub struct Rule {
 pub struct Preset {
     pub name: String,
     pub description: String,
-    /// Torch refs that select it (empty for the default).
+    /// Torch refs that select it (empty for the default): exact refs, or patterns in which
+    /// `*` stands for any run of characters within one `/`-separated part (`release/*`).
     pub torch_refs: Vec<String>,
     pub line: Option<usize>,
     pub rules: IndexMap<String, Rule>,
@@ -142,10 +143,14 @@ impl PresetTable {
                 ));
             }
             for reference in &entry.torch_refs {
-                if let Err(invalid) = crate::git::RefName::parse(reference) {
+                // A pattern is a ref name once its wildcards are filled in.
+                if let Err(invalid) = crate::git::RefName::parse(&reference.replace('*', "x")) {
                     return Err(source.error_at(
                         &["presets", &name, "torch-refs"],
-                        format!("preset '{name}': {invalid}"),
+                        format!(
+                            "preset '{name}': `{reference}` is not a valid ref or ref pattern: {}",
+                            invalid.reason
+                        ),
                     ));
                 }
                 if let Some(other) = presets.iter().find(|p| p.torch_refs.contains(reference)) {
@@ -182,29 +187,61 @@ impl PresetTable {
         })
     }
 
-    /// The preset a torch ref selects (exact match), else the default; the rules are checked
-    /// against the stack.
+    /// The preset a torch ref selects, else the default; the rules are checked against the
+    /// stack. An exact entry wins over every pattern, a more specific pattern (more characters
+    /// that are not `*`) over a less specific one: exceptions to a rule such as `release/*` are
+    /// rows of their own. Two presets matching equally well is an error naming both.
     pub fn choose(&self, stack: &Stack, torch_ref: &str) -> Result<Choice, ConfigError> {
-        let (preset, reason) = match self
-            .presets
-            .iter()
-            .find(|p| p.torch_refs.iter().any(|r| r == torch_ref))
-        {
-            Some(preset) => (
-                preset,
+        let mut best: Vec<(Rank, &Preset, &str)> = Vec::new();
+        for preset in &self.presets {
+            for entry in &preset.torch_refs {
+                let Some(rank) = rank(entry, torch_ref) else {
+                    continue;
+                };
+                match best.first() {
+                    Some((top, ..)) if *top > rank => {}
+                    Some((top, ..)) if *top == rank => best.push((rank, preset, entry)),
+                    _ => best = vec![(rank, preset, entry)],
+                }
+            }
+        }
+        let (preset, reason) = match best.as_slice() {
+            [] => (
+                &self.default,
+                format!(
+                    "no preset lists or matches torch ref '{torch_ref}'; the default applies ({})",
+                    self.at(self.default.line)
+                ),
+            ),
+            [(Rank::Exact, preset, _)] => (
+                *preset,
                 format!(
                     "torch ref '{torch_ref}' is listed by preset '{}' ({})",
                     preset.name,
                     self.at(preset.line)
                 ),
             ),
-            None => (
-                &self.default,
+            [(_, preset, entry)] => (
+                *preset,
                 format!(
-                    "no preset lists torch ref '{torch_ref}'; the default applies ({})",
-                    self.at(self.default.line)
+                    "torch ref '{torch_ref}' matches '{entry}' of preset '{}' ({})",
+                    preset.name,
+                    self.at(preset.line)
                 ),
             ),
+            [(_, first, first_entry), (_, second, second_entry), ..] => {
+                return Err(ConfigError {
+                    file: self.source_name.clone(),
+                    line: second.line,
+                    column: None,
+                    message: format!(
+                        "torch ref '{torch_ref}' matches '{first_entry}' of preset '{}' (line {}) and '{second_entry}' of preset '{}' equally well; list the ref exactly under the preset it belongs to, or make one pattern more specific",
+                        first.name,
+                        first.line.unwrap_or_default(),
+                        second.name
+                    ),
+                });
+            }
         };
         Ok(Choice {
             name: preset.name.clone(),
@@ -364,6 +401,36 @@ impl PresetTable {
     }
 }
 
+/// How well a `torch-refs:` entry matches a ref.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    /// A pattern, by how many of its characters are not `*`.
+    Pattern(usize),
+    Exact,
+}
+
+/// Whether `entry` selects `reference`, and how specifically.
+fn rank(entry: &str, reference: &str) -> Option<Rank> {
+    if !entry.contains('*') {
+        return (entry == reference).then_some(Rank::Exact);
+    }
+    glob_matches(entry.as_bytes(), reference.as_bytes())
+        .then(|| Rank::Pattern(entry.chars().filter(|c| *c != '*').count()))
+}
+
+/// `*` matches any run of characters but `/` (one part of a ref name), as a shell glob does
+/// for paths; every other character matches itself.
+fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => {
+            let part = text.iter().position(|c| *c == b'/').unwrap_or(text.len());
+            (0..=part).any(|skip| glob_matches(rest, &text[skip..]))
+        }
+        Some((c, rest)) => text.first() == Some(c) && glob_matches(rest, &text[1..]),
+    }
+}
+
 /// How a ref rule reads in the table and in messages.
 pub fn describe_ref(rule: &RefRule, project: &Project) -> String {
     let pin = || match &project.pin {
@@ -496,12 +563,41 @@ mod tests {
         )
     }
 
+    /// Every torch ref the release table builds (configs/releases.yaml, as shipped).
+    fn release_table_refs() -> Vec<String> {
+        let table: yaml_serde::Value =
+            yaml_serde::from_str(include_str!("../../configs/releases.yaml")).expect("yaml");
+        let mut refs: Vec<String> = table["release-types"]
+            .as_mapping()
+            .expect("release types")
+            .values()
+            .flat_map(|release| release["pytorch-refs"].as_sequence().cloned())
+            .flatten()
+            .map(|r| r.as_str().expect("a ref").to_string())
+            .collect();
+        refs.sort();
+        refs.dedup();
+        refs
+    }
+
+    /// The reference's rule (generate_pytorch_source_manifest.py: every ref but `nightly` from
+    /// ROCm/pytorch with required related_commits pins), over every ref the release table
+    /// builds, the versions earlier tables named, and one newer than every table.
     #[test]
     fn release_branches_build_the_rocm_fork_with_required_pins() {
         let (presets, stack) = shipped();
-        for reference in ["release/2.7", "release/2.8", "release/2.9", "release/2.10"] {
+        let table = release_table_refs();
+        assert!(table.len() > 1, "{table:?}");
+        let releases = table.iter().filter(|r| *r != "nightly").map(String::as_str);
+        for reference in releases.chain(["release/2.7", "release/2.10", "release/2.99"]) {
             let choice = presets.choose(&stack, reference).expect("valid");
             assert_eq!(choice.name, "rocm-release", "{reference}");
+            assert_eq!(
+                choice.reason,
+                format!(
+                    "torch ref '{reference}' matches 'release/*' of preset 'rocm-release' (configs/presets.yaml (built in):51)"
+                )
+            );
             let torch = &choice.rules["torch"];
             assert_eq!(
                 (torch.origin.as_str(), &torch.reference),
@@ -527,6 +623,7 @@ mod tests {
     #[test]
     fn nightly_builds_upstream() {
         let (presets, stack) = shipped();
+        assert!(release_table_refs().iter().any(|r| r == "nightly"));
         let choice = presets.choose(&stack, "nightly").expect("valid");
         assert_eq!(choice.name, "nightly");
         let row = |name: &str| {
@@ -577,7 +674,7 @@ mod tests {
         assert_eq!(choice.name, "default");
         assert_eq!(
             choice.reason,
-            "no preset lists torch ref 'my-feature'; the default applies (configs/presets.yaml (built in):53)"
+            "no preset lists or matches torch ref 'my-feature'; the default applies (configs/presets.yaml (built in):65)"
         );
         assert_eq!(
             choice.rules["audio"].reference,
@@ -585,6 +682,55 @@ mod tests {
                 required: false,
                 fallback: None
             }
+        );
+    }
+
+    #[test]
+    fn a_pattern_takes_one_part_of_a_ref_and_exact_rows_are_its_exceptions() {
+        let stack = Stack::load(None).expect("stack loads");
+        let text = VALID
+            .replace("torch-refs: [release/2.9]", "torch-refs: [release/*]")
+            .replace(
+                "default:",
+                "  older:\n    description: o\n    torch-refs: [release/1.*, release/2.6]\n    projects:\n      torch: {ref: requested}\ndefault:",
+            )
+            .replace("origin: fork", "origin: rocm-fork");
+        let presets = table(&text).expect("valid");
+        let chosen: Vec<(&str, String)> = [
+            "release/2.13",
+            "release/2.6",
+            "release/1.13",
+            "release/2.13/rc",
+            "my-release/2.13",
+            "release",
+        ]
+        .into_iter()
+        .map(|r| (r, presets.choose(&stack, r).expect("valid").name))
+        .collect();
+        assert_eq!(
+            chosen,
+            [
+                ("release/2.13", "rel".to_string()),
+                ("release/2.6", "older".into()),
+                ("release/1.13", "older".into()),
+                ("release/2.13/rc", "default".into()),
+                ("my-release/2.13", "default".into()),
+                ("release", "default".into()),
+            ]
+        );
+        // Two presets matching as specifically: an error naming both, not the first one listed.
+        let tied = VALID.replace("torch-refs: [release/2.9]", "torch-refs: [release/*]").replace(
+            "default:",
+            "  other:\n    description: o\n    torch-refs: [rel*/2.13]\n    projects:\n      torch: {ref: requested}\ndefault:",
+        );
+        let error = table(&tied)
+            .expect("valid")
+            .choose(&stack, "release/2.13")
+            .expect_err("ambiguous")
+            .to_string();
+        assert_eq!(
+            error,
+            "presets.yaml:9: torch ref 'release/2.13' matches 'release/*' of preset 'rel' (line 3) and 'rel*/2.13' of preset 'other' equally well; list the ref exactly under the preset it belongs to, or make one pattern more specific"
         );
     }
 
@@ -625,6 +771,7 @@ default:
             VALID.replace("{pin: required}", "{pin: required, ref: main}"),
             VALID.replace("{pin: required}", "{origin: upstream}"),
             VALID.replace("torch-refs: [release/2.9]", "torch-refs: []"),
+            VALID.replace("torch-refs: [release/2.9]", "torch-refs: [release/*..]"),
             VALID.replace("{pin: required}", "{pin: always}"),
             VALID.replace("description: r", "descripton: r"),
             VALID.replace(

@@ -315,3 +315,141 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
     .trim()
     .to_string()
 }
+
+/// The reference's checkout of one project, step for step, one after another
+/// (TheRock external-builds/pytorch/repo_management.py: do_checkout, do_hipify,
+/// commit_hipify; the same steps as benches/reference-checkout.sh): fetch the ref, check it
+/// out, tag it, check out every submodule recursively and tag each, hide their changes from
+/// their parents, run `tools/amd_build/build_amd.py` from the root, then commit and tag
+/// hipify's changes in every repository it changed.
+pub fn reference_checkout(env: &TestEnv, url: &str, reference: &str, dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let git = |args: &[&str]| {
+        run_ok(
+            env.command("git")
+                .current_dir(dir)
+                .args(["-c", "protocol.file.allow=always"])
+                .args([
+                    "-c",
+                    "user.name=therockbot",
+                    "-c",
+                    "user.email=therockbot@example.com",
+                ])
+                .args(["-c", "tag.gpgSign=false", "-c", "commit.gpgSign=false"])
+                .args(args),
+        )
+    };
+    git(&["init", "-q", "--initial-branch=main"]);
+    git(&["config", "advice.detachedHead", "false"]);
+    git(&["remote", "add", "origin", url]);
+    git(&[
+        "fetch",
+        "-q",
+        "--no-recurse-submodules",
+        "origin",
+        reference,
+    ]);
+    git(&["checkout", "-q", "FETCH_HEAD"]);
+    git(&["tag", "-f", "THEROCK_UPSTREAM_DIFFBASE"]);
+    git(&["submodule", "update", "-q", "--init", "--recursive"]);
+    git(&[
+        "submodule",
+        "foreach",
+        "-q",
+        "--recursive",
+        "git -c tag.gpgSign=false tag -f THEROCK_UPSTREAM_DIFFBASE >/dev/null",
+    ]);
+    git(&[
+        "submodule",
+        "foreach",
+        "-q",
+        "--recursive",
+        "git -C \"$toplevel\" config \"submodule.$name.ignore\" all; git -C \"$toplevel\" update-index --skip-worktree \"$sm_path\"",
+    ]);
+    run_ok(
+        env.command("python3")
+            .current_dir(dir)
+            .arg("tools/amd_build/build_amd.py"),
+    );
+    for repo in repositories(dir) {
+        let at = dir.join(&repo);
+        let changed = run_ok(env.command("git").current_dir(&at).args([
+            "status",
+            "--porcelain",
+            "-u",
+            "--ignore-submodules",
+        ]));
+        if !changed.trim().is_empty() {
+            let repo_git = |args: &[&str]| {
+                run_ok(
+                    env.command("git")
+                        .current_dir(&at)
+                        .args(["-c", "user.name=therockbot"])
+                        .args(["-c", "user.email=therockbot@example.com"])
+                        .args(["-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false"])
+                        .args(args),
+                )
+            };
+            repo_git(&["add", "-A"]);
+            repo_git(&["commit", "-q", "-m", "DO NOT SUBMIT: HIPIFY"]);
+            repo_git(&["tag", "-f", "THEROCK_HIPIFY_DIFFBASE"]);
+        }
+    }
+}
+
+/// Every repository of a checkout: `.` and each submodule's path, recursively.
+pub fn repositories(dir: &Path) -> Vec<String> {
+    let listed = git_in(
+        dir,
+        &[
+            "submodule",
+            "foreach",
+            "-q",
+            "--recursive",
+            "echo \"$displaypath\"",
+        ],
+    );
+    let mut repos = vec![".".to_string()];
+    repos.extend(listed.lines().map(str::to_string));
+    repos
+}
+
+/// What the reference's checkout promises of each repository of a tree, one line each: the
+/// commit `THEROCK_UPSTREAM_DIFFBASE` tags, `HEAD`'s tree, and for a repository hipify
+/// changed the tree `THEROCK_HIPIFY_DIFFBASE` tags, its parent and whether `HEAD` is it.
+/// Commit SHAs of hipify commits differ by identity and date, so trees are compared.
+pub fn checkout_facts(dir: &Path) -> Vec<String> {
+    repositories(dir)
+        .into_iter()
+        .map(|repo| {
+            let at = dir.join(&repo);
+            let tag = |name: &str, suffix: &str| {
+                let output = Command::new("git")
+                    .current_dir(&at)
+                    .args(["rev-parse", "--verify", "--quiet"])
+                    .arg(format!("refs/tags/{name}{suffix}"))
+                    .output()
+                    .expect("git rev-parse");
+                String::from_utf8_lossy(&output.stdout).trim().to_string()
+            };
+            let hipify = match tag("THEROCK_HIPIFY_DIFFBASE", "") {
+                hipified if hipified.is_empty() => "not hipified".to_string(),
+                hipified => format!(
+                    "hipified {} on {}, HEAD {}",
+                    tag("THEROCK_HIPIFY_DIFFBASE", "^{tree}"),
+                    tag("THEROCK_HIPIFY_DIFFBASE", "^"),
+                    if git_in(&at, &["rev-parse", "HEAD"]) == hipified {
+                        "is it"
+                    } else {
+                        "is not it"
+                    }
+                ),
+            };
+            format!(
+                "{repo}: upstream {}, tree {}, {hipify}",
+                tag("THEROCK_UPSTREAM_DIFFBASE", "^{commit}"),
+                git_in(&at, &["rev-parse", "HEAD^{tree}"]),
+            )
+        })
+        .collect()
+}

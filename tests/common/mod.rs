@@ -92,6 +92,10 @@ impl TestEnv {
         self.vars.insert(key.to_string(), value.into());
     }
 
+    pub fn unset(&mut self, key: &str) {
+        self.vars.remove(key);
+    }
+
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
     }

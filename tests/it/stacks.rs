@@ -91,6 +91,46 @@ fn objects_in(repo: &Path) -> usize {
     .count()
 }
 
+/// A release branch no table names yet (the fork's next `release/X.Y`) takes the fork and its
+/// required pins as every other does: the rule is the reference's (`pytorch_ref != "nightly"`
+/// resolves on ROCm/pytorch), not a list of versions.
+#[test]
+fn a_release_branch_newer_than_every_table_takes_the_rocm_fork() {
+    let env = TestEnv::new();
+    let world = StackWorld::new(&env);
+    let fork_release = git_in(&world.fork, &["rev-parse", "release/2.9"]);
+    git_in(&world.fork, &["branch", "release/2.99", &fork_release]);
+    let output = checkout(
+        &env,
+        &world,
+        "ws",
+        &["--repo-hashtag", "release/2.99", "--no-hipify"],
+    )
+    .output()
+    .expect("run");
+    let (_, stderr) = ok(&output);
+    assert!(
+        stderr.contains("torch ref 'release/2.99' matches 'release/*' of preset 'rocm-release'"),
+        "{stderr}"
+    );
+    let lock = read_json(&env.path("ws/rockbuild.lock.json"));
+    assert_eq!(
+        lock["projects"]["torch"]["origin"],
+        world.fork_url().as_str()
+    );
+    assert_eq!(lock["projects"]["torch"]["commit"], fork_release.as_str());
+    for (project, pin) in [
+        ("audio", &world.audio_pin),
+        ("vision", &world.vision_pin),
+        ("apex", &world.apex_pin),
+    ] {
+        let entry = &lock["projects"][project];
+        assert_eq!(entry["commit"], pin.as_str(), "{project}");
+        assert_eq!(entry["pin"]["kind"], "related_commits", "{project}");
+        assert_eq!(entry["preset"], "rocm-release", "{project}");
+    }
+}
+
 #[test]
 fn release_branches_take_the_rocm_fork_and_require_its_pins() {
     let env = TestEnv::new();
@@ -115,7 +155,7 @@ fn release_branches_take_the_rocm_fork_and_require_its_pins() {
     let line = presets_line("rocm-release");
     assert!(
         stderr.contains(&format!(
-            "preset: rocm-release — torch ref 'release/2.9' is listed by preset 'rocm-release' (configs/presets.yaml (built in):{line})"
+            "preset: rocm-release — torch ref 'release/2.9' matches 'release/*' of preset 'rocm-release' (configs/presets.yaml (built in):{line})"
         )),
         "{stderr}"
     );
