@@ -129,7 +129,8 @@ impl PackWriter {
         Ok(())
     }
 
-    pub fn len(&self) -> usize {
+    /// Code objects added so far.
+    pub fn count(&self) -> usize {
         self.entries.len()
     }
 

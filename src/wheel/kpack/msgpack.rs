@@ -282,7 +282,7 @@ impl Reader<'_> {
             0xc0 => Value::Nil,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
-            0xc4 | 0xc5 | 0xc6 => {
+            0xc4..=0xc6 => {
                 let n = self.len(1 << (code - 0xc4))?;
                 Value::Bin(self.take(n)?.to_vec())
             }
@@ -295,7 +295,7 @@ impl Reader<'_> {
                 let shift = 64 - 8 * width as u32;
                 Value::Int(i128::from(((raw << shift) as i64) >> shift))
             }
-            0xd9 | 0xda | 0xdb => {
+            0xd9..=0xdb => {
                 let n = self.len(1 << (code - 0xd9))?;
                 self.string(n)?
             }

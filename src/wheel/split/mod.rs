@@ -198,14 +198,14 @@ pub fn split_wheel(wheel: &Path, out_dir: &Path, spec: &SplitSpec) -> Result<Spl
                         detail: e.to_string(),
                     })?;
             }
-            let count = writer.len();
+            let count = writer.count();
             Ok((arch.as_str(), (writer.finish(), count)))
         })
         .collect::<Result<_, SplitError>>()?;
 
     fs_err::create_dir_all(out_dir).map_err(|error| SplitError::Write {
         path: out_dir.to_path_buf(),
-        error: error.into(),
+        error,
     })?;
     let version = metadata_version(&source)?;
     let wheel_info = wheel_info(&source)?;
