@@ -3,7 +3,8 @@
 # asserts a time). In one run, side by side, for ROUNDS rounds:
 #
 #   serial     build --clean --jobs 1      the same steps one project at a time
-#   parallel   build --clean --jobs 3      the DAG: triton ∥ torch, then audio ∥ vision ∥ apex
+#   parallel   build --clean --jobs 3      the DAG: triton, torch (each has the venv to itself),
+#                                          then audio ∥ vision ∥ apex
 #   unchanged  build                       same inputs again: every project a cache hit
 #
 # and prints, as a Markdown table for docs/performance.md, the median wall times and the

@@ -24,7 +24,9 @@ pub use crate::version::ReleaseType;
     about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
              build, verify, stage and promote",
     max_term_width = 100,
-    after_long_help = crate::exit::help_text()
+    after_long_help = crate::exit::help_text(),
+    mut_args = env_bool,
+    mut_subcommands = env_bools
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -1143,6 +1145,79 @@ pub fn flag(yes: bool, no: bool) -> Option<bool> {
     }
 }
 
+/// The values a boolean environment variable takes (any case); an empty value counts as unset,
+/// as GitHub Actions passes an input nobody set.
+const TRUE_WORDS: [&str; 4] = ["true", "1", "yes", "on"];
+const FALSE_WORDS: [&str; 4] = ["false", "0", "no", "off"];
+
+/// The parser of every boolean flag's `ROCKBUILD_…` variable (a switch takes no value on the
+/// command line, so a value only ever comes from the environment): the words of
+/// [`TRUE_WORDS`] and [`FALSE_WORDS`], and an error that names the variable, not the flag.
+#[derive(Clone, Copy, Debug)]
+pub struct EnvBool;
+
+impl clap::builder::TypedValueParser for EnvBool {
+    type Value = bool;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<bool, clap::Error> {
+        let text = value.to_string_lossy();
+        let word = text.trim().to_ascii_lowercase();
+        if word.is_empty() || FALSE_WORDS.contains(&word.as_str()) {
+            return Ok(false);
+        }
+        if TRUE_WORDS.contains(&word.as_str()) {
+            return Ok(true);
+        }
+        let name = arg
+            .and_then(clap::Arg::get_env)
+            .map(|env| env.to_string_lossy().into_owned())
+            .or_else(|| arg.map(|a| a.to_string()))
+            .unwrap_or_else(|| "the variable".into());
+        let shown = shlex::try_quote(&text).unwrap_or_else(|_| text.clone());
+        let message = format!(
+            "{name}={shown} is not a yes/no value: use one of {} (any case), or leave it empty for unset\n",
+            TRUE_WORDS
+                .iter()
+                .chain(&FALSE_WORDS)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Err(clap::Error::raw(clap::error::ErrorKind::InvalidValue, message).with_cmd(cmd))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        // Help shows true/false, as for any switch; the other words are accepted all the same.
+        Some(Box::new(TRUE_WORDS.iter().chain(&FALSE_WORDS).map(
+            |word| {
+                clap::builder::PossibleValue::new(*word).hide(*word != "true" && *word != "false")
+            },
+        )))
+    }
+}
+
+/// A switch that also reads an environment variable gets [`EnvBool`]: the one place every
+/// boolean variable of every verb is declared lenient.
+fn env_bool(arg: clap::Arg) -> clap::Arg {
+    if arg.get_env().is_some() && matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+        arg.value_parser(EnvBool)
+    } else {
+        arg
+    }
+}
+
+/// [`env_bool`] over a verb's arguments and those of its own subcommands.
+fn env_bools(command: clap::Command) -> clap::Command {
+    command.mut_args(env_bool).mut_subcommands(env_bools)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1213,6 +1288,99 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every switch that reads a variable, in every verb: (verb path, variable).
+    pub(crate) fn env_switches() -> Vec<(Vec<String>, String)> {
+        fn walk(command: &clap::Command, path: &[String], out: &mut Vec<(Vec<String>, String)>) {
+            for arg in command.get_arguments() {
+                if let Some(env) = arg.get_env()
+                    && matches!(arg.get_action(), clap::ArgAction::SetTrue)
+                {
+                    out.push((path.to_vec(), env.to_string_lossy().into_owned()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                let mut path = path.to_vec();
+                path.push(sub.get_name().to_string());
+                walk(sub, &path, out);
+            }
+        }
+        let mut command = Cli::command();
+        command.build();
+        let mut out = Vec::new();
+        walk(&command, &[], &mut out);
+        out
+    }
+
+    #[test]
+    fn every_boolean_variable_takes_yes_no_words_and_empty_is_unset() {
+        use clap::builder::TypedValueParser as _;
+        let switches = env_switches();
+        let variables: std::collections::BTreeSet<&str> =
+            switches.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(
+            variables.into_iter().collect::<Vec<_>>(),
+            [
+                "ROCKBUILD_ALLOW_LINUX_TAG",
+                "ROCKBUILD_ALLOW_NO_GPU",
+                "ROCKBUILD_BREAK_LEASE",
+                "ROCKBUILD_INSTALL_ROCM",
+                "ROCKBUILD_QUIET",
+                "ROCKBUILD_RELEASE",
+                "ROCKBUILD_REQUIRE_RELATED_COMMIT",
+                "ROCKBUILD_S3_PATH_STYLE",
+                "ROCKBUILD_STRICT",
+                "ROCKBUILD_USE_SCCACHE",
+            ]
+        );
+        let mut command = Cli::command();
+        command.build();
+        fn check(command: &clap::Command) {
+            for arg in command.get_arguments() {
+                let Some(env) = arg.get_env() else { continue };
+                if !matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+                    continue;
+                }
+                let env = env.to_string_lossy();
+                // The parser the command line really uses: EnvBool's words, hidden but accepted.
+                let words: Vec<String> = arg
+                    .get_value_parser()
+                    .possible_values()
+                    .map(|values| values.map(|v| v.get_name().to_string()).collect())
+                    .unwrap_or_default();
+                assert!(words.contains(&"yes".to_string()), "{env}: {words:?}");
+                for (value, want) in [
+                    ("1", true),
+                    ("TRUE", true),
+                    ("Yes", true),
+                    ("on", true),
+                    ("0", false),
+                    ("false", false),
+                    ("NO", false),
+                    ("Off", false),
+                    ("", false),
+                ] {
+                    let got = EnvBool
+                        .parse_ref(command, Some(arg), std::ffi::OsStr::new(value))
+                        .unwrap_or_else(|e| panic!("{env}={value}: {e}"));
+                    assert_eq!(got, want, "{env}={value}");
+                }
+                let error = EnvBool
+                    .parse_ref(command, Some(arg), std::ffi::OsStr::new("maybe so"))
+                    .expect_err("not a boolean");
+                assert_eq!(
+                    error.to_string(),
+                    format!(
+                        "error: {env}='maybe so' is not a yes/no value: use one of true, 1, yes, on, false, 0, no, off (any case), or leave it empty for unset\n"
+                    )
+                );
+            }
+            for sub in command.get_subcommands() {
+                check(sub);
+            }
+        }
+        check(&command);
     }
 
     #[test]

@@ -66,7 +66,9 @@ impl Context {
 fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format: LogFormat) {
     let default_level = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "warn,rockbuild=info",
+        // The AWS SDK warns with its debug structures (a region or credentials provider of
+        // the chain that found nothing); what matters reaches the user as rockbuild's error.
+        (false, 0) => "warn,rockbuild=info,aws=error",
         (false, 1) => "info,rockbuild=debug",
         (false, _) => "debug,rockbuild=trace",
     };

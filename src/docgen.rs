@@ -14,7 +14,9 @@ fn render_cli() -> String {
         "# rockbuild command line\n\n\
          Generated from `src/cli.rs` by `ROCKBUILD_BLESS=1 cargo test docgen`; do not edit.\n\n\
          Every flag that takes a value can also be set through the environment variable shown.\n\
-         Precedence: default < environment < flag.\n",
+         Precedence: default < environment < flag. A switch's variable takes `1`/`0`, `true`/`false`,\n\
+         `yes`/`no` or `on`/`off` in any case, and an empty value counts as unset (as GitHub\n\
+         Actions passes an input nobody set).\n",
     );
     let command = Cli::command();
     write_args(&mut out, &command, "Global options");

@@ -1,7 +1,8 @@
 //! Wheel versions: the local suffix derived from the installed ROCm version, the per-project
-//! version (with the commit merged into the local segment for dev builds) and triton's own
-//! suffix rule. Pure functions; every result is parsed as PEP 440 and returned normalized, so a
-//! version that pip would reject or rewrite never reaches a build (TheRock#1208, ROCm/triton#957).
+//! version (with the commit merged into the local segment for dev builds) and the suffix
+//! triton's build is given (its setup.py's own rule is read by the triton recipe). Pure
+//! functions; every result is parsed as PEP 440 and returned normalized, so a version that pip
+//! would reject or rewrite never reaches a build (TheRock#1208, ROCm/triton#957).
 
 use std::str::FromStr;
 
@@ -99,32 +100,6 @@ pub fn project_version(
         None => version,
     };
     Ok(version.to_string())
-}
-
-/// Triton's version (F22), computed the way its setup.py does so torch can pin it before
-/// triton is built: `<base>` + `+git<sha8>` unless the checkout is on a `release*` branch (or
-/// not a git checkout) + `TRITON_WHEEL_VERSION_SUFFIX`, whose `+` becomes `-` when the git
-/// part already opened the local segment.
-pub fn triton_version(
-    base: &str,
-    git_commit: Option<&str>,
-    env_suffix: &str,
-) -> Result<String, VersionError> {
-    let git = git_commit
-        .map(|commit| format!("+git{}", short_sha(commit)))
-        .unwrap_or_default();
-    let env_suffix = if git.contains('+') && env_suffix.contains('+') {
-        env_suffix.replace('+', "-")
-    } else {
-        env_suffix.to_string()
-    };
-    normalize(
-        &format!(
-            "triton: version `{}` + `{git}` + TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`",
-            base.trim()
-        ),
-        &format!("{}{git}{env_suffix}", base.trim()),
-    )
 }
 
 /// The value triton's build reads from `TRITON_WHEEL_VERSION_SUFFIX`: what build_env.json
@@ -238,46 +213,11 @@ mod tests {
     }
 
     #[test]
-    fn triton_suffix_rule_keeps_one_plus() {
-        let sha = "12345678abcdef";
-        let cases = [
-            // release branch style: no git part
-            (
-                "3.3.1",
-                None,
-                "+rocm7.0.0rc20250728",
-                "3.3.1+rocm7.0.0rc20250728",
-            ),
-            // nightly style: git part first, the env suffix's `+` becomes `-` (then `.`)
-            (
-                "3.4.0",
-                Some(sha),
-                "+rocm7.0.0rc20250728",
-                "3.4.0+git12345678.rocm7.0.0rc20250728",
-            ),
-            // build_env.json's empty value changes nothing
-            (
-                "3.7.0",
-                Some(sha),
-                &triton_env_suffix(Some(""), "+rocm7.14.0"),
-                "3.7.0+git12345678.rocm7.14.0",
-            ),
-            ("3.7.0", None, "", "3.7.0"),
-            ("3.7.0", Some(sha), "", "3.7.0+git12345678"),
-        ];
-        for (base, commit, env, want) in cases {
-            assert_eq!(
-                triton_version(base, commit, env).expect("valid"),
-                want,
-                "{base} {commit:?} {env}"
-            );
-        }
-        // A suffix that would still be invalid is caught here, not by pip after the build.
-        let error = triton_version("3.7.0", None, "+rocm+x").expect_err("two plus");
-        assert!(
-            error.to_string().starts_with("triton: version `3.7.0`"),
-            "{error}"
-        );
+    fn triton_env_suffix_composes_build_env_and_the_stack_suffix() {
+        // F22: the value build_env.json gave (empty for CI-pinned commits), then the suffix.
+        assert_eq!(triton_env_suffix(Some(""), "+rocm7.14.0"), "+rocm7.14.0");
+        assert_eq!(triton_env_suffix(None, "+rocm7.14.0"), "+rocm7.14.0");
+        assert_eq!(triton_env_suffix(Some(".post1"), "+rocm7"), ".post1+rocm7");
     }
 
     #[test]

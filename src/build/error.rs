@@ -80,6 +80,11 @@ pub enum Error {
     },
     #[error(transparent)]
     Version(#[from] VersionError),
+    #[error(
+        "projects {} wait for each other's wheels (their recipes' builds_against and pins): none of them can start; a recipe must not build against or pin a project that waits for it",
+        projects.join(", ")
+    )]
+    Cycle { projects: Vec<String> },
     /// A recipe refuses the combination it was given.
     #[error("{project}: {message}")]
     Recipe { project: String, message: String },
@@ -126,7 +131,7 @@ pub enum Error {
     Failed {
         /// (project, its failure as the user reads it: message, log tail, repro, hints).
         failures: Vec<(String, String)>,
-        /// Projects not built because one they build against failed.
+        /// Projects not built because one whose wheel they need failed.
         skipped: Vec<String>,
         total: usize,
     },
@@ -150,6 +155,7 @@ impl HasExitStatus for Error {
             | Error::VersionSource { .. }
             | Error::Version(_)
             | Error::Recipe { .. }
+            | Error::Cycle { .. }
             | Error::Targets(_)
             | Error::SdkLacksTargets { .. }
             | Error::SdkSpec(_)
@@ -186,7 +192,7 @@ fn render_failures(failures: &[(String, String)], skipped: &[String], total: usi
     );
     if !skipped.is_empty() {
         text.push_str(&format!(
-            "; skipped (they build against a failed project): {}",
+            "; skipped (they need the wheel of a failed project): {}",
             skipped.join(", ")
         ));
     }

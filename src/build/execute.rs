@@ -1,13 +1,12 @@
-//! The executor: walks the plan as a DAG. A project starts once every project it builds
-//! against is built and installed; at most `--jobs` projects run at once; steps that change
-//! the venv never overlap. A failed project's dependants are skipped, independent projects
-//! finish. Every project logs to `<output>/logs/<project>.log` and shows its phase on its own
-//! progress line.
+//! The executor: walks the plan as a DAG. A project starts once every project it waits for
+//! has finished (its dependencies and the venv turns the plan states); at most `--jobs`
+//! projects run at once, the ready ones in the reference's order. A project whose needed
+//! wheel failed is skipped, independent projects finish. Every project logs to
+//! `<output>/logs/<project>.log` and shows its phase on its own progress line.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -100,7 +99,6 @@ pub fn execute(
 ) -> anyhow::Result<Vec<ProjectOutcome>> {
     fs_err::create_dir_all(&plan.logs_dir)?;
     let build_start = Instant::now();
-    let venv_lock = Mutex::new(());
     let jobs = plan.jobs.max(1);
     let names: Vec<&str> = plan.projects.iter().map(|p| p.name.as_str()).collect();
     let mut tasks: BTreeMap<&str, Task> = BTreeMap::new();
@@ -109,7 +107,15 @@ pub fn execute(
         task.phase(if project.after.is_empty() {
             "queued".to_string()
         } else {
-            format!("waiting for {}", project.after.join(", "))
+            format!(
+                "waiting for {}",
+                project
+                    .after
+                    .iter()
+                    .map(|d| d.project.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         });
         tasks.insert(&project.name, task);
     }
@@ -131,27 +137,24 @@ pub fn execute(
                 {
                     continue;
                 }
-                let blocked: Vec<&String> = project
+                // A project whose needed wheel did not come is skipped; a venv turn only
+                // orders the two.
+                let blocked: Vec<&str> = project
                     .after
                     .iter()
+                    .filter(|d| d.needs_wheel())
                     .filter(|d| {
                         outcomes
-                            .get(*d)
+                            .get(&d.project)
                             .is_some_and(|o| matches!(o.status, Status::Failed | Status::Skipped))
                     })
+                    .map(|d| d.project.as_str())
                     .collect();
                 if !blocked.is_empty() || ctx.runner.interrupted().is_some() {
                     let reason = if blocked.is_empty() {
                         "interrupted".to_string()
                     } else {
-                        format!(
-                            "skipped: {} did not build",
-                            blocked
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
+                        format!("skipped: {} did not build", blocked.join(", "))
                     };
                     if let Some(task) = tasks.remove(project.name.as_str()) {
                         task.finish(reason);
@@ -170,10 +173,7 @@ pub fn execute(
                     continue;
                 }
                 let ready = project.after.iter().all(|d| {
-                    outcomes
-                        .get(d)
-                        .is_some_and(|o| matches!(o.status, Status::Built | Status::Cached))
-                        || !names.contains(&d.as_str())
+                    outcomes.contains_key(&d.project) || !names.contains(&d.project.as_str())
                 });
                 if ready && running < jobs {
                     let Some(task) = tasks.remove(project.name.as_str()) else {
@@ -182,10 +182,8 @@ pub fn execute(
                     started.push(&project.name);
                     running += 1;
                     let sender = sender.clone();
-                    let venv_lock = &venv_lock;
                     scope.spawn(move || {
-                        let outcome =
-                            run_project(ctx, plan, project, previous, venv_lock, task, build_start);
+                        let outcome = run_project(ctx, plan, project, previous, task, build_start);
                         let _ = sender.send(Event::Finished(outcome));
                     });
                 }
@@ -214,13 +212,12 @@ fn run_project(
     plan: &Plan,
     project: &ProjectPlan,
     previous: Option<&BuildReport>,
-    venv_lock: &Mutex<()>,
     task: Task,
     build_start: Instant,
 ) -> ProjectOutcome {
     let started = build_start.elapsed();
     let clock = Instant::now();
-    let result = build_or_reuse(ctx, plan, project, previous, venv_lock, &task);
+    let result = build_or_reuse(ctx, plan, project, previous, &task);
     let duration = clock.elapsed();
     match result {
         Ok((status, wheel)) => {
@@ -260,7 +257,6 @@ fn build_or_reuse(
     plan: &Plan,
     project: &ProjectPlan,
     previous: Option<&BuildReport>,
-    venv_lock: &Mutex<()>,
     task: &Task,
 ) -> anyhow::Result<(Status, WheelFile)> {
     if !plan.clean
@@ -288,15 +284,7 @@ fn build_or_reuse(
                     .as_deref()
                     != Some(project.version.as_str())
             {
-                run_step(
-                    ctx,
-                    plan,
-                    project,
-                    step,
-                    venv_lock,
-                    task,
-                    &mut Some(wheel.clone()),
-                )?;
+                run_step(ctx, plan, project, step, task, &mut Some(wheel.clone()))?;
             }
             return Ok((Status::Cached, wheel));
         }
@@ -307,7 +295,7 @@ fn build_or_reuse(
     }
     let mut wheel = None;
     for step in &project.steps {
-        run_step(ctx, plan, project, step, venv_lock, task, &mut wheel)?;
+        run_step(ctx, plan, project, step, task, &mut wheel)?;
     }
     wheel
         .ok_or_else(|| anyhow::anyhow!("{}: the plan has no collect step", project.name))
@@ -319,25 +307,9 @@ fn run_step(
     plan: &Plan,
     project: &ProjectPlan,
     step: &Step,
-    venv_lock: &Mutex<()>,
     task: &Task,
     wheel: &mut Option<WheelFile>,
 ) -> anyhow::Result<()> {
-    let _venv_guard = if step.mutates_venv {
-        match venv_lock.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(_) => {
-                task.phase(format!("{}: waiting for the venv", step.label));
-                Some(
-                    venv_lock
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("venv lock poisoned"))?,
-                )
-            }
-        }
-    } else {
-        None
-    };
     task.phase(step.label.clone());
     match &step.action {
         Action::Run(cmd) => {
@@ -524,6 +496,7 @@ mod tests {
             version: "0.25.0a0+rocm7.10.0".into(),
             wheel_glob: String::new(),
             after: vec![],
+            venv: Default::default(),
             env: Default::default(),
             steps: vec![],
             log: dir.join("logs/vision.log"),

@@ -209,7 +209,7 @@ pub fn of_build(
                 targets: plan.targets.targets.iter().map(|t| t.to_string()).collect(),
                 cache_hit: status == Status::Cached,
                 fingerprint: project.fingerprint.clone(),
-                after: project.after.clone(),
+                after: project.after.iter().map(|d| d.project.clone()).collect(),
                 log: project.log.display().to_string(),
                 error: outcome.and_then(|o| o.error.as_ref()).map(|e| {
                     e.chain()
@@ -245,16 +245,31 @@ pub fn of_build(
     }
 }
 
-/// The longest dependency chain of durations (`after` lists dependencies that come earlier).
+/// The longest dependency chain of durations. `after` may name a project listed later (torch
+/// waits for triton), so finishing times are relaxed until they settle (at most one round per
+/// project: the plan has no cycles).
 pub fn critical_path(projects: &IndexMap<String, ProjectReport>) -> f64 {
-    let mut finish: IndexMap<&str, f64> = IndexMap::new();
-    for (name, project) in projects {
-        let start = project
-            .after
-            .iter()
-            .filter_map(|d| finish.get(d.as_str()))
-            .fold(0.0_f64, |a, b| a.max(*b));
-        finish.insert(name, start + project.duration_seconds);
+    let mut finish: IndexMap<&str, f64> = projects
+        .iter()
+        .map(|(name, p)| (name.as_str(), p.duration_seconds))
+        .collect();
+    for _ in 0..projects.len() {
+        let mut changed = false;
+        for (name, project) in projects {
+            let start = project
+                .after
+                .iter()
+                .filter_map(|d| finish.get(d.as_str()))
+                .fold(0.0_f64, |a, b| a.max(*b));
+            let end = start + project.duration_seconds;
+            if finish.get(name.as_str()).is_some_and(|f| end > *f) {
+                finish.insert(name, end);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
     }
     finish.values().fold(0.0_f64, |a, b| a.max(*b))
 }
@@ -290,5 +305,8 @@ mod tests {
         projects.insert("vision".to_string(), project(&["torch"], 5.0));
         projects.insert("triton".to_string(), project(&[], 12.0));
         assert_eq!(critical_path(&projects), 15.0);
+        // torch waits for triton, which the report lists after it.
+        projects.insert("torch".to_string(), project(&["triton"], 10.0));
+        assert_eq!(critical_path(&projects), 27.0);
     }
 }

@@ -20,7 +20,7 @@ pub fn run(args: CompatArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         .map(|(path, lock)| (path.display().to_string(), lock));
     let report = compat::assemble(
         &probed,
-        &settings.stack,
+        &settings.names,
         lock.as_ref().map(|(path, lock)| (path.as_str(), *lock)),
     );
     if settings.json {

@@ -10,11 +10,10 @@
 pub mod probe;
 mod render;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::lock::Lock;
-use crate::stack::Stack;
 
 pub use probe::Probed;
 
@@ -43,6 +42,10 @@ const ROCM_LIBRARIES: &[(&str, &str)] = &[
 pub struct Component {
     pub name: String,
     pub distribution: String,
+    /// `distribution` is upstream's name for the project's wheel, not the stack's
+    /// (`pytorch-triton-rocm` for triton).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub upstream: bool,
     pub installed: Option<String>,
     pub lock: Option<String>,
     /// `None` when there is nothing to compare.
@@ -136,50 +139,62 @@ impl HasExitStatus for Error {
 }
 
 /// Turns what the probe found into the report. Pure.
-pub fn assemble(probed: &Probed, stack: &Stack, lock: Option<(&str, &Lock)>) -> CompatReport {
+/// `names`: by project, the normalized names its wheel goes by (the stack's first).
+pub fn assemble(
+    probed: &Probed,
+    names: &BTreeMap<String, Vec<String>>,
+    lock: Option<(&str, &Lock)>,
+) -> CompatReport {
     let record = lock.and_then(|(_, lock)| lock.build.as_ref());
     let normalize =
         |v: &str| crate::version::normalize("version", v).unwrap_or_else(|_| v.to_string());
     let mut mismatches = Vec::new();
     let mut components = Vec::new();
-    let mut compare =
-        |name: &str, distribution: &str, installed: Option<String>, locked: Option<String>| {
-            let matches = match (&installed, &locked) {
-                (Some(installed), Some(locked)) => Some(normalize(installed) == normalize(locked)),
-                (None, Some(_)) => Some(false),
-                _ => None,
-            };
-            if matches == Some(false) {
-                mismatches.push(format!(
-                    "{name} is {}, the lock has {}",
-                    installed.as_deref().unwrap_or("not installed"),
-                    locked.as_deref().unwrap_or("none")
-                ));
-            }
-            components.push(Component {
-                name: name.to_string(),
-                distribution: distribution.to_string(),
-                installed,
-                lock: locked,
-                matches,
-            });
+    let mut compare = |name: &str,
+                       distribution: &str,
+                       upstream: bool,
+                       installed: Option<String>,
+                       locked: Option<String>| {
+        let matches = match (&installed, &locked) {
+            (Some(installed), Some(locked)) => Some(normalize(installed) == normalize(locked)),
+            (None, Some(_)) => Some(false),
+            _ => None,
         };
+        if matches == Some(false) {
+            mismatches.push(format!(
+                "{name} is {}, the lock has {}",
+                installed.as_deref().unwrap_or("not installed"),
+                locked.as_deref().unwrap_or("none")
+            ));
+        }
+        components.push(Component {
+            name: name.to_string(),
+            distribution: distribution.to_string(),
+            upstream,
+            installed,
+            lock: locked,
+            matches,
+        });
+    };
     for (column, project) in COMPONENTS {
-        let distribution = stack
-            .project(project)
-            .map(|p| crate::wheel::filename::normalize_name(&p.wheel))
-            .unwrap_or_else(|_| (*project).to_string());
+        let known = names
+            .get(*project)
+            .cloned()
+            .unwrap_or_else(|| vec![(*project).to_string()]);
+        // The first of its names found (the stack's, else upstream's), else the stack's.
+        let (index, installed) = known
+            .iter()
+            .enumerate()
+            .find_map(|(index, name)| probed.version_of(name).map(|v| (index, Some(v))))
+            .unwrap_or((0, None));
+        let distribution = known.get(index).map_or(*project, String::as_str);
         let locked = record.and_then(|r| r.versions.get(*project).cloned());
-        compare(
-            column,
-            &distribution,
-            probed.version_of(&distribution),
-            locked,
-        );
+        compare(column, distribution, index > 0, installed, locked);
     }
     compare(
         "ROCm SDK",
         crate::sdk::ROCM_DIST,
+        false,
         probed.sdk.clone(),
         record
             .map(|r| r.sdk_version.clone())
@@ -188,6 +203,7 @@ pub fn assemble(probed: &Probed, stack: &Stack, lock: Option<(&str, &Lock)>) -> 
     components.push(Component {
         name: "HIP".into(),
         distribution: String::new(),
+        upstream: false,
         installed: probed.hip.clone(),
         lock: None,
         matches: None,
@@ -195,6 +211,7 @@ pub fn assemble(probed: &Probed, stack: &Stack, lock: Option<(&str, &Lock)>) -> 
     components.push(Component {
         name: "Python".into(),
         distribution: String::new(),
+        upstream: false,
         installed: probed.python.clone(),
         lock: None,
         matches: None,
@@ -432,11 +449,38 @@ mod tests {
         lock
     }
 
+    /// The shipped stack's names, upstream's included.
+    fn names() -> BTreeMap<String, Vec<String>> {
+        let stack = crate::stack::Stack::load(None).expect("stack");
+        crate::build::recipes::Recipes::builtin()
+            .distribution_names(&stack)
+            .expect("names")
+    }
+
+    #[test]
+    fn upstream_distribution_names_are_known() {
+        assert_eq!(names()["triton"], ["triton", "pytorch-triton-rocm"]);
+        // PyTorch's ROCm wheels of 2.1 came with pytorch-triton-rocm 2.1.0.
+        let mut probed = probed();
+        probed
+            .distributions
+            .push(("pytorch-triton-rocm".into(), "2.1.0".into()));
+        let report = assemble(&probed, &names(), None);
+        let triton = report
+            .components
+            .iter()
+            .find(|c| c.name == "Triton")
+            .expect("the Triton row");
+        assert_eq!(
+            (triton.distribution.as_str(), triton.installed.as_deref()),
+            ("pytorch-triton-rocm", Some("2.1.0"))
+        );
+    }
+
     #[test]
     fn versions_targets_and_libraries_are_compared_with_the_lock() {
-        let stack = Stack::load(None).expect("stack");
         let lock = lock(&["gfx942", "gfx1100"]);
-        let report = assemble(&probed(), &stack, Some(("rockbuild.lock.json", &lock)));
+        let report = assemble(&probed(), &names(), Some(("rockbuild.lock.json", &lock)));
         // torchaudio is in the lock but not installed: a difference; the rest match.
         assert_eq!(
             report.mismatches,
@@ -475,8 +519,7 @@ mod tests {
 
     #[test]
     fn without_a_lock_nothing_is_compared() {
-        let stack = Stack::load(None).expect("stack");
-        let report = assemble(&probed(), &stack, None);
+        let report = assemble(&probed(), &names(), None);
         assert!(report.mismatches.is_empty());
         assert!(report.components.iter().all(|c| c.matches.is_none()));
         assert!(report.outcome().is_ok());

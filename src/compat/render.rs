@@ -35,7 +35,11 @@ pub fn markdown(report: &CompatReport) -> String {
         row.extend(report.components.iter().map(cell));
         row
     };
-    let mut rows = vec![row("installed", &|c| or_dash(c.installed.as_deref()))];
+    // A wheel under upstream's name says which (`2.1.0 (pytorch-triton-rocm)`).
+    let mut rows = vec![row("installed", &|c| match (&c.installed, c.upstream) {
+        (Some(version), true) => format!("{version} ({})", c.distribution),
+        (installed, _) => or_dash(installed.as_deref()),
+    })];
     if report.lock.is_some() {
         rows.push(row("lock", &|c| or_dash(c.lock.as_deref())));
         rows.push(row("matches", &|c| yes_no(c.matches)));

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use crate::env_vars::{HIP_VISIBLE_DEVICES, HSA_OVERRIDE_GFX_VERSION, PYTORCH_ROCM_ARCH};
 use crate::exit::{ExitStatus, HasExitStatus};
-use crate::stack::{ConfigError, FamilyTable, NameError, Target};
+use crate::stack::{ConfigError, FamilyTable, IndexLayout, NameError, Target};
 
 pub use devices::{DeviceTable, Kind};
 use isa::IsaVersion;
@@ -114,6 +114,9 @@ pub struct Selection {
     pub targets: Vec<Target>,
     pub families: Vec<String>,
     pub index_urls: Vec<String>,
+    /// What kind of index those are.
+    #[serde(skip)]
+    pub index_layout: IndexLayout,
     pub decided_by: DecidedBy,
 }
 
@@ -128,6 +131,12 @@ pub struct Detection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     pub notes: Vec<String>,
+    /// What kind of index the family table's URLs are.
+    #[serde(skip)]
+    pub index_layout: IndexLayout,
+    /// What a reader of the GPUs' indexes should know about them (TheRock's legacy layout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_note: Option<&'static str>,
     #[serde(skip)]
     selection_error: Option<SelectionError>,
 }
@@ -141,6 +150,7 @@ impl Selection {
             several => Err(SelectionError::SeveralIndexes {
                 families: self.families.clone(),
                 urls: several.to_vec(),
+                layout: self.index_layout,
             }),
         }
     }
@@ -200,14 +210,16 @@ pub enum SelectionError {
     )]
     NoFamily { target: String, gpu: String },
     #[error(
-        "the GPUs here belong to {} families ({}), each with its own index: pass --index-url with one of them ({}), or hide the other GPUs with HIP_VISIBLE_DEVICES",
+        "the GPUs here belong to {} families ({}), each with its own {}: pass --index-url with one of them ({}), or hide the other GPUs with HIP_VISIBLE_DEVICES",
         families.len(),
         families.join(", "),
+        layout.label(),
         urls.join(" or ")
     )]
     SeveralIndexes {
         families: Vec<String>,
         urls: Vec<String>,
+        layout: IndexLayout,
     },
     #[error(
         "configs/families.yaml has no index-url template, so `auto` cannot name an index: pass --index-url"
@@ -393,6 +405,11 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
             ));
         }
     }
+    let index_note = tables
+        .families
+        .index_layout()
+        .note()
+        .filter(|_| gpus.iter().any(|g| g.index_url.is_some()));
     let (selection, problem, selection_error) = match selection {
         Ok(selection) => (Some(selection), None, None),
         Err(error) => (None, Some(error.to_string()), Some(error)),
@@ -404,6 +421,8 @@ pub fn resolve(snapshot: &Snapshot, tables: &Tables, env: &RuntimeEnv) -> Result
         selection,
         problem,
         notes,
+        index_layout: tables.families.index_layout(),
+        index_note,
         selection_error,
     })
 }
@@ -605,6 +624,7 @@ fn select(
         targets,
         families: family_names,
         index_urls,
+        index_layout: families.index_layout(),
         decided_by,
     })
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Detection, Gpu, TargetFrom, Topology, sysfs};
+use crate::stack::IndexLayout;
 
 pub fn to_text(detection: &Detection) -> String {
     let mut out = String::new();
@@ -32,11 +33,16 @@ pub fn to_text(detection: &Detection) -> String {
         }
     }
     for gpu in &detection.gpus {
-        write_gpu(&mut out, gpu);
+        write_gpu(&mut out, gpu, detection.index_layout);
     }
-    if !detection.notes.is_empty() {
+    if !detection.notes.is_empty() || detection.index_note.is_some() {
         out.push('\n');
-        for note in &detection.notes {
+        for note in detection
+            .notes
+            .iter()
+            .map(String::as_str)
+            .chain(detection.index_note)
+        {
             let _ = writeln!(out, "note: {note}");
         }
     }
@@ -74,7 +80,7 @@ pub fn to_text(detection: &Detection) -> String {
     out
 }
 
-fn write_gpu(out: &mut String, gpu: &Gpu) {
+fn write_gpu(out: &mut String, gpu: &Gpu, layout: IndexLayout) {
     let hip = match gpu.hip_index {
         Some(index) => format!("HIP {index}"),
         None => "hidden".to_string(),
@@ -111,7 +117,7 @@ fn write_gpu(out: &mut String, gpu: &Gpu) {
     let _ = writeln!(out, "         {place}; {from}");
     match (&gpu.family, &gpu.index_url) {
         (Some(family), Some(url)) => {
-            let _ = writeln!(out, "         family {family}, index {url}");
+            let _ = writeln!(out, "         family {family}, {} {url}", layout.label());
         }
         (Some(family), None) => {
             let _ = writeln!(out, "         family {family}");

@@ -1,12 +1,13 @@
 //! `rockbuild compat` settings: what to probe (a venv or wheels), the stack, the lock.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::build::recipes::Recipes;
 use crate::cli::CompatArgs;
 use crate::compat::Error;
 use crate::context::Context;
 use crate::lock::Lock;
-use crate::stack::Stack;
 
 /// What to look at.
 pub enum Subject {
@@ -16,7 +17,9 @@ pub enum Subject {
 
 pub struct CompatSettings {
     pub subject: Subject,
-    pub stack: Stack,
+    /// By project of the stack: the normalized names its wheel goes by, the stack's first,
+    /// then upstream's (`pytorch-triton-rocm` for triton).
+    pub names: BTreeMap<String, Vec<String>>,
     pub lock: Option<(PathBuf, Lock)>,
     pub json: bool,
 }
@@ -38,21 +41,18 @@ impl CompatSettings {
             }
             None => None,
         };
+        let stack = config.stack(ctx)?;
         Ok(CompatSettings {
             subject: subject(paths)?,
-            stack: config.stack(ctx)?,
+            names: Recipes::builtin().distribution_names(&stack)?,
             lock,
             json,
         })
     }
 
-    /// The normalized distribution names of the stack's projects (whose libraries are read).
+    /// Every normalized distribution name of the stack's projects (whose libraries are read).
     pub fn distributions(&self) -> Vec<String> {
-        self.stack
-            .projects
-            .values()
-            .map(|p| crate::wheel::filename::normalize_name(&p.wheel))
-            .collect()
+        self.names.values().flatten().cloned().collect()
     }
 }
 

@@ -136,11 +136,16 @@ pub fn auto_index_url(ctx: &Context, index_url: Option<String>) -> anyhow::Resul
         .index_url()
         .map_err(detect::Error::from)?
         .to_string();
+    let layout = families.index_layout();
     ctx.ui.status(format!(
-        "--index-url auto: {url} (family {} of this machine's {}, decided by {})",
+        "--index-url auto: {url} (the {} of family {}, this machine's {}, decided by {})",
+        layout.label(),
         selection.families.join(";"),
         selection.target_list(),
         selection.decided_by
     ));
+    if let Some(note) = layout.note() {
+        ctx.ui.status(format!("note: {note}"));
+    }
     Ok(Some(url))
 }

@@ -90,7 +90,43 @@ struct FamiliesFile {
     /// Where a family's packages are published: a URL with `{family}` in it.
     #[serde(default)]
     index_url: Option<String>,
+    /// What kind of index `index-url` names.
+    #[serde(default)]
+    index_layout: IndexLayout,
     families: IndexMap<String, Family>,
+}
+
+/// The kind of index the `index-url` template names, so that wherever rockbuild shows one it
+/// can say what it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IndexLayout {
+    /// One index per family, current.
+    #[default]
+    PerFamily,
+    /// TheRock's legacy per-family layout (`v2/<family>/`): replaced by multi-arch releases,
+    /// no new ones published (TheRock docs/packaging/legacy_per_family_releases.md).
+    LegacyPerFamily,
+}
+
+impl IndexLayout {
+    /// What a family's index is, before its URL: `index`, `legacy per-family index`.
+    pub fn label(self) -> &'static str {
+        match self {
+            IndexLayout::PerFamily => "index",
+            IndexLayout::LegacyPerFamily => "legacy per-family index",
+        }
+    }
+
+    /// What a reader of such an index should know, once.
+    pub fn note(self) -> Option<&'static str> {
+        match self {
+            IndexLayout::PerFamily => None,
+            IndexLayout::LegacyPerFamily => Some(
+                "the per-family indexes (`v2/<family>/`) are TheRock's legacy layout: TheRock publishes no new per-family releases there and may delete old ones (its docs/packaging/legacy_per_family_releases.md); its current releases are multi-arch, one index for every family (https://rocm.nightlies.amd.com/whl-multi-arch/)",
+            ),
+        }
+    }
 }
 
 /// Why a target or family name was refused. The message always names a fix.
@@ -131,6 +167,7 @@ pub enum NameError {
 pub struct FamilyTable {
     families: IndexMap<String, Family>,
     index_url: Option<String>,
+    index_layout: IndexLayout,
 }
 
 impl FamilyTable {
@@ -186,6 +223,7 @@ impl FamilyTable {
         Ok(FamilyTable {
             families,
             index_url: file.index_url,
+            index_layout: file.index_layout,
         })
     }
 
@@ -194,6 +232,11 @@ impl FamilyTable {
         self.index_url
             .as_ref()
             .map(|template| template.replace(FAMILY_PLACEHOLDER, &family.name))
+    }
+
+    /// What kind of index [`FamilyTable::index_url`] names.
+    pub fn index_layout(&self) -> IndexLayout {
+        self.index_layout
     }
 
     pub fn families(&self) -> impl Iterator<Item = &Family> {
@@ -398,6 +441,14 @@ mod tests {
     #[test]
     fn index_url_template_names_each_family() {
         let table = table();
+        assert_eq!(table.index_layout(), IndexLayout::LegacyPerFamily);
+        assert_eq!(table.index_layout().label(), "legacy per-family index");
+        let error = FamilyTable::load(&ConfigSource {
+            name: "families.yaml".into(),
+            text: "schema: 1\nindex-layout: multi\nfamilies: {}\n".into(),
+        })
+        .expect_err("unknown layout");
+        assert!(error.to_string().starts_with("families.yaml:2"), "{error}");
         let family = table.family_named("gfx1151").expect("family");
         assert_eq!(
             table.index_url(family).as_deref(),

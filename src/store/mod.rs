@@ -125,6 +125,10 @@ pub enum StoreError {
     },
     #[error("store '{url}': {reason}")]
     BadUrl { url: String, reason: String },
+    #[error(
+        "{store}: no AWS credentials: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile (AWS_PROFILE), a web identity (in GitHub Actions: an OIDC role) or an instance role; the AWS credentials chain says: {cause}"
+    )]
+    NoCredentials { store: String, cause: String },
     #[error("starting the S3 client runtime")]
     Runtime(#[source] std::io::Error),
 }
@@ -134,7 +138,7 @@ pub enum StoreError {
 impl HasExitStatus for StoreError {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            StoreError::BadUrl { .. } => ExitStatus::Usage,
+            StoreError::BadUrl { .. } | StoreError::NoCredentials { .. } => ExitStatus::Usage,
             StoreError::Conflict { .. } => ExitStatus::PublishConflict,
             StoreError::NotFound { .. }
             | StoreError::CopyMismatch { .. }
@@ -294,7 +298,11 @@ pub struct StoreSettings {
 pub fn open(url: &StoreUrl, settings: &StoreSettings) -> Result<Box<dyn Storage>, StoreError> {
     Ok(match url {
         StoreUrl::Local(path) => Box::new(LocalDir::new(path.clone())),
-        StoreUrl::S3 { bucket, prefix } => Box::new(S3Store::open(bucket, prefix, &settings.s3)?),
+        StoreUrl::S3 { bucket, prefix } => {
+            let store = S3Store::open(bucket, prefix, &settings.s3)?;
+            store.check_credentials()?;
+            Box::new(store)
+        }
     })
 }
 

@@ -849,6 +849,300 @@ fn builds_the_sample_stack_for_two_targets() {
     );
 }
 
+/// What one build's projects saw of the venv: per project, installed at start and at end.
+fn venv_views(world: &World) -> Vec<(String, Value, Value)> {
+    [
+        ("triton", "triton"),
+        ("torch", "pytorch"),
+        ("audio", "pytorch_audio"),
+        ("vision", "pytorch_vision"),
+        ("apex", "apex"),
+    ]
+    .iter()
+    .map(|(name, dir)| {
+        let record = crate::common::sample::build_record(&world.root.join(dir));
+        (
+            name.to_string(),
+            record["installed"].clone(),
+            record["installed_at_end"].clone(),
+        )
+    })
+    .collect()
+}
+
+/// One venv for every project, as the reference has: with `--jobs 3` each build sees exactly
+/// the venv the reference's serial order (triton, torch, audio, vision, apex; triton and
+/// torch installed before the next) gives it, and nothing changes under a running build.
+/// The sample torch's requirements.txt asks for setuptools>=70.1 as PyTorch's does, so its
+/// install upgrades the venv's setuptools: what triton builds with must not change then.
+#[test]
+fn builds_in_one_venv_take_turns_in_the_reference_order() {
+    let world = World::new().with_checkouts();
+    let mut seen = Vec::new();
+    for jobs in ["1", "3"] {
+        let out = world.env.path(&format!("out-jobs-{jobs}"));
+        let output = world
+            .rockbuild()
+            .arg("build")
+            .arg("--config")
+            .arg(&world.stack_yaml)
+            .arg("--root-checkout-dir")
+            .arg(&world.root)
+            .arg("--output-dir")
+            .arg(&out)
+            .args([
+                "--install-rocm",
+                "--index-url",
+                &world.index_url,
+                "--pytorch-rocm-arch",
+                "gfx906",
+                "--jobs",
+                jobs,
+            ])
+            .output()
+            .expect("run build");
+        ok(&output);
+        let report = read_json(&out.join("build-report.json"));
+        seen.push((venv_views(&world), report));
+    }
+    let (serial, _) = &seen[0];
+    let (parallel, report) = &seen[1];
+    let version = |name: &str| report["projects"][name]["version"].as_str().expect("v");
+    for ((name, start, end), (_, serial_start, _)) in parallel.iter().zip(serial) {
+        assert_eq!(start, end, "{name}: the venv changed while it built");
+        assert_eq!(
+            start, serial_start,
+            "{name}: with --jobs 3 it saw another venv than the serial order gives it"
+        );
+    }
+    let installed = |name: &str, dist: &str| {
+        parallel
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .and_then(|(_, start, _)| start[dist].as_str())
+            .map(str::to_string)
+    };
+    // triton first: no torch yet, its own wheel uninstalled.
+    assert_eq!(installed("triton", "triton"), None);
+    assert_eq!(installed("triton", "torch"), None);
+    // torch after triton is installed, with its own requirements applied.
+    assert_eq!(
+        installed("torch", "triton").as_deref(),
+        Some(version("triton"))
+    );
+    assert_eq!(installed("torch", "setuptools").as_deref(), Some("80.9.0"));
+    assert_eq!(installed("torch", "torch"), None);
+    // audio, vision and apex against the installed torch.
+    for name in ["audio", "vision", "apex"] {
+        assert_eq!(
+            installed(name, "torch").as_deref(),
+            Some(version("torch")),
+            "{name}"
+        );
+    }
+    // The edges that made it so are in the report; audio and vision still built together.
+    assert_eq!(
+        report["projects"]["torch"]["after"],
+        serde_json::json!(["triton"])
+    );
+    let span = |name: &str| {
+        let start = report["projects"][name]["start_seconds"]
+            .as_f64()
+            .expect("start");
+        (
+            start,
+            start
+                + report["projects"][name]["duration_seconds"]
+                    .as_f64()
+                    .expect("d"),
+        )
+    };
+    let ((audio_start, audio_end), (vision_start, vision_end)) = (span("audio"), span("vision"));
+    assert!(
+        audio_start < vision_end && vision_start < audio_end,
+        "audio {audio_start}-{audio_end} and vision {vision_start}-{vision_end} do not overlap"
+    );
+}
+
+/// Pushes `branch` to the bare origin `bare`: from `base` (a branch) with `files` written over
+/// it, or, without a base, a tree of exactly `files`. Returns the new commit.
+fn push_branch(
+    env: &TestEnv,
+    bare: &Path,
+    base: Option<&str>,
+    branch: &str,
+    files: &[(String, String)],
+) -> String {
+    let work = env.path(&format!("push-{}", branch.replace('/', "-")));
+    let git = |args: &[&str]| {
+        let mut command = env.command("git");
+        command
+            .current_dir(&work)
+            .envs([
+                ("GIT_AUTHOR_NAME", "Fixture"),
+                ("GIT_AUTHOR_EMAIL", "fixture@example.com"),
+                ("GIT_COMMITTER_NAME", "Fixture"),
+                ("GIT_COMMITTER_EMAIL", "fixture@example.com"),
+            ])
+            .args(args);
+        run_ok(&mut command).trim().to_string()
+    };
+    std::fs::create_dir_all(&work).expect("work dir");
+    git(&["init", "-q"]);
+    git(&[
+        "fetch",
+        "-q",
+        &bare.display().to_string(),
+        "+refs/heads/*:refs/remotes/o/*",
+    ]);
+    match base {
+        Some(base) => git(&["checkout", "-q", "-b", branch, &format!("o/{base}")]),
+        None => git(&["checkout", "-q", "--orphan", branch]),
+    };
+    for (path, text) in files {
+        let full = work.join(path);
+        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+        std::fs::write(full, text).expect("write");
+    }
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", &format!("{branch} (fixture)")]);
+    git(&[
+        "push",
+        "-q",
+        &bare.display().to_string(),
+        &format!("{branch}:{branch}"),
+    ]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// ROCm/triton's release/3.3.x layout (tests/fixtures/triton_3_3: python/setup.py, version
+/// `"3.3.1" + TRITON_WHEEL_VERSION_SUFFIX`, no git part), pinned by a torch `release/2.7` as
+/// PyTorch's release/2.7 pins triton 3.3: the lock predicts the version its setup.py really
+/// computes, the build accepts the wheel, torch pins that wheel and verify passes the set.
+#[test]
+fn a_triton_of_the_3_3_layout_is_locked_built_and_verified() {
+    let world = World::new();
+    let origins = sample_origins(&world.env);
+    let fixture = crate::common::repo_root().join("tests/fixtures/triton_3_3");
+    let files: Vec<(String, String)> = [
+        ".gitignore",
+        "README.md",
+        "python/setup.py",
+        "python/requirements.txt",
+        "python/triton/__init__.py",
+        "python/src/main.cc",
+    ]
+    .iter()
+    .map(|path| {
+        (
+            path.to_string(),
+            std::fs::read_to_string(fixture.join(path)).expect("fixture file"),
+        )
+    })
+    .collect();
+    let triton = push_branch(
+        &world.env,
+        &origins.repo("triton").path,
+        None,
+        "release/3.3.x",
+        &files,
+    );
+    push_branch(
+        &world.env,
+        &origins.repo("torch").path,
+        Some("release/2.9"),
+        "release/2.7",
+        &[
+            (".ci/docker/triton_version.txt".into(), "3.3.1\n".into()),
+            (
+                ".ci/docker/ci_commit_pins/triton.txt".into(),
+                format!("{triton}\n"),
+            ),
+        ],
+    );
+    let lock = world.env.path("ci.lock.json");
+    let lock_cmd = |lock: &Path, extra: &[&str]| {
+        world
+            .rockbuild()
+            .args(["lock", "--config"])
+            .arg(&origins.stack_yaml)
+            .args([
+                "--repo-hashtag",
+                "release/2.7",
+                "--index-url",
+                &world.index_url,
+            ])
+            .args(["--pytorch-rocm-arch", "gfx906", "--lock"])
+            .arg(lock)
+            .args(extra)
+            .output()
+            .expect("run lock")
+    };
+    ok(&lock_cmd(&lock, &[]));
+    let locked = read_json(&lock);
+    let want = format!("3.3.1{SUFFIX}");
+    assert_eq!(locked["projects"]["triton"]["commit"], triton.as_str());
+    assert_eq!(locked["build"]["versions"]["triton"], want.as_str());
+    // Pinned to the release branch instead (--release), the version is the same: no git part.
+    let by_branch = world.env.path("release.lock.json");
+    ok(&lock_cmd(&by_branch, &["--release"]));
+    assert_eq!(
+        read_json(&by_branch)["build"]["versions"]["triton"],
+        want.as_str()
+    );
+
+    let root = world.env.path("ws");
+    ok(&world
+        .rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(&root)
+        .arg("--from-lock")
+        .arg(&lock)
+        .output()
+        .expect("run checkout"));
+    assert!(root.join("triton/python/setup.py").is_file());
+    let out = world.out();
+    ok(&world
+        .rockbuild()
+        .arg("build")
+        .arg("--config")
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(&root)
+        .arg("--output-dir")
+        .arg(&out)
+        .args(["--install-rocm", "--index-url", &world.index_url, "--lock"])
+        .arg(root.join("rockbuild.lock.json"))
+        .output()
+        .expect("run build"));
+    let wheel = only_wheel(&out, "triton");
+    assert!(
+        wheel
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&format!("triton-{want}-"))),
+        "{}",
+        wheel.display()
+    );
+    // torch pins the triton that was built, not one that does not exist.
+    assert!(
+        requires_dist(&only_wheel(&out, "torch")).contains(&format!("triton=={want}")),
+        "{:?}",
+        requires_dist(&only_wheel(&out, "torch"))
+    );
+    let output = world
+        .rockbuild()
+        .arg("verify")
+        .arg(&out)
+        .arg("--lock")
+        .arg(root.join("rockbuild.lock.json"))
+        .output()
+        .expect("verify");
+    ok(&output);
+}
+
 #[test]
 fn a_failing_project_skips_its_dependants() {
     let mut world = World::new().with_checkouts();

@@ -64,3 +64,84 @@ fn json_plans_need_a_dry_run() {
     let text = String::from_utf8_lossy(&output.stderr).into_owned();
     snapshot::plain().bind(|| insta::assert_snapshot!("json_without_dry_run", text));
 }
+
+/// Every switch of every verb that reads a `ROCKBUILD_…` variable: (verb path, variable).
+fn boolean_variables() -> Vec<(Vec<String>, String)> {
+    use clap::CommandFactory;
+    fn walk(command: &clap::Command, path: &[String], out: &mut Vec<(Vec<String>, String)>) {
+        for arg in command.get_arguments() {
+            if let Some(env) = arg.get_env()
+                && matches!(arg.get_action(), clap::ArgAction::SetTrue)
+                && !path.is_empty()
+            {
+                out.push((path.to_vec(), env.to_string_lossy().into_owned()));
+            }
+        }
+        for sub in command.get_subcommands() {
+            let mut path = path.to_vec();
+            path.push(sub.get_name().to_string());
+            walk(sub, &path, out);
+        }
+    }
+    let mut command = rockbuild::cli::Cli::command();
+    command.build();
+    let mut out = Vec::new();
+    walk(&command, &[], &mut out);
+    out
+}
+
+/// Boolean variables take 1/0, true/false, yes/no, on/off in any case, and an empty value
+/// counts as unset (GitHub passes an input nobody set as ""); anything else is a usage error
+/// that names the variable, for every verb.
+#[test]
+fn boolean_variables_take_yes_no_words_and_name_themselves_when_wrong() {
+    let switches = boolean_variables();
+    assert!(switches.len() >= 9, "{switches:?}");
+    for (path, variable) in &switches {
+        let env = TestEnv::new();
+        let output = env
+            .rockbuild()
+            .env(variable, "maybe")
+            .args(path)
+            .output()
+            .expect("runs");
+        assert_eq!(output.status.code(), Some(2), "{path:?} {variable}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "error: {variable}=maybe is not a yes/no value: use one of true, 1, yes, on, false, 0, no, off (any case), or leave it empty for unset\n"
+            ),
+            "{path:?}"
+        );
+    }
+
+    // The two of the report, on a real verb: a linux-tagged wheel passes with
+    // ROCKBUILD_ALLOW_LINUX_TAG=1 and quietly with ROCKBUILD_QUIET=Yes; `0` and "" refuse it.
+    let env = TestEnv::new();
+    crate::common::wheels::WheelBuilder::new("local", "1.0").build(&env.path("out"));
+    let verify = |allow: &str, quiet: &str| {
+        env.rockbuild()
+            .env("ROCKBUILD_ALLOW_LINUX_TAG", allow)
+            .env("ROCKBUILD_QUIET", quiet)
+            .args(["verify", "out"])
+            .output()
+            .expect("runs")
+    };
+    let allowed = verify("1", "Yes");
+    assert_eq!(allowed.status.code(), Some(0), "{allowed:?}");
+    assert_eq!(String::from_utf8_lossy(&allowed.stderr), "");
+    let loud = verify("ON", "");
+    assert_eq!(loud.status.code(), Some(0), "{loud:?}");
+    assert!(
+        String::from_utf8_lossy(&loud.stderr).contains("all 1 wheel passed"),
+        "{loud:?}"
+    );
+    for refused in ["0", ""] {
+        let output = verify(refused, "1");
+        assert_eq!(
+            output.status.code(),
+            Some(5),
+            "ROCKBUILD_ALLOW_LINUX_TAG={refused:?}"
+        );
+    }
+}

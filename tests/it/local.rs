@@ -482,6 +482,52 @@ fn compat_snapshot(name: &str, env: &TestEnv, output: &Output) {
     });
 }
 
+/// ROCm's triton as PyTorch publishes it, `pytorch-triton-rocm` (PyPI, download.pytorch.org):
+/// the real PyPI wheel of that name fills the Triton column, and says under which name.
+#[test]
+fn compat_knows_upstream_distribution_names() {
+    let env = TestEnv::new();
+    let wheel = wheelhouse().join("pytorch_triton_rocm-0.0.1-py3-none-any.whl");
+    let output = env
+        .rockbuild()
+        .arg("compat")
+        .arg(&wheel)
+        .arg("--json")
+        .output()
+        .expect("compat");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let triton = report["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .find(|c| c["name"] == "Triton")
+        .expect("a Triton column");
+    assert_eq!(
+        triton,
+        &serde_json::json!({
+            "name": "Triton",
+            "distribution": "pytorch-triton-rocm",
+            "upstream": true,
+            "installed": "0.0.1",
+            "lock": null,
+            "matches": null,
+        })
+    );
+    let markdown = env
+        .rockbuild()
+        .arg("compat")
+        .arg(&wheel)
+        .output()
+        .expect("compat");
+    assert!(
+        String::from_utf8_lossy(&markdown.stdout)
+            .contains("| installed | — | — | — | 0.0.1 (pytorch-triton-rocm) | — |"),
+        "{}",
+        String::from_utf8_lossy(&markdown.stdout)
+    );
+}
+
 #[test]
 fn compat_on_a_built_and_installed_sample_stack() {
     let workspace = Workspace::new();
@@ -648,6 +694,34 @@ fn auto_takes_targets_and_the_index_from_detection() {
         Some(
             "--pytorch-rocm-arch auto: gfx1030 (family gfx103X-all), decided by the KFD topology (gfx_target_version)"
         )
+    );
+
+    // The index of the family, and what kind of index it is (TheRock's legacy layout).
+    let output = plan(
+        &workspace,
+        &[
+            "--pytorch-rocm-arch",
+            "gfx1030",
+            "--install-rocm",
+            "--index-url",
+            "auto",
+            "--rocm-sdk-version",
+            "==7.10.0a20251124",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("--index-url auto") || l.starts_with("note: "))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "--index-url auto: https://rocm.nightlies.amd.com/v2/gfx103X-all/ (the legacy per-family index of family gfx103X-all, this machine's gfx1030, decided by the KFD topology (gfx_target_version))",
+            "note: the per-family indexes (`v2/<family>/`) are TheRock's legacy layout: TheRock publishes no new per-family releases there and may delete old ones (its docs/packaging/legacy_per_family_releases.md); its current releases are multi-arch, one index for every family (https://rocm.nightlies.amd.com/whl-multi-arch/)",
+        ],
+        "{stderr}"
     );
 
     // The whole family: the stand-in SDK has only two of its seven targets, and says so.

@@ -8,20 +8,37 @@ project was given and when its build ran (audio and vision must overlap):
   build fails, with "ok": false and the error).
 
 Both hold: project, start and end (Unix time, float seconds), pid, argv, cwd, python, the
-whole environment (values of names that look like secrets are replaced by "<redacted>") and
-project facts (version, targets, wheel, ...). The copy in the wheel is written before the
-wheel is closed, so its "end" is null.
+whole environment (values of names that look like secrets are replaced by "<redacted>"),
+what was installed where the build's Python looks when the build started ("installed": name
+-> version) and project facts (version, targets, wheel, ...). The copy in the wheel is written
+before the wheel is closed, so its "end" is null; the copy beside the build tree also has
+"installed_at_end", read when the build is over (the two differ when something changed the
+venv under the running build).
 """
 
 import json
 import os
 import re
 import sys
+import sysconfig
 import time
+from importlib import metadata
 
 RECORD_NAME = "sample-build-record.json"
 WHEEL_RECORD_NAME = "_sample_build_record.json"
 _SECRET = re.compile(r"SECRET|TOKEN|PASSWORD|CREDENTIAL|_KEY$", re.IGNORECASE)
+
+
+def installed():
+    """Distributions installed in this interpreter's environment (its site-packages, not the
+    source tree's egg-info): normalized name -> version."""
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    found = {}
+    for dist in metadata.distributions(path=paths):
+        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "")).lower()
+        if name:
+            found.setdefault(name, dist.version)
+    return dict(sorted(found.items()))
 
 
 class BuildRecord:
@@ -31,6 +48,7 @@ class BuildRecord:
         self.start = time.time()
         self.argv = list(sys.argv)
         self.env = {k: ("<redacted>" if _SECRET.search(k) else v) for k, v in sorted(os.environ.items())}
+        self.installed = installed()
         self.facts = {}
 
     def set(self, **facts):
@@ -46,6 +64,7 @@ class BuildRecord:
             "cwd": os.getcwd(),
             "python": sys.executable,
             "env": self.env,
+            "installed": self.installed,
         }
         record.update(self.facts)
         return record
@@ -57,6 +76,7 @@ class BuildRecord:
         """Writes the record beside the build tree; returns its path."""
         self.facts.update(facts)
         self.facts.setdefault("ok", True)
+        self.facts["installed_at_end"] = installed()
         path = os.path.join(self.source_dir, "build", RECORD_NAME)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = f"{path}.tmp-{os.getpid()}"

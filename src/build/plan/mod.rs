@@ -50,8 +50,63 @@ pub enum Action {
 pub struct Step {
     pub label: String,
     pub action: Action,
-    /// Changes the venv (installs, uninstalls): such steps of different projects never overlap.
-    pub mutates_venv: bool,
+    /// What the step does to the venv every project builds in.
+    pub venv: VenvUse,
+}
+
+/// How a step (or a whole project) uses the one venv every project builds in. Ordered: a
+/// project's use is the largest of its steps'.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VenvUse {
+    /// Touches it not at all (removing `dist/`, writing a file, collecting the wheel).
+    #[default]
+    None,
+    /// Runs its Python and sees what is installed (a build, a smoke test).
+    Reads,
+    /// Installs or uninstalls (requirements, the project's own wheel).
+    Changes,
+}
+
+/// Why a project waits for another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// It compiles against the other's wheel, installed into the venv.
+    BuildsAgainst,
+    /// Its wheel requires exactly the other's version: a pin to a wheel that was never built
+    /// would be a pin to nothing.
+    Pins,
+    /// One of the two changes the venv, so they take turns in it, in the reference's order
+    /// (the plan's venv rule: [`Plan::venv_turns`]).
+    VenvTurn,
+}
+
+impl Reason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reason::BuildsAgainst => "builds against its installed wheel",
+            Reason::Pins => "pins its wheel",
+            Reason::VenvTurn => "takes turns with it in the venv",
+        }
+    }
+}
+
+/// A project another one waits for, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Dependency {
+    pub project: String,
+    pub reasons: Vec<Reason>,
+}
+
+impl Dependency {
+    /// Whether this project needs the other's wheel: when the other fails (or is skipped),
+    /// this one is skipped. A venv turn alone only orders the two.
+    pub fn needs_wheel(&self) -> bool {
+        self.reasons
+            .iter()
+            .any(|r| matches!(r, Reason::BuildsAgainst | Reason::Pins))
+    }
 }
 
 /// One project's part of the plan.
@@ -69,8 +124,10 @@ pub struct ProjectPlan {
     pub version: String,
     /// `torch-2.10.0a0+rocm7.10.0-*.whl`.
     pub wheel_glob: String,
-    /// Projects whose wheel must be built and installed first.
-    pub after: Vec<String>,
+    /// Projects that run before this one starts, each with its reasons.
+    pub after: Vec<Dependency>,
+    /// What the project does to the venv (the largest use of its steps).
+    pub venv: VenvUse,
     pub env: EnvDiff,
     pub steps: Vec<Step>,
     pub log: PathBuf,
@@ -101,6 +158,8 @@ pub struct Plan {
     pub jobs: usize,
     pub clean: bool,
     pub projects: Vec<ProjectPlan>,
+    /// The venv's turns, in order: a project that changes it alone, or readers together.
+    pub venv_turns: Vec<Vec<String>>,
     /// Things a reader of the plan should know (placeholders, ignored inputs).
     pub notes: Vec<String>,
 }
@@ -173,24 +232,31 @@ pub fn assemble(
         compiler_cache: &settings.compiler_cache,
         base_env: &settings.base_env,
     };
-    let mut projects: Vec<ProjectPlan> = Vec::new();
-    for (snapshot, version) in world.projects.iter().zip(&versions) {
-        let plan = project_plan(settings, recipes, &shared, &provided, snapshot, version)?;
-        let deps: Vec<Option<String>> = plan
+    let mut projects: Vec<ProjectPlan> = world
+        .projects
+        .iter()
+        .zip(&versions)
+        .map(|(snapshot, version)| {
+            project_plan(settings, recipes, &shared, &provided, snapshot, version)
+        })
+        .collect::<Result<_, _>>()?;
+    let venv_turns = add_venv_turns(&mut projects)?;
+    for (index, snapshot) in world.projects.iter().enumerate() {
+        // The cache key covers what a project compiles against, not what it only pins or
+        // takes turns with (a new triton source of the same version does not change torch).
+        let deps: Vec<Option<String>> = projects[index]
             .after
             .iter()
+            .filter(|d| d.reasons.contains(&Reason::BuildsAgainst))
             .map(|d| {
-                projects
+                projects[..index]
                     .iter()
-                    .find(|p| &p.name == d)
+                    .find(|p| p.name == d.project)
                     .and_then(|p| p.fingerprint.clone())
             })
             .collect();
-        let fingerprint = fingerprint::fingerprint(&plan, snapshot.locked, sdk, &targets, &deps);
-        projects.push(ProjectPlan {
-            fingerprint,
-            ..plan
-        });
+        projects[index].fingerprint =
+            fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps);
     }
 
     Ok(Plan {
@@ -214,6 +280,7 @@ pub fn assemble(
         jobs: settings.jobs,
         clean: settings.clean,
         projects,
+        venv_turns,
         notes: world.notes.clone(),
     })
 }
@@ -234,14 +301,19 @@ fn project_plan(
         .iter()
         .filter_map(|name| provided.get(name).map(|(_, pin)| (*name, pin.clone())))
         .collect();
-    // Building against a project of this build means waiting for it; without one in the
-    // build, the wheel already in the venv is used.
-    let after: Vec<String> = recipe
-        .builds_against()
-        .iter()
-        .filter_map(|name| provided.get(name).map(|(project, _)| project.to_string()))
-        .filter(|name| *name != project.name)
-        .collect();
+    // Building against a project of this build, or pinning its wheel, means waiting for it;
+    // without one in the build, the wheel already in the venv is used (or pinned as given).
+    let mut after: Vec<Dependency> = Vec::new();
+    for (recipes, reason) in [
+        (recipe.builds_against(), Reason::BuildsAgainst),
+        (recipe.pins(), Reason::Pins),
+    ] {
+        for (other, _) in recipes.iter().filter_map(|name| provided.get(name)) {
+            if *other != project.name {
+                depend(&mut after, other, reason);
+            }
+        }
+    }
     let steps = recipe.steps(
         &RecipeInput {
             project,
@@ -266,6 +338,7 @@ fn project_plan(
             version.wheel
         ),
         after,
+        venv: steps.steps.iter().map(|s| s.venv).max().unwrap_or_default(),
         env: steps.env,
         steps: steps.steps,
         log: shared.logs_dir.join(format!("{}.log", project.name)),
@@ -274,4 +347,93 @@ fn project_plan(
         hints: recipe.failure_hints(),
         version_hint: recipe.version_mismatch_hint(),
     })
+}
+
+/// Adds `reason` to the dependency on `project`.
+fn depend(after: &mut Vec<Dependency>, project: &str, reason: Reason) {
+    match after.iter_mut().find(|d| d.project == project) {
+        Some(dependency) if !dependency.reasons.contains(&reason) => {
+            dependency.reasons.push(reason);
+        }
+        Some(_) => {}
+        None => after.push(Dependency {
+            project: project.to_string(),
+            reasons: vec![reason],
+        }),
+    }
+}
+
+/// The venv rule. Every project builds in one venv, so a project that changes it (installs
+/// requirements, uninstalls, installs its wheel) has it to itself: it starts after every
+/// project before it that uses the venv has finished, and every later one waits for it.
+/// Projects that only read the venv share it. "Before" is the reference's serial order:
+/// what each project waits for on its wheels first, then the recipes' start priority, then
+/// the stack's order. So every build sees exactly the venv the reference's serial run gives
+/// it, and nothing changes under a running build.
+///
+/// Returns the turns: one project that changes the venv, or the readers that share it.
+fn add_venv_turns(projects: &mut [ProjectPlan]) -> Result<Vec<Vec<String>>, Error> {
+    let order = serial_order(projects)?;
+    let mut turns: Vec<Vec<String>> = Vec::new();
+    let mut changer: Option<usize> = None;
+    let mut readers: Vec<usize> = Vec::new();
+    for index in order {
+        let name = projects[index].name.clone();
+        let before: Vec<usize> = match projects[index].venv {
+            VenvUse::None => continue,
+            VenvUse::Reads => {
+                match turns.last_mut() {
+                    Some(turn) if !readers.is_empty() => turn.push(name),
+                    _ => turns.push(vec![name]),
+                }
+                readers.push(index);
+                changer.into_iter().collect()
+            }
+            VenvUse::Changes => {
+                turns.push(vec![name]);
+                let before = changer.into_iter().chain(readers.drain(..)).collect();
+                changer = Some(index);
+                before
+            }
+        };
+        for other in before {
+            let name = projects[other].name.clone();
+            depend(&mut projects[index].after, &name, Reason::VenvTurn);
+        }
+    }
+    Ok(turns)
+}
+
+/// The projects in the order a serial run takes them: a project after those whose wheels it
+/// needs, and among those ready, by start priority, then stack order. Two projects that
+/// need each other's wheels are an error.
+fn serial_order(projects: &[ProjectPlan]) -> Result<Vec<usize>, Error> {
+    let mut order: Vec<usize> = Vec::with_capacity(projects.len());
+    while order.len() < projects.len() {
+        let ready = (0..projects.len())
+            .filter(|i| !order.contains(i))
+            .filter(|&i| {
+                projects[i]
+                    .after
+                    .iter()
+                    .filter(|d| d.needs_wheel())
+                    .all(|d| {
+                        order.iter().any(|&done| projects[done].name == d.project)
+                            || !projects.iter().any(|p| p.name == d.project)
+                    })
+            })
+            .min_by_key(|&i| (projects[i].priority, i));
+        match ready {
+            Some(next) => order.push(next),
+            None => {
+                return Err(Error::Cycle {
+                    projects: (0..projects.len())
+                        .filter(|i| !order.contains(i))
+                        .map(|i| projects[i].name.clone())
+                        .collect(),
+                });
+            }
+        }
+    }
+    Ok(order)
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{Action, EnvDiff, Plan, ProjectPlan, Step};
+use super::{Action, Dependency, EnvDiff, Plan, ProjectPlan, Step, VenvUse};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
 use crate::sdk::install::Installer;
@@ -29,7 +29,7 @@ pub struct StepView {
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_sha256: Option<String>,
-    pub changes_venv: bool,
+    pub venv: VenvUse,
 }
 
 impl StepView {
@@ -42,7 +42,7 @@ impl StepView {
             env: BTreeMap::new(),
             path: None,
             content_sha256: None,
-            changes_venv: step.mutates_venv,
+            venv: step.venv,
         };
         let from_cmd = |cmd: &Cmd, view: &mut StepView| {
             view.argv = cmd.argv_display();
@@ -98,6 +98,7 @@ struct PlanView<'a> {
     jobs: usize,
     clean: bool,
     projects: Vec<ProjectView<'a>>,
+    venv_turns: &'a [Vec<String>],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     notes: &'a [String],
 }
@@ -121,7 +122,8 @@ struct ProjectView<'a> {
     version: &'a str,
     wheel: &'a str,
     targets: Vec<&'a str>,
-    after: &'a [String],
+    after: &'a [Dependency],
+    venv: VenvUse,
     log: String,
     fingerprint: Option<&'a str>,
     env: &'a EnvDiff,
@@ -163,12 +165,14 @@ impl Plan {
                     wheel: &p.wheel_glob,
                     targets: self.targets.targets.iter().map(|t| t.as_str()).collect(),
                     after: &p.after,
+                    venv: p.venv,
                     log: p.log.display().to_string(),
                     fingerprint: p.fingerprint.as_deref(),
                     env: &p.env,
                     steps: p.steps.iter().map(StepView::of).collect(),
                 })
                 .collect(),
+            venv_turns: &self.venv_turns,
             notes: &self.notes,
         };
         let mut text = serde_json::to_string_pretty(&view)?;
@@ -237,6 +241,16 @@ impl Plan {
             self.jobs,
             if self.clean { ", --clean" } else { "" }
         );
+        let turns: Vec<String> = self.venv_turns.iter().map(|t| t.join(" + ")).collect();
+        let _ = writeln!(
+            out,
+            "  venv use   {} (one that changes the venv has it to itself; readers share it)",
+            if turns.is_empty() {
+                "nothing".to_string()
+            } else {
+                turns.join(", then ")
+            }
+        );
         let _ = writeln!(
             out,
             "  output     {} (logs in {})",
@@ -261,13 +275,26 @@ impl Plan {
         if let Some(head) = &project.source.head {
             let _ = writeln!(out, "  commit {head}");
         }
+        if project.after.is_empty() {
+            let _ = writeln!(out, "  after  (nothing: starts at once)");
+        }
+        for (index, dependency) in project.after.iter().enumerate() {
+            let reasons: Vec<&str> = dependency.reasons.iter().map(|r| r.describe()).collect();
+            let _ = writeln!(
+                out,
+                "  {}  {} ({})",
+                if index == 0 { "after" } else { "     " },
+                dependency.project,
+                reasons.join("; ")
+            );
+        }
         let _ = writeln!(
             out,
-            "  after  {}",
-            if project.after.is_empty() {
-                "(nothing: starts at once)".to_string()
-            } else {
-                format!("{} (built and installed)", project.after.join(", "))
+            "  venv   {}",
+            match project.venv {
+                VenvUse::Changes => "changes it (steps marked [venv]): has it to itself",
+                VenvUse::Reads => "reads it: shares it with the other readers, never with a change",
+                VenvUse::None => "does not use it",
             }
         );
         let _ = writeln!(out, "  log    {}", project.log.display());
@@ -288,7 +315,11 @@ impl Plan {
                 index + 1,
                 step.label,
                 self.step_line(project, step),
-                if step.mutates_venv { "  [venv]" } else { "" }
+                if step.venv == VenvUse::Changes {
+                    "  [venv]"
+                } else {
+                    ""
+                }
             );
         }
         out

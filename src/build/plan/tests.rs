@@ -129,7 +129,7 @@ fn source(commit: char, branch: Option<&str>) -> SourceState {
 }
 
 /// The five checkouts of the shipped stack as the real projects lay them out: version.txt
-/// (torch, audio, vision, apex), triton's TRITON_VERSION line in setup.py at the root (as
+/// (torch, audio, vision, apex), triton's setup.py at the root with its TRITON_VERSION (as
 /// since ~2.9) and the build_env.json its checkout writes.
 fn contents(name: &str) -> (Vec<(&'static str, &'static str)>, SourceState) {
     match name {
@@ -151,7 +151,7 @@ fn contents(name: &str) -> (Vec<(&'static str, &'static str)>, SourceState) {
             vec![
                 (
                     "setup.py",
-                    "import os\nTRITON_VERSION = \"3.5.0\" + suffix()\n",
+                    "import os\nTRITON_VERSION = \"3.5.0\" + get_triton_version_suffix()\nsetup(\n    name=\"triton\",\n    version=TRITON_VERSION,\n)\n",
                 ),
                 (
                     "build_env.json",
@@ -238,10 +238,48 @@ fn versions_pins_and_order() {
         torch.env["USE_FLASH_ATTENTION"], "OFF",
         "gfx906/gfx1030 have no aotriton kernels"
     );
-    assert!(torch.after.is_empty() && project(&plan, "triton").after.is_empty());
-    for name in ["audio", "vision", "apex"] {
-        assert_eq!(project(&plan, name).after, ["torch"], "{name}");
+    // The edges, and why: triton first (torch pins its wheel, and both change the venv, so
+    // they take turns); audio, vision and apex read the venv torch changed, and share it.
+    let edges = |name: &str| -> Vec<(String, Vec<Reason>)> {
+        project(&plan, name)
+            .after
+            .iter()
+            .map(|d| (d.project.clone(), d.reasons.clone()))
+            .collect()
+    };
+    assert!(edges("triton").is_empty());
+    assert_eq!(
+        edges("torch"),
+        [("triton".to_string(), vec![Reason::Pins, Reason::VenvTurn])]
+    );
+    for (name, reasons) in [
+        (
+            "audio",
+            vec![Reason::BuildsAgainst, Reason::Pins, Reason::VenvTurn],
+        ),
+        (
+            "vision",
+            vec![Reason::BuildsAgainst, Reason::Pins, Reason::VenvTurn],
+        ),
+        ("apex", vec![Reason::BuildsAgainst, Reason::VenvTurn]),
+    ] {
+        assert_eq!(edges(name), [("torch".to_string(), reasons)], "{name}");
     }
+    let uses: Vec<(&str, VenvUse)> = plan
+        .projects
+        .iter()
+        .map(|p| (p.name.as_str(), p.venv))
+        .collect();
+    assert_eq!(
+        uses,
+        [
+            ("torch", VenvUse::Changes),
+            ("audio", VenvUse::Reads),
+            ("vision", VenvUse::Reads),
+            ("triton", VenvUse::Changes),
+            ("apex", VenvUse::Reads),
+        ]
+    );
     assert_eq!(
         project(&plan, "audio").env["PYTORCH_VERSION"],
         torch.version
@@ -508,7 +546,13 @@ fn what_the_plan_refuses() {
         .files
         .files
         .insert("setup.py".into(), Some("setup(version=get())\n".into()));
-    refuse("no TRITON_VERSION", &base, &broken);
+    refuse("a triton version rockbuild cannot predict", &base, &broken);
+    let mut broken = good.clone();
+    broken.projects[3]
+        .files
+        .files
+        .insert("setup.py".into(), Some("setup(name=\"triton\")\n".into()));
+    refuse("no triton version", &base, &broken);
     let mut broken = good.clone();
     broken.projects[3]
         .files
@@ -543,4 +587,92 @@ fn what_the_plan_refuses() {
         .map(|(what, error)| format!("{what}:\n  {error}"))
         .collect();
     insta::assert_snapshot!(text.join("\n\n"));
+}
+
+/// A project of `venv` use and start `priority` that needs the wheels of `needs`.
+fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan {
+    ProjectPlan {
+        name: name.into(),
+        dist: name.into(),
+        recipe: "bare",
+        priority,
+        dir: PathBuf::from("/src").join(name),
+        version: "1.0".into(),
+        wheel_glob: String::new(),
+        after: needs
+            .iter()
+            .map(|n| Dependency {
+                project: n.to_string(),
+                reasons: vec![Reason::BuildsAgainst],
+            })
+            .collect(),
+        venv,
+        env: EnvDiff::new(),
+        steps: vec![],
+        log: PathBuf::from("/out/logs").join(name),
+        source: source('0', None),
+        fingerprint: None,
+        hints: &[],
+        version_hint: "",
+    }
+}
+
+#[test]
+fn the_venv_is_taken_in_turns_in_the_serial_order() {
+    // Stack order d, b, a, e, c, n; priorities make the serial order a b c d e, and d needs
+    // e's wheel, so e goes before d. n does not use the venv at all.
+    let mut projects = vec![
+        bare("d", 3, VenvUse::Changes, &["e"]),
+        bare("b", 1, VenvUse::Reads, &[]),
+        bare("a", 0, VenvUse::Changes, &[]),
+        bare("e", 4, VenvUse::Reads, &[]),
+        bare("c", 2, VenvUse::Reads, &[]),
+        bare("n", 0, VenvUse::None, &[]),
+    ];
+    let turns = add_venv_turns(&mut projects).expect("no cycle");
+    assert_eq!(
+        turns,
+        [vec!["a"], vec!["b", "c", "e"], vec!["d"]]
+            .map(|t| t.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    let after = |name: &str| -> Vec<(String, Vec<Reason>)> {
+        projects
+            .iter()
+            .find(|p| p.name == name)
+            .expect("project")
+            .after
+            .iter()
+            .map(|d| (d.project.clone(), d.reasons.clone()))
+            .collect()
+    };
+    let turn = |name: &str| (name.to_string(), vec![Reason::VenvTurn]);
+    assert_eq!(after("a"), []);
+    assert_eq!(after("b"), [turn("a")]);
+    assert_eq!(after("c"), [turn("a")]);
+    assert_eq!(after("e"), [turn("a")]);
+    // d waits for the readers before it, and its needed wheel's edge carries both reasons.
+    assert_eq!(
+        after("d"),
+        [
+            (
+                "e".to_string(),
+                vec![Reason::BuildsAgainst, Reason::VenvTurn]
+            ),
+            turn("a"),
+            turn("b"),
+            turn("c"),
+        ]
+    );
+    assert_eq!(after("n"), []);
+
+    let mut cycle = vec![
+        bare("x", 0, VenvUse::Reads, &["y"]),
+        bare("y", 1, VenvUse::Reads, &["x"]),
+        bare("z", 2, VenvUse::Reads, &[]),
+    ];
+    let error = add_venv_turns(&mut cycle).expect_err("cycle");
+    assert_eq!(
+        error.to_string(),
+        "projects x, y wait for each other's wheels (their recipes' builds_against and pins): none of them can start; a recipe must not build against or pin a project that waits for it"
+    );
 }

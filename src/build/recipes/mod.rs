@@ -81,7 +81,8 @@ pub trait Recipe: Send + Sync {
     }
 
     /// Recipes whose wheel version this one's wheel pins exactly (`==`), when they are part of
-    /// the same build. A pin alone does not order the builds: the version is known up front.
+    /// the same build. The version is known up front, but the wheel must exist: this project
+    /// waits for the pinned one and is skipped when it fails (never a pin to nothing).
     fn pins(&self) -> &'static [&'static str] {
         &[]
     }
@@ -100,6 +101,12 @@ pub trait Recipe: Send + Sync {
 
     /// Known failures of this project's build.
     fn failure_hints(&self) -> &'static [Hint] {
+        &[]
+    }
+
+    /// Distribution names upstream publishes this project's wheel under (PyPI, PyTorch's
+    /// index), besides the stack's own: a venv or set with one of those holds this project.
+    fn upstream_wheels(&self) -> &'static [&'static str] {
         &[]
     }
 
@@ -166,6 +173,27 @@ impl Recipes {
             }
         }
         dirs
+    }
+
+    /// By project: the normalized distribution names its wheel goes by, the stack's first,
+    /// then upstream's ([`Recipe::upstream_wheels`]).
+    pub fn distribution_names(
+        &self,
+        stack: &Stack,
+    ) -> Result<BTreeMap<String, Vec<String>>, Error> {
+        let mut out = BTreeMap::new();
+        for project in stack.projects.values() {
+            let recipe = self.of(stack, project)?;
+            let mut names = vec![normalize_name(&project.wheel)];
+            for name in recipe.upstream_wheels() {
+                let name = normalize_name(name);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            out.insert(project.name.clone(), names);
+        }
+        Ok(out)
     }
 
     /// What verification expects of each wheel of the stack, by normalized wheel name: the

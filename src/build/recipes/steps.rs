@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{ProjectSteps, RecipeInput};
-use crate::build::plan::{Action, EnvDiff, Step};
+use crate::build::plan::{Action, EnvDiff, Step, VenvUse};
 use crate::exec::{Cmd, Retry};
 
 /// A single build step may run this long before it is stopped.
@@ -60,7 +60,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label,
             action: Action::Remove { path: dir },
-            mutates_venv: false,
+            venv: VenvUse::None,
         });
     }
 
@@ -72,7 +72,7 @@ impl<'a> Steps<'a> {
         }
     }
 
-    /// A venv-changing installer step (serialized with other projects' installer steps).
+    /// An installer step: it changes the venv, so its project takes a turn of its own there.
     pub fn installer(&mut self, label: &str, cmd: Cmd) {
         let cmd = self
             .cmd(label, cmd, self.input.dir)
@@ -86,7 +86,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label: label.to_string(),
             action: Action::Run(cmd),
-            mutates_venv: true,
+            venv: VenvUse::Changes,
         });
     }
 
@@ -132,7 +132,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label: label.to_string(),
             action: Action::Run(cmd),
-            mutates_venv: false,
+            venv: VenvUse::Reads,
         });
     }
 
@@ -144,7 +144,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label,
             action: Action::Write { path, content },
-            mutates_venv: false,
+            venv: VenvUse::None,
         });
     }
 
@@ -155,7 +155,7 @@ impl<'a> Steps<'a> {
             action: Action::Collect {
                 dist_dir: dist_dir.to_path_buf(),
             },
-            mutates_venv: false,
+            venv: VenvUse::None,
         });
     }
 
@@ -173,7 +173,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label: "install wheel".into(),
             action: Action::InstallWheel(cmd),
-            mutates_venv: true,
+            venv: VenvUse::Changes,
         });
     }
 
@@ -191,7 +191,7 @@ impl<'a> Steps<'a> {
         self.steps.push(Step {
             label: "smoke test".into(),
             action: Action::Smoke(cmd),
-            mutates_venv: false,
+            venv: VenvUse::Reads,
         });
     }
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{Region, RequestChecksumCalculation, ResponseChecksumValidation};
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, MetadataDirective};
@@ -37,6 +37,9 @@ use super::encode_path;
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError};
 
 use checksums::{base64_to_hex, hex_to_base64, valid_sha256};
+
+/// The region requests are signed for when none is given or configured.
+const DEFAULT_REGION: &str = "us-east-1";
 
 /// User metadata key holding the object's SHA-256 (hex).
 const SHA256_METADATA: &str = "sha256";
@@ -73,6 +76,11 @@ pub struct S3Store {
     bucket: String,
     prefix: String,
     settings: S3Settings,
+    /// No region was given or configured, so requests are signed for us-east-1: worth saying
+    /// when the server refuses them.
+    region_defaulted: bool,
+    /// The standard chain's credentials provider, asked once by [`S3Store::check_credentials`].
+    credentials: Option<aws_sdk_s3::config::SharedCredentialsProvider>,
 }
 
 /// The facts of a failed S3 call.
@@ -107,10 +115,52 @@ where
     Failure {
         status,
         code,
-        message: crate::redact::redact_url(&DisplayErrorContext(error).to_string()),
+        message: crate::redact::redact_url(&in_words(error)),
         transient,
         unanswered,
     }
+}
+
+/// An SDK error as people read it: the server's code and message when it answered, else the
+/// chain of causes, each in its own words (never the SDK's debug structures).
+pub(super) fn in_words<E>(error: &SdkError<E>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match (error.code(), error.message()) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.to_string(),
+        _ => causes(error),
+    }
+}
+
+/// Each error of the chain by its Display, joined with `: `; a cause that only repeats what
+/// the error before it said is left out.
+pub(super) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        if !text.is_empty() && !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        next = error.source();
+    }
+    parts.join(": ")
+}
+
+/// AWS's answers to a request signed for another region than the bucket's.
+fn refuses_region(failure: &Failure) -> bool {
+    failure.status == Some(301)
+        || matches!(
+            failure.code.as_deref(),
+            Some(
+                "PermanentRedirect"
+                    | "AuthorizationHeaderMalformed"
+                    | "IllegalLocationConstraintException"
+                    | "InvalidRegion"
+            )
+        )
 }
 
 fn is_precondition_failure(failure: &Failure) -> bool {
@@ -140,9 +190,11 @@ impl S3Store {
         let sdk_config = runtime.block_on(loader.load());
         let mut builder =
             aws_sdk_s3::config::Builder::from(&sdk_config).force_path_style(settings.path_style);
-        if sdk_config.region().is_none() {
+        let region_defaulted = sdk_config.region().is_none();
+        if region_defaulted {
             // S3-compatible servers rarely care; AWS needs one for signing.
-            builder = builder.region(Region::new("us-east-1"));
+            tracing::debug!("no S3 region given or configured: signing for {DEFAULT_REGION}");
+            builder = builder.region(Region::new(DEFAULT_REGION));
         }
         builder = waits::configure(builder, settings);
         if settings.checksums == S3ChecksumMode::WhenRequired {
@@ -156,7 +208,26 @@ impl S3Store {
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
             settings: settings.clone(),
+            region_defaulted,
+            credentials: sdk_config.credentials_provider(),
         })
+    }
+
+    /// Asks the credentials chain once, before any request: without credentials every request
+    /// would fail with the chain's last provider's complaint, which rarely names the fix.
+    pub fn check_credentials(&self) -> Result<(), StoreError> {
+        use aws_sdk_s3::config::ProvideCredentials as _;
+        let no_credentials = |cause: String| StoreError::NoCredentials {
+            store: self.url(),
+            cause,
+        };
+        let provider = self.credentials.as_ref().ok_or_else(|| {
+            no_credentials("the AWS configuration has no credentials provider".into())
+        })?;
+        self.runtime
+            .block_on(provider.provide_credentials())
+            .map(|_| ())
+            .map_err(|error| no_credentials(crate::redact::redact_url(&causes(&error))))
     }
 
     fn full_key(&self, key: &str) -> String {
@@ -179,6 +250,11 @@ impl S3Store {
     fn error(&self, op: &'static str, key: &str, failure: Failure) -> StoreError {
         let message = if failure.unanswered {
             waits::describe_wait(self.settings.timeout, self.settings.attempts)
+        } else if self.region_defaulted && refuses_region(&failure) {
+            format!(
+                "{}; no S3 region was given (--s3-region, AWS_REGION or the AWS profile), so the request was signed for {DEFAULT_REGION}",
+                failure.message
+            )
         } else {
             failure.message
         };

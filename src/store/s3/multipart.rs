@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_s3::primitives::{ByteStream, Length};
 use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
 
@@ -133,7 +132,7 @@ impl S3Store {
         if let Err(error) = result {
             tracing::warn!(
                 "could not abort the multipart upload of {key}: {}",
-                DisplayErrorContext(&error)
+                super::in_words(&error)
             );
         }
     }

@@ -321,3 +321,38 @@ fn s3_stage_survives_a_refused_put_then_promotes_as_rc_from_s3_to_s3() {
         vec!["2.10.0rc1+rocm7.13.0a20260501 0.25.0rc1+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
     );
 }
+
+/// Staging to S3 with no region anywhere (no flag, no AWS_REGION, no profile; instance
+/// metadata unreachable): rockbuild signs for us-east-1 and prints none of the SDK's
+/// warnings and debug structures. Without credentials, the error says so in words.
+#[test]
+fn s3_stage_without_a_region_prints_errors_only_in_words() {
+    let mut world = gpu_world();
+    let server = S3Server::start(&world.env.path("s3"));
+    for (key, value) in server.env() {
+        if !matches!(key, "AWS_REGION" | "AWS_EC2_METADATA_DISABLED") {
+            world.env.set(key, value);
+        }
+    }
+    // Instance metadata where nothing listens: the chains end there, quickly and always alike.
+    world
+        .env
+        .set("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1");
+    let s3 = server.store_args();
+    let s3_args: Vec<&str> = s3.iter().map(String::as_str).collect();
+    gpu_set(&world.env.path("one"), "7.13.0a20260430");
+    let staged = stage(&world, "one", &server.url("staging"), &s3_args).success();
+    let text = stderr(&staged);
+    for noise in ["WARN", "IMDS", "{", "Error("] {
+        assert!(!text.contains(noise), "`{noise}` in:\n{text}");
+    }
+    assert!(server.object_path("staging/torch/index.html").is_file());
+
+    world.env.set("AWS_ACCESS_KEY_ID", "");
+    world.env.set("AWS_SECRET_ACCESS_KEY", "");
+    let refused = stage(&world, "one", &server.url("staging"), &s3_args).code(2);
+    let text = stderr(&refused);
+    let error = &text[text.find("error: ").expect("an error")..];
+    let error = error.replace(&server.endpoint, "http://[S3]");
+    insta::assert_snapshot!("s3_stage_without_credentials", error);
+}

@@ -1,10 +1,13 @@
 //! triton (F22): `setup.py bdist_wheel` from `python/` or, since it moved (~torch 2.9), the
-//! repository root; installed into the venv afterwards. Its version is computed up front, the
-//! way its setup.py does, so torch can pin it while both build at once.
+//! repository root; installed into the venv afterwards. Its version is computed up front by
+//! the rule its own setup.py states ([`setup_py`]), so torch's pin is known before anything
+//! builds, and the built wheel is checked against it.
 //!
 //! build_env.json, written by triton's checkout, only ever carried
 //! `TRITON_WHEEL_VERSION_SUFFIX` (W9). Its keys go to triton's environment alone, not to
 //! every project as in the reference; the suffix key is composed with the stack's suffix.
+
+mod setup_py;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,20 +40,43 @@ impl Recipe for Triton {
         &[SETUP_IN_PYTHON, SETUP_AT_ROOT, BUILD_ENV, REQUIREMENTS]
     }
 
-    /// setup.py's rule: `TRITON_VERSION`, `+git<sha8>` unless on a release* branch (or not in
-    /// git), then TRITON_WHEEL_VERSION_SUFFIX (build_env.json's value + the stack's suffix).
+    /// setup.py's own rule ([`setup_py`]) with `TRITON_WHEEL_VERSION_SUFFIX` =
+    /// build_env.json's value + the stack's suffix, in the checkout's git state.
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
-        let base = base_version(input.files, input.dir)?;
+        let relative = setup_path(input.files);
+        let text = input
+            .files
+            .text(relative)
+            .ok_or_else(|| Error::VersionSource {
+                project: input.project.to_string(),
+                path: input.dir.join(relative),
+                line: None,
+                problem: "does not exist (nor python/setup.py); triton's version is read from it"
+                    .into(),
+            })?;
+        let rule = setup_py::parse(text).map_err(|e| Error::VersionSource {
+            project: input.project.to_string(),
+            path: input.dir.join(relative),
+            line: e.line,
+            problem: e.problem,
+        })?;
         let build_env = build_env(input.files, input.dir)?;
-        let on_release = input
-            .source
-            .branch
-            .as_deref()
-            .is_some_and(|b| b.starts_with("release"));
-        let git = input.source.head.as_deref().filter(|_| !on_release);
         let env_suffix =
             version::triton_env_suffix(build_env.get(SUFFIX_KEY).map(String::as_str), input.suffix);
-        let v = version::triton_version(&base, git, &env_suffix)?;
+        let git = setup_py::Git {
+            head: input.source.head.as_deref(),
+            branch: input.source.branch.as_deref(),
+        };
+        let v = version::normalize(
+            &format!(
+                "{}: {}:{} computes `{}` with TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`",
+                input.project,
+                relative,
+                rule.line,
+                rule.describe()
+            ),
+            &rule.evaluate(git, &env_suffix),
+        )?;
         Ok(Versions {
             build: v.clone(),
             wheel: v,
@@ -87,7 +113,7 @@ impl Recipe for Triton {
             ),
         );
         let setup: PathBuf = input
-            .path(setup_py(input.files))
+            .path(setup_path(input.files))
             .parent()
             .map_or_else(|| input.dir.to_path_buf(), PathBuf::from);
         let mut steps = Steps::new(input, env);
@@ -100,47 +126,24 @@ impl Recipe for Triton {
         Ok(steps.finish())
     }
 
+    /// PyTorch publishes ROCm's triton as `pytorch-triton-rocm` (PyPI and its own index;
+    /// its .github/scripts/build_triton_wheel.py names it by the device).
+    fn upstream_wheels(&self) -> &'static [&'static str] {
+        &["pytorch-triton-rocm"]
+    }
+
     fn version_mismatch_hint(&self) -> &'static str {
-        "triton's setup.py computed its version differently (its TRITON_VERSION line, the branch it is on, or TRITON_WHEEL_VERSION_SUFFIX handling); torch pins the planned version, so this wheel would not satisfy it"
+        "triton's setup.py computed its version otherwise than the rule rockbuild read from it (`rockbuild plan` shows the planned version; a helper such as get_git_version_suffix() that differs from upstream's?); torch pins the planned version, so this wheel would not satisfy it"
     }
 }
 
 /// Where triton's setup.py is: `python/` when it has one there, else the root.
-fn setup_py(files: &CheckoutFiles) -> &'static str {
+fn setup_path(files: &CheckoutFiles) -> &'static str {
     if files.exists(SETUP_IN_PYTHON) {
         SETUP_IN_PYTHON
     } else {
         SETUP_AT_ROOT
     }
-}
-
-/// `TRITON_VERSION = "X"` (or the older `version="X" + ...`) in setup.py.
-fn base_version(files: &CheckoutFiles, dir: &Path) -> Result<String, Error> {
-    let relative = setup_py(files);
-    let error = |problem: &str| Error::VersionSource {
-        project: "triton".into(),
-        path: dir.join(relative),
-        line: None,
-        problem: problem.to_string(),
-    };
-    let text = files.text(relative).ok_or_else(|| {
-        error("does not exist (nor python/setup.py); triton's version is read from it")
-    })?;
-    text.lines()
-        .find_map(|line| {
-            let line = line.trim();
-            let rest = line
-                .strip_prefix("TRITON_VERSION")
-                .or_else(|| line.strip_prefix("version"))?
-                .trim_start()
-                .strip_prefix('=')?
-                .trim_start();
-            let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-            rest[1..].split(quote).next().map(str::to_string)
-        })
-        .ok_or_else(|| {
-            error("has no `TRITON_VERSION = \"X.Y.Z\"` line; rockbuild computes triton's version up front so torch can pin it")
-        })
 }
 
 /// build_env.json (written by triton's checkout), as string pairs; absent: none.
