@@ -510,6 +510,11 @@ pub struct BuildArgs {
     /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)
     #[arg(long)]
     pub arch_from_sdk: bool,
+    /// Multi-arch: build once for every target, then split torch's and torchvision's fat
+    /// wheels into a host wheel and one device wheel per target (`torch[device-gfxNNN]`), as
+    /// TheRock's releases are (default: the family table's index layout, else the lock's)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
         long,

@@ -135,12 +135,19 @@ pub enum Error {
         skipped: Vec<String>,
         total: usize,
     },
+    /// A multi-arch build's fat wheel that cannot be split (the split's own error says why).
+    #[error("{project}: splitting {} into host and device wheels: {message}", wheel.display())]
+    Split {
+        project: String,
+        wheel: PathBuf,
+        message: String,
+    },
 }
 
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Failed { .. } | Error::Read { .. } => ExitStatus::Failure,
+            Error::Failed { .. } | Error::Read { .. } | Error::Split { .. } => ExitStatus::Failure,
             Error::NoJobs
             | Error::DirSyntax { .. }
             | Error::UnknownProject { .. }

@@ -434,6 +434,7 @@ mod tests {
                 .iter()
                 .map(|t| table.target(t).expect("target"))
                 .collect(),
+            mode: Default::default(),
             release_type: String::new(),
             version_suffix: String::new(),
             versions: [

@@ -11,6 +11,7 @@ use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 use super::{Source, Sourced};
 use crate::build::Error;
 use crate::build::compilers::CompilerCache;
+use crate::build::mode::ModeChoice;
 use crate::build::select::Selection;
 use crate::build::targets::{self, TargetRequest};
 use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
@@ -19,7 +20,7 @@ use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
 use crate::sdk::Venv;
 use crate::sdk::install::{InstallSettings, Installer};
-use crate::stack::{FamilyTable, Stack};
+use crate::stack::{FamilyTable, IndexLayout, Stack};
 use crate::version::ReleaseType;
 
 /// Everything `build` and `plan` act on.
@@ -32,6 +33,8 @@ pub struct BuildSettings {
     pub lock: Option<LockFile>,
     pub sdk: SdkSettings,
     pub targets: TargetRequest,
+    /// Per-family or multi-arch, and what chose it.
+    pub mode: ModeChoice,
     pub release_type: ReleaseType,
     /// `--version-suffix` (unset: derived from the SDK version, as the reference).
     pub version_suffix: Option<String>,
@@ -97,6 +100,7 @@ impl BuildSettings {
             pytorch_rocm_arch,
             amdgpu_family,
             arch_from_sdk,
+            multi_arch,
             max_targets,
             allow_many_targets,
             pytorch_build_number,
@@ -145,6 +149,11 @@ impl BuildSettings {
             unnamed_index: None,
         };
         infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
+        let mode = ModeChoice::resolve(
+            multi_arch,
+            families.index_layout() == IndexLayout::MultiArch,
+            lock_build.map(|b| b.mode),
+        );
 
         let compiler_cache =
             CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
@@ -156,6 +165,7 @@ impl BuildSettings {
             lock,
             sdk,
             targets,
+            mode,
             release_type,
             version_suffix,
             build_number: pytorch_build_number,
