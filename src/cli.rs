@@ -894,6 +894,16 @@ pub struct SmokeArgs {
     /// Python used to create the venv
     #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
+    /// The GPU targets this runner tests, comma separated, or a family: from a multi-arch
+    /// index, each product's device wheel of each target (`amd-torch-device-gfxNNN`, what
+    /// `torch[device-gfxNNN]` installs) goes in with the set; `auto`: this machine's GPUs
+    /// (`rockbuild detect`)
+    #[arg(
+        long,
+        value_name = "gfxA,gfxB|FAMILY|auto",
+        env = "ROCKBUILD_SMOKE_TARGETS"
+    )]
+    pub targets: Option<String>,
     /// Read the set from the index, then print every check and its command
     #[arg(long)]
     pub dry_run: bool,
@@ -987,6 +997,10 @@ pub struct MatrixArgs {
     /// Release table to use instead of the built-in configs/releases.yaml
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
     pub releases: Option<PathBuf>,
+    /// Multi-arch: one build per ref and Python for every family's targets, tests still per
+    /// family (default: the family table's index layout)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

@@ -347,6 +347,7 @@ mod tests {
                         size: None,
                         yanked: false,
                     }],
+                    devices: Vec::new(),
                     project,
                 }
             })
