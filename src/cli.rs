@@ -898,11 +898,7 @@ pub struct SmokeArgs {
     /// index, each product's device wheel of each target (`amd-torch-device-gfxNNN`, what
     /// `torch[device-gfxNNN]` installs) goes in with the set; `auto`: this machine's GPUs
     /// (`rockbuild detect`)
-    #[arg(
-        long,
-        value_name = "gfxA,gfxB|FAMILY|auto",
-        env = "ROCKBUILD_SMOKE_TARGETS"
-    )]
+    #[arg(long, value_name = "TARGETS", env = "ROCKBUILD_SMOKE_TARGETS")]
     pub targets: Option<String>,
     /// Read the set from the index, then print every check and its command
     #[arg(long)]
