@@ -1552,37 +1552,72 @@ fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
         }
     }
 
-    // smoke on a gfx906 runner: the set with that target's device wheels, named in the
+    // smoke on each target's runner: the set with that target's device wheels, named in the
     // report as evidence for promotion.
-    let report = world.env.path("smoke.json");
-    let smoke = world
+    let mut reports = Vec::new();
+    for target in ["gfx906", "gfx1030"] {
+        let report = world.env.path(&format!("smoke-{target}.json"));
+        let smoke = world
+            .rockbuild()
+            .args(["smoke", "--config"])
+            .arg(&world.stack_yaml)
+            .args(["--index-url", &web.url(), "--targets", target, "--lock"])
+            .arg(&lock)
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .expect("smoke");
+        let smoke_err = ok(&smoke);
+        let json = read_json(&report);
+        assert_eq!(json["result"], "passed", "{smoke_err}");
+        let mut tested: Vec<String> = json["wheels"]
+            .as_array()
+            .expect("wheels")
+            .iter()
+            .map(|w| w["name"].as_str().expect("name").to_string())
+            .filter(|n| n.contains("device"))
+            .collect();
+        tested.sort();
+        assert_eq!(
+            tested,
+            [
+                format!("amd-torch-device-{target}"),
+                format!("amd-torchvision-device-{target}"),
+                format!("rocm-sdk-device-{target}")
+            ],
+            "{smoke_err}"
+        );
+        reports.push(report);
+    }
+
+    // Promotion takes host and device wheels together, on the evidence of both runners.
+    let release = world.env.path("release");
+    let promoted = world
         .rockbuild()
-        .args(["smoke", "--config"])
-        .arg(&world.stack_yaml)
-        .args(["--index-url", &web.url(), "--targets", "gfx906", "--lock"])
-        .arg(&lock)
-        .arg("--report")
-        .arg(&report)
+        .arg("promote")
+        .arg("--from")
+        .arg(world.env.path("staging"))
+        .arg("--to")
+        .arg(&release)
+        .arg("--test-report")
+        .arg(&reports[0])
+        .arg("--test-report")
+        .arg(&reports[1])
+        .args(["--index-url", &world.index_url])
         .output()
-        .expect("smoke");
-    let smoke_err = ok(&smoke);
-    let report = read_json(&report);
-    assert_eq!(report["result"], "passed", "{smoke_err}");
-    let mut tested: Vec<String> = report["wheels"]
-        .as_array()
-        .expect("wheels")
-        .iter()
-        .map(|w| w["name"].as_str().expect("name").to_string())
-        .filter(|n| n.contains("device"))
-        .collect();
-    tested.sort();
-    assert_eq!(
-        tested,
-        [
-            "amd-torch-device-gfx906",
-            "amd-torchvision-device-gfx906",
-            "rocm-sdk-device-gfx906"
-        ],
-        "{smoke_err}"
-    );
+        .expect("promote");
+    let promote_err = ok(&promoted);
+    for device in [
+        "amd-torch-device-gfx906",
+        "amd-torch-device-gfx1030",
+        "amd-torchvision-device-gfx906",
+        "amd-torchvision-device-gfx1030",
+        "torch",
+        "torchvision",
+    ] {
+        assert!(
+            release.join(device).join("index.html").is_file(),
+            "{device} not promoted: {promote_err}"
+        );
+    }
 }
