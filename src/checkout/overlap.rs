@@ -74,6 +74,12 @@ impl Overlap {
             .collect();
         changed_unlisted.sort();
         match reach.doubt() {
+            // A script that starts programs (or runs unwatched) is doubted whatever the list
+            // says: naming submodules would send the user after a fast path that cannot hold.
+            Some(reason) if !reach.started || !reach.unseen.is_empty() => Some(Doubt {
+                reason,
+                submodules: Vec::new(),
+            }),
             Some(reason) => {
                 let mut submodules = reach.reached.clone();
                 submodules.extend(changed_unlisted);
@@ -169,4 +175,56 @@ pub fn undo_script(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(rel: &str) -> Node {
+        Node {
+            rel: rel.into(),
+            dir: rel.into(),
+            recorded: String::new(),
+            gitlinks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_hint_names_submodules_only_when_listing_them_would_keep_the_fast_path() {
+        let overlap = Overlap {
+            listed: Vec::new(),
+            watched: vec!["third_party/kineto".into()],
+        };
+        let nodes = [node(""), node("third_party/kineto")];
+        let reached = Reach {
+            started: true,
+            reached: vec!["third_party/kineto".into()],
+            unseen: Vec::new(),
+        };
+        let doubt = overlap.doubt(&reached, &nodes, &[false, true]);
+        assert_eq!(
+            doubt.map(|d| d.submodules),
+            Some(vec!["third_party/kineto".to_string()])
+        );
+        // A program the watch cannot see into changed the submodule: whether it ran before or
+        // after the submodule was out is a race, and either way the list cannot help.
+        let spawned = Reach {
+            started: true,
+            reached: Vec::new(),
+            unseen: vec!["spawned sed".into()],
+        };
+        for changed in [[false, false], [false, true]] {
+            let doubt = overlap.doubt(&spawned, &nodes, &changed);
+            assert_eq!(doubt.map(|d| d.submodules), Some(Vec::new()), "{changed:?}");
+        }
+        let unwatched = Reach::default();
+        let doubt = overlap.doubt(&unwatched, &nodes, &[false, true]);
+        assert_eq!(doubt.map(|d| d.submodules), Some(Vec::new()));
+        let quiet = Reach {
+            started: true,
+            ..Reach::default()
+        };
+        assert_eq!(overlap.doubt(&quiet, &nodes, &[false, false]), None);
+    }
 }
