@@ -1245,7 +1245,8 @@ mod tests {
 
     /// Every environment variable of a flag is derived mechanically from its long name:
     /// `ROCKBUILD_<FLAG>`, or `ROCKBUILD_<VERB>_<FLAG>` where two verbs share a flag name
-    /// with different meanings (`--to` of stage and promote).
+    /// with different meanings (`--to` of stage and promote; `--targets` of stage, the
+    /// targets the set was built for, and of smoke, the runner's targets to install).
     #[test]
     fn env_names_follow_the_flag_names() {
         fn check(command: &clap::Command) {
@@ -1254,7 +1255,7 @@ mod tests {
                     let flag = long.to_uppercase().replace('-', "_");
                     let env = env.to_str().unwrap_or_default();
                     let mechanical = env == format!("ROCKBUILD_{flag}")
-                        || ["BUILD", "STAGE", "PROMOTE", "TEST"]
+                        || ["BUILD", "STAGE", "PROMOTE", "TEST", "SMOKE"]
                             .iter()
                             .any(|verb| env == format!("ROCKBUILD_{verb}_{flag}"));
                     assert!(
@@ -1341,6 +1342,7 @@ mod tests {
                 "ROCKBUILD_ALLOW_NO_GPU",
                 "ROCKBUILD_BREAK_LEASE",
                 "ROCKBUILD_INSTALL_ROCM",
+                "ROCKBUILD_MULTI_ARCH",
                 "ROCKBUILD_QUIET",
                 "ROCKBUILD_RELEASE",
                 "ROCKBUILD_REQUIRE_RELATED_COMMIT",
