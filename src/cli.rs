@@ -36,6 +36,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// More detail in logs (-v: debug, -vv: trace)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -461,7 +462,7 @@ pub struct SdkArgs {
 pub struct InstallRocmArgs {
     #[command(flatten)]
     pub sdk: SdkArgs,
-    /// Lock whose SDK version the install must match
+    /// Lock whose SDK version the install must match (and whose index it uses without --index-url)
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
@@ -618,6 +619,59 @@ pub struct ReferenceProjectArgs {
     pub build_apex: bool,
     #[arg(long, overrides_with = "build_apex", hide = true)]
     pub no_build_apex: bool,
+}
+
+/// One project's reference flags as given, by the reference's name for the project
+/// (`pytorch-audio` in `--pytorch-audio-dir`): the project whose recipe answers to that name
+/// takes them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReferenceFlags {
+    pub name: &'static str,
+    /// `--<name>-dir`.
+    pub dir: Option<PathBuf>,
+    /// `--[no-]build-<name>`.
+    pub build: Option<bool>,
+}
+
+impl ReferenceProjectArgs {
+    /// The flags given, by the reference's project name, in the reference's order.
+    pub fn given(self) -> Vec<ReferenceFlags> {
+        let ReferenceProjectArgs {
+            pytorch_dir,
+            pytorch_audio_dir,
+            pytorch_vision_dir,
+            triton_dir,
+            apex_dir,
+            build_triton,
+            no_build_triton,
+            build_pytorch_audio,
+            no_build_pytorch_audio,
+            build_pytorch_vision,
+            no_build_pytorch_vision,
+            build_apex,
+            no_build_apex,
+        } = self;
+        [
+            // torch has no build flag: it builds whenever its checkout exists.
+            ("pytorch", pytorch_dir, None),
+            (
+                "pytorch-audio",
+                pytorch_audio_dir,
+                flag(build_pytorch_audio, no_build_pytorch_audio),
+            ),
+            (
+                "pytorch-vision",
+                pytorch_vision_dir,
+                flag(build_pytorch_vision, no_build_pytorch_vision),
+            ),
+            ("triton", triton_dir, flag(build_triton, no_build_triton)),
+            ("apex", apex_dir, flag(build_apex, no_build_apex)),
+        ]
+        .into_iter()
+        .filter(|(_, dir, build)| dir.is_some() || build.is_some())
+        .map(|(name, dir, build)| ReferenceFlags { name, dir, build })
+        .collect()
+    }
 }
 
 #[derive(Debug, Args)]
@@ -824,13 +878,18 @@ pub struct StageArgs {
     )]
     pub input: PathBuf,
     /// Family the set was built for (stages under <to>/<family>/)
-    #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_FAMILY")]
+    #[arg(
+        long = "amdgpu-family",
+        visible_alias = "family",
+        value_name = "FAMILY",
+        env = "ROCKBUILD_AMDGPU_FAMILY"
+    )]
     pub family: Option<String>,
     /// Lock whose versions the wheels must match
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
     pub lock: Option<PathBuf>,
     /// gfx targets every GPU library must contain (default: the lock's build record, else
-    /// the --family's targets)
+    /// the --amdgpu-family's targets)
     #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
     pub targets: Option<String>,
     /// Index of the ROCm SDK the set pins: pins outside the set must resolve there, and the

@@ -2,13 +2,16 @@
 //! code. Everything else lives in the library's stage modules.
 
 use clap::Parser;
+use rockbuild::build::recipes::Recipes;
 use rockbuild::{cli, commands, context, diagnostics};
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     let global = &cli.global;
     let ctx = context::Context::new(global.quiet, global.verbose, global.log_format);
-    let status = match commands::run(cli.command, &ctx) {
+    // The one registry of project knowledge for the whole run: every stage asks it.
+    let recipes = Recipes::builtin();
+    let status = match commands::run(cli.command, &ctx, &recipes) {
         Ok(status) => status,
         Err(error) => diagnostics::report(&ctx, &error),
     };

@@ -1,7 +1,6 @@
 //! Wheel versions: the local suffix derived from the installed ROCm version, the per-project
-//! version (with the commit merged into the local segment for dev builds) and the suffix
-//! triton's build is given (its setup.py's own rule is read by the triton recipe). Pure
-//! functions; every result is parsed as PEP 440 and returned normalized, so a version that pip
+//! version (with the commit merged into the local segment for dev builds). A project with a
+//! rule of its own (triton's setup.py) has it in its recipe. Pure functions; every result is parsed as PEP 440 and returned normalized, so a version that pip
 //! would reject or rewrite never reaches a build (TheRock#1208, ROCm/triton#957).
 
 use std::str::FromStr;
@@ -100,12 +99,6 @@ pub fn project_version(
         None => version,
     };
     Ok(version.to_string())
-}
-
-/// The value triton's build reads from `TRITON_WHEEL_VERSION_SUFFIX`: what build_env.json
-/// (or nothing) set, followed by the stack's suffix, as the reference composes it.
-pub fn triton_env_suffix(build_env_value: Option<&str>, suffix: &str) -> String {
-    format!("{}{suffix}", build_env_value.unwrap_or_default())
 }
 
 /// The first 8 characters of a commit, as `git rev-parse --short=8` prints them.
@@ -210,14 +203,6 @@ mod tests {
             "{text}"
         );
         assert!(project_version("vision", "not a version", "+rocm7", None).is_err());
-    }
-
-    #[test]
-    fn triton_env_suffix_composes_build_env_and_the_stack_suffix() {
-        // F22: the value build_env.json gave (empty for CI-pinned commits), then the suffix.
-        assert_eq!(triton_env_suffix(Some(""), "+rocm7.14.0"), "+rocm7.14.0");
-        assert_eq!(triton_env_suffix(None, "+rocm7.14.0"), "+rocm7.14.0");
-        assert_eq!(triton_env_suffix(Some(".post1"), "+rocm7"), ".post1+rocm7");
     }
 
     #[test]

@@ -20,10 +20,10 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::inspect::{self, TRITON_BUILD_ENV};
+use super::inspect;
 use super::overlap::{self, Overlap};
 use super::plan::{
-    Action, HipifyStep, HipifyTarget, NodeState, ProjectPlan, Step, Target, TreeState,
+    Action, CheckoutFile, HipifyStep, HipifyTarget, NodeState, ProjectPlan, Step, Target, TreeState,
 };
 use super::repos::{self, Node};
 use super::resolve::{Resolved, ResolvedSubmodule};
@@ -157,7 +157,7 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn start(ctx: &'a Context, job: &'a Job<'a>, task: &'a Task) -> anyhow::Result<Run<'a>> {
         let dir = job.target.dir.as_path();
-        let repo = prepare(dir, &job.resolved.pin.origin, job.project)?;
+        let repo = prepare(dir, &job.resolved.pin.origin, &job.target.files)?;
         let log = dir.join(".git/rockbuild/checkout.log");
         let _ = fs_err::remove_file(&log);
         let git = Git::new(dir, job.project.name.as_str())
@@ -295,7 +295,7 @@ impl<'a> Run<'a> {
         }
         let stamp = self.job.state.stamp.clone();
         ensure_tags(self.nodes()?, target, stamp.as_ref())?;
-        write_triton_build_env(target, self.dir)?;
+        write_files(target, self.dir)?;
         self.lap(Phase::Tags);
         self.stamp = self.job.state.stamp.clone().filter(|_| has_script(target));
         if let Some(stamp) = &self.stamp {
@@ -304,7 +304,7 @@ impl<'a> Run<'a> {
         self.hipify_summary = match &target.hipify {
             HipifyTarget::Run { .. } | HipifyTarget::Cached { .. } => "up to date".to_string(),
             HipifyTarget::NoScript { .. } => "no script".into(),
-            HipifyTarget::Off if target.triton_build_env.is_some() => TRITON_BUILD_ENV.into(),
+            HipifyTarget::Off if !target.files.is_empty() => CheckoutFile::paths(&target.files),
             HipifyTarget::Off => "off".into(),
         };
         self.outcome("up to date")
@@ -550,9 +550,9 @@ impl<'a> Run<'a> {
                     anyhow::Ok(())
                 })?;
             }
-            Step::TritonBuildEnv { .. } => {
-                write_triton_build_env(target, self.dir)?;
-                self.hipify_summary = TRITON_BUILD_ENV.into();
+            Step::WriteFiles { files } => {
+                write_files(target, self.dir)?;
+                self.hipify_summary = CheckoutFile::paths(files);
             }
             Step::EnsureTags => {}
         }
@@ -785,7 +785,7 @@ fn clear_stale_locks(git_dir: &Path) -> anyhow::Result<()> {
 }
 
 /// The repository: created, or pointed at the (possibly new) origin.
-fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Repository> {
+fn prepare(dir: &Path, origin: &str, files: &[CheckoutFile]) -> anyhow::Result<Repository> {
     fs_err::create_dir_all(dir)?;
     let repo = if dir.join(".git").exists() {
         local::open(dir)?
@@ -801,8 +801,8 @@ fn prepare(dir: &Path, origin: &str, project: &Project) -> anyhow::Result<Reposi
         Err(_) => repo.remote("origin", origin).map(|_| ()),
     };
     set.map_err(|e| git::Error::local(dir, "setting the origin", e))?;
-    if project.hipify == HipifyPolicy::TritonBuildEnv {
-        exclude_locally(dir, TRITON_BUILD_ENV)?;
+    for file in files {
+        exclude_locally(dir, &file.path)?;
     }
     fs_err::create_dir_all(dir.join(".git/rockbuild"))?;
     Ok(repo)
@@ -1302,9 +1302,9 @@ fn changed_files(repo: &Repository, old: Oid, new: Oid) -> anyhow::Result<Vec<St
         .collect())
 }
 
-fn write_triton_build_env(target: &Target, dir: &Path) -> anyhow::Result<()> {
-    if let Some(content) = &target.triton_build_env {
-        crate::fsutil::write_if_changed(&dir.join(TRITON_BUILD_ENV), content.as_bytes())?;
+fn write_files(target: &Target, dir: &Path) -> anyhow::Result<()> {
+    for file in &target.files {
+        crate::fsutil::write_if_changed(&dir.join(&file.path), file.content.as_bytes())?;
     }
     Ok(())
 }

@@ -7,20 +7,16 @@ use std::path::Path;
 use git2::Oid;
 
 use super::TreeOptions;
-use super::plan::{HipifyTarget, NodeState, SubmoduleTarget, Target, TreeState};
+use super::plan::{CheckoutFile, HipifyTarget, NodeState, SubmoduleTarget, Target, TreeState};
 use super::repos;
 use super::resolve::Resolved;
 use super::snapshot;
+use crate::build::recipes::Recipes;
 use crate::exec::Runner;
 use crate::git::mirror::Mirror;
 use crate::git::{Git, local};
 use crate::hipify::{self, cache};
-use crate::lock::PinOrigin;
-use crate::stack::{HipifyPolicy, Project};
-
-/// File triton's "hipify" writes (F7). Listed in `.git/info/exclude` so it never counts as a
-/// change to the tree.
-pub const TRITON_BUILD_ENV: &str = "build_env.json";
+use crate::stack::{HipifyPolicy, Project, Stack};
 
 /// Where `checkout` marks a tree in flux; the next run repairs a tree that still has it.
 pub fn marker(dir: &Path) -> std::path::PathBuf {
@@ -30,6 +26,8 @@ pub fn marker(dir: &Path) -> std::path::PathBuf {
 /// What `project`'s checkout must be, from its resolution and the options.
 pub fn target(
     project: &Project,
+    recipes: &Recipes,
+    stack: &Stack,
     resolved: &Resolved,
     dir: &Path,
     options: &TreeOptions,
@@ -66,15 +64,18 @@ pub fn target(
         }
         _ => HipifyTarget::Off,
     };
-    let triton_build_env =
-        (project.hipify == HipifyPolicy::TritonBuildEnv && options.hipify).then(|| {
-            // F7: the suffix key only when the commit came from torch's CI pin.
-            if matches!(resolved.pin.pin, PinOrigin::CommitFile { .. }) {
-                "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\"}\n".to_string()
-            } else {
-                "{}\n".to_string()
-            }
-        });
+    let files = match &project.hipify {
+        HipifyPolicy::RecipeFiles if options.hipify => recipes
+            .of(stack, project)?
+            .checkout_files(&resolved.pin.pin)
+            .into_iter()
+            .map(|(path, content)| CheckoutFile {
+                path: path.to_string(),
+                content,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(Target {
         project: project.name.clone(),
         checkout_dir: project.checkout_dir.clone(),
@@ -95,7 +96,7 @@ pub fn target(
             .collect(),
         hipify,
         commit_hipify: options.commit_hipify,
-        triton_build_env,
+        files,
         force: options.force,
     })
 }

@@ -3,6 +3,7 @@
 //! the SDK version, the gfx targets and every wheel's version and file-name stem, computed by
 //! build's recipes from the files of the locked commits (read from the mirrors).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use git2::Oid;
@@ -14,8 +15,8 @@ use crate::build::recipes::{CheckoutFiles, Recipes, VersionInput};
 use crate::build::source::SourceState;
 use crate::git::local;
 use crate::hipify::cache;
-use crate::lock::{BuildRecord, HipifyStamp, LockedProject};
-use crate::stack::{HipifyPolicy, Project, Target};
+use crate::lock::{BuildRecord, HipifyStamp, Lock, LockedProject};
+use crate::stack::{HipifyPolicy, Project, Stack, Target};
 use crate::version::ReleaseType;
 
 /// The build facts `lock` was given or found.
@@ -67,6 +68,34 @@ fn cached_stamp(
     Ok(cache::read(cache_dir, &key).map(|record| record.stamp))
 }
 
+/// By locked project whose checkout writes files for its recipe (`hipify: {mode:
+/// recipe-files}`): their paths, for people (`build_env.json`).
+pub fn checkout_files(
+    lock: &Lock,
+    stack: &Stack,
+    recipes: &Recipes,
+) -> Result<BTreeMap<String, String>, crate::build::Error> {
+    let mut out = BTreeMap::new();
+    for (name, locked) in &lock.projects {
+        let Some(project) = stack.projects.get(name) else {
+            continue;
+        };
+        if project.hipify != HipifyPolicy::RecipeFiles {
+            continue;
+        }
+        let paths: Vec<&str> = recipes
+            .of(stack, project)?
+            .checkout_files(&locked.pin)
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        if !paths.is_empty() {
+            out.insert(name.clone(), paths.join(", "));
+        }
+    }
+    Ok(out)
+}
+
 /// The build record, when there is anything to record; `None` otherwise. Wheel versions
 /// come from build's own rules (`Recipe::version`, given the files each recipe reads, taken
 /// from the locked commits in the mirrors), so `build --lock` computes exactly these.
@@ -74,6 +103,7 @@ pub fn build_record(
     selection: &Selection,
     resolved: &[Resolved],
     facts: &BuildFacts,
+    recipes: &Recipes,
 ) -> anyhow::Result<Option<BuildRecord>> {
     let sdk_version = facts.sdk.as_ref().map(|(v, _)| v.clone());
     let suffix = match (facts.version_suffix.as_deref().map(str::trim), &sdk_version) {
@@ -88,7 +118,6 @@ pub fn build_record(
     let mut versions = IndexMap::new();
     let mut stems = IndexMap::new();
     if let Some(suffix) = &suffix {
-        let recipes = Recipes::builtin();
         for (name, resolved) in selection.projects.iter().zip(resolved) {
             let project = &selection.stack.projects[name];
             let recipe = recipes.of(&selection.stack, project)?;

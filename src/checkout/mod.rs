@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 
+use crate::build::recipes::Recipes;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::git::TransferLimits;
@@ -90,11 +91,13 @@ pub enum Checkout {
 }
 
 /// Resolves, inspects and plans every selected project, then (unless `dry_run`) applies.
+/// `recipes` name the files a project's checkout writes (`hipify: {mode: recipe-files}`).
 pub fn checkout(
     selection: &Selection,
     options: &TreeOptions,
     dry_run: bool,
     ctx: &Context,
+    recipes: &Recipes,
 ) -> anyhow::Result<Checkout> {
     let results = run_projects(
         "checkout",
@@ -103,9 +106,22 @@ pub fn checkout(
         |project, pins_from, posts_to, task| {
             let resolved = resolve::project(ctx, selection, project, pins_from, posts_to, task)?;
             let dir = &options.dirs[&project.name];
-            let target = inspect::target(project, &resolved, dir, options, &selection.cache_dir)?;
+            let target = inspect::target(
+                project,
+                recipes,
+                &selection.stack,
+                &resolved,
+                dir,
+                options,
+                &selection.cache_dir,
+            )?;
             let state = inspect::tree(&ctx.runner, dir, !target.submodules.is_empty())?;
-            let plan = plan::project(&target, &state)?;
+            // A dry run reports the world as it is: a tree the checkout would refuse is a
+            // line of the plan, not a failure.
+            let plan = match plan::project(&target, &state) {
+                Err(Error::Dirty { changes, .. }) if dry_run => plan::refused(&target, changes),
+                plan => plan?,
+            };
             if dry_run {
                 task.finish(plan_line(&plan));
                 return Ok((plan, None));
@@ -123,12 +139,18 @@ pub fn checkout(
                 },
                 task,
             )?;
-            task.finish(format!(
-                "{} {} ({})",
-                outcome.row.state,
-                plan::short(&outcome.row.commit),
-                outcome.row.hipify
-            ));
+            let row = &outcome.row;
+            // An up-to-date tree's hipify is up to date too: said once.
+            task.finish(if row.hipify == row.state {
+                format!("{} {}", row.state, plan::short(&row.commit))
+            } else {
+                format!(
+                    "{} {} ({})",
+                    row.state,
+                    plan::short(&row.commit),
+                    row.hipify
+                )
+            });
             Ok((plan, Some(outcome)))
         },
     )?;
@@ -152,6 +174,11 @@ fn plan_line(plan: &ProjectPlan) -> String {
         plan::Action::UpToDate => "up to date".into(),
         plan::Action::Fetch { .. } => format!("would fetch {}", plan::short(&plan.commit)),
         plan::Action::Repair { .. } => format!("would repair at {}", plan::short(&plan.commit)),
+        plan::Action::Refuse { changes } => format!(
+            "would refuse {} uncommitted change{}",
+            changes.len(),
+            crate::ui::plural(changes.len())
+        ),
     }
 }
 

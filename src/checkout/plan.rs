@@ -29,10 +29,30 @@ pub struct Target {
     pub submodules: Vec<SubmoduleTarget>,
     pub hipify: HipifyTarget,
     pub commit_hipify: bool,
-    /// Triton's build_env.json content, when its hipify applies.
-    pub triton_build_env: Option<String>,
+    /// The files its recipe has the checkout write (triton's build_env.json), when hipify
+    /// applies.
+    pub files: Vec<CheckoutFile>,
     /// `--force`: user changes may be discarded.
     pub force: bool,
+}
+
+/// A file the checkout writes into the tree for the project's recipe.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckoutFile {
+    /// Relative to the checkout.
+    pub path: String,
+    pub content: String,
+}
+
+impl CheckoutFile {
+    /// The paths of `files`, for people (`build_env.json`).
+    pub fn paths(files: &[CheckoutFile]) -> String {
+        files
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -121,6 +141,11 @@ pub enum Action {
     Repair {
         reason: String,
     },
+    /// Nothing: the tree holds changes that are not rockbuild's, and the checkout would refuse
+    /// them (a dry run reports this; a checkout fails on it).
+    Refuse {
+        changes: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -146,8 +171,9 @@ pub enum Step {
     CommitHipify,
     /// Up to date: move tags that are missing or elsewhere.
     EnsureTags,
-    TritonBuildEnv {
-        content: String,
+    /// Write the files the project's recipe names (excluded locally, never committed).
+    WriteFiles {
+        files: Vec<CheckoutFile>,
     },
 }
 
@@ -180,6 +206,21 @@ pub struct CheckoutPlan {
     pub projects: Vec<ProjectPlan>,
 }
 
+/// What a dry run shows where the checkout would refuse the tree's own changes.
+pub fn refused(target: &Target, changes: Vec<String>) -> ProjectPlan {
+    ProjectPlan {
+        project: target.project.clone(),
+        checkout_dir: target.checkout_dir.clone(),
+        origin: target.origin.clone(),
+        reference: target.reference.clone(),
+        pin: target.pin.clone(),
+        preset: target.preset.clone(),
+        commit: target.commit.clone(),
+        action: Action::Refuse { changes },
+        steps: Vec::new(),
+    }
+}
+
 /// Plans one project. Refuses user changes unless forced (or left by an interrupted run).
 pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error> {
     let stamp = state.stamp.as_ref();
@@ -201,19 +242,13 @@ pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error>
         });
     }
     let plan = |action, steps| ProjectPlan {
-        project: target.project.clone(),
-        checkout_dir: target.checkout_dir.clone(),
-        origin: target.origin.clone(),
-        reference: target.reference.clone(),
-        pin: target.pin.clone(),
-        preset: target.preset.clone(),
-        commit: target.commit.clone(),
         action,
         steps,
+        ..refused(target, Vec::new())
     };
     let Some(reason) = stale(target, state) else {
         let mut steps = vec![Step::EnsureTags];
-        steps.extend(triton_step(target));
+        steps.extend(files_step(target));
         return Ok(plan(Action::UpToDate, steps));
     };
     let root = state.nodes.first();
@@ -284,17 +319,14 @@ pub fn project(target: &Target, state: &TreeState) -> Result<ProjectPlan, Error>
     if target.commit_hipify && target.hipify.script_sha256().is_some() {
         steps.push(Step::CommitHipify);
     }
-    steps.extend(triton_step(target));
+    steps.extend(files_step(target));
     Ok(plan(action, steps))
 }
 
-fn triton_step(target: &Target) -> Option<Step> {
-    target
-        .triton_build_env
-        .as_ref()
-        .map(|content| Step::TritonBuildEnv {
-            content: content.clone(),
-        })
+fn files_step(target: &Target) -> Option<Step> {
+    (!target.files.is_empty()).then(|| Step::WriteFiles {
+        files: target.files.clone(),
+    })
 }
 
 /// The changes of `node` are exactly what the recorded hipify run left.
@@ -411,6 +443,13 @@ impl ProjectPlan {
                 format!("fetch {} (from {})", short(&self.commit), short(from))
             }
             Action::Repair { reason } => format!("repair at {} ({reason})", short(&self.commit)),
+            Action::Refuse { changes } => format!(
+                "would refuse: {} uncommitted change{} hipify did not make ({}); commit or stash \
+                 them, or pass --force to discard them",
+                changes.len(),
+                crate::ui::plural(changes.len()),
+                changes.join(", ")
+            ),
         };
         let mut why = self.pin.describe();
         if let Some(preset) = &self.preset
@@ -456,7 +495,7 @@ impl Step {
             },
             Step::CommitHipify => format!("commit hipify, tag {}", crate::git::HIPIFY_TAG),
             Step::EnsureTags => "check tags".into(),
-            Step::TritonBuildEnv { .. } => "write build_env.json".into(),
+            Step::WriteFiles { files } => format!("write {}", CheckoutFile::paths(files)),
         }
     }
 }
@@ -517,7 +556,7 @@ mod tests {
                 key: format!("{T1}-5555555555555555-s"),
             },
             commit_hipify: true,
-            triton_build_env: None,
+            files: Vec::new(),
             force: false,
         }
     }

@@ -66,7 +66,8 @@ pub fn project(
     let (request, pin, fetch_ref) = pin_of(project, selection, pins_from, task)?;
     let origin = valid(name, &pin, git::Origin::parse(&pin.origin))?;
     let fetch_ref = valid(name, &pin, git::RefName::parse(&fetch_ref))?;
-    task.phase(format!("fetching {}", pin.requested_ref));
+    // Whether anything is fetched is known after: a pinned commit the cache holds is not.
+    task.phase(format!("resolving {}", pin.requested_ref));
     let warn = |message: String| ctx.ui.warn(message);
     let mirror = Mirror::open(&selection.cache_dir, &origin, &warn)?;
     let mut progress =

@@ -9,19 +9,14 @@ use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::settings::build::BuildSettings;
 
-pub fn run(args: BuildArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    run_with(args, ctx, &Recipes::builtin())
-}
-
 /// `plan` is `build --dry-run`.
-pub fn plan(mut args: BuildArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+pub fn plan(mut args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     args.dry_run = true;
-    run(args, ctx)
+    run(args, ctx, recipes)
 }
 
-/// `build` with these recipes: a stack with projects of its own brings their recipes.
-pub fn run_with(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
-    let settings = BuildSettings::resolve(args, ctx)?;
+pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
+    let settings = BuildSettings::resolve(args, ctx, recipes)?;
     // The checkouts first: a mistyped directory fails before an SDK is installed.
     let projects = inspect::checkouts(&settings, recipes)?;
     let mut notes = Vec::new();

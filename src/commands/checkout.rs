@@ -3,6 +3,7 @@
 
 use anyhow::Context as _;
 
+use crate::build::recipes::Recipes;
 use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
 use crate::context::Context;
@@ -10,7 +11,7 @@ use crate::exit::ExitStatus;
 use crate::flock::{Holder, LockFile};
 use crate::settings::checkout::CheckoutSettings;
 
-pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+pub fn run(args: CheckoutArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = CheckoutSettings::resolve(args, ctx)?;
     // One checkout at a time into a root: two would interleave their resolutions and write
     // one lock from both. Held until the lock file is written (dropped at return).
@@ -24,6 +25,7 @@ pub fn run(args: CheckoutArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         &settings.options,
         settings.dry_run,
         ctx,
+        recipes,
     )? {
         Checkout::Planned(plan) => {
             ctx.ui.data(&if settings.json {

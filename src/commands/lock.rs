@@ -1,6 +1,7 @@
 //! `rockbuild lock`: settings → resolve every source into the cache and the SDK version
 //! through the index preflight → the lock as a plan (printed) → written.
 
+use crate::build::recipes::Recipes;
 use crate::checkout::{self, lockfile};
 use crate::cli::LockArgs;
 use crate::context::Context;
@@ -8,13 +9,16 @@ use crate::exit::ExitStatus;
 use crate::sdk::preflight;
 use crate::settings::lock::{BuildInputs, LockSettings};
 
-pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
+pub fn run(args: LockArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = LockSettings::resolve(args, ctx)?;
     let selection = &settings.selection;
+    // The lock names every wheel by its recipe's rule: a stack entry without one fails here,
+    // before anything is fetched.
+    recipes.check(&selection.stack)?;
     let resolved = checkout::resolve_all(selection, ctx)?;
     let facts = inspect_build(&settings.build, ctx)?;
     let locked = lockfile::locked_projects(selection, &resolved)?;
-    let build = lockfile::build_record(selection, &resolved, &facts)?;
+    let build = lockfile::build_record(selection, &resolved, &facts, recipes)?;
     let lock = if settings.dry_run {
         checkout::merged_lock(selection, &settings.lock_path, locked, build)
     } else {
@@ -23,7 +27,12 @@ pub fn run(args: LockArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     ctx.ui.data(&if settings.json {
         serde_json::to_string_pretty(&lock)?
     } else {
-        crate::lock::plan::describe(&lock, selection.preset.as_deref(), &selection.stack)
+        crate::lock::plan::describe(
+            &lock,
+            selection.preset.as_deref(),
+            &selection.stack,
+            &lockfile::checkout_files(&lock, &selection.stack, recipes)?,
+        )
     });
     if !settings.dry_run {
         ctx.ui

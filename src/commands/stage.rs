@@ -1,8 +1,9 @@
-//! `rockbuild stage --to URL [--input DIR] [--family F] [--lock FILE] [--targets LIST]
+//! `rockbuild stage --to URL [--input DIR] [--amdgpu-family F] [--lock FILE] [--targets LIST]
 //! [--index-url URL] [--dry-run [--json]]`: verify every wheel of the build output (nothing
 //! is uploaded unless all pass), then upload the wheels and their PEP 658 sidecars and write
 //! the index pages last (see `publish`).
 
+use crate::build::recipes::Recipes;
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
@@ -14,8 +15,8 @@ use crate::ui::plural;
 use crate::verify;
 use crate::wheel::companion::Role;
 
-pub fn run(args: StageArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let settings = StageSettings::resolve(args, ctx)?;
+pub fn run(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
+    let settings = StageSettings::resolve(args, ctx, recipes)?;
     announce_targets(ctx, &settings);
     let wheels = verify::collect(std::slice::from_ref(&settings.input))?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;
@@ -100,7 +101,7 @@ fn announce_targets(ctx: &Context, settings: &StageSettings) {
             }
         )),
         None => ctx.ui.warn(
-            "no GPU targets to check (give --targets, --family or a lock with a build record): \
+            "no GPU targets to check (give --targets, --amdgpu-family or a lock with a build record): \
              libraries are checked for HIP code, not for which targets it covers",
         ),
     }

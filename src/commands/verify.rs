@@ -2,14 +2,15 @@
 //! [--json]`: every problem of every wheel on stderr, the report as JSON on stdout, exit 5
 //! when anything is wrong.
 
+use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::settings::verify::VerifySettings;
 use crate::verify;
 
-pub fn run(args: VerifyArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
-    let settings = VerifySettings::resolve(args, ctx)?;
+pub fn run(args: VerifyArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
+    let settings = VerifySettings::resolve(args, ctx, recipes)?;
     let wheels = verify::collect(&settings.inputs)?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;
     if settings.json {

@@ -10,22 +10,24 @@
 pub mod probe;
 mod render;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::lock::Lock;
 
 pub use probe::Probed;
 
-/// The stack's components, in the order the report lists them: (column, the stack project
-/// whose wheel it is).
-const COMPONENTS: &[(&str, &str)] = &[
-    ("PyTorch", "torch"),
-    ("torchaudio", "audio"),
-    ("torchvision", "vision"),
-    ("Triton", "triton"),
-    ("Apex", "apex"),
-];
+/// One project of the stack as the report lists it, in the stack's order (each project's
+/// recipe names its column: `compat` itself knows no project).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// As ROCm's compatibility page writes it (`PyTorch`, `Triton`).
+    pub name: String,
+    /// The stack project whose wheel it is.
+    pub project: String,
+    /// The normalized names its wheel goes by: the stack's first, then upstream's.
+    pub distributions: Vec<String>,
+}
 
 /// ROCm libraries PyTorch links, as the compatibility page lists them: (name, soname prefix).
 const ROCM_LIBRARIES: &[(&str, &str)] = &[
@@ -139,12 +141,8 @@ impl HasExitStatus for Error {
 }
 
 /// Turns what the probe found into the report. Pure.
-/// `names`: by project, the normalized names its wheel goes by (the stack's first).
-pub fn assemble(
-    probed: &Probed,
-    names: &BTreeMap<String, Vec<String>>,
-    lock: Option<(&str, &Lock)>,
-) -> CompatReport {
+/// `columns`: the stack's projects, in the order the report lists them.
+pub fn assemble(probed: &Probed, columns: &[Column], lock: Option<(&str, &Lock)>) -> CompatReport {
     let record = lock.and_then(|(_, lock)| lock.build.as_ref());
     let normalize =
         |v: &str| crate::version::normalize("version", v).unwrap_or_else(|_| v.to_string());
@@ -176,20 +174,17 @@ pub fn assemble(
             matches,
         });
     };
-    for (column, project) in COMPONENTS {
-        let known = names
-            .get(*project)
-            .cloned()
-            .unwrap_or_else(|| vec![(*project).to_string()]);
+    for column in columns {
+        let known = &column.distributions;
         // The first of its names found (the stack's, else upstream's), else the stack's.
         let (index, installed) = known
             .iter()
             .enumerate()
             .find_map(|(index, name)| probed.version_of(name).map(|v| (index, Some(v))))
             .unwrap_or((0, None));
-        let distribution = known.get(index).map_or(*project, String::as_str);
-        let locked = record.and_then(|r| r.versions.get(*project).cloned());
-        compare(column, distribution, index > 0, installed, locked);
+        let distribution = known.get(index).unwrap_or(&column.project);
+        let locked = record.and_then(|r| r.versions.get(&column.project).cloned());
+        compare(&column.name, distribution, index > 0, installed, locked);
     }
     compare(
         "ROCm SDK",
@@ -450,17 +445,23 @@ mod tests {
         lock
     }
 
-    /// The shipped stack's names, upstream's included.
-    fn names() -> BTreeMap<String, Vec<String>> {
+    /// The shipped stack's columns, upstream's names included.
+    fn names() -> Vec<Column> {
         let stack = crate::stack::Stack::load(None).expect("stack");
-        crate::build::recipes::Recipes::builtin()
-            .distribution_names(&stack)
-            .expect("names")
+        crate::settings::compat::columns(&stack, &crate::build::recipes::Recipes::builtin())
+            .expect("columns")
     }
 
     #[test]
     fn upstream_distribution_names_are_known() {
-        assert_eq!(names()["triton"], ["triton", "pytorch-triton-rocm"]);
+        let triton = names().into_iter().find(|c| c.project == "triton");
+        assert_eq!(
+            triton.map(|c| (c.name, c.distributions)),
+            Some((
+                "Triton".to_string(),
+                vec!["triton".to_string(), "pytorch-triton-rocm".to_string()]
+            ))
+        );
         // PyTorch's ROCm wheels of 2.1 came with pytorch-triton-rocm 2.1.0.
         let mut probed = probed();
         probed

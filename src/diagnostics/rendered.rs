@@ -125,6 +125,17 @@ fn verify_and_publish_errors() {
         }
         .into(),
         Error::Conflicts {
+            verb: "stage",
+            dest: "file:///srv/staging".into(),
+            nothing: "uploaded",
+            conflicts: vec![Conflict {
+                key: "torch/torch-2.9.0+rocm7.10.0-cp311-cp311-manylinux_2_28_x86_64.whl".into(),
+                existing: "c".repeat(64),
+                new: "d".repeat(64),
+            }],
+        }
+        .into(),
+        Error::Conflicts {
             verb: "promote",
             dest: "s3://wheels/release".into(),
             nothing: "copied",

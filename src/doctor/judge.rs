@@ -1,7 +1,7 @@
 //! From facts to checks: pure, so every verdict and its advice is unit-tested.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::disk::Role;
 use super::inspect::{Facts, Location, Probe};
@@ -26,7 +26,24 @@ pub struct Expectations {
     pub lock: Option<(PathBuf, Option<String>)>,
     pub targets: Option<(Vec<String>, String)>,
     pub index_from: Option<String>,
+    /// The `--index-url` value `install-rocm` needs besides `--lock` to reach the SDK's index
+    /// (`None` when the lock names it; `auto` when nothing does).
+    pub install_index: Option<String>,
     pub compile: bool,
+}
+
+/// The `install-rocm` command that puts the expected SDK into the venv at `dir`: from the
+/// lock's index when the lock names one, else from the index given, else from this machine's
+/// GPUs (`auto`) — never from PyPI's default, which has no ROCm SDK.
+fn install_rocm(dir: &str, expect: &Expectations) -> String {
+    let mut command = format!("rockbuild install-rocm --venv {dir}");
+    if let Some((lock, _)) = &expect.lock {
+        command.push_str(&format!(" --lock {}", lock.display()));
+    }
+    if let Some(index) = &expect.install_index {
+        command.push_str(&format!(" --index-url {index}"));
+    }
+    command
 }
 
 pub fn judge(facts: &Facts, expect: &Expectations) -> Report {
@@ -151,7 +168,7 @@ fn venv(facts: &Facts, expect: &Expectations) -> Check {
             "venv",
             Status::Warn,
             format!("no venv at {dir} ({})", expect.venv_from),
-            Some(format!("rockbuild install-rocm --venv {dir}")),
+            Some(install_rocm(&dir.to_string(), expect)),
         );
     }
     match &venv.python {
@@ -166,7 +183,8 @@ fn venv(facts: &Facts, expect: &Expectations) -> Check {
             Status::Fail,
             format!("the venv at {dir} cannot run its Python: {why}"),
             Some(format!(
-                "recreate it: rm -rf {dir} && rockbuild install-rocm --venv {dir}"
+                "recreate it: rm -rf {dir} && {}",
+                install_rocm(&dir.to_string(), expect)
             )),
         ),
         None => check(
@@ -181,12 +199,7 @@ fn venv(facts: &Facts, expect: &Expectations) -> Check {
 fn sdk_lock(facts: &Facts, expect: &Expectations) -> Check {
     let venv = &facts.venv;
     let dir = venv.dir.display();
-    let reinstall = |lock: &Path| {
-        format!(
-            "rockbuild install-rocm --venv {dir} --lock {}",
-            lock.display()
-        )
-    };
+    let reinstall = install_rocm(&dir.to_string(), expect);
     match (&venv.rocm, &expect.lock) {
         _ if !venv.exists => check(
             "sdk-lock",
@@ -194,19 +207,11 @@ fn sdk_lock(facts: &Facts, expect: &Expectations) -> Check {
             "no venv, so no SDK to compare",
             None,
         ),
-        (None, Some((lock, _))) => check(
+        (None, _) => check(
             "sdk-lock",
             Status::Warn,
             format!("the ROCm SDK (`rocm`) is not installed in {dir}"),
-            Some(reinstall(lock)),
-        ),
-        (None, None) => check(
-            "sdk-lock",
-            Status::Warn,
-            format!("the ROCm SDK (`rocm`) is not installed in {dir}"),
-            Some(format!(
-                "rockbuild install-rocm --venv {dir} --index-url <your family's index>"
-            )),
+            Some(reinstall),
         ),
         (Some(installed), None) => check(
             "sdk-lock",
@@ -242,7 +247,7 @@ fn sdk_lock(facts: &Facts, expect: &Expectations) -> Check {
                         "SDK drift: {dir} has rocm {installed}, {} pins {pinned}",
                         lock.display()
                     ),
-                    Some(reinstall(lock)),
+                    Some(reinstall),
                 )
             }
         }

@@ -76,6 +76,7 @@ fn healthy() -> (Facts, Expectations) {
             "--pytorch-rocm-arch".into(),
         )),
         index_from: Some("--index-url".into()),
+        install_index: None,
         compile: true,
     };
     (facts, expect)
@@ -274,4 +275,37 @@ fn index_and_clock_problems_fail() {
     let report = judge(&facts, &expect);
     assert_eq!(status_of(&report, "index"), [Status::Skip]);
     assert_eq!(status_of(&report, "clock"), [Status::Skip]);
+}
+
+#[test]
+fn reinstall_commands_name_where_the_sdk_comes_from() {
+    let (mut facts, mut expect) = healthy();
+    facts.venv.rocm = None;
+    let fix =
+        |facts: &Facts, expect: &Expectations| only(&judge(facts, expect), "sdk-lock").fix.clone();
+    // The lock records the index: install-rocm reads it there.
+    assert_eq!(
+        fix(&facts, &expect).as_deref(),
+        Some("rockbuild install-rocm --venv /w/venv --lock /w/src/rockbuild.lock.json")
+    );
+    // An index given to doctor is passed on.
+    expect.install_index = Some("https://h/v2/gfx110X-all/".into());
+    assert_eq!(
+        fix(&facts, &expect).as_deref(),
+        Some(
+            "rockbuild install-rocm --venv /w/venv --lock /w/src/rockbuild.lock.json --index-url https://h/v2/gfx110X-all/"
+        )
+    );
+    // Nothing names one: this machine's family decides, never PyPI's default.
+    expect.lock = None;
+    expect.install_index = Some("auto".into());
+    assert_eq!(
+        fix(&facts, &expect).as_deref(),
+        Some("rockbuild install-rocm --venv /w/venv --index-url auto")
+    );
+    facts.venv.exists = false;
+    assert_eq!(
+        only(&judge(&facts, &expect), "venv").fix.as_deref(),
+        Some("rockbuild install-rocm --venv /w/venv --index-url auto")
+    );
 }

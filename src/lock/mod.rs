@@ -312,6 +312,15 @@ impl Lock {
         Ok(())
     }
 
+    /// The SDK's index the build record names, when it can be read again: the lock keeps a
+    /// URL with its password masked, and such a URL cannot be.
+    pub fn sdk_index_url(&self) -> Option<String> {
+        self.build
+            .as_ref()
+            .and_then(|build| build.index_url.clone())
+            .filter(|url| !crate::redact::is_masked(url))
+    }
+
     /// Writes what the installed SDK reported into the build record (creating it); the index
     /// URL is stored with credentials masked.
     pub fn record_sdk(&mut self, info: &crate::sdk::SdkInfo, index_url: Option<&str>) {

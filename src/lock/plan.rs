@@ -2,11 +2,19 @@
 //! submodules, where the ref came from and what hipify will do; then the SDK, the targets and
 //! every wheel's file-name stem.
 
+use std::collections::BTreeMap;
+
 use super::Lock;
 use crate::stack::{HipifyPolicy, Stack};
 
-/// The lock in lines a person reads; `stack` says what hipify means for each project.
-pub fn describe(lock: &Lock, preset: Option<&str>, stack: &Stack) -> String {
+/// The lock in lines a person reads; `stack` says what hipify means for each project, and
+/// `files` (by project) which files its checkout writes, where its recipe names any.
+pub fn describe(
+    lock: &Lock,
+    preset: Option<&str>,
+    stack: &Stack,
+    files: &BTreeMap<String, String>,
+) -> String {
     let mut out = String::new();
     if let Some(preset) = preset {
         out.push_str(&format!("preset: {preset}\n\n"));
@@ -29,7 +37,9 @@ pub fn describe(lock: &Lock, preset: Option<&str>, stack: &Stack) -> String {
             (None, Some(HipifyPolicy::Script { script, .. })) => {
                 format!("{script} at checkout, if the commit has it")
             }
-            (None, Some(HipifyPolicy::TritonBuildEnv)) => "build_env.json at checkout".into(),
+            (None, Some(HipifyPolicy::RecipeFiles)) if files.contains_key(name) => {
+                format!("{} at checkout", files[name])
+            }
             (None, _) => "off".to_string(),
         };
         out.push_str(&format!(
@@ -136,6 +146,7 @@ mod tests {
             &lock,
             Some("rocm-release — torch ref 'release/2.9' is listed"),
             &stack,
+            &BTreeMap::new(),
         );
         lock.build = Some(BuildRecord {
             sdk_version: "7.10.0a20251124".into(),
@@ -160,6 +171,9 @@ mod tests {
                 ),
             ]),
         });
-        insta::assert_snapshot!(format!("{unbuilt}\n---\n{}", describe(&lock, None, &stack)));
+        insta::assert_snapshot!(format!(
+            "{unbuilt}\n---\n{}",
+            describe(&lock, None, &stack, &BTreeMap::new())
+        ));
     }
 }

@@ -45,7 +45,7 @@ pub enum Error {
     },
     #[error(
         "nothing to promote: {0} holds no wheels in the <project>/<file> layout\n\
-         hint: a set staged with --family lives under <from>/<family>: pass that as --from"
+         hint: a set staged with --amdgpu-family lives under <from>/<family>: pass that as --from"
     )]
     NothingToPromote(String),
     #[error(

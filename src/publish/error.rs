@@ -11,9 +11,9 @@ use crate::store::transfer::TransferError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("--family: {0}")]
+    #[error("--amdgpu-family: {0}")]
     Family(NameError),
-    #[error("--family '{family}' cannot be a store path segment: {reason}")]
+    #[error("--amdgpu-family '{family}' cannot be a store path segment: {reason}")]
     FamilySegment {
         family: String,
         reason: &'static str,
@@ -54,8 +54,9 @@ pub enum Error {
     #[error("checking {dest}: {error}")]
     Check { dest: String, error: TransferError },
     #[error(
-        "refusing to {verb} to {dest}: published objects are never replaced, and nothing was {nothing}{}",
-        bullets(conflicts)
+        "refusing to {verb} to {dest}: published objects are never replaced, and nothing was {nothing}{}\n{}",
+        bullets(conflicts),
+        next_step(verb)
     )]
     Conflicts {
         verb: &'static str,
@@ -99,6 +100,18 @@ impl HasExitStatus for Error {
             Error::Lease(error) => error.exit_status(),
             Error::Unverified { .. } | Error::List(_) => ExitStatus::Failure,
         }
+    }
+}
+
+/// What to do when a set meets files published under its names with other bytes (a rebuild
+/// of the same versions, say): the command that gets it published.
+fn next_step(verb: &str) -> &'static str {
+    if verb == "promote" {
+        "a promoted file is final: build the set again under a version not yet released (a new \
+         --version-suffix), then stage, test and promote that"
+    } else {
+        "to publish a rebuild of the same versions, stage it under another prefix (--to), or \
+         build it under a version not yet published (a new --version-suffix) and stage that"
     }
 }
 

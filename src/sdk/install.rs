@@ -323,8 +323,10 @@ pub fn apply(
 ) -> Result<SdkInfo, Error> {
     let version = &plan.version;
     status(&format!(
-        "preflight: installing rocm {version} ({}), {} files offered",
-        plan.chosen_by, plan.offered
+        "preflight: installing rocm {version} ({}), {} file{} offered",
+        plan.chosen_by,
+        plan.offered,
+        crate::ui::plural(plan.offered)
     ));
     if let Some(create) = &plan.create_venv {
         status(&format!("creating venv {}", settings.venv.dir.display()));

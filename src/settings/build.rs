@@ -12,6 +12,7 @@ use super::{Source, Sourced};
 use crate::build::Error;
 use crate::build::compilers::CompilerCache;
 use crate::build::mode::ModeChoice;
+use crate::build::recipes::Recipes;
 use crate::build::select::Selection;
 use crate::build::targets::{self, TargetRequest};
 use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
@@ -74,18 +75,8 @@ pub struct SdkSettings {
     pub record_index_url: Option<String>,
 }
 
-/// The reference's names for the projects of the built-in recipes: `--<name>-dir` and
-/// `--[no-]build-<name>` (torch has no build flag: it builds whenever its checkout exists).
-const REFERENCE_NAMES: &[(&str, &str)] = &[
-    ("torch", "pytorch"),
-    ("audio", "pytorch-audio"),
-    ("vision", "pytorch-vision"),
-    ("triton", "triton"),
-    ("apex", "apex"),
-];
-
 impl BuildSettings {
-    pub fn resolve(args: BuildArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let BuildArgs {
             config,
             output_dir,
@@ -130,7 +121,18 @@ impl BuildSettings {
         };
 
         let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
-        let selection = select_projects(ctx, &stack, root, dirs, build, skip, reference)?;
+        let selection = select_projects(
+            ctx,
+            &stack,
+            recipes,
+            root,
+            ProjectFlags {
+                dirs,
+                build,
+                skip,
+                reference,
+            },
+        )?;
         let sdk = sdk_settings(ctx, &sdk_args, install_rocm, &output_dir, lock.as_ref())?;
         let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
         let mut targets = TargetRequest {
@@ -298,33 +300,33 @@ fn infer_family(request: &mut TargetRequest, index_url: Option<&str>, families: 
     }
 }
 
+/// The command line's flags that choose projects and their checkouts.
+struct ProjectFlags {
+    /// `--dir NAME=DIR`.
+    dirs: Vec<String>,
+    /// `--build NAME`.
+    build: Vec<String>,
+    /// `--skip NAME`.
+    skip: Vec<String>,
+    reference: ReferenceProjectArgs,
+}
+
 /// Which projects to build and where their checkouts are, from the generic flags and the
 /// reference's per-project ones. The same project named twice with different answers is an
 /// error, never a silent choice.
 fn select_projects(
     ctx: &Context,
     stack: &Stack,
+    recipes: &Recipes,
     root: Sourced<PathBuf>,
-    dirs: Vec<String>,
-    build: Vec<String>,
-    skip: Vec<String>,
-    reference: ReferenceProjectArgs,
+    flags: ProjectFlags,
 ) -> Result<Selection, Error> {
-    let ReferenceProjectArgs {
-        pytorch_dir,
-        pytorch_audio_dir,
-        pytorch_vision_dir,
-        triton_dir,
-        apex_dir,
-        build_triton,
-        no_build_triton,
-        build_pytorch_audio,
-        no_build_pytorch_audio,
-        build_pytorch_vision,
-        no_build_pytorch_vision,
-        build_apex,
-        no_build_apex,
-    } = reference;
+    let ProjectFlags {
+        dirs,
+        build,
+        skip,
+        reference,
+    } = flags;
     let mut selection = Selection {
         root,
         dirs: BTreeMap::new(),
@@ -348,49 +350,27 @@ fn select_projects(
             choose(&mut selection.build, name, value, flag)?;
         }
     }
-    let reference_dirs = [
-        ("torch", pytorch_dir),
-        ("audio", pytorch_audio_dir),
-        ("vision", pytorch_vision_dir),
-        ("triton", triton_dir),
-        ("apex", apex_dir),
-    ];
-    for (recipe, dir) in reference_dirs {
-        if let Some(dir) = dir {
-            let flag = format!("--{}-dir", reference_name(recipe));
-            let name = project_of_recipe(stack, &flag, recipe)?;
-            choose(&mut selection.dirs, name, ctx.absolute(&dir), flag)?;
+    // The reference's per-project flags: the dir flags first, then the build flags, each
+    // taken by the project whose recipe answers to the reference's name.
+    let given = reference.given();
+    for reference in &given {
+        if let Some(dir) = &reference.dir {
+            let flag = format!("--{}-dir", reference.name);
+            let name = project_of_reference(stack, recipes, &flag, reference.name)?;
+            choose(&mut selection.dirs, name, ctx.absolute(dir), flag)?;
         }
     }
-    let reference_builds = [
-        ("triton", flag(build_triton, no_build_triton)),
-        ("audio", flag(build_pytorch_audio, no_build_pytorch_audio)),
-        (
-            "vision",
-            flag(build_pytorch_vision, no_build_pytorch_vision),
-        ),
-        ("apex", flag(build_apex, no_build_apex)),
-    ];
-    for (recipe, value) in reference_builds {
-        if let Some(value) = value {
-            let name = reference_name(recipe);
-            let flag = if value {
-                format!("--build-{name}")
-            } else {
-                format!("--no-build-{name}")
+    for reference in given {
+        if let Some(value) = reference.build {
+            let flag = match value {
+                true => format!("--build-{}", reference.name),
+                false => format!("--no-build-{}", reference.name),
             };
-            let project = project_of_recipe(stack, &flag, recipe)?;
+            let project = project_of_reference(stack, recipes, &flag, reference.name)?;
             choose(&mut selection.build, project, value, flag)?;
         }
     }
     Ok(selection)
-}
-
-fn reference_name(recipe: &str) -> &'static str {
-    REFERENCE_NAMES
-        .iter()
-        .find(|(r, _)| *r == recipe)
-        .map_or("", |(_, name)| name)
 }
 
 /// Records `value` for `project`; the same answer twice is fine, a different one is not.
@@ -440,7 +420,15 @@ fn project_named(stack: &Stack, flag: &str, name: &str) -> Result<String, Error>
 }
 
 /// The project a reference flag means: the first of the stack built by `recipe`.
-fn project_of_recipe(stack: &Stack, flag: &str, recipe: &str) -> Result<String, Error> {
+fn project_of_reference(
+    stack: &Stack,
+    recipes: &Recipes,
+    flag: &str,
+    reference: &str,
+) -> Result<String, Error> {
+    let recipe = recipes
+        .answering_to(reference)
+        .map_or(reference, |recipe| recipe.name());
     stack
         .projects
         .values()

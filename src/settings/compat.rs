@@ -1,13 +1,13 @@
 //! `rockbuild compat` settings: what to probe (a venv or wheels), the stack, the lock.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::build::recipes::Recipes;
 use crate::cli::CompatArgs;
-use crate::compat::Error;
+use crate::compat::{Column, Error};
 use crate::context::Context;
 use crate::lock::Lock;
+use crate::stack::Stack;
 
 /// What to look at.
 pub enum Subject {
@@ -17,15 +17,15 @@ pub enum Subject {
 
 pub struct CompatSettings {
     pub subject: Subject,
-    /// By project of the stack: the normalized names its wheel goes by, the stack's first,
-    /// then upstream's (`pytorch-triton-rocm` for triton).
-    pub names: BTreeMap<String, Vec<String>>,
+    /// The stack's projects as the report lists them, with the normalized names each one's
+    /// wheel goes by (the stack's first, then upstream's: `pytorch-triton-rocm` for triton).
+    pub columns: Vec<Column>,
     pub lock: Option<(PathBuf, Lock)>,
     pub json: bool,
 }
 
 impl CompatSettings {
-    pub fn resolve(args: CompatArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let CompatArgs {
             paths,
             lock,
@@ -44,7 +44,7 @@ impl CompatSettings {
         let stack = config.stack(ctx)?;
         Ok(CompatSettings {
             subject: subject(paths)?,
-            names: Recipes::builtin().distribution_names(&stack)?,
+            columns: columns(&stack, recipes)?,
             lock,
             json,
         })
@@ -52,8 +52,30 @@ impl CompatSettings {
 
     /// Every normalized distribution name of the stack's projects (whose libraries are read).
     pub fn distributions(&self) -> Vec<String> {
-        self.names.values().flatten().cloned().collect()
+        self.columns
+            .iter()
+            .flat_map(|c| c.distributions.iter().cloned())
+            .collect()
     }
+}
+
+/// The report's columns: every project of the stack in its order, named by its recipe.
+pub fn columns(stack: &Stack, recipes: &Recipes) -> Result<Vec<Column>, crate::build::Error> {
+    let mut names = recipes.distribution_names(stack)?;
+    stack
+        .projects
+        .values()
+        .map(|project| {
+            let recipe = recipes.of(stack, project)?;
+            Ok(Column {
+                name: recipe
+                    .compat_column()
+                    .map_or_else(|| project.wheel.clone(), str::to_string),
+                project: project.name.clone(),
+                distributions: names.remove(&project.name).unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// One venv (a directory with pyvenv.cfg), or wheels and directories of wheels.

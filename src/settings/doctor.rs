@@ -26,6 +26,22 @@ pub struct DoctorSettings {
 }
 
 impl DoctorSettings {
+    /// What `install-rocm --lock` cannot take from the lock: the index given on the command
+    /// line, or `auto` (this machine's family) when neither names one.
+    fn install_index(&self) -> Option<String> {
+        let locked = self
+            .lock
+            .as_ref()
+            .and_then(|(_, lock)| lock.sdk_index_url());
+        match &self.index_url {
+            Some(url) if matches!(url.source, Source::Flag(_)) => {
+                Some(crate::redact::redact_url(&url.value))
+            }
+            _ if locked.is_some() => None,
+            _ => Some(crate::settings::detect::AUTO.to_string()),
+        }
+    }
+
     pub fn resolve(args: DoctorArgs, ctx: &Context) -> anyhow::Result<Self> {
         let DoctorArgs {
             venv,
@@ -135,6 +151,7 @@ impl DoctorSettings {
                 .as_ref()
                 .map(|t| (t.value.clone(), t.source.to_string())),
             index_from: self.index_url.as_ref().map(|u| u.source.to_string()),
+            install_index: self.install_index(),
             compile: self.compile,
         }
     }

@@ -18,7 +18,7 @@ pub struct InstallRocmSettings {
 impl InstallRocmSettings {
     pub fn resolve(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<Self> {
         let InstallRocmArgs {
-            sdk,
+            mut sdk,
             lock,
             output_dir,
         } = args;
@@ -31,6 +31,20 @@ impl InstallRocmSettings {
         };
         if let Some((path, lock)) = &lock {
             expect_locked_sdk(lock, path, &sdk)?;
+            // The SDK comes from where the lock's was installed from, as verify and promote
+            // read it, unless the command line names an index.
+            let given = sdk
+                .index_url
+                .as_deref()
+                .is_some_and(|url| !url.trim().is_empty());
+            if !given && let Some(url) = lock.sdk_index_url() {
+                ctx.ui.status(format!(
+                    "--index-url from the lock {}: {}",
+                    path.display(),
+                    crate::redact::redact_url(&url)
+                ));
+                sdk.index_url = Some(url);
+            }
         }
         let locked = match &lock {
             Some((_, lock)) => lock.sdk_version()?,

@@ -58,12 +58,7 @@ impl PromoteSettings {
         let lock = super::read_lock(ctx, lock)?;
         let sdk_indexes = SdkIndexes {
             given: index_url,
-            // The lock keeps the URL with its password masked; such a URL cannot be read.
-            locked: lock
-                .as_ref()
-                .and_then(|(_, lock)| lock.build.as_ref())
-                .and_then(|build| build.index_url.clone())
-                .filter(|url| !crate::redact::is_masked(url)),
+            locked: lock.as_ref().and_then(|(_, lock)| lock.sdk_index_url()),
         };
         Ok(PromoteSettings {
             from,

@@ -1,4 +1,4 @@
-//! `stage`: the build output, where it goes (under `<to>/<family>` with `--family`), what it
+//! `stage`: the build output, where it goes (under `<to>/<family>` with `--amdgpu-family`), what it
 //! is verified against, how the store is reached.
 
 use std::path::PathBuf;
@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::store::store_settings;
 use super::verify::expectations;
 use super::{Source, Sourced};
+use crate::build::recipes::Recipes;
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::lock::Lock;
@@ -17,7 +18,7 @@ use crate::verify::{self, Expectations};
 pub struct StageSettings {
     /// The directory holding the built wheels.
     pub input: PathBuf,
-    /// The staging store (the family's prefix under `--to` with `--family`).
+    /// The staging store (the family's prefix under `--to` with `--amdgpu-family`).
     pub dest: StoreUrl,
     pub expect: Expectations,
     /// The targets every GPU library must carry, and where they came from.
@@ -29,7 +30,7 @@ pub struct StageSettings {
 
 impl StageSettings {
     /// Every usage error comes here, before the (possibly long) verification.
-    pub fn resolve(args: StageArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let StageArgs {
             to,
             input,
@@ -68,6 +69,7 @@ impl StageSettings {
         }
         let (mut expect, mut targets) = expectations(
             ctx,
+            recipes,
             &stack,
             &table,
             lock.as_deref(),

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use pep440_rs::Version;
 
 use super::{Source, Sourced};
+use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::lock::Lock;
@@ -24,7 +25,7 @@ pub struct VerifySettings {
 }
 
 impl VerifySettings {
-    pub fn resolve(args: VerifyArgs, ctx: &Context) -> anyhow::Result<Self> {
+    pub fn resolve(args: VerifyArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<Self> {
         let VerifyArgs {
             paths,
             lock,
@@ -36,14 +37,23 @@ impl VerifySettings {
         } = args;
         let stack = config.stack(ctx)?;
         let table = config.family_table(ctx)?;
+        let asked = index_url.is_some();
         let (mut expect, _) = expectations(
             ctx,
+            recipes,
             &stack,
             &table,
             lock.as_deref(),
             targets.as_deref(),
             index_url,
         )?;
+        if !asked
+            && let Some(url) = &expect.index_url
+            && !lock_index_answers(ctx, url)
+        {
+            expect.index_url = None;
+            expect.check_pins_outside_set = false;
+        }
         expect.wheels.allow_linux_tag = allow_linux_tag;
         Ok(VerifySettings {
             inputs: paths.iter().map(|p| ctx.absolute(p)).collect(),
@@ -53,32 +63,49 @@ impl VerifySettings {
     }
 }
 
+/// Verification reaches the network only when asked (`--index-url`): the SDK's index a lock
+/// names may be gone since (the quickstart's server, stopped), and a connection that fails is
+/// then a warning and checks without the index, never a failure of every wheel.
+fn lock_index_answers(ctx: &Context, url: &str) -> bool {
+    let Ok(client) = crate::index::client::IndexClient::new(url) else {
+        return true;
+    };
+    match client.project("rocm") {
+        Err(crate::index::Error::Transfer { message, .. }) => {
+            ctx.ui.warn(format!(
+                "the SDK's index the lock names, {}, cannot be read ({message}): the set is \
+                 verified without it (its SDK wheels and pins outside the set are not looked \
+                 up); pass --index-url to require it",
+                crate::redact::redact_url(url)
+            ));
+            false
+        }
+        _ => true,
+    }
+}
+
 /// What a set is verified against: the lock's build record (targets, versions, the SDK's
 /// index), `--targets` over the lock's targets (with a warning), `--index-url` over the
 /// lock's index. Also says where the targets came from, when there are any.
 pub fn expectations(
     ctx: &Context,
+    recipes: &Recipes,
     stack: &Stack,
     table: &FamilyTable,
     lock: Option<&Path>,
     targets: Option<&str>,
     index_url: Option<String>,
 ) -> anyhow::Result<(Expectations, Option<Sourced<Vec<Target>>>)> {
-    let recipes = crate::build::recipes::Recipes::builtin().wheel_expectations(stack)?;
-    let mut expect = Expectations::for_stack(stack, recipes);
+    let mut expect = Expectations::for_stack(stack, recipes.wheel_expectations(stack)?);
     let mut targets_from = None;
     let mut lock_index = None;
     if let Some(lock_path) = lock {
         let lock_path = ctx.absolute(lock_path);
         let lock = Lock::read(&lock_path)?;
         expect_lock(&mut expect, &lock, &lock_path, stack)?;
-        if let Some(build) = &lock.build {
+        if lock.build.is_some() {
             targets_from = Some(Source::Lock(lock_path.display().to_string()));
-            // The lock keeps the URL with its password masked; such a URL cannot be read.
-            lock_index = build
-                .index_url
-                .clone()
-                .filter(|url| !crate::redact::is_masked(url));
+            lock_index = lock.sdk_index_url();
         }
     }
     if let Some(list) = targets {

@@ -59,8 +59,5 @@ fn sample_stack_config_loads_and_mirrors_the_shipped_stack() {
     assert_eq!(script, "tools/amd_build/build_amd.py");
     assert!(check_paths.contains(&"aten/src/ATen/native/hip".to_string()));
     assert_eq!(sample.projects["apex"].hipify, HipifyPolicy::Off);
-    assert_eq!(
-        sample.projects["triton"].hipify,
-        HipifyPolicy::TritonBuildEnv
-    );
+    assert_eq!(sample.projects["triton"].hipify, HipifyPolicy::RecipeFiles);
 }

@@ -45,8 +45,9 @@ pub enum HipifyPolicy {
         /// What a CUDA-only include left after hipify does to the checkout.
         leftover_cuda: LeftoverPolicy,
     },
-    /// Triton's "hipify": write build_env.json as the reference does.
-    TritonBuildEnv,
+    /// The reference's "hipify" of a project without a script: the checkout writes the files
+    /// its recipe names (triton's build_env.json), as the reference does.
+    RecipeFiles,
     /// Nothing to do (apex).
     Off,
 }
@@ -203,7 +204,9 @@ struct HipifyEntry {
 #[serde(rename_all = "kebab-case")]
 enum HipifyMode {
     Script,
-    TritonBuildEnv,
+    // The name it had when triton was the one project with such files.
+    #[serde(alias = "triton-build-env")]
+    RecipeFiles,
     Off,
 }
 
@@ -378,7 +381,7 @@ fn validate_project(
                 leftover_cuda: entry.hipify.leftover_cuda.unwrap_or_default(),
             }
         }
-        HipifyMode::TritonBuildEnv | HipifyMode::Off
+        HipifyMode::RecipeFiles | HipifyMode::Off
             if entry.hipify.script.is_some()
                 || !entry.hipify.check_paths.is_empty()
                 || !entry.hipify.allow.is_empty()
@@ -390,7 +393,7 @@ fn validate_project(
                 "script, check-paths, allow, edits-submodules and leftover-cuda only apply to hipify mode `script`",
             ));
         }
-        HipifyMode::TritonBuildEnv => HipifyPolicy::TritonBuildEnv,
+        HipifyMode::RecipeFiles => HipifyPolicy::RecipeFiles,
         HipifyMode::Off => HipifyPolicy::Off,
     };
     Ok(Project {
@@ -466,10 +469,7 @@ mod tests {
             ]
         );
         assert_eq!(stack.projects["apex"].hipify, HipifyPolicy::Off);
-        assert_eq!(
-            stack.projects["triton"].hipify,
-            HipifyPolicy::TritonBuildEnv
-        );
+        assert_eq!(stack.projects["triton"].hipify, HipifyPolicy::RecipeFiles);
         assert_eq!(
             stack.projects["vision"].pin,
             PinSource::RelatedCommits {

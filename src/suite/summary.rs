@@ -27,10 +27,23 @@ pub struct Counts {
     pub failed: usize,
     pub errors: usize,
     pub skipped: usize,
+    /// Wall-clock seconds of the shards' runs, from start to finish.
     pub seconds: f64,
 }
 
 impl Counts {
+    /// `3 passed, 1 skipped, 0 failed, 1 error`.
+    fn words(&self) -> String {
+        format!(
+            "{} passed, {} skipped, {} failed, {} error{}",
+            self.passed,
+            self.skipped,
+            self.failed,
+            self.errors,
+            crate::ui::plural(self.errors)
+        )
+    }
+
     fn add(&mut self, other: &Counts) {
         self.passed += other.passed;
         self.failed += other.failed;
@@ -361,11 +374,32 @@ fn assemble(
     (summary, report)
 }
 
+/// A shard's run time: tenths of a second under a minute, else minutes and seconds.
+fn shard_time(seconds: f64) -> String {
+    if seconds < 60.0 {
+        format!("{seconds:.1}s")
+    } else {
+        // Whole seconds of a run that took minutes; far below u64's range.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let whole = seconds.round() as u64;
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    }
+}
+
 /// One shard's line and its failures.
 fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
     let report = &shard.report;
     let label = format!("{}/{}", report.shard, report.num_shards);
-    let mut counts = Counts::default();
+    // The shard's time is its run's, installs and collection included: the sum of the test
+    // cases' own times leaves most of a quick shard out (a 9 s shard read 0.0 s).
+    let mut counts = Counts {
+        seconds: report
+            .finished
+            .duration_since(report.started)
+            .as_secs_f64()
+            .max(0.0),
+        ..Counts::default()
+    };
     let mut failures = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut unreadable = Vec::new();
@@ -374,7 +408,6 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
             Err(message) => unreadable.push(format!("{}: {message}", file.path)),
             Ok(parsed) => {
                 for case in &parsed.cases {
-                    counts.seconds += case.time;
                     match case.status {
                         CaseStatus::Passed => counts.passed += 1,
                         CaseStatus::Skipped => counts.skipped += 1,
@@ -435,10 +468,7 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
     } else {
         ShardOutcome::Passed
     };
-    let mut detail = format!(
-        "{} passed, {} skipped, {} failed, {} errors",
-        counts.passed, counts.skipped, counts.failed, counts.errors
-    );
+    let mut detail = counts.words();
     if outcome == ShardOutcome::Cancelled {
         detail.insert_str(0, "cancelled; ");
     }
@@ -515,13 +545,10 @@ impl Summary {
             }
         }
         format!(
-            "tests {}: {}; {} passed, {} skipped, {} failed, {} errors",
+            "tests {}: {}; {}",
             outcome_word(self.result),
             parts.join(", "),
-            self.totals.passed,
-            self.totals.skipped,
-            self.totals.failed,
-            self.totals.errors
+            self.totals.words()
         )
     }
 
@@ -544,7 +571,7 @@ impl Summary {
                     cell(|c| c.errors),
                     line.counts
                         .as_ref()
-                        .map_or_else(|| "-".to_string(), |c| format!("{:.1}s", c.seconds)),
+                        .map_or_else(|| "-".to_string(), |c| shard_time(c.seconds)),
                     line.gpus.clone(),
                 ]
             })

@@ -653,6 +653,19 @@ fn dirty_trees_are_refused_unless_forced() {
                 .or(contains("M third_party/kineto/platform.h")),
         )
         .stderr(contains("--force"));
+    // A dry run reports the tree as it is and what the checkout would do: refuse.
+    let dry = checkout(&env, &world, "ws", &["--project", "torch", "--dry-run"])
+        .success()
+        .get_output()
+        .clone();
+    let plan = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        plan.contains("torch (pytorch): would refuse: 3 uncommitted changes hipify did not make (")
+            && plan.contains("M version.txt")
+            && plan.contains("?? notes.txt")
+            && plan.contains("or pass --force to discard them"),
+        "{plan}"
+    );
     assert_eq!(
         std::fs::read_to_string(torch.join("version.txt")).expect("kept"),
         "2.9.0a0+mine\n"

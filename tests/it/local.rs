@@ -456,6 +456,49 @@ fn doctor_on_this_machine_and_on_broken_ones() {
     doctor_snapshot("doctor_full_disk", &text, false);
 }
 
+/// The fix doctor prints for a venv that is gone is a command that runs as printed: it
+/// reinstalls the SDK the lock pins from the index the lock records (PyPI has no ROCm SDK),
+/// after which doctor passes the venv and the SDK.
+#[test]
+fn doctors_reinstall_hint_runs_as_printed() {
+    let workspace = Workspace::new();
+    let env = &workspace.env;
+    std::fs::remove_dir_all(workspace.out().join("venv")).expect("remove the venv");
+    let output = workspace
+        .doctor(&["--no-compile", "--json", "--lock"])
+        .arg(workspace.lock())
+        .output()
+        .expect("doctor");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("doctor --json");
+    let fix = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "venv")
+        .and_then(|c| c["fix"].as_str())
+        .unwrap_or_else(|| panic!("a fix for the venv: {}", transcript(env, &output)))
+        .to_string();
+    let words = shlex::split(&fix).expect("a shell command");
+    assert_eq!(words[..2], ["rockbuild", "install-rocm"], "{fix}");
+    assert!(!fix.contains('<'), "no placeholder to fill in: {fix}");
+    let followed = workspace.ok(env.rockbuild().args(&words[1..]));
+    let said = transcript(env, &followed);
+    assert!(said.contains("--index-url from the lock"), "{said}");
+    let after = checks(
+        &workspace
+            .doctor(&["--no-compile", "--json", "--lock"])
+            .arg(workspace.lock())
+            .output()
+            .expect("doctor"),
+    );
+    for id in ["venv", "sdk-lock"] {
+        assert!(
+            after.contains(&(id.to_string(), "pass".to_string())),
+            "{id}: {after:?}"
+        );
+    }
+}
+
 fn which(env: &TestEnv, program: &str) -> std::path::PathBuf {
     let output = env
         .command("sh")

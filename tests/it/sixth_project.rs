@@ -1,18 +1,21 @@
 //! Adding a project to the stack is one recipe and one stack.yaml entry. The recipe below is
 //! the whole of what rockbuild learns about `torch_ops` (tests/fixtures/torch_ops, a small
-//! real setuptools extension with one HIP kernel): it is checked out, built against the torch
-//! of the same build for a real gfx target, and verified (GPU code for the target, the HIP
-//! runtime linked, torch pinned exactly) with nothing else in rockbuild changed.
+//! real setuptools extension with one HIP kernel, laid out as upstream torch extensions such
+//! as torchvision are: setup.py + version.txt + csrc/): the registry that holds it is the one
+//! value every verb gets (`commands::run`, as `main` calls it), and the project is locked,
+//! checked out, built against the torch of the same build for a real gfx target, verified
+//! (GPU code for the target, the HIP runtime linked, torch pinned exactly), staged and listed
+//! by `compat` with nothing else in rockbuild changed. (`matrix` asks nothing of projects: it
+//! is refs × families × Python versions, so a sixth project has nothing to carry there.)
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use rockbuild::build::Error;
 use rockbuild::build::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Recipes, Steps};
-use rockbuild::cli::{Cli, Command, ConfigArgs};
+use rockbuild::cli::Cli;
 use rockbuild::context::Context;
 use rockbuild::exit::ExitStatus;
-use rockbuild::verify::{Expectations, verify_set};
 use rockbuild::wheel::verify::WheelExpectation;
 
 use crate::common::git::RepoBuilder;
@@ -109,51 +112,58 @@ fn six_project_stack(env: &TestEnv, sample_stack: &Path, origin: &str) -> PathBu
     path
 }
 
+/// `rockbuild <argv>` in-process through the same entry as `main`, with `recipes`.
+fn run(ctx: &Context, recipes: &Recipes, argv: &[&str]) -> anyhow::Result<ExitStatus> {
+    let cli = Cli::try_parse_from(std::iter::once("rockbuild").chain(argv.iter().copied()))
+        .unwrap_or_else(|error| panic!("{argv:?}: {error}"));
+    rockbuild::commands::run(cli.command, ctx, recipes)
+}
+
+/// As [`run`], and it must succeed.
+#[track_caller]
+fn succeeds(ctx: &Context, recipes: &Recipes, argv: &[&str]) {
+    let status = run(ctx, recipes, argv)
+        .unwrap_or_else(|error| panic!("{argv:?}: {}", rockbuild::diagnostics::render(&error)));
+    assert_eq!(status, ExitStatus::Success, "{argv:?}");
+}
+
 #[test]
-fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
+fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe() {
     let mut env = TestEnv::new();
     env.set("PIP_NO_INDEX", "1");
     env.set("PIP_FIND_LINKS", wheelhouse().display().to_string());
     let server = serve(&sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]));
     let origins = sample_origins(&env);
     let stack = six_project_stack(&env, &origins.stack_yaml, &torch_ops_origin(&env));
+    let stack_arg = stack.display().to_string();
     let root = env.path("root");
+    let root_arg = root.display().to_string();
     let out = env.path("out");
+    let out_arg = out.display().to_string();
     let index_url = format!("{}simple/", server.url());
-
-    // The checkout knows nothing of recipes: the sixth project is checked out like the others.
-    let output = env
-        .rockbuild()
-        .arg("checkout")
-        .arg("--config")
-        .arg(&stack)
-        .arg("--root-checkout-dir")
-        .arg(&root)
-        .output()
-        .expect("run checkout");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(root.join("torch_ops/setup.py").is_file());
+    let lock = env.path("six.lock.json");
+    let lock_arg = lock.display().to_string();
 
     // The rockbuild binary has no such recipe: the stack entry is refused, at its line.
-    let output = env
-        .rockbuild()
-        .arg("plan")
-        .arg("--config")
-        .arg(&stack)
-        .arg("--root-checkout-dir")
-        .arg(&root)
-        .args([
-            "--output-dir",
-            "out",
-            "--rocm-sdk-version",
-            &format!("=={SDK_VERSION}"),
-        ])
-        .output()
-        .expect("run plan");
+    let sdk_spec = format!("=={SDK_VERSION}");
+    let lock_args = [
+        "lock",
+        "--config",
+        &stack_arg,
+        "--project",
+        "torch",
+        "--project",
+        "ops",
+        "--lock",
+        &lock_arg,
+        "--index-url",
+        &index_url,
+        "--rocm-sdk-version",
+        &sdk_spec,
+        "--pytorch-rocm-arch",
+        "gfx906",
+    ];
+    let output = env.rockbuild().args(lock_args).output().expect("run lock");
     assert_eq!(output.status.code(), Some(2));
     let line = std::fs::read_to_string(&stack)
         .expect("stack")
@@ -164,43 +174,62 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
         format!(
-            "error: {}:{line}: project 'ops' names recipe `torch-extension`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex\n",
-            stack.display()
+            "error: {stack_arg}:{line}: project 'ops' names recipe `torch-extension`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex\n"
         )
     );
+    assert!(!lock.exists(), "nothing half-written");
 
-    // The build, in-process with the recipe added; torch and torch_ops only (generic --skip).
-    let argv: Vec<String> = [
-        "rockbuild",
+    // From here on, the registry with the recipe added, as `main` would pass it.
+    let ctx = Context::with_environment(env.vars().clone(), env.root().to_path_buf());
+    let recipes = Recipes::builtin().with(TorchExtension);
+
+    // lock: torch and torch_ops, their wheel versions named by their recipes up front.
+    succeeds(&ctx, &recipes, &lock_args);
+    let locked: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).expect("lock")).expect("JSON");
+    let ops_version = format!("0.1.0+rocm{SDK_VERSION}");
+    assert_eq!(locked["build"]["versions"]["ops"], ops_version.as_str());
+    assert!(
+        locked["projects"]["ops"]["commit"].is_string(),
+        "{locked:#}"
+    );
+
+    // checkout from the lock: the sixth project is checked out like the others.
+    succeeds(
+        &ctx,
+        &recipes,
+        &[
+            "checkout",
+            "--config",
+            &stack_arg,
+            "--root-checkout-dir",
+            &root_arg,
+            "--from-lock",
+            &lock_arg,
+        ],
+    );
+    assert!(root.join("torch_ops/setup.py").is_file());
+    let root_lock = root.join("rockbuild.lock.json").display().to_string();
+
+    // build against the lock: torch and torch_ops only (generic --skip).
+    let mut build = vec![
         "build",
         "--config",
-        &stack.display().to_string(),
+        &stack_arg,
         "--root-checkout-dir",
-        &root.display().to_string(),
+        &root_arg,
         "--output-dir",
-        &out.display().to_string(),
+        &out_arg,
         "--install-rocm",
         "--index-url",
         &index_url,
-        "--pytorch-rocm-arch",
-        "gfx906",
-    ]
-    .into_iter()
-    .map(str::to_string)
-    .chain(
-        ["audio", "vision", "triton", "apex"]
-            .into_iter()
-            .flat_map(|name| ["--skip".to_string(), name.to_string()]),
-    )
-    .collect();
-    let Command::Build(args) = Cli::try_parse_from(&argv).expect("parses").command else {
-        panic!("not a build command");
-    };
-    let ctx = Context::with_environment(env.vars().clone(), env.root().to_path_buf());
-    let recipes = Recipes::builtin().with(TorchExtension);
-    let status = rockbuild::commands::build::run_with(args, &ctx, &recipes)
-        .unwrap_or_else(|error| panic!("{}", rockbuild::diagnostics::render(&error)));
-    assert_eq!(status, ExitStatus::Success);
+        "--lock",
+        &root_lock,
+    ];
+    for name in ["audio", "vision", "triton", "apex"] {
+        build.extend(["--skip", name]);
+    }
+    succeeds(&ctx, &recipes, &build);
 
     let torch = only_wheel(&out, "torch");
     let ops = only_wheel(&out, "torch_ops");
@@ -208,7 +237,7 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
     assert_eq!(
         ops.file_name().and_then(|n| n.to_str()).expect("name"),
         format!(
-            "torch_ops-0.1.0+rocm{SDK_VERSION}-{}.whl",
+            "torch_ops-{ops_version}-{}.whl",
             torch
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -238,41 +267,80 @@ fn a_sixth_project_builds_and_verifies_with_its_recipe_and_stack_entry() {
             >= report["projects"]["torch"]["duration_seconds"].as_f64()
     );
 
-    // Verified with what the recipes expect of each wheel, the sixth's included.
-    let stack = ConfigArgs {
-        config: Some(stack),
-        families: None,
-    }
-    .stack(&ctx)
-    .expect("stack");
-    let mut options = Expectations::for_stack(
-        &stack,
-        recipes.wheel_expectations(&stack).expect("expectations"),
-    );
-    options.wheels.targets = vec![
-        rockbuild::cli::ConfigArgs::default()
-            .family_table(&ctx)
-            .expect("families")
-            .target("gfx906")
-            .expect("target"),
+    // verify against the lock, with what the recipes expect of each wheel (the sixth's: GPU
+    // code for the lock's target, the HIP runtime linked, torch pinned). Built here, outside
+    // the manylinux image: the local build's `linux_x86_64` tag.
+    let verify = [
+        "verify",
+        &out_arg,
+        "--config",
+        &stack_arg,
+        "--lock",
+        &root_lock,
+        "--allow-linux-tag",
     ];
-    // torch's pin on the SDK resolves on the index it was installed from.
-    options.index_url = Some(index_url);
-    // Built here, outside the manylinux image: the local build's `linux_x86_64` tag.
-    options.wheels.allow_linux_tag = true;
-    let report = verify_set(&[torch, ops], &options).expect("verifies");
-    assert!(report.ok, "{:#?}", report.wheels);
-    let ops = report
-        .wheels
-        .iter()
-        .find(|w| w.name.as_deref() == Some("torch-ops"))
-        .expect("torch_ops verified");
+    succeeds(&ctx, &recipes, &verify);
+    // verify asks the registry it is given, not one of its own: without the recipe, the
+    // stack entry is refused.
+    let error = run(&ctx, &Recipes::builtin(), &verify).expect_err("no such recipe");
     assert!(
-        ops.libraries
-            .iter()
-            .any(|l| l.targets == ["gfx906"]
-                && l.needed.iter().any(|n| n.starts_with("libamdhip64"))),
-        "{:#?}",
-        ops.libraries
+        rockbuild::diagnostics::render(&error).contains("names recipe `torch-extension`"),
+        "{}",
+        rockbuild::diagnostics::render(&error)
+    );
+
+    // stage: verified again, then the wheels and the index pages written.
+    let staged = env.path("staged");
+    succeeds(
+        &ctx,
+        &recipes,
+        &[
+            "stage",
+            "--config",
+            &stack_arg,
+            "--input",
+            &out_arg,
+            "--to",
+            &staged.display().to_string(),
+            "--lock",
+            &root_lock,
+            "--allow-linux-tag",
+        ],
+    );
+    let page = std::fs::read_to_string(staged.join("torch-ops/index.html")).expect("page");
+    assert!(
+        page.contains(&format!("torch_ops-{}", ops_version.replace('+', "%2B")))
+            || page.contains(&format!("torch_ops-{ops_version}")),
+        "{page}"
+    );
+
+    // compat: torch_ops is a column of the report, compared with the lock.
+    let compat = [
+        "compat", &out_arg, "--config", &stack_arg, "--lock", &root_lock,
+    ];
+    succeeds(&ctx, &recipes, &compat);
+    let mut drifted = locked.clone();
+    drifted["build"]["versions"]["ops"] = serde_json::json!("0.0.9");
+    let drifted_lock = env.path("drifted.lock.json");
+    std::fs::write(&drifted_lock, drifted.to_string()).expect("write");
+    let drifted_arg = drifted_lock.display().to_string();
+    let error = run(
+        &ctx,
+        &recipes,
+        &[
+            "compat",
+            &out_arg,
+            "--config",
+            &stack_arg,
+            "--lock",
+            &drifted_arg,
+        ],
+    )
+    .expect_err("the lock differs");
+    assert_eq!(
+        rockbuild::diagnostics::render(&error),
+        format!(
+            "error: the stack differs from {drifted_arg} in 1 place; the first: torch_ops is {ops_version}, the lock has 0.0.9"
+        )
     );
 }

@@ -190,29 +190,49 @@ fn normalize(world: &World, text: &str) -> String {
             .map_or(text.len(), |i| name + i);
         text.replace_range(start..end, "[work]");
     }
-    // Durations (`0.4s`) in the summary tables.
-    let words: Vec<String> = text
-        .split_inclusive(' ')
-        .map(|word| {
-            let bare = word.trim_end();
-            let is_duration = bare.ends_with('s')
-                && bare.len() > 2
-                && bare[..bare.len() - 1]
-                    .split_once('.')
-                    .is_some_and(|(a, b)| {
-                        !a.is_empty()
-                            && a.bytes().all(|c| c.is_ascii_digit())
-                            && b.len() == 1
-                            && b.bytes().all(|c| c.is_ascii_digit())
-                    });
-            if is_duration {
-                word.replace(|c: char| c.is_ascii_digit(), "#")
-            } else {
-                word.to_string()
+    // Durations (`0.4s`, `1m05s`) in the summary tables become `[T]`; their width moved the
+    // columns after them, so runs of spaces after a word and runs of dashes count as one.
+    let is_duration = |word: &str| {
+        let Some(bare) = word.strip_suffix('s') else {
+            return false;
+        };
+        let digits = |part: &str| !part.is_empty() && part.bytes().all(|c| c.is_ascii_digit());
+        bare.split_once('.')
+            .is_some_and(|(a, b)| digits(a) && b.len() == 1 && digits(b))
+            || bare
+                .split_once('m')
+                .is_some_and(|(a, b)| digits(a) && b.len() == 2 && digits(b))
+    };
+    let text = text
+        .lines()
+        .map(|line| {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let words = line.trim_start().split(' ').map(|w| {
+                if is_duration(w) {
+                    "[T]"
+                } else if w.len() > 1 && w.bytes().all(|c| c == b'-') {
+                    "--"
+                } else {
+                    w
+                }
+            });
+            let mut out = indent.to_string();
+            let mut gap = 0;
+            for word in words {
+                if word.is_empty() {
+                    gap += 1;
+                    continue;
+                }
+                if out.len() > indent.len() {
+                    out.push_str(if gap > 0 { "  " } else { " " });
+                }
+                gap = 0;
+                out.push_str(word);
             }
+            out
         })
-        .collect();
-    let text = words.concat();
+        .collect::<Vec<_>>()
+        .join("\n");
     // Progress lines are for people watching; the summary is what is checked.
     text.lines()
         .filter(|line| !line.starts_with("  test: ") && !line.starts_with("  index: "))

@@ -456,6 +456,61 @@ fn the_lock_build_record_sets_versions_and_targets() {
     );
 }
 
+/// As the quickstart leaves it: a lock whose build record names the SDK's index, served by a
+/// server that has stopped since. Verification needs the network only when asked: with the
+/// lock alone it passes with a warning; `--index-url` makes the index required.
+#[test]
+fn a_lock_whose_index_is_gone_verifies_offline_unless_the_index_is_asked_for() {
+    let env = TestEnv::new();
+    good_set(&env.path("dist"));
+    let server = sdk_index(&env);
+    let url = format!("{}/", server.url);
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild test",
+        "stack": "configs/stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": SDK,
+            "index_url": url,
+            "targets": ["gfx906", "gfx1030"],
+        }
+    });
+    std::fs::write(
+        env.path("rockbuild.lock.json"),
+        serde_json::to_string_pretty(&lock).expect("json"),
+    )
+    .expect("write lock");
+    let verify = |extra: &[&str]| {
+        env.rockbuild()
+            .args(["verify", "dist", "--lock", "rockbuild.lock.json"])
+            .args(extra)
+            .output()
+            .expect("runs")
+    };
+    let online = verify(&[]);
+    assert_eq!(online.status.code(), Some(0), "{}", stderr(&online));
+    assert!(
+        !stderr(&online).contains("cannot be read"),
+        "{}",
+        stderr(&online)
+    );
+    drop(server);
+
+    let offline = verify(&[]);
+    let said = stderr(&offline);
+    assert_eq!(offline.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "warning: the SDK's index the lock names, {url}, cannot be read ("
+        )) && said.contains("pass --index-url to require it"),
+        "{said}"
+    );
+    let asked = verify(&["--index-url", &url]);
+    assert_ne!(asked.status.code(), Some(0), "{}", stderr(&asked));
+    assert!(stderr(&asked).contains(&url), "{}", stderr(&asked));
+}
+
 #[test]
 fn nothing_to_verify_and_bad_targets_are_errors() {
     let env = TestEnv::new();

@@ -14,6 +14,14 @@ impl Recipe for Apex {
         "apex"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("apex")
+    }
+
+    fn compat_column(&self) -> Option<&'static str> {
+        Some("Apex")
+    }
+
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
         let build = version_txt(input, false)?;
         Ok(Versions {

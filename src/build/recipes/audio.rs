@@ -12,6 +12,10 @@ impl Recipe for Audio {
         "audio"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("pytorch-audio")
+    }
+
     fn builds_against(&self) -> &'static [&'static str] {
         &["torch"]
     }

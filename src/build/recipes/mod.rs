@@ -27,6 +27,7 @@ use super::plan::Step;
 use super::source::SourceState;
 use super::targets::TargetChoice;
 use crate::env_vars::Environment;
+use crate::lock::PinOrigin;
 use crate::sdk::install::Installer;
 use crate::sdk::{SdkInfo, Venv};
 use crate::stack::{FamilyTable, Project, Stack};
@@ -56,6 +57,15 @@ pub trait Recipe: Send + Sync {
     /// digest, and the inspection notes which of them git ignores.
     fn generates(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// Files the checkout writes into the tree where the reference's checkout does (its
+    /// "hipify" of a project without a script, stack.yaml's `hipify: {mode: recipe-files}`),
+    /// for the commit as it was pinned: (relative path, content). Excluded locally
+    /// (`.git/info/exclude`), never committed.
+    fn checkout_files(&self, pin: &PinOrigin) -> Vec<(&'static str, String)> {
+        let _ = pin;
+        Vec::new()
     }
 
     /// Directories of the SDK root the recipe looks for (optional parts of the SDK).
@@ -118,6 +128,18 @@ pub trait Recipe: Send + Sync {
         &[]
     }
 
+    /// The name the reference's build script gives the project in its per-project flags
+    /// (`pytorch-audio`: `--pytorch-audio-dir`, `--[no-]build-pytorch-audio`), if any.
+    fn reference_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The column `compat` lists the project under, as ROCm's PyTorch compatibility page
+    /// names it; `None`: the name of the project's wheel.
+    fn compat_column(&self) -> Option<&'static str> {
+        None
+    }
+
     /// What to suspect when the wheel's version is not the planned one.
     fn version_mismatch_hint(&self) -> &'static str {
         "the build ignored BUILD_VERSION"
@@ -170,6 +192,22 @@ impl Recipes {
                 names.join(", ")
             ),
         }))
+    }
+
+    /// The recipe the reference's per-project flags of `name` belong to.
+    pub fn answering_to(&self, name: &str) -> Option<&dyn Recipe> {
+        self.recipes
+            .iter()
+            .find(|r| r.reference_name() == Some(name))
+            .map(AsRef::as_ref)
+    }
+
+    /// Every project of `stack` names a recipe of these: checked before anything is fetched.
+    pub fn check(&self, stack: &Stack) -> Result<(), Error> {
+        for project in stack.projects.values() {
+            self.of(stack, project)?;
+        }
+        Ok(())
     }
 
     /// The optional SDK directories the environment and the recipes look for.

@@ -73,6 +73,14 @@ impl Recipe for Torch {
         "torch"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("pytorch")
+    }
+
+    fn compat_column(&self) -> Option<&'static str> {
+        Some("PyTorch")
+    }
+
     fn reads(&self) -> &'static [&'static str] {
         &["version.txt", REQUIREMENTS, BUILD_REQUIREMENTS, PYPROJECT]
     }

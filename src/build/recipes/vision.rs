@@ -13,6 +13,10 @@ impl Recipe for Vision {
         "vision"
     }
 
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("pytorch-vision")
+    }
+
     fn builds_against(&self) -> &'static [&'static str] {
         &["torch"]
     }

@@ -18,6 +18,7 @@ use super::{
 use crate::build::error::Error;
 use crate::build::plan::EnvDiff;
 use crate::env_vars;
+use crate::lock::PinOrigin;
 use crate::version;
 
 /// ROCm's triton.
@@ -34,6 +35,23 @@ const REQUIREMENTS: &str = "python/requirements.txt";
 impl Recipe for Triton {
     fn name(&self) -> &'static str {
         "triton"
+    }
+
+    fn reference_name(&self) -> Option<&'static str> {
+        Some("triton")
+    }
+
+    fn compat_column(&self) -> Option<&'static str> {
+        Some("Triton")
+    }
+
+    /// F7: build_env.json, with the suffix key only when the commit came from torch's CI pin.
+    fn checkout_files(&self, pin: &PinOrigin) -> Vec<(&'static str, String)> {
+        let content = match pin {
+            PinOrigin::CommitFile { .. } => "{\"TRITON_WHEEL_VERSION_SUFFIX\": \"\"}\n",
+            _ => "{}\n",
+        };
+        vec![(BUILD_ENV, content.to_string())]
     }
 
     fn reads(&self) -> &'static [&'static str] {
@@ -61,8 +79,7 @@ impl Recipe for Triton {
             problem: e.problem,
         })?;
         let build_env = build_env(input.files, input.dir)?;
-        let env_suffix =
-            version::triton_env_suffix(build_env.get(SUFFIX_KEY).map(String::as_str), input.suffix);
+        let env_suffix = env_suffix(&build_env, input.suffix);
         let git = setup_py::Git {
             head: input.source.head.as_deref(),
             branch: input.source.branch.as_deref(),
@@ -97,13 +114,7 @@ impl Recipe for Triton {
         }
         // The value triton's setup.py appends; the version computed from it is the one torch
         // pins.
-        env.insert(
-            SUFFIX_KEY.into(),
-            version::triton_env_suffix(
-                build_env.get(SUFFIX_KEY).map(String::as_str),
-                shared.suffix,
-            ),
-        );
+        env.insert(SUFFIX_KEY.into(), env_suffix(&build_env, shared.suffix));
         // Keep triton's MLIR from finding ROCm's LLVM through the environment (TheRock#1999).
         env.insert(
             "TRITON_APPEND_CMAKE_ARGS".into(),
@@ -146,6 +157,15 @@ fn setup_path(files: &CheckoutFiles) -> &'static str {
     }
 }
 
+/// The value triton's build reads from `TRITON_WHEEL_VERSION_SUFFIX`: what build_env.json
+/// (or nothing) set, followed by the stack's suffix, as the reference composes it.
+fn env_suffix(build_env: &BTreeMap<String, String>, suffix: &str) -> String {
+    format!(
+        "{}{suffix}",
+        build_env.get(SUFFIX_KEY).map_or("", String::as_str)
+    )
+}
+
 /// build_env.json (written by triton's checkout), as string pairs; absent: none.
 fn build_env(files: &CheckoutFiles, dir: &Path) -> Result<BTreeMap<String, String>, Error> {
     let Some(text) = files.text(BUILD_ENV) else {
@@ -168,4 +188,22 @@ fn build_env(files: &CheckoutFiles, dir: &Path) -> Result<BTreeMap<String, Strin
             )),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_suffix_is_build_env_s_then_the_stack_s() {
+        // F22: the value build_env.json gave (empty for CI-pinned commits), then the suffix.
+        let given = |value: Option<&str>| {
+            value
+                .map(|v| BTreeMap::from([(SUFFIX_KEY.to_string(), v.to_string())]))
+                .unwrap_or_default()
+        };
+        assert_eq!(env_suffix(&given(Some("")), "+rocm7.14.0"), "+rocm7.14.0");
+        assert_eq!(env_suffix(&given(None), "+rocm7.14.0"), "+rocm7.14.0");
+        assert_eq!(env_suffix(&given(Some(".post1")), "+rocm7"), ".post1+rocm7");
+    }
 }
