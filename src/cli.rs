@@ -520,6 +520,11 @@ pub struct BuildArgs {
     /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)
     #[arg(long)]
     pub arch_from_sdk: bool,
+    /// Multi-arch: build once for every target, then split torch's and torchvision's fat
+    /// wheels into a host wheel and one device wheel per target (`torch[device-gfxNNN]`), as
+    /// TheRock's releases are (default: the family table's index layout, else the lock's)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
         value_parser = positive::<usize>,
@@ -969,6 +974,12 @@ pub struct SmokeArgs {
     /// Python used to create the venv
     #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
     pub python: Option<PathBuf>,
+    /// The GPU targets this runner tests, comma separated, or a family: from a multi-arch
+    /// index, each product's device wheel of each target (`amd-torch-device-gfxNNN`, what
+    /// `torch[device-gfxNNN]` installs) goes in with the set; `auto`: this machine's GPUs
+    /// (`rockbuild detect`)
+    #[arg(long, value_name = "TARGETS", env = "ROCKBUILD_SMOKE_TARGETS")]
+    pub targets: Option<String>,
     /// Read the set from the index, then print every check and its command
     #[arg(long)]
     pub dry_run: bool,
@@ -1062,6 +1073,10 @@ pub struct MatrixArgs {
     /// Release table to use instead of the built-in configs/releases.yaml
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
     pub releases: Option<PathBuf>,
+    /// Multi-arch: one build per ref and Python for every family's targets, tests still per
+    /// family (default: the family table's index layout)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.
@@ -1323,7 +1338,8 @@ mod tests {
 
     /// Every environment variable of a flag is derived mechanically from its long name:
     /// `ROCKBUILD_<FLAG>`, or `ROCKBUILD_<VERB>_<FLAG>` where two verbs share a flag name
-    /// with different meanings (`--to` of stage and promote).
+    /// with different meanings (`--to` of stage and promote; `--targets` of stage, the
+    /// targets the set was built for, and of smoke, the runner's targets to install).
     #[test]
     fn env_names_follow_the_flag_names() {
         fn check(command: &clap::Command) {
@@ -1332,7 +1348,7 @@ mod tests {
                     let flag = long.to_uppercase().replace('-', "_");
                     let env = env.to_str().unwrap_or_default();
                     let mechanical = env == format!("ROCKBUILD_{flag}")
-                        || ["BUILD", "STAGE", "PROMOTE", "TEST"]
+                        || ["BUILD", "STAGE", "PROMOTE", "TEST", "SMOKE"]
                             .iter()
                             .any(|verb| env == format!("ROCKBUILD_{verb}_{flag}"));
                     assert!(
@@ -1419,6 +1435,7 @@ mod tests {
                 "ROCKBUILD_ALLOW_NO_GPU",
                 "ROCKBUILD_BREAK_LEASE",
                 "ROCKBUILD_INSTALL_ROCM",
+                "ROCKBUILD_MULTI_ARCH",
                 "ROCKBUILD_QUIET",
                 "ROCKBUILD_RELEASE",
                 "ROCKBUILD_REQUIRE_RELATED_COMMIT",

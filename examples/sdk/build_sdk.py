@@ -23,6 +23,8 @@ Packages (TheRock's multi-arch, kpack-split layout):
     rocm-sdk-device-<target>    per-target files overlaid into _rocm_sdk_libraries
     rocm-sdk-devel              the development tree (`rocm-sdk path --root`), created on
                                 first use from a manifest of links (wheels cannot hold links)
+    rocm-bootstrap              GPU detection without ROCm userspace (the host wheels of a
+                                kpack split require it)
 
 The real `rocm` is an sdist; the stand-in ships it as a wheel with the extras that sdist
 would compute, so installing needs no build backend. Only the Python standard library is
@@ -240,6 +242,11 @@ def build_wheels(version, targets):
     devel.add("rocm_sdk_devel/_devel_manifest.json", json.dumps(devel_manifest(), indent=2, sort_keys=True) + "\n")
     devel.requires = [f"rocm-sdk-core{pin}"]
     wheels.append(devel)
+
+    bootstrap = Wheel("rocm-bootstrap", version, "py3-none-any", purelib=True)
+    bootstrap.summary = "GPU detection before ROCm is installed (rockbuild stand-in)"
+    bootstrap.add_tree(PACKAGES / "rocm-bootstrap")
+    wheels.append(bootstrap)
     return wheels
 
 

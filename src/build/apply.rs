@@ -9,6 +9,7 @@ use super::error::{Error, ProjectFailure};
 use super::execute::{self, ProjectOutcome};
 use super::plan::Plan;
 use super::report::{self, BuildReport, SUMMARY_FILE, Status};
+use super::split;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::lock::{BuildRecord, Lock};
@@ -21,6 +22,7 @@ pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
         index_url,
         sdk_targets: plan.sdk.info.targets.clone(),
         targets: plan.targets.targets.clone(),
+        mode: plan.mode.mode,
         release_type: plan.release_type.as_str().to_string(),
         version_suffix: plan.suffix.clone(),
         versions: plan
@@ -76,6 +78,7 @@ pub fn apply(
             return Err(error.into());
         }
     }
+    split::restore_fat(plan)?;
     let started_at = jiff::Timestamp::now();
     let clock = std::time::Instant::now();
     let outcomes = execute::execute(ctx, plan, previous.as_ref())?;
@@ -83,6 +86,9 @@ pub fn apply(
     let stats = compiler_stats(ctx, plan, &cache_log);
     let report = report::of_build(plan, &outcomes, started_at, wall, stats);
     show(ctx, plan, &report)?;
+    if ctx.runner.interrupted().is_none() {
+        split::split_built(ctx, plan, &outcomes)?;
+    }
     failures(ctx, plan, outcomes)
 }
 

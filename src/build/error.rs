@@ -69,6 +69,14 @@ pub enum Error {
     NothingToBuild { root: PathBuf, dirs: String },
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// A file of the output directory the split moves, writes or removes.
+    #[error("{project}: {}: {source}", path.display())]
+    OutputFile {
+        project: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// A file of the checkout its recipe reads is refused as content (a link, too large).
     #[error("{project}: {error}")]
     Content {
@@ -141,12 +149,21 @@ pub enum Error {
         skipped: Vec<String>,
         total: usize,
     },
+    /// A multi-arch build's fat wheel that cannot be split (the split's own error says why).
+    #[error("{project}: splitting {} into host and device wheels: {message}", wheel.display())]
+    Split {
+        project: String,
+        wheel: PathBuf,
+        message: String,
+    },
 }
 
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::Failed { .. } => ExitStatus::Failure,
+            Error::Failed { .. } | Error::OutputFile { .. } | Error::Split { .. } => {
+                ExitStatus::Failure
+            }
             Error::Content { error, .. } => error.exit_status(),
             Error::DirSyntax { .. }
             | Error::UnknownProject { .. }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use pep440_rs::Version;
 
 use super::compilers::CompilerCache;
+use super::mode::ModeChoice;
 use super::select::Selection;
 use super::targets::TargetRequest;
 use crate::env_vars::Environment;
@@ -27,6 +28,8 @@ pub struct BuildSettings {
     pub lock: Option<LockFile>,
     pub sdk: SdkSettings,
     pub targets: TargetRequest,
+    /// Per-family or multi-arch, and what chose it.
+    pub mode: ModeChoice,
     pub release_type: ReleaseType,
     /// `--version-suffix` (unset: derived from the SDK version, as the reference).
     pub version_suffix: Option<String>,

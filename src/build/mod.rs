@@ -12,12 +12,14 @@ mod error;
 pub(crate) mod execute;
 pub(crate) mod input;
 pub(crate) mod inspect;
+pub mod mode;
 pub(crate) mod plan;
 pub mod recipes;
 pub(crate) mod report;
 pub(crate) mod sdk_facts;
 pub(crate) mod select;
 pub(crate) mod source;
+pub(crate) mod split;
 pub(crate) mod targets;
 
 pub use error::Error;

@@ -157,6 +157,7 @@ pub fn build_record(
             .map(|(_, index)| crate::redact::redact_url(index)),
         sdk_targets: Vec::new(),
         targets: facts.targets.clone(),
+        mode: Default::default(),
         release_type: suffix
             .as_ref()
             .map(|_| release_type.as_str().to_string())

@@ -80,6 +80,9 @@ pub struct BuildRow {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TestRow {
+    /// Multi-arch: the family this row tests on its runner (its device extras are installed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     pub python: Python,
     pub cpython: String,
     pub test_config: String,
@@ -248,6 +251,7 @@ fn chain(
                 for shard in 1..=rule.config.shards {
                     let suite = suite_of(&rule.config.name);
                     test.push(TestRow {
+                        family: None,
                         python,
                         cpython: python.cpython_tag(),
                         test_config: rule.config.name.clone(),
@@ -319,6 +323,61 @@ impl Notes {
 }
 
 impl Matrix {
+    /// How many build jobs the matrix runs: one per chain and Python.
+    pub fn builds(&self) -> usize {
+        self.refs
+            .include
+            .iter()
+            .flat_map(|r| &r.families.include)
+            .map(|c| c.build.include.len())
+            .sum()
+    }
+
+    /// The same release in multi-arch mode, as the reference's release matrix makes it
+    /// (`configure_pytorch_release_matrix.py`): per ref, one chain for every family the ref
+    /// builds (the per-family chains' families, so `excluded-refs` still apply), built once
+    /// per Python for the union of their targets; the tests still fan out per family, each on
+    /// its own runner and naming its family; promotion takes the whole set.
+    pub fn multi_arch(mut self) -> Matrix {
+        for row in &mut self.refs.include {
+            let chains = std::mem::take(&mut row.families.include);
+            let Some(first) = chains.first() else {
+                continue;
+            };
+            let mut targets: Vec<String> = Vec::new();
+            for target in chains.iter().flat_map(|c| c.targets.split(',')) {
+                if !targets.iter().any(|t| t == target) {
+                    targets.push(target.to_string());
+                }
+            }
+            let mut test = Vec::new();
+            let mut reports = Vec::new();
+            for chain in &chains {
+                test.extend(chain.test.include.iter().cloned().map(|mut t| {
+                    t.family = Some(chain.family.clone());
+                    t
+                }));
+                reports.extend(chain.reports.include.iter().cloned());
+            }
+            let tested = chains.iter().any(|c| c.tested);
+            row.families.include = vec![ChainRow {
+                family: chains
+                    .iter()
+                    .map(|c| c.family.as_str())
+                    .collect::<Vec<_>>()
+                    .join(";"),
+                targets: targets.join(","),
+                build_runs_on: first.build_runs_on.clone(),
+                build: first.build.clone(),
+                test: Include { include: test },
+                reports: Include { include: reports },
+                tested,
+                promote: self.publish && tested,
+            }];
+        }
+        self
+    }
+
     /// `name=value` lines for `$GITHUB_OUTPUT`: the whole matrix, the refs matrix, and the
     /// scalars, each on one line (compact JSON never contains a newline).
     pub fn github_outputs(&self) -> Result<String, serde_json::Error> {
@@ -512,6 +571,50 @@ mod tests {
             let promoted = chains.iter().filter(|c| c.promote).count();
             assert_eq!(promoted, case.promoted_chains, "{name} promoted");
         }
+    }
+
+    /// Multi-arch as the reference's release matrix (`configure_pytorch_release_matrix.py`):
+    /// one build per (ref, Python) for every family's targets, 4 refs × 5 Pythons = 20 for
+    /// nightly where the per-family matrix runs 310; the tests keep their per-family rows,
+    /// each naming its family; a ref's excluded families drop out of its union.
+    #[test]
+    fn multi_arch_builds_once_per_ref_and_python() {
+        let (families, releases) = tables();
+        let release = releases.release(ReleaseType::Nightly).expect("entry");
+        let per_family = plan(release, &families, &default_selection(release)).expect("plans");
+        let multi = per_family.clone().multi_arch();
+        assert_eq!((per_family.builds(), multi.builds()), (310, 20));
+        for row in &multi.refs.include {
+            assert_eq!(row.families.include.len(), 1, "{}", row.pytorch_ref);
+            let chain = &row.families.include[0];
+            let per_family_tests: usize = per_family
+                .refs
+                .include
+                .iter()
+                .find(|r| r.pytorch_ref == row.pytorch_ref)
+                .map(|r| {
+                    r.families
+                        .include
+                        .iter()
+                        .map(|c| c.test.include.len())
+                        .sum()
+                })
+                .unwrap_or_default();
+            assert_eq!(chain.test.include.len(), per_family_tests);
+            assert!(chain.test.include.iter().all(|t| t.family.is_some()));
+            assert!(chain.promote);
+            let gfx90c = chain.family.split(';').any(|f| f == "gfx90c");
+            assert_eq!(
+                gfx90c,
+                !["release/2.13", "release/2.14"].contains(&row.pytorch_ref.as_str()),
+                "{}: {}",
+                row.pytorch_ref,
+                chain.family
+            );
+        }
+        let prerelease = releases.release(ReleaseType::Prerelease).expect("entry");
+        let matrix = plan(prerelease, &families, &default_selection(prerelease)).expect("plans");
+        assert_eq!((matrix.builds(), matrix.multi_arch().builds()), (230, 15));
     }
 
     #[test]

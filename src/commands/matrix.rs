@@ -5,6 +5,7 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 
+use crate::build::mode::BuildMode;
 use crate::ci::matrix::{self, Matrix};
 use crate::cli::MatrixArgs;
 use crate::context::Context;
@@ -15,11 +16,22 @@ use crate::ui;
 
 pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = MatrixSettings::resolve(args, ctx)?;
-    let matrix = matrix::plan(&settings.release, &settings.families, &settings.selection())?;
+    let per_family = matrix::plan(&settings.release, &settings.families, &settings.selection())?;
+    let multi_arch = per_family.clone().multi_arch();
+    let counts = format!(
+        "builds: {} per-family, {} multi-arch (one per ref and Python); this matrix is {}",
+        per_family.builds(),
+        multi_arch.builds(),
+        settings.mode.mode
+    );
+    let matrix = match settings.mode.mode {
+        BuildMode::PerFamily => per_family,
+        BuildMode::MultiArch => multi_arch,
+    };
     let table = ui::text_table(&Matrix::HEADERS, &matrix.rows());
     ctx.ui.group(
         "rockbuild matrix",
-        &format!("{}\n\n{table}", settings.describe()),
+        &format!("{}\n{counts}\n\n{table}", settings.describe()),
     );
     for note in &matrix.notes {
         ctx.ui.note(note);

@@ -16,6 +16,7 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         &settings.stack,
         &settings.client,
         settings.versions.as_ref(),
+        &settings.device_targets,
     )?;
     for note in &notes {
         ctx.ui.status(note);
@@ -24,7 +25,11 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         "smoke-testing {} from {}",
         selected
             .iter()
-            .map(|s| format!("{}=={}", s.project.wheel, s.version))
+            .flat_map(|s| {
+                std::iter::once(&s.project.wheel)
+                    .chain(s.devices.iter().map(|d| &d.name))
+                    .map(|name| format!("{name}=={}", s.version))
+            })
             .collect::<Vec<_>>()
             .join(", "),
         settings.client.display_url()

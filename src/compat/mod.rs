@@ -429,6 +429,7 @@ mod tests {
                 .iter()
                 .map(|t| table.target(t).expect("target"))
                 .collect(),
+            mode: Default::default(),
             release_type: String::new(),
             version_suffix: String::new(),
             versions: [

@@ -124,6 +124,18 @@ fn write_gpu(out: &mut String, gpu: &Gpu, layout: IndexLayout) {
         }
         _ => {}
     }
+    // A multi-arch index installs this GPU's kernels as an extra of the host wheels.
+    if let Some(processor) = gpu
+        .target
+        .as_deref()
+        .and_then(|t| crate::wheel::split::device::processor(t).ok())
+    {
+        let extra = crate::wheel::split::device::extra_name(processor);
+        let _ = writeln!(
+            out,
+            "         device extra {extra} (multi-arch index: \"torch[{extra}]\" \"torchvision[{extra}]\")"
+        );
+    }
     if let Some(problem) = &gpu.problem {
         let _ = writeln!(out, "         problem: {problem}");
     }

@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+use crate::build::mode::BuildMode;
 use crate::stack::Target;
 pub use error::Error;
 
@@ -147,6 +148,9 @@ pub struct BuildRecord {
     /// The targets the wheels were built for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<Target>,
+    /// Per-family (left out), or multi-arch: the fat wheels split per target.
+    #[serde(default, skip_serializing_if = "BuildMode::is_per_family")]
+    pub mode: BuildMode,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub release_type: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -382,6 +386,7 @@ impl Lock {
                     index_url,
                     sdk_targets: info.targets.clone(),
                     targets: Vec::new(),
+                    mode: Default::default(),
                     release_type: String::new(),
                     version_suffix: String::new(),
                     versions: Default::default(),
@@ -493,6 +498,7 @@ mod tests {
             index_url: None,
             sdk_targets: vec![],
             targets: vec![target("gfx906"), target("gfx1030")],
+            mode: Default::default(),
             release_type: "nightly".into(),
             version_suffix: "+rocm7.10.0a20251124".into(),
             versions: IndexMap::from([(

@@ -153,6 +153,7 @@ mod tests {
             index_url: Some("https://rocm.nightlies.amd.com/v2/gfx110X-all/".into()),
             sdk_targets: vec![],
             targets: vec![serde_json::from_str("\"gfx1100\"").expect("target")],
+            mode: Default::default(),
             release_type: "nightly".into(),
             version_suffix: "+rocm7.10.0a20251124".into(),
             versions: IndexMap::from([

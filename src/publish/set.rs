@@ -133,6 +133,7 @@ mod tests {
             metadata: None,
             metadata_sha256: None,
             libraries: Vec::new(),
+            packs: Vec::new(),
             problems: Vec::new(),
         };
         let error = upload_items(&[report]).expect_err("no sha256");

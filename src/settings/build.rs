@@ -9,6 +9,7 @@ use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
 use super::{Source, Sourced};
 use crate::build::Error;
 use crate::build::compilers::CompilerCache;
+use crate::build::mode::ModeChoice;
 use crate::build::recipes::Recipes;
 use crate::build::select::Selection;
 use crate::build::targets::{self, TargetRequest};
@@ -18,7 +19,7 @@ use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
 use crate::platform::Platform;
 use crate::sdk::Venv;
-use crate::stack::{FamilyTable, Stack};
+use crate::stack::{FamilyTable, IndexLayout, Stack};
 
 pub use crate::build::input::{BuildSettings, LockFile, SdkSettings};
 
@@ -38,6 +39,7 @@ impl BuildSettings {
             pytorch_rocm_arch,
             amdgpu_family,
             arch_from_sdk,
+            multi_arch,
             max_targets,
             allow_many_targets,
             pytorch_build_number,
@@ -110,6 +112,11 @@ impl BuildSettings {
             unnamed_index: None,
         };
         infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
+        let mode = ModeChoice::resolve(
+            multi_arch,
+            families.index_layout() == IndexLayout::MultiArch,
+            lock_build.map(|b| b.mode),
+        );
 
         let compiler_cache =
             CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
@@ -121,6 +128,7 @@ impl BuildSettings {
             lock,
             sdk,
             targets,
+            mode,
             release_type,
             version_suffix,
             build_number: pytorch_build_number,

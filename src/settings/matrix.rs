@@ -1,6 +1,7 @@
 //! `rockbuild matrix`: the release table's entry for the release type, narrowed by the flags
 //! (refs, families, Python versions), each value with where it came from.
 
+use crate::build::mode::ModeChoice;
 use crate::ci::Error;
 use crate::ci::matrix::Selection;
 use crate::ci::releases::{
@@ -10,7 +11,7 @@ use crate::cli::MatrixArgs;
 use crate::context::Context;
 use crate::settings::{Source, Sourced};
 use crate::stack::families::split_list;
-use crate::stack::{ConfigSource, FamilyTable};
+use crate::stack::{ConfigSource, FamilyTable, IndexLayout};
 
 /// The family table (`--families`, else the built-in one) and the release table checked
 /// against it (`--releases`, else the built-in one).
@@ -36,6 +37,9 @@ pub struct MatrixSettings {
     pub refs: Sourced<Vec<String>>,
     pub amdgpu_families: Sourced<Vec<String>>,
     pub python: Sourced<Vec<Python>>,
+    /// Per-family chains, or one multi-arch chain per ref (`--multi-arch`, or a family table
+    /// whose index layout is multi-arch).
+    pub mode: ModeChoice,
 }
 
 impl MatrixSettings {
@@ -47,6 +51,7 @@ impl MatrixSettings {
             python_version,
             families,
             releases,
+            multi_arch,
         } = args;
         let (families, table) = load_tables(ctx, families, releases)?;
         let release = table
@@ -95,7 +100,13 @@ impl MatrixSettings {
                 source: from_table("python"),
             },
         };
+        let mode = ModeChoice::resolve(
+            multi_arch,
+            families.index_layout() == IndexLayout::MultiArch,
+            None,
+        );
         Ok(MatrixSettings {
+            mode,
             release,
             families,
             refs,
@@ -116,8 +127,10 @@ impl MatrixSettings {
     pub fn describe(&self) -> String {
         let pythons: Vec<String> = self.python.value.iter().map(ToString::to_string).collect();
         format!(
-            "release type: {}\nrefs: {} (from {})\nfamilies: {} (from {})\npython: {} (from {})",
+            "release type: {}\nmode: {} (from {})\nrefs: {} (from {})\nfamilies: {} (from {})\npython: {} (from {})",
             self.release.release_type.as_str(),
+            self.mode.mode,
+            self.mode.source,
             self.refs.value.join(", "),
             self.refs.source,
             self.amdgpu_families.value.join(", "),

@@ -17,6 +17,8 @@ pub struct SmokeSettings {
     pub client: IndexClient,
     /// The versions to test, by project (the lock's build record); none: the newest.
     pub versions: Option<IndexMap<String, String>>,
+    /// `--targets`: the processors whose device wheels go in with the set.
+    pub device_targets: Vec<String>,
     pub smoke: smoke::Settings,
     /// Where the test report goes.
     pub report: PathBuf,
@@ -33,11 +35,39 @@ impl SmokeSettings {
             extra_index_url,
             venv,
             python,
+            targets,
             dry_run,
             json,
             config,
         } = args;
         let stack = config.stack(ctx)?;
+        let device_targets = match targets.filter(|t| !t.trim().is_empty()) {
+            Some(given) => {
+                let families = config.family_table(ctx)?;
+                let (list, _) =
+                    super::detect::auto_targets(ctx, &families, Some(given.clone()), None)?;
+                let list = list.unwrap_or(given);
+                let targets = match families.family_named(list.trim()) {
+                    Ok(family) => family.targets.clone(),
+                    Err(_) => list
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(|t| families.target(t))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|error| smoke::Error::Targets(error.to_string()))?,
+                };
+                targets
+                    .iter()
+                    .map(|t| {
+                        crate::wheel::split::device::processor(t.as_str())
+                            .map(str::to_string)
+                            .map_err(smoke::Error::Targets)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            None => Vec::new(),
+        };
         let versions = match &lock {
             Some(path) => {
                 let path = ctx.absolute(path);
@@ -67,6 +97,7 @@ impl SmokeSettings {
             stack,
             client,
             versions,
+            device_targets,
             smoke: smoke::Settings {
                 index_url,
                 extra_index_urls: extra_index_url,

@@ -30,9 +30,23 @@ pub enum Error {
         version: String,
         reason: String,
     },
+    /// `--targets` names something that is not a gfx processor.
+    #[error("--targets: {0}")]
+    Targets(String),
     #[error("{wheel}=={version} (locked) is not on {url}; the index has {have}")]
     NotOnIndex {
         wheel: String,
+        version: String,
+        url: String,
+        have: String,
+    },
+    /// A split product's device wheel for a tested target, missing at the product's version.
+    #[error(
+        "{device}=={version} is not on {url} (the index has {have}): {product}=={version} was split per target, so its device wheel for each tested target must be there; stage the whole multi-arch set"
+    )]
+    DeviceNotOnIndex {
+        device: String,
+        product: String,
         version: String,
         url: String,
         have: String,
@@ -73,13 +87,15 @@ pub enum Error {
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
-            Error::NoBuildRecord(_) | Error::VenvNotEmpty(_) | Error::LockVersion { .. } => {
-                ExitStatus::Usage
-            }
+            Error::NoBuildRecord(_)
+            | Error::VenvNotEmpty(_)
+            | Error::LockVersion { .. }
+            | Error::Targets(_) => ExitStatus::Usage,
             Error::Index(error) => error.exit_status(),
             Error::Interrupted { signal, .. } => ExitStatus::Signal(*signal),
             Error::Page { .. }
             | Error::NotOnIndex { .. }
+            | Error::DeviceNotOnIndex { .. }
             | Error::NoHash { .. }
             | Error::NothingOnIndex { .. }
             | Error::WorkDir(_)

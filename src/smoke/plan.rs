@@ -348,6 +348,7 @@ mod tests {
                         size: None,
                         yanked: false,
                     }],
+                    devices: Vec::new(),
                     project,
                 }
             })

@@ -17,6 +17,16 @@ pub struct Selected {
     pub version: String,
     /// Every file of that version (pip picks the one matching this interpreter).
     pub files: Vec<RemoteFile>,
+    /// From a multi-arch index: the project's device wheels of the tested targets, installed
+    /// with it (what `<wheel>[device-<target>]` adds).
+    pub devices: Vec<Device>,
+}
+
+/// A device wheel of a split product (`amd-torch-device-gfx906`) at the product's version.
+#[derive(Clone, Debug)]
+pub struct Device {
+    pub name: String,
+    pub files: Vec<RemoteFile>,
 }
 
 /// Picks the set from the index: each stack project's locked version (or its newest), with
@@ -26,6 +36,7 @@ pub fn select(
     stack: &Stack,
     client: &IndexClient,
     versions: Option<&IndexMap<String, String>>,
+    device_targets: &[String],
 ) -> Result<(Vec<Selected>, Vec<String>), Error> {
     let mut selected = Vec::new();
     let mut notes = Vec::new();
@@ -99,16 +110,13 @@ pub fn select(
                 dist_name_and_version(&f.filename).map(|(_, v)| v).as_ref() == Some(&version)
             })
             .collect();
-        if let Some(unhashed) = files.iter().find(|f| f.sha256.is_none()) {
-            return Err(Error::NoHash {
-                file: unhashed.filename.clone(),
-                url: client.display_url(),
-            });
-        }
+        check_hashes(&files, client)?;
+        let devices = devices(project, &version, client, device_targets)?;
         selected.push(Selected {
             project: project.clone(),
             version: version.to_string(),
             files,
+            devices,
         });
     }
     if selected.is_empty() {
@@ -125,19 +133,86 @@ pub fn select(
     Ok((selected, notes))
 }
 
+fn check_hashes(files: &[RemoteFile], client: &IndexClient) -> Result<(), Error> {
+    match files.iter().find(|f| f.sha256.is_none()) {
+        Some(unhashed) => Err(Error::NoHash {
+            file: unhashed.filename.clone(),
+            url: client.display_url(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The device wheels of `project` at `version` for each target, named as the reference's
+/// splitter names them (`amd-<wheel>-device-<target>`). A project the index has no device
+/// packages of ships whole (triton, audio, apex): nothing to add. One that has them but not
+/// for this version and target is an error: its host wheel would run without its kernels.
+fn devices(
+    project: &Project,
+    version: &pep440_rs::Version,
+    client: &IndexClient,
+    targets: &[String],
+) -> Result<Vec<Device>, Error> {
+    let prefix = crate::build::mode::device_prefix(&project.wheel);
+    let mut devices = Vec::new();
+    for target in targets {
+        let name = crate::wheel::split::device::device_name(&prefix, target);
+        let page = client.project(&name).map_err(|source| Error::Page {
+            wheel: name.clone(),
+            url: client.display_url(),
+            source,
+        })?;
+        let Some(files) = page else {
+            continue;
+        };
+        let (files, others): (Vec<RemoteFile>, Vec<RemoteFile>) = files
+            .into_iter()
+            .filter(|f| !f.yanked && f.filename.ends_with(".whl"))
+            .partition(|f| {
+                dist_name_and_version(&f.filename).map(|(_, v)| v).as_ref() == Some(version)
+            });
+        if files.is_empty() {
+            let mut have: Vec<String> = others
+                .iter()
+                .filter_map(|f| dist_name_and_version(&f.filename))
+                .map(|(_, v)| v.to_string())
+                .collect();
+            have.dedup();
+            return Err(Error::DeviceNotOnIndex {
+                device: name,
+                product: project.wheel.clone(),
+                version: version.to_string(),
+                url: client.display_url(),
+                have: if have.is_empty() {
+                    "no wheels of it".into()
+                } else {
+                    have.join(", ")
+                },
+            });
+        }
+        check_hashes(&files, client)?;
+        devices.push(Device { name, files });
+    }
+    Ok(devices)
+}
+
 /// The hash-pinned requirements of the set (pip's `--require-hashes` format).
 pub fn requirements(selected: &[Selected], with_hashes: bool) -> String {
     let mut out = String::new();
     for item in selected {
-        let _ = write!(out, "{}=={}", item.project.wheel, item.version);
-        if with_hashes {
-            for file in &item.files {
-                if let Some(sha) = &file.sha256 {
-                    let _ = write!(out, " \\\n    --hash=sha256:{sha}");
+        let lines = std::iter::once((&item.project.wheel, &item.files))
+            .chain(item.devices.iter().map(|d| (&d.name, &d.files)));
+        for (name, files) in lines {
+            let _ = write!(out, "{name}=={}", item.version);
+            if with_hashes {
+                for file in files {
+                    if let Some(sha) = &file.sha256 {
+                        let _ = write!(out, " \\\n    --hash=sha256:{sha}");
+                    }
                 }
             }
+            out.push('\n');
         }
-        out.push('\n');
     }
     out
 }
@@ -165,6 +240,7 @@ mod tests {
                 file("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl", 'a'),
                 file("torch-2.9.0+rocm7.0.0-cp312-cp312-linux_x86_64.whl", 'b'),
             ],
+            devices: Vec::new(),
         }];
         assert_eq!(
             requirements(&selected, true),

@@ -107,6 +107,9 @@ pub enum IndexLayout {
     /// TheRock's legacy per-family layout (`v2/<family>/`): replaced by multi-arch releases,
     /// no new ones published (TheRock docs/packaging/legacy_per_family_releases.md).
     LegacyPerFamily,
+    /// One index for every family (`whl-multi-arch/`): host wheels, per-target device wheels
+    /// installed as `torch[device-gfxNNN]`, and the SDK; builds are multi-arch.
+    MultiArch,
 }
 
 impl IndexLayout {
@@ -115,13 +118,14 @@ impl IndexLayout {
         match self {
             IndexLayout::PerFamily => "index",
             IndexLayout::LegacyPerFamily => "legacy per-family index",
+            IndexLayout::MultiArch => "multi-arch index",
         }
     }
 
     /// What a reader of such an index should know, once.
     pub fn note(self) -> Option<&'static str> {
         match self {
-            IndexLayout::PerFamily => None,
+            IndexLayout::PerFamily | IndexLayout::MultiArch => None,
             IndexLayout::LegacyPerFamily => Some(
                 "the per-family indexes (`v2/<family>/`) are TheRock's legacy layout: TheRock publishes no new per-family releases there and may delete old ones (its docs/packaging/legacy_per_family_releases.md); its current releases are multi-arch, one index for every family (https://rocm.nightlies.amd.com/whl-multi-arch/)",
             ),

@@ -223,6 +223,7 @@ mod tests {
             metadata: None,
             metadata_sha256: Some("6".repeat(64)),
             libraries,
+            packs: Vec::new(),
             problems,
         }
     }
@@ -237,6 +238,7 @@ mod tests {
             rpath: Vec::new(),
             runpath: vec!["$ORIGIN".into()],
             glibc: None,
+            kpack: None,
         }
     }
 

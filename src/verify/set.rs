@@ -9,7 +9,7 @@ use pep440_rs::Version;
 use super::Expectations;
 use crate::index::Error as ClientError;
 use crate::index::client::IndexClient;
-use crate::wheel::companion::Role;
+use crate::wheel::companion::{Role, applies_with};
 use crate::wheel::filename::{dist_name_and_version, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, Requirement};
 use crate::wheel::problem::Problem;
@@ -23,6 +23,15 @@ pub(super) fn check_set(
 ) -> Vec<Problem> {
     let mut problems = duplicate_files(reports);
     problems.extend(missing_projects(reports, expect));
+    let split: Vec<(usize, Vec<Problem>)> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.role == Role::Product)
+        .map(|(i, r)| (i, kpack_split(r, reports)))
+        .collect();
+    for (index, found) in split {
+        reports[index].problems.extend(found);
+    }
     let mut closure = Closure {
         expect,
         index,
@@ -49,6 +58,127 @@ pub(super) fn check_set(
         report.problems.extend(found);
     }
     problems
+}
+
+/// The device packages a host wheel's `device-*` extras require, with the requirement.
+fn device_requirements(metadata: &CoreMetadata) -> Vec<(String, &Requirement)> {
+    let mut out = Vec::new();
+    for extra in metadata
+        .provides_extra
+        .iter()
+        .filter(|e| e.starts_with("device-"))
+    {
+        let with: BTreeSet<String> = [extra.clone()].into();
+        for requirement in &metadata.requires_dist {
+            let gated = requirement.marker.is_some()
+                && !applies_with(requirement, &BTreeSet::new())
+                && applies_with(requirement, &with);
+            if gated {
+                out.push((extra.clone(), requirement));
+            }
+        }
+    }
+    out
+}
+
+/// A host wheel of a kpack split against the set: every `device-*` extra resolves within the
+/// set (its companions included), and each library's marker finds, in every device wheel the
+/// extras name, a pack where it looks with the code objects of every one of its wrappers.
+fn kpack_split(host: &WheelReport, reports: &[WheelReport]) -> Vec<Problem> {
+    let Some(metadata) = &host.metadata else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let mut devices: BTreeMap<String, &WheelReport> = BTreeMap::new();
+    for (extra, requirement) in device_requirements(metadata) {
+        let name = requirement.normalized_name();
+        let candidates: Vec<&WheelReport> = reports
+            .iter()
+            .filter(|r| r.name.as_deref() == Some(name.as_str()))
+            .collect();
+        let matching = candidates.iter().find(|r| {
+            r.parsed_version()
+                .is_some_and(|v| requirement.specifiers.contains(&v))
+        });
+        match matching {
+            Some(device) => {
+                devices.insert(name, device);
+            }
+            None => problems.push(Problem::DeviceExtra {
+                extra,
+                requirement: requirement.raw.clone(),
+                detail: if candidates.is_empty() {
+                    format!("the set has no {name} wheel")
+                } else {
+                    let versions: Vec<String> = candidates
+                        .iter()
+                        .filter_map(|r| r.version.clone())
+                        .collect();
+                    format!("the set has {name} {}", versions.join(", "))
+                },
+            }),
+        }
+    }
+    for library in &host.libraries {
+        let Some(marker) = &library.kpack else {
+            continue;
+        };
+        let dir = library
+            .entry
+            .rsplit_once('/')
+            .map_or("", |(dir, _)| dir)
+            .to_string();
+        for device in devices.values().filter(|d| d.role == Role::Product) {
+            let found = device.packs.iter().find(|pack| {
+                marker.search_paths.iter().any(|path| {
+                    normalize_path(&format!("{dir}/{}", path.replace("@GFXARCH@", &pack.arch)))
+                        .is_some_and(|p| p == pack.entry)
+                })
+            });
+            let Some(pack) = found else {
+                problems.push(Problem::KpackReference {
+                    entry: library.entry.clone(),
+                    detail: format!(
+                        "{} has no pack where it looks ({})",
+                        device.file,
+                        marker.search_paths.join(", ")
+                    ),
+                });
+                continue;
+            };
+            let missing: Vec<String> = (0..marker.wrappers)
+                .map(|i| format!("{}#{i}", marker.kernel_name))
+                .filter(|key| !pack.kernels.contains(key))
+                .collect();
+            if !missing.is_empty() {
+                problems.push(Problem::KpackReference {
+                    entry: library.entry.clone(),
+                    detail: format!(
+                        "{} of {} has no code object for {}",
+                        pack.entry,
+                        device.file,
+                        missing.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    problems
+}
+
+/// `a/b/../c` → `a/c`; `None` when it climbs above the root.
+fn normalize_path(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// One distribution twice in one set: the same file name from two directories, or two

@@ -5,6 +5,7 @@ use object::elf;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader as _};
 use object::{Endianness, FileKind};
 
+use crate::wheel::kpack::elf::{MARKER_SECTION, Marker, read_marker};
 use crate::wheel::manylinux::{self, Glibc};
 use crate::wheel::offload::{SectionScan, scan_section};
 
@@ -22,6 +23,9 @@ pub struct ElfInfo {
     pub gpu: Option<SectionScan>,
     /// The highest `GLIBC_x.y` among its version needs.
     pub glibc: Option<Glibc>,
+    /// The `.rocm_kpack_ref` marker of a host library of a kpack split (or why it cannot be
+    /// read).
+    pub kpack: Option<Result<Marker, String>>,
 }
 
 impl ElfInfo {
@@ -88,6 +92,12 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
             .data(endian, data)
             .map_err(part("section .hip_fatbin"))?;
         info.gpu = Some(scan_section(bytes));
+    }
+    if sections
+        .section_by_name(endian, MARKER_SECTION.as_bytes())
+        .is_some()
+    {
+        info.kpack = read_marker(data).transpose();
     }
     Ok(info)
 }

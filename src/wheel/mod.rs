@@ -9,11 +9,14 @@
 //! - [`verify`]: [`verify::verify_set`], the gate before staging and promotion.
 //! - [`retag`]: [`retag::plan`], a verified `linux_<arch>` wheel to its manylinux tag.
 //! - [`rewrite`]: [`rewrite::rewrite_set`], promotion's a → rc → final version rewrite.
+//! - [`kpack`], [`split`]: kernel packs and the multi-arch split of a fat wheel into a host
+//!   wheel and one device wheel per GPU target.
 
 pub mod archive;
 pub mod companion;
 pub mod elf;
 pub mod filename;
+pub mod kpack;
 pub mod manylinux;
 pub mod metadata;
 pub mod offload;
@@ -21,5 +24,6 @@ pub mod problem;
 pub mod record;
 pub mod retag;
 pub mod rewrite;
+pub mod split;
 pub mod verify;
 pub mod zipwrite;

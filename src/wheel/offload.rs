@@ -6,8 +6,9 @@
 //! offsets are relative to the bundle start. Compressed bundle (`--offload-compress`, which
 //! PyTorch's ROCm build uses): `CCOB`, u16 version, u16 method (0 zlib, 1 zstd), then total
 //! size (v2: u32, v3: u64; absent in v1), uncompressed size (u32 in v1/v2, u64 in v3), an
-//! 8-byte hash, then the compressed uncompressed-bundle. Only the head of the compressed data
-//! is inflated: the entry table is all verification needs.
+//! 8-byte hash, then the compressed uncompressed-bundle. Verification inflates only the head
+//! of the compressed data (the entry table is all it needs); the kpack split reads every code
+//! object ([`code_objects`]).
 
 use std::io::Read;
 
@@ -75,12 +76,12 @@ pub fn scan_section(section: &[u8]) -> SectionScan {
         }
         let rest = &section[at..];
         let parsed = if rest.starts_with(BUNDLE_MAGIC) {
-            parse_plain(rest).map(|(ids, len)| {
+            parse_plain(rest).map(|(entries, len)| {
                 (
                     Bundle {
                         offset: at,
                         compressed: None,
-                        ids,
+                        ids: entries.into_iter().map(|e| e.id).collect(),
                     },
                     Some(len),
                 )
@@ -165,9 +166,17 @@ enum BundleError {
     },
 }
 
-/// Reads the entry table of a plain bundle from `reader`; returns the ids and the bundle's
+/// One entry of a bundle's table: its id and where its code object is, from the bundle start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TableEntry {
+    id: String,
+    offset: u64,
+    size: u64,
+}
+
+/// Reads the entry table of a plain bundle from `reader`; returns the entries and the bundle's
 /// length (the end of its last entry, at least the end of the table).
-fn read_plain(reader: &mut impl Read) -> Result<(Vec<String>, u64), BundleError> {
+fn read_plain(reader: &mut impl Read) -> Result<(Vec<TableEntry>, u64), BundleError> {
     let mut magic = [0u8; 24];
     read_exact(reader, &mut magic, "the bundle magic")?;
     if magic != BUNDLE_MAGIC {
@@ -196,12 +205,12 @@ fn read_plain(reader: &mut impl Read) -> Result<(Vec<String>, u64), BundleError>
                 .checked_add(size)
                 .ok_or_else(|| BundleError::Overflow(id.clone()))?,
         );
-        ids.push(id);
+        ids.push(TableEntry { id, offset, size });
     }
     Ok((ids, end.max(table_end)))
 }
 
-fn parse_plain(data: &[u8]) -> Result<(Vec<String>, usize), BundleError> {
+fn parse_plain(data: &[u8]) -> Result<(Vec<TableEntry>, usize), BundleError> {
     let mut reader = data;
     let (ids, len) = read_plain(&mut reader)?;
     let len = usize::try_from(len).map_err(|_| BundleError::LengthOverflow)?;
@@ -214,9 +223,18 @@ fn parse_plain(data: &[u8]) -> Result<(Vec<String>, usize), BundleError> {
     Ok((ids, len))
 }
 
-/// Parses a compressed bundle header and the entry table inside; returns the bundle and its
-/// length in the section (`None` for v1, which does not record it).
-fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError> {
+/// The header of a compressed bundle.
+struct CompressedHeader {
+    method: Compression,
+    version: u16,
+    /// Bytes before the compressed payload.
+    header_len: usize,
+    /// The bundle's length in the section (`None` for v1, which does not record it).
+    total: Option<usize>,
+    uncompressed: u64,
+}
+
+fn compressed_header(data: &[u8]) -> Result<CompressedHeader, BundleError> {
     let mut header = data;
     let mut common = [0u8; 8];
     read_exact(&mut header, &mut common, "the compressed bundle header")?;
@@ -236,7 +254,7 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError>
             return Err(BundleError::Version(other));
         }
     };
-    let _uncompressed = if version == 3 {
+    let uncompressed = if version == 3 {
         read_u64(&mut header, "the uncompressed size")?
     } else {
         u64::from(read_u32(&mut header, "the uncompressed size")?)
@@ -244,7 +262,7 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError>
     let mut hash = [0u8; 8];
     read_exact(&mut header, &mut hash, "the hash")?;
     let header_len = data.len() - header.len();
-    let len = match total {
+    let total = match total {
         Some(total) => {
             let total = usize::try_from(total).map_err(|_| BundleError::SizeOverflow)?;
             if total > data.len() || total < header_len {
@@ -257,27 +275,151 @@ fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError>
         }
         None => None,
     };
-    let payload = &data[header_len..len.unwrap_or(data.len())];
-    let (ids, _) = match method {
-        Compression::Zlib => read_plain(&mut flate2::read::ZlibDecoder::new(payload)),
-        Compression::Zstd => {
-            let mut decoder = ruzstd::decoding::StreamingDecoder::new(payload)
-                .map_err(|e| BundleError::Zstd(e.to_string()))?;
-            read_plain(&mut decoder)
-        }
-    }
-    .map_err(|e| BundleError::Inside {
+    Ok(CompressedHeader {
         method,
-        error: Box::new(e),
-    })?;
+        version,
+        header_len,
+        total,
+        uncompressed,
+    })
+}
+
+/// A reader of a compressed bundle's payload, inflating as it is read.
+fn inflater<'a>(method: Compression, payload: &'a [u8]) -> Result<Box<dyn Read + 'a>, BundleError> {
+    Ok(match method {
+        Compression::Zlib => Box::new(flate2::read::ZlibDecoder::new(payload)),
+        Compression::Zstd => Box::new(
+            ruzstd::decoding::StreamingDecoder::new(payload)
+                .map_err(|e| BundleError::Zstd(e.to_string()))?,
+        ),
+    })
+}
+
+/// Parses a compressed bundle header and the entry table inside; returns the bundle and its
+/// length in the section (`None` for v1, which does not record it).
+fn parse_compressed(data: &[u8]) -> Result<(Bundle, Option<usize>), BundleError> {
+    let header = compressed_header(data)?;
+    let payload = &data[header.header_len..header.total.unwrap_or(data.len())];
+    let (entries, _) =
+        read_plain(&mut inflater(header.method, payload)?).map_err(|e| BundleError::Inside {
+            method: header.method,
+            error: Box::new(e),
+        })?;
     Ok((
         Bundle {
             offset: 0,
-            compressed: Some((method, version)),
-            ids,
+            compressed: Some((header.method, header.version)),
+            ids: entries.into_iter().map(|e| e.id).collect(),
         },
-        len,
+        header.total,
     ))
+}
+
+/// One device code object of a `.hip_fatbin` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeObject {
+    /// The entry id (`hipv4-amdgcn-amd-amdhsa--gfx906`).
+    pub id: String,
+    /// The target id after the triple (`gfx906`, `gfx90a:xnack+`), as rocm-kpack names it.
+    pub arch: String,
+    /// Which bundle of the section (translation unit) it came from.
+    pub bundle: usize,
+    pub data: Vec<u8>,
+}
+
+/// A section's uncompressed bundles can be several (one per translation unit with
+/// `-fgpu-rdc`, also inside one compressed bundle). Inflated payloads are bounded by what
+/// their header says.
+const MAX_INFLATED: u64 = 8 << 30;
+
+/// Every device code object of a `.hip_fatbin` section, in section order: the bundles one
+/// after the other (plain or compressed, zero padding between them), host entries left out.
+/// rocm-kpack's `ccob_parser.extract_code_objects_from_fatbin` reads the same objects; this
+/// reader bounds each plain bundle by its table rather than by the next magic string, and
+/// refuses what the reference skips over (bytes that are neither a bundle nor padding).
+pub fn code_objects(section: &[u8]) -> Result<Vec<CodeObject>, String> {
+    let mut objects = Vec::new();
+    let mut bundle = 0usize;
+    let mut at = 0usize;
+    loop {
+        while at < section.len() && section[at] == 0 {
+            at += 1;
+        }
+        if at >= section.len() {
+            return Ok(objects);
+        }
+        let rest = &section[at..];
+        let fail = |e: BundleError| format!("bundle at offset 0x{at:x}: {e}");
+        let len = if rest.starts_with(BUNDLE_MAGIC) {
+            plain_objects(rest, &mut bundle, &mut objects).map_err(fail)?
+        } else if rest.starts_with(COMPRESSED_MAGIC) {
+            let header = compressed_header(rest).map_err(fail)?;
+            let end = header.total.unwrap_or(rest.len());
+            if header.uncompressed > MAX_INFLATED {
+                return Err(fail(BundleError::SizeOverflow));
+            }
+            let mut inflated = Vec::with_capacity(header.uncompressed as usize);
+            inflater(header.method, &rest[header.header_len..end])
+                .map_err(fail)?
+                .take(header.uncompressed)
+                .read_to_end(&mut inflated)
+                .map_err(|error| {
+                    fail(BundleError::Read {
+                        what: "the compressed payload",
+                        error,
+                    })
+                })?;
+            let mut inner = 0usize;
+            while inner < inflated.len() {
+                if inflated[inner] == 0 {
+                    inner += 1;
+                    continue;
+                }
+                inner +=
+                    plain_objects(&inflated[inner..], &mut bundle, &mut objects).map_err(|e| {
+                        fail(BundleError::Inside {
+                            method: header.method,
+                            error: Box::new(e),
+                        })
+                    })?;
+            }
+            end
+        } else {
+            return Err(fail(BundleError::Unrecognised(at)));
+        };
+        at = at.saturating_add(len.max(1));
+    }
+}
+
+/// Reads one plain bundle at the start of `data` into `objects`; returns its length.
+fn plain_objects(
+    data: &[u8],
+    bundle: &mut usize,
+    objects: &mut Vec<CodeObject>,
+) -> Result<usize, BundleError> {
+    let (entries, len) = parse_plain(data)?;
+    for entry in entries {
+        if entry.id.starts_with("host") {
+            continue;
+        }
+        // rocm-kpack's `extract_architecture_from_target`: everything after the last "--".
+        let Some((_, arch)) = entry.id.rsplit_once("--") else {
+            continue;
+        };
+        if arch.is_empty() {
+            continue;
+        }
+        // parse_plain checked every entry against the bundle's length.
+        let (start, size) = (entry.offset as usize, entry.size as usize);
+        objects.push(CodeObject {
+            arch: arch.to_string(),
+            id: entry.id.clone(),
+            bundle: *bundle,
+            data: data[start..start + size].to_vec(),
+        });
+    }
+    *bundle += 1;
+    Ok(len)
 }
 
 fn read_exact(

@@ -108,6 +108,23 @@ pub enum Problem {
         entry: String,
         detail: String,
     },
+    /// A host library of a kpack split whose reference to its device code is wrong (no
+    /// marker search path, device code left behind, no pack of the set where it looks).
+    KpackReference {
+        entry: String,
+        detail: String,
+    },
+    /// A device wheel's kernel pack that cannot be read, or holds code for another target.
+    KernelPack {
+        entry: String,
+        detail: String,
+    },
+    /// A `device-*` extra of a host wheel whose requirement the set does not satisfy.
+    DeviceExtra {
+        extra: String,
+        requirement: String,
+        detail: String,
+    },
     /// No library of a wheel that must run on the GPU links the HIP runtime.
     NoHipRuntime {
         libraries: usize,
@@ -201,6 +218,9 @@ impl Problem {
             Problem::DuplicateWheel { .. } => "duplicate-wheel",
             Problem::TargetMissing { .. } => "target-missing",
             Problem::GpuCode { .. } => "gpu-code",
+            Problem::KpackReference { .. } => "kpack-reference",
+            Problem::KernelPack { .. } => "kernel-pack",
+            Problem::DeviceExtra { .. } => "device-extra",
             Problem::NoHipRuntime { .. } => "no-hip-runtime",
             Problem::Rpath { .. } => "rpath",
             Problem::LinuxTag { .. } => "linux-tag",
@@ -337,6 +357,18 @@ impl fmt::Display for Problem {
                 }
             }
             Problem::GpuCode { entry, detail } => write!(f, "GPU code in '{entry}': {detail}"),
+            Problem::KpackReference { entry, detail } => {
+                write!(f, "host library '{entry}': {detail}")
+            }
+            Problem::KernelPack { entry, detail } => write!(f, "kernel pack '{entry}': {detail}"),
+            Problem::DeviceExtra {
+                extra,
+                requirement,
+                detail,
+            } => write!(
+                f,
+                "extra '{extra}' requires '{requirement}', which the set does not satisfy: {detail}"
+            ),
             Problem::NoHipRuntime { libraries } => write!(
                 f,
                 "none of its {libraries} ELF files links libamdhip64 (DT_NEEDED): this is a \

@@ -12,7 +12,7 @@ use crate::platform::host::ReadAt;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
-use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE};
+use crate::wheel::archive::{Archive, DataSpan, Entry, METHOD_DEFLATE, METHOD_STORED};
 
 const LOCAL_SIG: u32 = 0x0403_4b50;
 const CENTRAL_SIG: u32 = 0x0201_4b50;
@@ -153,11 +153,28 @@ impl ZipOut {
             flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
         encoder.write_all(data)?;
         let compressed = encoder.finish()?;
+        self.add_encoded(name, data, &compressed, METHOD_DEFLATE, template)
+    }
+
+    /// Adds `data` stored as it is (already compressed data, such as a kernel pack, gains
+    /// nothing from deflate), with the time and mode of `template`.
+    pub fn add_stored(&mut self, name: &str, data: &[u8], template: &Entry) -> io::Result<()> {
+        self.add_encoded(name, data, data, METHOD_STORED, template)
+    }
+
+    fn add_encoded(
+        &mut self,
+        name: &str,
+        data: &[u8],
+        compressed: &[u8],
+        method: u16,
+        template: &Entry,
+    ) -> io::Result<()> {
         let mut crc = flate2::Crc::new();
         crc.update(data);
         let record = Record {
             name: name.as_bytes().to_vec(),
-            method: METHOD_DEFLATE,
+            method,
             dos_time: template.dos_time,
             dos_date: template.dos_date,
             crc32: crc.sum(),
@@ -172,7 +189,7 @@ impl ZipOut {
             },
         };
         self.local_header(&record)?;
-        self.write(&compressed)?;
+        self.write(compressed)?;
         self.records.push(record);
         Ok(())
     }

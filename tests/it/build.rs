@@ -1336,3 +1336,322 @@ fn the_family_an_index_url_names_is_built() {
         format!("{}b/v2/gfx101X-dgpu/", server.url())
     );
 }
+
+/// The files under a venv's site-packages, relative to it, that are kernel packs.
+fn installed_packs(python: &Path) -> Vec<String> {
+    let site = run_ok(std::process::Command::new(python).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ]));
+    let site = PathBuf::from(site.trim());
+    let mut packs: Vec<String> = walkdir::WalkDir::new(&site)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "kpack"))
+        .map(|e| {
+            e.path()
+                .strip_prefix(&site)
+                .expect("under site-packages")
+                .display()
+                .to_string()
+        })
+        .collect();
+    packs.sort();
+    packs
+}
+
+/// The targets of the code objects in a kernel pack.
+fn pack_targets(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).expect("read pack");
+    let pack = rockbuild::wheel::kpack::archive::Pack::parse(&bytes).expect("a kernel pack");
+    // Each code object decompressed, its target read from its own metadata note.
+    let mut targets: Vec<String> = pack
+        .code_objects()
+        .expect("code objects")
+        .values()
+        .map(|object| rockbuild::wheel::kpack::elf::code_object_target(object).expect("target"))
+        .collect();
+    targets.sort();
+    targets.dedup();
+    targets
+}
+
+/// Installs `requirement` from `index_url` alone with pip (`--isolated`: none of the
+/// machine's PIP_* settings) into one new venv and with uv into another.
+fn install_pip_and_uv(
+    env: &TestEnv,
+    index_url: &str,
+    requirement: &str,
+    tag: &str,
+) -> [PathBuf; 2] {
+    let pip_venv = env.path(&format!("{tag}-pip"));
+    run_ok(env.command("python3").args(["-m", "venv"]).arg(&pip_venv));
+    let pip_python = pip_venv.join("bin/python");
+    run_ok(env.command(&pip_python).args([
+        "-m",
+        "pip",
+        "install",
+        "--isolated",
+        "--no-cache-dir",
+        "--index-url",
+        index_url,
+        requirement,
+    ]));
+    let uv_venv = env.path(&format!("{tag}-uv"));
+    run_ok(
+        env.command("uv")
+            .args(["venv", "--no-cache", "--python", "python3"])
+            .arg(&uv_venv),
+    );
+    let uv_python = uv_venv.join("bin/python");
+    run_ok(
+        env.command("uv")
+            .args([
+                "pip",
+                "install",
+                "--no-cache",
+                "--index-url",
+                index_url,
+                "--python",
+            ])
+            .arg(&uv_python)
+            .arg(requirement),
+    );
+    [pip_python, uv_python]
+}
+
+/// The multi-arch mode end to end on the sample stack: one build for gfx906 and gfx1030, torch
+/// and torchvision split into host wheels and one device wheel per target, the lock recording
+/// the mode, verify reading the split, stage publishing everything with the SDK's wheels to one
+/// index, and `torch[device-gfx906]` / `torch[device-gfx1030]` installed from it over HTTP by
+/// pip and uv, each venv holding exactly its target's kernels.
+#[test]
+fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
+    let world = World::new().with_checkouts();
+    let lock = world.lock();
+    let output = world
+        .build_cmd("build")
+        .args([
+            "--install-rocm",
+            "--index-url",
+            &world.index_url,
+            "--pytorch-rocm-arch",
+            "gfx906,gfx1030",
+            "--multi-arch",
+            "--lock",
+        ])
+        .arg(&lock)
+        .output()
+        .expect("run build");
+    let stderr = ok(&output);
+    let out = world.out();
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".whl"))
+        .map(|n| n.split('-').next().unwrap_or_default().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "amd_torch_device_gfx1030",
+            "amd_torch_device_gfx906",
+            "amd_torchvision_device_gfx1030",
+            "amd_torchvision_device_gfx906",
+            "apex",
+            "torch",
+            "torchaudio",
+            "torchvision",
+            "triton",
+        ],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("split torch: host torch-2.10.0a0"),
+        "{stderr}"
+    );
+    let locked = read_json(&lock);
+    assert_eq!(locked["build"]["mode"], "multi-arch");
+    assert_eq!(
+        locked["build"]["targets"],
+        serde_json::json!(["gfx906", "gfx1030"])
+    );
+
+    // The host libraries lost their device code; the fat wheels are kept for the cache.
+    let torch = only_wheel(&out, "torch");
+    assert!(
+        offload_targets(&wheel_member(&torch, "torch/lib/libtorch_hip.so")).is_empty(),
+        "the host torch still holds device code"
+    );
+    let fat = only_wheel(&out.join("fat"), "torch");
+    let mut fat_targets = offload_targets(&wheel_member(&fat, "torch/lib/libtorch_hip.so"));
+    fat_targets.sort();
+    assert_eq!(fat_targets, ["gfx1030", "gfx906"]);
+    let extras: Vec<String> = requires_dist(&torch)
+        .into_iter()
+        .filter(|r| r.contains("extra == "))
+        .collect();
+    let host = format!("2.10.0a0{SUFFIX}");
+    assert_eq!(
+        extras,
+        [
+            format!("amd-torch-device-gfx1030 == {host}; extra == \"device-gfx1030\""),
+            format!("amd-torch-device-gfx906 == {host}; extra == \"device-gfx906\""),
+            format!("amd-torch-device-gfx1030 == {host}; extra == \"device-all\""),
+            format!("amd-torch-device-gfx906 == {host}; extra == \"device-all\""),
+        ]
+    );
+    let device = only_wheel(&out, "amd_torch_device_gfx906");
+    assert_eq!(
+        requires_dist(&device),
+        [
+            format!("torch == {host}"),
+            format!("rocm-sdk-device-gfx906 == {SDK_VERSION}")
+        ]
+    );
+
+    // verify reads the split: packs, markers, every device extra resolved within the set.
+    let verify = world
+        .rockbuild()
+        .arg("verify")
+        .arg(&out)
+        .arg("--lock")
+        .arg(&lock)
+        .args(["--index-url", &world.index_url])
+        .output()
+        .expect("verify");
+    ok(&verify);
+
+    // Rebuilding from the same lock: multi-arch from the lock, every project cached, split
+    // again from the kept fat wheels.
+    let output = world
+        .build_cmd("build")
+        .arg("--lock")
+        .arg(&lock)
+        .output()
+        .expect("rebuild");
+    let stderr = ok(&output);
+    let report = read_json(&out.join("build-report.json"));
+    assert_eq!(report["projects"]["torch"]["status"], "cached", "{stderr}");
+    assert!(
+        stderr.contains("split vision: host torchvision-"),
+        "{stderr}"
+    );
+    assert_eq!(only_wheel(&out, "torch"), torch);
+
+    // One index: products, device wheels and the SDK's wheels they pin.
+    let staged = world
+        .rockbuild()
+        .args(["stage", "--config"])
+        .arg(&world.stack_yaml)
+        .arg("--input")
+        .arg(&out)
+        .arg("--to")
+        .arg(world.env.path("staging"))
+        .args(["--index-url", &world.index_url, "--lock"])
+        .arg(&lock)
+        .output()
+        .expect("stage");
+    let stage_err = ok(&staged);
+    let web = serve(&world.env.path("staging"));
+    for (target, other) in [("gfx906", "gfx1030"), ("gfx1030", "gfx906")] {
+        let pythons = install_pip_and_uv(
+            &world.env,
+            &web.url(),
+            &format!("torch[device-{target}]"),
+            target,
+        );
+        for python in &pythons {
+            let packs = installed_packs(python);
+            assert_eq!(
+                packs,
+                [format!("torch/.kpack/torch_{target}.kpack")],
+                "{}: {stage_err}",
+                python.display()
+            );
+            let site = python
+                .parent()
+                .and_then(Path::parent)
+                .expect("venv")
+                .to_path_buf();
+            let pack = walkdir::WalkDir::new(&site)
+                .into_iter()
+                .filter_map(Result::ok)
+                .find(|e| e.path().extension().is_some_and(|x| x == "kpack"))
+                .expect("the pack")
+                .into_path();
+            assert_eq!(pack_targets(&pack), [target.to_string()], "not {other}");
+        }
+    }
+
+    // smoke on each target's runner: the set with that target's device wheels, named in the
+    // report as evidence for promotion.
+    let mut reports = Vec::new();
+    for target in ["gfx906", "gfx1030"] {
+        let report = world.env.path(&format!("smoke-{target}.json"));
+        let smoke = world
+            .rockbuild()
+            .args(["smoke", "--config"])
+            .arg(&world.stack_yaml)
+            .args(["--index-url", &web.url(), "--targets", target, "--lock"])
+            .arg(&lock)
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .expect("smoke");
+        let smoke_err = ok(&smoke);
+        let json = read_json(&report);
+        assert_eq!(json["result"], "passed", "{smoke_err}");
+        let mut tested: Vec<String> = json["wheels"]
+            .as_array()
+            .expect("wheels")
+            .iter()
+            .map(|w| w["name"].as_str().expect("name").to_string())
+            .filter(|n| n.contains("device"))
+            .collect();
+        tested.sort();
+        assert_eq!(
+            tested,
+            [
+                format!("amd-torch-device-{target}"),
+                format!("amd-torchvision-device-{target}"),
+                format!("rocm-sdk-device-{target}")
+            ],
+            "{smoke_err}"
+        );
+        reports.push(report);
+    }
+
+    // Promotion takes host and device wheels together, on the evidence of both runners.
+    let release = world.env.path("release");
+    let promoted = world
+        .rockbuild()
+        .arg("promote")
+        .arg("--from")
+        .arg(world.env.path("staging"))
+        .arg("--to")
+        .arg(&release)
+        .arg("--test-report")
+        .arg(&reports[0])
+        .arg("--test-report")
+        .arg(&reports[1])
+        .args(["--index-url", &world.index_url])
+        .output()
+        .expect("promote");
+    let promote_err = ok(&promoted);
+    for device in [
+        "amd-torch-device-gfx906",
+        "amd-torch-device-gfx1030",
+        "amd-torchvision-device-gfx906",
+        "amd-torchvision-device-gfx1030",
+        "torch",
+        "torchvision",
+    ] {
+        assert!(
+            release.join(device).join("index.html").is_file(),
+            "{device} not promoted: {promote_err}"
+        );
+    }
+}

@@ -26,6 +26,7 @@ mod platform_seam;
 mod publish;
 mod sample;
 mod sixth_project;
+mod split;
 mod stacks;
 mod suite;
 mod verify;

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use super::compilers::CompilerCache;
 use super::error::Error;
 use super::inspect::{ProjectSnapshot, Snapshot};
+use super::mode::{self, BuildMode, ModeChoice, SplitPlan};
 use super::recipes::{
     self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions,
 };
@@ -26,6 +27,8 @@ use crate::sdk::Venv;
 use crate::sdk::install::Installer;
 use crate::sourced::Sourced;
 use crate::version::{self, ReleaseType};
+use crate::wheel::kpack::archive::Compression;
+use crate::wheel::split::SplitSpec;
 
 /// An environment difference: variables a step sets on top of the start-up environment.
 pub type EnvDiff = BTreeMap<String, String>;
@@ -154,6 +157,11 @@ pub struct Plan {
     /// The SDK install commands (`--install-rocm`), shown by `plan`.
     pub sdk_install: Vec<Cmd>,
     pub targets: TargetChoice,
+    pub mode: ModeChoice,
+    /// Multi-arch: the fat wheels split after the build, in stack order.
+    pub splits: Vec<SplitPlan>,
+    /// Multi-arch: where the fat wheels of the split are kept (the build cache's copies).
+    pub fat_dir: PathBuf,
     pub release_type: ReleaseType,
     pub suffix: String,
     pub build_number: u32,
@@ -262,6 +270,28 @@ pub fn assemble(
         projects[index].fingerprint =
             fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps);
     }
+    let splits = match settings.mode.mode {
+        BuildMode::PerFamily => Vec::new(),
+        BuildMode::MultiArch => world
+            .projects
+            .iter()
+            .zip(&projects)
+            .map(|(snapshot, plan)| {
+                let recipe = recipes.of(&settings.stack, snapshot.project)?;
+                Ok(recipe.device_split().map(|overlay| SplitPlan {
+                    project: plan.name.clone(),
+                    wheel_glob: plan.wheel_glob.clone(),
+                    spec: SplitSpec {
+                        device_prefix: mode::device_prefix(&plan.dist),
+                        overlay_root: format!("{overlay}/"),
+                        device_requires: mode::device_requires(&sdk.info.version),
+                        compression: Compression::Zstd,
+                    },
+                }))
+            })
+            .filter_map(Result::transpose)
+            .collect::<Result<_, Error>>()?,
+    };
 
     let mut notes = world.notes.clone();
     if !settings.platform.is_host() {
@@ -272,6 +302,7 @@ pub fn assemble(
             settings.platform.inherited(crate::env_vars::PATH)
         ));
     }
+    let fat_dir = output_dir.join("fat");
     Ok(Plan {
         platform: settings.platform,
         root: settings.selection.root.clone(),
@@ -287,6 +318,9 @@ pub fn assemble(
             .map(|s| vec![s.install_cmd(&sdk.info.version)])
             .unwrap_or_default(),
         targets,
+        mode: settings.mode.clone(),
+        splits,
+        fat_dir,
         release_type: settings.release_type,
         suffix,
         build_number: settings.build_number,

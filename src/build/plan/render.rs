@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{Action, Dependency, EnvDiff, Plan, ProjectPlan, Step, VenvUse};
+use crate::build::mode::{BuildMode, ModeChoice, SplitPlan};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
 use crate::platform::Platform;
@@ -93,6 +94,10 @@ struct PlanView<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     sdk_install: Vec<Vec<String>>,
     targets: &'a TargetChoice,
+    #[serde(skip_serializing_if = "per_family")]
+    mode: &'a ModeChoice,
+    #[serde(skip_serializing_if = "<[SplitPlan]>::is_empty")]
+    splits: &'a [SplitPlan],
     release_type: ReleaseType,
     version_suffix: &'a str,
     build_number: u32,
@@ -149,6 +154,8 @@ impl Plan {
             },
             sdk_install: self.sdk_install.iter().map(Cmd::argv_display).collect(),
             targets: &self.targets,
+            mode: &self.mode,
+            splits: &self.splits,
             release_type: self.release_type,
             version_suffix: &self.suffix,
             build_number: self.build_number,
@@ -227,6 +234,27 @@ impl Plan {
             let _ = writeln!(out, "  install    {}", cmd.repro());
         }
         let _ = writeln!(out, "  targets    {}", self.targets.describe());
+        if self.mode.mode == BuildMode::MultiArch {
+            let _ = writeln!(
+                out,
+                "  mode       multi-arch (from {}): one build for every target; fat wheels split into a host wheel and one device wheel per target, kept in {}",
+                self.mode.source,
+                self.fat_dir.display()
+            );
+            for split in &self.splits {
+                let _ = writeln!(
+                    out,
+                    "  split      {}: {} -> host wheel + {}-<target> for {}, each requiring {} ({} kernel packs under {})",
+                    split.project,
+                    split.wheel_glob,
+                    split.spec.device_prefix,
+                    crate::stack::families::join(&self.targets.targets),
+                    split.spec.device_requires.join(", "),
+                    split.spec.compression.scheme(),
+                    split.spec.overlay_root,
+                );
+            }
+        }
         let _ = writeln!(
             out,
             "  release    {}, suffix {}, build number {}",
@@ -374,4 +402,8 @@ impl Plan {
             }
         }
     }
+}
+
+fn per_family(mode: &&ModeChoice) -> bool {
+    mode.mode.is_per_family()
 }

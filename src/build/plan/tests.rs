@@ -41,6 +41,7 @@ fn settings() -> BuildSettings {
             record_index_url: None,
         },
         targets: targets("gfx906,gfx1030"),
+        mode: ModeChoice::resolve(false, false, None),
         release_type: ReleaseType::Nightly,
         version_suffix: None,
         build_number: 1,
@@ -400,6 +401,63 @@ fn plan_for_two_targets() {
     let plan = assemble_with(&settings(), planned_sdk()).expect("plan");
     insta::assert_snapshot!("two_targets", plan.to_text());
     insta::assert_snapshot!("two_targets_json", plan.to_json().expect("json"));
+}
+
+/// `--multi-arch` for two families: one build for the union of their targets, then torch's and
+/// vision's fat wheels split, each device wheel requiring the SDK's device package.
+#[test]
+fn plan_for_a_multi_arch_build_of_two_families() {
+    let mut multi = settings();
+    multi.targets = TargetRequest {
+        family: Some(Sourced {
+            value: "gfx906;gfx103X-all".into(),
+            source: Source::Flag("--amdgpu-family".into()),
+        }),
+        max: 8,
+        ..TargetRequest::default()
+    };
+    multi.mode = ModeChoice::resolve(true, false, None);
+    let plan = assemble_with(&multi, planned_sdk()).expect("plan");
+    let splits: Vec<(&str, &str, &str)> = plan
+        .splits
+        .iter()
+        .map(|s| {
+            (
+                s.project.as_str(),
+                s.spec.device_prefix.as_str(),
+                s.spec.overlay_root.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        splits,
+        [
+            ("torch", "amd-torch-device", "torch/"),
+            ("vision", "amd-torchvision-device", "torchvision/")
+        ]
+    );
+    insta::assert_snapshot!("multi_arch_two_families", plan.to_text());
+    let json: serde_json::Value =
+        serde_json::from_str(&plan.to_json().expect("json")).expect("parses");
+    assert_eq!(json["mode"]["mode"], "multi-arch");
+    assert_eq!(json["mode"]["source"]["detail"], "--multi-arch");
+    assert_eq!(
+        json["splits"][0]["spec"]["device_requires"][0],
+        format!("rocm-sdk-device-@GFXARCH@ == {SDK_VERSION}")
+    );
+    // Per-family plans name no mode and split nothing.
+    let plain = assemble_with(&settings(), planned_sdk()).expect("plan");
+    assert!(plain.splits.is_empty());
+    assert!(!plain.to_json().expect("json").contains("\"mode\""));
+    // The family table's multi-arch layout chooses the mode too; the lock's record next.
+    assert_eq!(
+        ModeChoice::resolve(false, true, None).mode,
+        BuildMode::MultiArch
+    );
+    assert_eq!(
+        ModeChoice::resolve(false, false, Some(BuildMode::MultiArch)).source,
+        Source::Lock("build record".into())
+    );
 }
 
 #[test]

@@ -110,6 +110,14 @@ pub trait Recipe: Send + Sync {
         WheelExpectation::default()
     }
 
+    /// In a multi-arch build, the package directory of the wheel whose fat binaries are split
+    /// into per-target device wheels (`torch`); `None`: the wheel ships as built. The
+    /// reference splits torch and torchvision only: torchaudio and triton have no fat binaries,
+    /// and apex's ROCm fork ships JIT loaders (TheRock's multi-arch workflow, "Split fat wheels").
+    fn device_split(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Known failures of this project's build.
     fn failure_hints(&self) -> &'static [Hint] {
         &[]

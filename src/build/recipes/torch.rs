@@ -214,6 +214,10 @@ impl Recipe for Torch {
         Ok(steps.finish())
     }
 
+    fn device_split(&self) -> Option<&'static str> {
+        Some("torch")
+    }
+
     fn wheel(&self) -> WheelExpectation {
         WheelExpectation {
             links_hip_runtime: true,

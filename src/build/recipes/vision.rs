@@ -25,6 +25,10 @@ impl Recipe for Vision {
         &["torch"]
     }
 
+    fn device_split(&self) -> Option<&'static str> {
+        Some("torchvision")
+    }
+
     fn start_priority(&self) -> u8 {
         3
     }

@@ -40,7 +40,7 @@
 //! (METADATA, version files, RECORD; every other entry copied raw).
 
 mod version;
-mod wheel;
+pub(crate) mod wheel;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

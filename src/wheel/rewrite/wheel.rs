@@ -52,22 +52,23 @@ fn is_version_file(name: &str) -> bool {
     }
 }
 
-/// The wheel a rewrite reads: checked strictly, its `.dist-info` located and read.
-struct Source<'a> {
-    path: &'a Path,
-    filename: WheelFilename,
-    archive: Archive,
+/// The wheel a rewrite (or a kpack split) reads: checked strictly, its `.dist-info` located
+/// and read.
+pub(crate) struct Source<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) filename: WheelFilename,
+    pub(crate) archive: Archive,
     /// Local header span of every entry, in entry order.
-    spans: Vec<crate::wheel::archive::DataSpan>,
-    dist_info: String,
-    metadata_index: usize,
-    record_index: usize,
-    metadata: CoreMetadata,
-    record_lines: Vec<record::RecordLine>,
+    pub(crate) spans: Vec<crate::wheel::archive::DataSpan>,
+    pub(crate) dist_info: String,
+    pub(crate) metadata_index: usize,
+    pub(crate) record_index: usize,
+    pub(crate) metadata: CoreMetadata,
+    pub(crate) record_lines: Vec<record::RecordLine>,
 }
 
 impl Source<'_> {
-    fn fail(&self, detail: String) -> RewriteError {
+    pub(crate) fn fail(&self, detail: String) -> RewriteError {
         RewriteError::Wheel {
             wheel: self.path.to_path_buf(),
             detail,
@@ -75,7 +76,7 @@ impl Source<'_> {
     }
 
     /// A small entry's bytes (METADATA, RECORD, a version file).
-    fn read(&self, index: usize) -> Result<Vec<u8>, RewriteError> {
+    pub(crate) fn read(&self, index: usize) -> Result<Vec<u8>, RewriteError> {
         let entry = &self.archive.entries[index];
         self.archive
             .read_small(entry, MAX_SMALL_FILE, &mut Vec::new())
@@ -85,7 +86,7 @@ impl Source<'_> {
 
 /// Opens `wheel` with the strict reader and reads what a rewrite needs. A container with any
 /// defect is refused.
-fn open_source(wheel: &Path) -> Result<Source<'_>, RewriteError> {
+pub(crate) fn open_source(wheel: &Path) -> Result<Source<'_>, RewriteError> {
     let fail = |detail: String| RewriteError::Wheel {
         wheel: wheel.to_path_buf(),
         detail,

@@ -1,13 +1,17 @@
 //! Checks over a whole read wheel: the archive layout, RECORD against what was read, and the
-//! ELF files (GPU targets, HIP runtime link, search paths).
+//! ELF files (GPU targets, HIP runtime link, search paths, kpack markers) and the kernel packs
+//! of device wheels.
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{LibraryReport, WheelExpectations};
+use super::{LibraryReport, PackReport, WheelExpectations};
 use crate::wheel::archive::{Archive, DataSpan, Entry};
 use crate::wheel::elf::{self, ElfInfo};
+use crate::wheel::kpack::archive::Pack;
+use crate::wheel::kpack::elf::{Marker, code_object_target};
 use crate::wheel::problem::Problem;
 use crate::wheel::record::RecordLine;
+use crate::wheel::split;
 
 /// Entries must tile the archive: no bytes before, between or after them that the central
 /// directory does not account for (hidden content), and no overlaps (zip bombs reuse data).
@@ -197,7 +201,22 @@ pub(super) fn check_elves(
                 }
             }
         }
+        let kpack = match &info.kpack {
+            None => None,
+            Some(Err(detail)) => {
+                problems.push(Problem::KpackReference {
+                    entry: entry.clone(),
+                    detail: detail.clone(),
+                });
+                None
+            }
+            Some(Ok(marker)) => {
+                problems.extend(marker_problems(&entry, marker, &found));
+                Some(marker.clone())
+            }
+        };
         libraries.push(LibraryReport {
+            kpack,
             entry,
             targets: found.into_iter().collect(),
             bundles,
@@ -220,4 +239,125 @@ pub(super) fn check_elves(
         });
     }
     libraries
+}
+
+/// What is wrong with a host library's marker on its own: device code left in the file, no
+/// wrapper redirected, a search path that is not a relative `@GFXARCH@` pattern.
+fn marker_problems(entry: &str, marker: &Marker, found: &BTreeSet<String>) -> Vec<Problem> {
+    let problem = |detail: String| Problem::KpackReference {
+        entry: entry.to_string(),
+        detail,
+    };
+    let mut problems = Vec::new();
+    if !found.is_empty() || marker.fatbin_file_bytes > 0 {
+        problems.push(problem(format!(
+            "it has a kpack marker but still carries device code ({} bytes of .hip_fatbin{})",
+            marker.fatbin_file_bytes,
+            if found.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", targets {}",
+                    found.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+        )));
+    }
+    if marker.wrappers == 0 {
+        problems.push(problem(
+            "no fat binary wrapper points at its marker (HIPK): the runtime would never load \
+             its device code"
+                .into(),
+        ));
+    }
+    for path in &marker.search_paths {
+        if path.starts_with('/') || !path.contains("@GFXARCH@") {
+            problems.push(problem(format!(
+                "search path '{path}' is not a relative path with @GFXARCH@: the packs of an \
+                 installed device wheel would not be found"
+            )));
+        }
+    }
+    problems
+}
+
+/// Kernel packs are read whole; a device wheel's pack larger than this is not plausible.
+const MAX_PACK: u64 = 16 << 30;
+
+/// The kernel packs of a device wheel (`<package>/.kpack/*.kpack`): each read, every code
+/// object decompressed and its own metadata note checked against the pack's target, and the
+/// target against the wheel's name (`…-device-<processor>`).
+pub(super) fn check_packs(
+    archive: &Archive,
+    wheel_name: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Vec<PackReport> {
+    let named = wheel_name
+        .and_then(|n| n.rsplit_once("-device-"))
+        .map(|(_, processor)| processor.to_string());
+    let mut packs = Vec::new();
+    for entry in archive
+        .entries
+        .iter()
+        .filter(|e| e.name.contains("/.kpack/") && e.name.ends_with(".kpack"))
+    {
+        let problem = |detail: String| Problem::KernelPack {
+            entry: entry.name.clone(),
+            detail,
+        };
+        let bytes = match archive.read_small(entry, MAX_PACK, &mut Vec::new()) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                problems.push(problem(error.to_string()));
+                continue;
+            }
+        };
+        let pack = match Pack::parse(&bytes) {
+            Ok(pack) => pack,
+            Err(error) => {
+                problems.push(problem(error.to_string()));
+                continue;
+            }
+        };
+        let processor = split::device::processor(&pack.arch_family)
+            .map(str::to_string)
+            .unwrap_or_else(|_| pack.arch_family.clone());
+        if pack.arches != [pack.arch_family.clone()] {
+            problems.push(problem(format!(
+                "it is for {} but lists targets {}",
+                pack.arch_family,
+                pack.arches.join(", ")
+            )));
+        }
+        if let Some(named) = &named
+            && *named != processor
+        {
+            problems.push(problem(format!(
+                "it holds {processor} code in the device wheel for {named}"
+            )));
+        }
+        for kernel in &pack.entries {
+            let target = pack
+                .code_object(kernel)
+                .map_err(|e| e.to_string())
+                .and_then(|code| code_object_target(&code));
+            match target {
+                Ok(target) if target == kernel.arch && kernel.arch == pack.arch_family => {}
+                Ok(target) => problems.push(problem(format!(
+                    "'{}' is listed for {} in a {} pack but was compiled for {target}",
+                    kernel.binary, kernel.arch, pack.arch_family
+                ))),
+                Err(detail) => problems.push(problem(format!(
+                    "'{}' {}: {detail}",
+                    kernel.binary, kernel.arch
+                ))),
+            }
+        }
+        packs.push(PackReport {
+            entry: entry.name.clone(),
+            arch: pack.arch_family.clone(),
+            kernels: pack.entries.iter().map(|k| k.binary.clone()).collect(),
+        });
+    }
+    packs
 }

@@ -83,6 +83,19 @@ pub struct LibraryReport {
     /// The highest glibc it needs (`rockbuild retag` reads it; the report does not show it).
     #[serde(skip)]
     pub glibc: Option<crate::wheel::manylinux::Glibc>,
+    /// A host library of a kpack split: where its device code is (the set checks the packs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kpack: Option<crate::wheel::kpack::elf::Marker>,
+}
+
+/// A kernel pack of a device wheel, as verification read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PackReport {
+    pub entry: String,
+    /// The pack's target (`gfx906`), which every code object in it was compiled for.
+    pub arch: String,
+    /// Its table's binary keys (`lib/libtorch_hip.so#0`).
+    pub kernels: Vec<String>,
 }
 
 /// The verdict on one wheel.
@@ -110,6 +123,9 @@ pub struct WheelReport {
     /// SHA-256 of METADATA (hex): the PEP 658 `data-core-metadata` hash.
     pub metadata_sha256: Option<String>,
     pub libraries: Vec<LibraryReport>,
+    /// Kernel packs (device wheels of a kpack split).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub packs: Vec<PackReport>,
     #[serde(serialize_with = "serialize_problems")]
     pub problems: Vec<Problem>,
 }
@@ -240,6 +256,7 @@ fn blank_report(path: &Path, role: Role) -> WheelReport {
         metadata: None,
         metadata_sha256: None,
         libraries: Vec::new(),
+        packs: Vec::new(),
         problems: Vec::new(),
     }
 }
@@ -406,6 +423,7 @@ fn check_wheel(
         .map(|m| normalize_name(&m.name))
         .or_else(|| report.name.clone());
     report.libraries = checks::check_elves(archive, &elves, expect, name.as_deref(), problems);
+    report.packs = checks::check_packs(archive, name.as_deref(), problems);
     if let Some(filename) = filename {
         let needs = report
             .libraries

@@ -1,0 +1,94 @@
+//! The build's mode. Per-family (TheRock's legacy layout, what `--index-url …/gfx110X-all/`
+//! builds) ships each project's wheel as built. Multi-arch (TheRock's releases since April
+//! 2026: `.github/workflows/multi_arch_build_portable_linux_pytorch_wheels.yml`) builds once for
+//! the union of the requested targets, then splits the fat wheels of the projects whose recipe
+//! says so (torch and torchvision) into a host wheel and one device wheel per target, all for
+//! one index. Chosen by `--multi-arch`, by a family table whose index layout is multi-arch, or
+//! by the lock's build record.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sourced::Source;
+use crate::wheel::split::SplitSpec;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildMode {
+    /// Each wheel ships as built, for the targets it was built for.
+    #[default]
+    PerFamily,
+    /// One build for every target; fat wheels split into host and per-target device wheels.
+    MultiArch,
+}
+
+impl BuildMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildMode::PerFamily => "per-family",
+            BuildMode::MultiArch => "multi-arch",
+        }
+    }
+
+    pub fn is_per_family(&self) -> bool {
+        *self == BuildMode::PerFamily
+    }
+}
+
+impl fmt::Display for BuildMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The mode and what chose it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ModeChoice {
+    pub mode: BuildMode,
+    pub source: Source,
+}
+
+impl ModeChoice {
+    /// `--multi-arch`, else the family table's index layout, else the lock's record, else
+    /// per-family.
+    pub fn resolve(flag: bool, table_multi_arch: bool, locked: Option<BuildMode>) -> ModeChoice {
+        let (mode, source) = if flag {
+            (BuildMode::MultiArch, Source::Flag("--multi-arch".into()))
+        } else if table_multi_arch {
+            (
+                BuildMode::MultiArch,
+                Source::Config("the family table's index-layout: multi-arch".into()),
+            )
+        } else if let Some(mode) = locked {
+            (mode, Source::Lock("build record".into()))
+        } else {
+            (BuildMode::PerFamily, Source::Default)
+        };
+        ModeChoice { mode, source }
+    }
+}
+
+/// One fat wheel a multi-arch build splits, after its project is built.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SplitPlan {
+    pub project: String,
+    /// The fat wheel's file-name glob (the project's wheel).
+    pub wheel_glob: String,
+    pub spec: SplitSpec,
+}
+
+/// The device package prefix of a distribution, as the reference names them
+/// (`amd-torch-device`, `amd-torchvision-device`).
+pub fn device_prefix(dist: &str) -> String {
+    format!(
+        "amd-{}-device",
+        crate::wheel::filename::normalize_name(dist)
+    )
+}
+
+/// What every device wheel requires: the SDK's device package of its target, at the SDK's
+/// version (the reference's `--device-requires-dist "rocm-sdk-device-@GFXARCH@ == <SDK>"`).
+pub fn device_requires(sdk_version: &str) -> Vec<String> {
+    vec![format!("rocm-sdk-device-@GFXARCH@ == {sdk_version}")]
+}

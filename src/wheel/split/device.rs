@@ -1,0 +1,194 @@
+//! What a split names and declares: device packages, their metadata, and the extras the host
+//! wheel gains. The rules are rocm-systems' `shared/kpack` wheel splitter
+//! (`rocm_kpack/wheel_splitter.py`) with rocm-bootstrap's target hierarchy (`targets.py`),
+//! as TheRock's multi-arch workflows run them:
+//!
+//! - a code object's target (`gfx942:xnack+`) goes to the device package of its processor
+//!   (`gfx942`): `<prefix>-<processor>` (`amd-torch-device-gfx942`), same version and tags as
+//!   the host wheel, requiring `<host> == <version>` and the `--device-requires-dist`
+//!   templates with `@GFXARCH@` replaced by the processor
+//!   (`rocm-sdk-device-gfx942 == <SDK version>`);
+//! - the host wheel requires `rocm-bootstrap` and offers one extra per target,
+//!   `device-<processor>`, requiring that device package at the host's version, and
+//!   `device-all`, requiring every device package.
+
+use super::SplitError;
+
+/// A target's processor (`gfx90a` for `gfx90a:sramecc+:xnack-`), checked to be a specific
+/// gfx processor. LLVM's generic targets (`gfx11-generic`) have no per-target package in the
+/// reference's hierarchy, so they are refused rather than given an invented name.
+pub fn processor(arch: &str) -> Result<&str, String> {
+    let processor = arch.split(':').next().unwrap_or(arch);
+    let digits = processor.strip_prefix("gfx").unwrap_or("");
+    let specific = digits.len() >= 3
+        && digits.starts_with(|c: char| c.is_ascii_digit())
+        && digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, 'a'..='f'));
+    if specific {
+        Ok(processor)
+    } else if digits.contains("generic") {
+        Err(format!(
+            "'{arch}' is an LLVM generic target; device packages are per processor \
+             (build for specific targets, e.g. gfx1100 rather than gfx11-generic)"
+        ))
+    } else {
+        Err(format!("'{arch}' is not a gfx processor"))
+    }
+}
+
+/// The device package of a processor: `amd-torch-device` + `gfx942`.
+pub fn device_name(prefix: &str, processor: &str) -> String {
+    format!("{prefix}-{processor}")
+}
+
+/// The name `[pip install "torch[<extra>]"]` uses for a processor.
+pub fn extra_name(processor: &str) -> String {
+    format!("device-{processor}")
+}
+
+pub const ALL_EXTRA: &str = "device-all";
+/// rocm-bootstrap finds the GPUs and the packs at run time; every host wheel requires it.
+pub const BOOTSTRAP: &str = "rocm-bootstrap";
+
+/// `Requires-Dist` templates with `@GFXARCH@` for the processor.
+pub fn expand(template: &str, processor: &str) -> String {
+    template.replace("@GFXARCH@", processor)
+}
+
+/// METADATA of a device wheel.
+pub fn device_metadata(
+    host_name: &str,
+    version: &str,
+    prefix: &str,
+    processor: &str,
+    requires: &[String],
+) -> String {
+    let mut lines = vec![
+        "Metadata-Version: 2.4".to_string(),
+        format!("Name: {}", device_name(prefix, processor)),
+        format!("Version: {version}"),
+        format!("Summary: AMD device kernels ({processor}) for {host_name}"),
+        format!("Requires-Dist: {host_name} == {version}"),
+    ];
+    lines.extend(
+        requires
+            .iter()
+            .map(|r| format!("Requires-Dist: {}", expand(r, processor))),
+    );
+    lines.join("\n") + "\n"
+}
+
+/// WHEEL of a device wheel: the host wheel's first tag.
+pub fn device_wheel_file(tag: &str) -> String {
+    format!("Wheel-Version: 1.0\nGenerator: rockbuild\nRoot-Is-Purelib: false\nTag: {tag}\n")
+}
+
+/// The host METADATA with the bootstrap requirement and the device extras inserted after its
+/// last header (before the description body, if any). `processors` must be sorted.
+pub fn host_metadata(
+    raw: &[u8],
+    prefix: &str,
+    version: &str,
+    processors: &[String],
+) -> Result<Vec<u8>, SplitError> {
+    let text = std::str::from_utf8(raw)
+        .map_err(|_| SplitError::Metadata("METADATA is not UTF-8".into()))?;
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut lines = vec![format!("Requires-Dist: {BOOTSTRAP}")];
+    for processor in processors {
+        let extra = extra_name(processor);
+        lines.push(format!("Provides-Extra: {extra}"));
+        lines.push(format!(
+            "Requires-Dist: {} == {version}; extra == \"{extra}\"",
+            device_name(prefix, processor)
+        ));
+    }
+    lines.push(format!("Provides-Extra: {ALL_EXTRA}"));
+    let mut all: Vec<String> = processors.iter().map(|p| device_name(prefix, p)).collect();
+    all.sort();
+    for name in all {
+        lines.push(format!(
+            "Requires-Dist: {name} == {version}; extra == \"{ALL_EXTRA}\""
+        ));
+    }
+    let block = lines.join(newline) + newline;
+    let blank = format!("{newline}{newline}");
+    Ok(match text.find(&blank) {
+        Some(at) => {
+            let split = at + newline.len();
+            format!("{}{block}{}", &text[..split], &text[split..]).into_bytes()
+        }
+        None if text.is_empty() || text.ends_with('\n') => format!("{text}{block}").into_bytes(),
+        None => format!("{text}{newline}{block}").into_bytes(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_processors_and_refuses_generic_targets() {
+        assert_eq!(processor("gfx906"), Ok("gfx906"));
+        assert_eq!(processor("gfx942:xnack+"), Ok("gfx942"));
+        assert_eq!(processor("gfx90a:sramecc+:xnack-"), Ok("gfx90a"));
+        assert_eq!(processor("gfx1151"), Ok("gfx1151"));
+        assert!(
+            processor("gfx11-generic")
+                .expect_err("generic")
+                .contains("generic target")
+        );
+        assert!(processor("sm_90").is_err());
+        assert!(processor("gfx").is_err());
+        assert_eq!(
+            device_name("amd-torch-device", "gfx906"),
+            "amd-torch-device-gfx906"
+        );
+    }
+
+    #[test]
+    fn writes_device_metadata_as_the_reference() {
+        let text = device_metadata(
+            "torch",
+            "2.10.0a0+rocm7.10.0a20251124",
+            "amd-torch-device",
+            "gfx1030",
+            &["rocm-sdk-device-@GFXARCH@ == 7.10.0a20251124".to_string()],
+        );
+        assert_eq!(
+            text,
+            "Metadata-Version: 2.4\n\
+             Name: amd-torch-device-gfx1030\n\
+             Version: 2.10.0a0+rocm7.10.0a20251124\n\
+             Summary: AMD device kernels (gfx1030) for torch\n\
+             Requires-Dist: torch == 2.10.0a0+rocm7.10.0a20251124\n\
+             Requires-Dist: rocm-sdk-device-gfx1030 == 7.10.0a20251124\n"
+        );
+    }
+
+    #[test]
+    fn inserts_extras_before_the_body() {
+        let raw = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\nRequires-Dist: rocm[libraries]==7.10.0\n\nThe description.\n";
+        let processors = vec!["gfx1030".to_string(), "gfx906".to_string()];
+        let out = host_metadata(raw, "amd-torch-device", "2.10.0", &processors).expect("utf-8");
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            "Metadata-Version: 2.1\nName: torch\nVersion: 2.10.0\nRequires-Dist: rocm[libraries]==7.10.0\n\
+             Requires-Dist: rocm-bootstrap\n\
+             Provides-Extra: device-gfx1030\n\
+             Requires-Dist: amd-torch-device-gfx1030 == 2.10.0; extra == \"device-gfx1030\"\n\
+             Provides-Extra: device-gfx906\n\
+             Requires-Dist: amd-torch-device-gfx906 == 2.10.0; extra == \"device-gfx906\"\n\
+             Provides-Extra: device-all\n\
+             Requires-Dist: amd-torch-device-gfx1030 == 2.10.0; extra == \"device-all\"\n\
+             Requires-Dist: amd-torch-device-gfx906 == 2.10.0; extra == \"device-all\"\n\
+             \nThe description.\n"
+        );
+        let bare = host_metadata(b"Name: torch\nVersion: 1", "p", "1", &[]).expect("utf-8");
+        assert_eq!(
+            String::from_utf8(bare).expect("utf-8"),
+            "Name: torch\nVersion: 1\nRequires-Dist: rocm-bootstrap\nProvides-Extra: device-all\n"
+        );
+    }
+}
