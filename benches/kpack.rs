@@ -179,7 +179,7 @@ fn python() -> PathBuf {
         return PathBuf::from(python);
     }
     let venv = bench_dir().join("venv");
-    let python = venv.join("bin/python");
+    let python = rockbuild::Platform::host().venv_python(&venv);
     if !python.exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
         run(Command::new(&python).args([

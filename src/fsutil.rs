@@ -12,10 +12,11 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
+
+use crate::platform::host;
 
 /// A file operation that failed: what was being done (naming the path), and the I/O error.
 #[derive(Debug)]
@@ -66,10 +67,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     };
     fs_err::create_dir_all(parent).map_err(FsError::Io)?;
     // 0644 before the umask, as any new file: tempfile's own default is 0600.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".rockbuild-")
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".rockbuild-").suffix(".tmp");
+    if let Some(permissions) = host::new_file_permissions(0o644) {
+        builder.permissions(permissions);
+    }
+    let mut temp = builder
         .tempfile_in(parent)
         .map_err(FsError::context(format!(
             "creating a temporary file in {}",
@@ -121,12 +124,12 @@ fn link_refused(path: &Path) -> std::io::Error {
     })
 }
 
-/// Opens `path` with `options` plus `O_NOFOLLOW`, naming the path in errors and turning the
-/// `ELOOP` of a link at the name into [`LinkRefused`].
+/// Opens `path` with `options`, never following a link at the name and never waiting on a
+/// FIFO, naming the path in errors and turning a link refused into [`LinkRefused`].
 fn open_no_follow(path: &Path, options: &mut std::fs::OpenOptions) -> std::io::Result<File> {
-    match options.custom_flags(libc::O_NOFOLLOW).open(path) {
+    match host::no_wait_no_follow(options).open(path) {
         Ok(file) => Ok(file),
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => Err(link_refused(path)),
+        Err(error) if host::is_link_refused(&error) => Err(link_refused(path)),
         Err(error) => Err(std::io::Error::new(
             error.kind(),
             format!("{}: {error}", path.display()),
@@ -139,11 +142,10 @@ fn open_no_follow(path: &Path, options: &mut std::fs::OpenOptions) -> std::io::R
 pub fn create(path: &Path) -> std::io::Result<File> {
     open_no_follow(
         path,
-        File::options()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o644),
+        host::with_mode(
+            File::options().write(true).create(true).truncate(true),
+            0o644,
+        ),
     )
 }
 
@@ -165,7 +167,10 @@ pub fn copy(from: &Path, to: &Path) -> std::io::Result<u64> {
 
 /// Opens `path` for appending, creating it; a link at `path` is refused.
 pub fn append(path: &Path) -> std::io::Result<File> {
-    open_no_follow(path, File::options().append(true).create(true).mode(0o644))
+    open_no_follow(
+        path,
+        host::with_mode(File::options().append(true).create(true), 0o644),
+    )
 }
 
 /// Opens `path` for reading and writing without truncating it, creating it: a lock file. A
@@ -173,22 +178,37 @@ pub fn append(path: &Path) -> std::io::Result<File> {
 pub fn open_lock(path: &Path) -> std::io::Result<File> {
     let file = open_no_follow(
         path,
-        File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o644),
+        host::with_mode(
+            File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            0o644,
+        ),
     )?;
     let file_type = file.metadata()?.file_type();
     if !file_type.is_file() {
         return Err(std::io::Error::other(format!(
             "{} is {}, not a regular file: remove it",
             path.display(),
-            crate::input::kind_of(&file_type)
+            kind_of(&file_type)
         )));
     }
     Ok(file)
+}
+
+/// What a file that is not a regular file is, in words.
+pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if let Some(kind) = host::special_kind(file_type) {
+        kind
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Creates every directory from `root` down to `dir` (`root` itself may be a link the user
@@ -199,7 +219,7 @@ pub fn open_lock(path: &Path) -> std::io::Result<File> {
 pub fn create_dirs_below(root: &Path, dir: &Path, mode: Option<u32>) -> std::io::Result<()> {
     if let (Some(mode), false) = (mode, root.exists()) {
         fs_err::create_dir_all(root)?;
-        fs_err::set_permissions(root, std::fs::Permissions::from_mode(mode))?;
+        host::set_mode(root, mode)?;
     }
     fs_err::create_dir_all(root)?;
     let mut path = root.to_path_buf();
@@ -220,7 +240,7 @@ pub fn create_dirs_below(root: &Path, dir: &Path, mode: Option<u32>) -> std::io:
         match fs_err::create_dir(&path) {
             Ok(()) => {
                 if let Some(mode) = mode {
-                    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+                    host::set_mode(&path, mode)?;
                 }
             }
             // Another writer made it meanwhile: look again.
@@ -247,7 +267,7 @@ pub fn check_below(root: &Path, path: &Path) -> std::io::Result<()> {
             }
             Ok(_) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => return Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => return Ok(()),
             Err(error) => return Err(error),
         }
     }
@@ -368,8 +388,8 @@ mod tests {
         fs_err::create_dir_all(&outside).expect("mkdir");
         fs_err::create_dir_all(&root).expect("mkdir");
         fs_err::write(outside.join("victim"), b"precious").expect("write");
-        std::os::unix::fs::symlink(outside.join("victim"), root.join("lease")).expect("link");
-        std::os::unix::fs::symlink(&outside, root.join("torch")).expect("link");
+        host::symlink(&outside.join("victim"), &root.join("lease")).expect("link");
+        host::symlink(&outside, &root.join("torch")).expect("link");
         for result in [
             create(&root.join("lease")).map(drop),
             append(&root.join("lease")).map(drop),
@@ -389,34 +409,15 @@ mod tests {
             b"precious"
         );
         create_dirs_below(&root, &root.join("a/b"), Some(0o755)).expect("dirs");
-        let mode = fs_err::metadata(root.join("a/b"))
-            .expect("meta")
-            .permissions()
-            .mode();
+        let mode = host::mode_of(&fs_err::metadata(root.join("a/b")).expect("meta"));
         assert_eq!(mode & 0o777, 0o755);
         check_below(&root, &root.join("a/b/c")).expect("no link");
         write_atomic(&root.join("a/page"), b"x").expect("atomic");
         assert_eq!(
-            fs_err::metadata(root.join("a/page"))
-                .expect("meta")
-                .permissions()
-                .mode()
-                & 0o044,
-            0o044 & !umask_now(),
+            host::mode_of(&fs_err::metadata(root.join("a/page")).expect("meta")) & 0o044,
+            0o044 & !host::umask(),
             "readable by others unless the umask says otherwise"
         );
-    }
-
-    /// The process umask (set and restored: tests of one binary share it, but only this reads it).
-    fn umask_now() -> u32 {
-        #[expect(unsafe_code, reason = "umask(2) has no safe wrapper in std")]
-        // SAFETY: umask only swaps the process's file mode mask.
-        let mask = unsafe {
-            let mask = libc::umask(0o022);
-            libc::umask(mask);
-            mask
-        };
-        mask
     }
 
     #[test]

@@ -11,10 +11,10 @@ pub mod strict;
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use crate::exit::{ExitStatus, HasExitStatus};
+use crate::platform::host;
 
 /// How large one kind of input may be, and what it is called in errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,10 +153,8 @@ impl InputError {
 /// The bytes of the regular file at `path` (a link the user gave is followed: the user chose
 /// it), at most `limit.bytes` of them.
 pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, InputError> {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-    let file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+    // Without waiting: opening a FIFO for reading would otherwise wait for a writer.
+    let file = host::no_wait(File::options().read(true))
         .open(path)
         .map_err(InputError::io(path))?;
     read_open(path, file, limit)
@@ -197,7 +195,7 @@ pub fn read_tree_file(
             Ok(metadata) => metadata,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             // A regular file where a directory was expected: the path does not exist.
-            Err(error) if error.raw_os_error() == Some(libc::ENOTDIR) => return Ok(None),
+            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => return Ok(None),
             Err(error) => return Err(InputError::io(&path)(error)),
         };
         if metadata.file_type().is_symlink() {
@@ -207,14 +205,10 @@ pub fn read_tree_file(
             return Ok(None);
         }
     }
-    // O_NOFOLLOW: the last component cannot have become a link since it was looked at.
-    let file = match File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(&path)
-    {
+    // No link followed: the last component cannot have become a link since it was looked at.
+    let file = match host::no_wait_no_follow(File::options().read(true)).open(&path) {
         Ok(file) => file,
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => return Err(link(&path)),
+        Err(error) if host::is_link_refused(&error) => return Err(link(&path)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(InputError::io(&path)(error)),
     };
@@ -284,7 +278,7 @@ fn read_open(path: &Path, file: File, limit: Limit) -> Result<Vec<u8>, InputErro
     if !file_type.is_file() {
         return Err(InputError::NotRegular {
             path: path.to_path_buf(),
-            kind: kind_of(&file_type),
+            kind: crate::fsutil::kind_of(&file_type),
             what: limit.what,
         });
     }
@@ -305,25 +299,6 @@ fn read_open(path: &Path, file: File, limit: Limit) -> Result<Vec<u8>, InputErro
         return Err(too_large());
     }
     Ok(bytes)
-}
-
-/// What a file that is not a regular file is, in words.
-pub fn kind_of(file_type: &std::fs::FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
 }
 
 #[cfg(test)]
@@ -376,11 +351,7 @@ mod tests {
     fn a_fifo_is_refused_without_waiting_for_a_writer() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("fifo");
-        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-        #[expect(unsafe_code, reason = "mkfifo(3) has no safe wrapper in std")]
-        // SAFETY: a valid NUL-terminated path.
-        let rc = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) };
-        assert_eq!(rc, 0);
+        host::make_fifo(&fifo).expect("mkfifo");
         assert!(matches!(
             read_bytes(&fifo, SMALL),
             Err(InputError::NotRegular { kind: "a FIFO", .. })
@@ -394,8 +365,8 @@ mod tests {
         fs_err::create_dir_all(root.join("sub")).expect("mkdir");
         fs_err::write(root.join("sub/version.txt"), "1.0\n").expect("write");
         fs_err::write(dir.path().join("outside"), "6.6.6\n").expect("write");
-        std::os::unix::fs::symlink(dir.path().join("outside"), root.join("linked")).expect("link");
-        std::os::unix::fs::symlink(dir.path(), root.join("up")).expect("link");
+        host::symlink(&dir.path().join("outside"), &root.join("linked")).expect("link");
+        host::symlink(dir.path(), &root.join("up")).expect("link");
         assert_eq!(
             read_tree_text(&root, "sub/version.txt", SMALL).expect("read"),
             Some("1.0\n".into())

@@ -34,6 +34,7 @@ mod junit;
 mod lock;
 mod pip;
 mod platform;
+pub use platform::Platform;
 mod promote;
 mod publish;
 mod redact;

@@ -6,41 +6,12 @@
 //! one index. Chosen by `--multi-arch`, by a family table whose index layout is multi-arch, or
 //! by the lock's build record.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::sourced::Source;
 use crate::wheel::split::SplitSpec;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BuildMode {
-    /// Each wheel ships as built, for the targets it was built for.
-    #[default]
-    PerFamily,
-    /// One build for every target; fat wheels split into host and per-target device wheels.
-    MultiArch,
-}
-
-impl BuildMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildMode::PerFamily => "per-family",
-            BuildMode::MultiArch => "multi-arch",
-        }
-    }
-
-    pub fn is_per_family(&self) -> bool {
-        *self == BuildMode::PerFamily
-    }
-}
-
-impl fmt::Display for BuildMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::lock::mode::BuildMode;
 
 /// The mode and what chose it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

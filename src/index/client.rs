@@ -411,7 +411,8 @@ fn read_file_page(url: &Url) -> Result<Option<(String, bool)>, Error> {
     Ok(None)
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error with every cause after it, credentials in URLs masked.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

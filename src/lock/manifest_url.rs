@@ -107,7 +107,7 @@ fn download(url: &str, shown: &str, waits: Waits) -> Result<Vec<u8>, Error> {
                 let waited = if error.is_timeout() {
                     format!("no answer within {}s", waits.timeout.as_secs())
                 } else {
-                    redact_url(&chain(&error))
+                    crate::index::client::error_chain(&error)
                 };
                 let retried = error.is_connect() || error.is_timeout();
                 if !retried || attempt >= attempts {
@@ -163,15 +163,4 @@ fn read_bounded(response: reqwest::blocking::Response, shown: &str) -> Result<Ve
         return Err(too_large());
     }
     Ok(body)
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

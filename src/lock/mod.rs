@@ -6,6 +6,7 @@
 mod error;
 pub mod manifest;
 pub mod manifest_url;
+pub mod mode;
 pub mod plan;
 pub mod related_commits;
 pub mod resolve;
@@ -16,9 +17,9 @@ use anyhow::Context as _;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::build::mode::BuildMode;
 use crate::stack::Target;
 pub use error::Error;
+pub use mode::BuildMode;
 
 /// The lock format version this rockbuild writes and reads.
 pub const SCHEMA: u32 = 1;

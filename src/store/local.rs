@@ -5,7 +5,6 @@
 
 use std::any::Any;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Body, ObjectInfo, PutOptions, PutResult, Storage, StoreError, check_key};
@@ -146,8 +145,7 @@ impl LocalDir {
                 actual: written,
             });
         }
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(PUBLISHED_FILE_MODE))
+        crate::platform::host::set_file_mode(temp.as_file(), PUBLISHED_FILE_MODE)
             .and_then(|()| temp.as_file().sync_all())
             .map_err(|e| self.io("write", key, e))?;
         Ok(temp)

@@ -320,7 +320,9 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     ];
     succeeds(&ctx, &recipes, &compat);
     let mut drifted = locked.clone();
+    // A lock says one thing once: its version and its file stem move together.
     drifted["build"]["versions"]["ops"] = serde_json::json!("0.0.9");
+    drifted["build"]["stems"]["ops"] = serde_json::json!("torch_ops-0.0.9");
     let drifted_lock = env.path("drifted.lock.json");
     std::fs::write(&drifted_lock, drifted.to_string()).expect("write");
     let drifted_arg = drifted_lock.display().to_string();

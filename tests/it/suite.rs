@@ -356,7 +356,7 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     );
     let promoted = promote("index/staging", "release", &["--index-url", &sdk_index]).success();
     assert!(
-        stderr(&promoted).contains("promoted 1 wheel and 5 ROCm SDK files"),
+        stderr(&promoted).contains("promoted 1 wheel and 6 ROCm SDK files"),
         "{}",
         stderr(&promoted)
     );

@@ -1,10 +1,12 @@
 //! Linux (and other Unix) hosts: process groups and signals, `stat(2)` fields, `pread(2)`,
 //! `statvfs(3)`, nice values.
 
-use std::fs::{File, Metadata};
+use std::fs::{File, FileType, Metadata, OpenOptions, Permissions};
 use std::io;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::{FileExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    FileExt as _, FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdout, Command, ExitStatus};
@@ -217,6 +219,90 @@ pub fn disk_space(existing: &Path) -> io::Result<DiskSpace> {
         available: stat.f_bavail.saturating_mul(stat.f_frsize),
         name_max: stat.f_namemax,
     })
+}
+
+/// Opening never waits: `O_NONBLOCK`, so that a FIFO where a file was expected is refused
+/// instead of waiting for a writer (a no-op on regular files).
+pub fn no_wait(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(libc::O_NONBLOCK)
+}
+
+/// [`no_wait`], and a link at the name is an error (`O_NOFOLLOW`) rather than followed: the
+/// last component cannot have become a link since it was looked at.
+pub fn no_wait_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+}
+
+/// The error of an open that met a link where [`no_wait_no_follow`] refuses one (`ELOOP`).
+pub fn is_link_refused(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// What a file that is neither a regular file, a directory nor a link is, in words.
+pub fn special_kind(file_type: &FileType) -> Option<&'static str> {
+    if file_type.is_fifo() {
+        Some("a FIFO")
+    } else if file_type.is_char_device() {
+        Some("a character device")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+/// A new file's mode before the umask (`open(2)`'s mode argument).
+pub fn with_mode(options: &mut OpenOptions, mode: u32) -> &mut OpenOptions {
+    options.mode(mode)
+}
+
+/// Permissions a new file is created with before the umask, for APIs that take them.
+pub fn new_file_permissions(mode: u32) -> Option<Permissions> {
+    Some(Permissions::from_mode(mode))
+}
+
+/// `chmod`: the mode whatever the umask (published files and directories).
+pub fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    fs_err::set_permissions(path, Permissions::from_mode(mode))
+}
+
+/// `fchmod` on an open file.
+pub fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
+    file.set_permissions(Permissions::from_mode(mode))
+}
+
+/// The permission bits of a file.
+#[cfg(test)]
+pub fn mode_of(meta: &Metadata) -> u32 {
+    meta.permissions().mode() & 0o7777
+}
+
+/// The process umask (set and restored).
+#[cfg(test)]
+#[expect(unsafe_code, reason = "umask(2) has no safe wrapper in std")]
+pub fn umask() -> u32 {
+    // SAFETY: umask only swaps the process's file mode mask; the old one is put back.
+    unsafe {
+        let mask = libc::umask(0o022);
+        libc::umask(mask);
+        mask
+    }
+}
+
+/// A FIFO at `path` (`mkfifo(3)`, mode 0600).
+#[cfg(test)]
+#[expect(unsafe_code, reason = "mkfifo(3) has no safe wrapper in std")]
+pub fn make_fifo(path: &Path) -> io::Result<()> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// A symbolic link at `link` to the file `target`.

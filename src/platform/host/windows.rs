@@ -2,9 +2,9 @@
 //! standard library's Windows half and same-file. Where Windows has no counterpart (signals,
 //! an inode-change time, nice values) the function says what stands in for it.
 
-use std::fs::{File, Metadata};
+use std::fs::{File, FileType, Metadata, OpenOptions, Permissions};
 use std::io;
-use std::os::windows::fs::FileExt as _;
+use std::os::windows::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdout, Command, ExitStatus};
 use std::time::{Duration, UNIX_EPOCH};
@@ -158,6 +158,68 @@ pub fn disk_space(_existing: &Path) -> io::Result<DiskSpace> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "free disk space is not read on Windows",
+    ))
+}
+
+/// Windows opens files without waiting on a writer: nothing to add.
+pub fn no_wait(options: &mut OpenOptions) -> &mut OpenOptions {
+    options
+}
+
+/// The link itself is opened, not its target (`FILE_FLAG_OPEN_REPARSE_POINT`); callers look
+/// at the name with `symlink_metadata` first and refuse a link there.
+pub fn no_wait_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+/// An open with [`no_wait_no_follow`] does not fail on a link.
+pub fn is_link_refused(_error: &io::Error) -> bool {
+    false
+}
+
+/// Windows file types are files, directories and links only.
+pub fn special_kind(_file_type: &FileType) -> Option<&'static str> {
+    None
+}
+
+/// Windows has no mode bits: access is the directory's ACL.
+pub fn with_mode(options: &mut OpenOptions, _mode: u32) -> &mut OpenOptions {
+    options
+}
+
+pub fn new_file_permissions(_mode: u32) -> Option<Permissions> {
+    None
+}
+
+pub fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+pub fn set_file_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+/// What Unix would call a read-write file's mode.
+#[cfg(test)]
+pub fn mode_of(meta: &Metadata) -> u32 {
+    if meta.permissions().readonly() {
+        0o444
+    } else {
+        0o644
+    }
+}
+
+#[cfg(test)]
+pub fn umask() -> u32 {
+    0
+}
+
+#[cfg(test)]
+pub fn make_fifo(_path: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no FIFOs on Windows",
     ))
 }
 
