@@ -98,21 +98,36 @@ pub fn install_with_pip_and_uv(
     requirements: &str,
     tag: &str,
 ) -> (PathBuf, PathBuf) {
+    install_from_index(env, index_url, requirements, Hashes::Required, tag)
+}
+
+/// Whether the installers must check every file against a `--hash` of the requirements.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Hashes {
+    Required,
+    Unchecked,
+}
+
+/// Installs `requirements` (a requirements file's text) from `index_url` alone with pip
+/// (`--isolated`: none of the machine's PIP_* settings) into one new venv, then with uv into
+/// another; returns both pythons.
+#[track_caller]
+pub fn install_from_index(
+    env: &TestEnv,
+    index_url: &str,
+    requirements: &str,
+    hashes: Hashes,
+    tag: &str,
+) -> (PathBuf, PathBuf) {
     let req = env.path(&format!("{tag}-requirements.txt"));
     std::fs::write(&req, requirements).expect("write requirements");
+    let require_hashes = (hashes == Hashes::Required).then_some("--require-hashes");
     let pip_python = venv(env, &env.path(&format!("{tag}-pip-venv")));
     run_ok(
         env.command(&pip_python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--no-cache-dir",
-                "--require-hashes",
-                "--index-url",
-                index_url,
-                "-r",
-            ])
+            .args(["-m", "pip", "install", "--isolated", "--no-cache-dir"])
+            .args(require_hashes)
+            .args(["--index-url", index_url, "-r"])
             .arg(&req),
     );
     let uv_venv = env.path(&format!("{tag}-uv-venv"));
@@ -124,15 +139,9 @@ pub fn install_with_pip_and_uv(
     let uv_python = uv_venv.join("bin/python");
     run_ok(
         env.command("uv")
-            .args([
-                "pip",
-                "install",
-                "--no-cache",
-                "--require-hashes",
-                "--index-url",
-                index_url,
-                "--python",
-            ])
+            .args(["pip", "install", "--no-cache"])
+            .args(require_hashes)
+            .args(["--index-url", index_url, "--python"])
             .arg(&uv_python)
             .arg("-r")
             .arg(&req),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::http::{HttpServer, serve};
+use crate::common::pyindex::{Hashes, install_from_index};
 use crate::common::sample::{
     offload_targets, only_wheel, requires_dist, sample_origins, wheel_build_record, wheel_member,
     wheel_members,
@@ -1376,50 +1377,6 @@ fn pack_targets(path: &Path) -> Vec<String> {
     targets
 }
 
-/// Installs `requirement` from `index_url` alone with pip (`--isolated`: none of the
-/// machine's PIP_* settings) into one new venv and with uv into another.
-fn install_pip_and_uv(
-    env: &TestEnv,
-    index_url: &str,
-    requirement: &str,
-    tag: &str,
-) -> [PathBuf; 2] {
-    let pip_venv = env.path(&format!("{tag}-pip"));
-    run_ok(env.command("python3").args(["-m", "venv"]).arg(&pip_venv));
-    let pip_python = pip_venv.join("bin/python");
-    run_ok(env.command(&pip_python).args([
-        "-m",
-        "pip",
-        "install",
-        "--isolated",
-        "--no-cache-dir",
-        "--index-url",
-        index_url,
-        requirement,
-    ]));
-    let uv_venv = env.path(&format!("{tag}-uv"));
-    run_ok(
-        env.command("uv")
-            .args(["venv", "--no-cache", "--python", "python3"])
-            .arg(&uv_venv),
-    );
-    let uv_python = uv_venv.join("bin/python");
-    run_ok(
-        env.command("uv")
-            .args([
-                "pip",
-                "install",
-                "--no-cache",
-                "--index-url",
-                index_url,
-                "--python",
-            ])
-            .arg(&uv_python)
-            .arg(requirement),
-    );
-    [pip_python, uv_python]
-}
-
 /// The multi-arch mode end to end on the sample stack: one build for gfx906 and gfx1030, torch
 /// and torchvision split into host wheels and one device wheel per target, the lock recording
 /// the mode, verify reading the split, stage publishing everything with the SDK's wheels to one
@@ -1557,13 +1514,14 @@ fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
     let stage_err = ok(&staged);
     let web = serve(&world.env.path("staging"));
     for (target, other) in [("gfx906", "gfx1030"), ("gfx1030", "gfx906")] {
-        let pythons = install_pip_and_uv(
+        let (pip, uv) = install_from_index(
             &world.env,
             &web.url(),
-            &format!("torch[device-{target}]"),
+            &format!("torch[device-{target}]\n"),
+            Hashes::Unchecked,
             target,
         );
-        for python in &pythons {
+        for python in [&pip, &uv] {
             let packs = installed_packs(python);
             assert_eq!(
                 packs,
