@@ -1077,6 +1077,10 @@ pub struct MatrixArgs {
     /// family (default: the family table's index layout)
     #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
     pub multi_arch: bool,
+    /// Also run the release table's `full-tests` (PyTorch's full suite, per ref) on top of the
+    /// release type's own tests
+    #[arg(long, env = "ROCKBUILD_FULL_TESTS")]
+    pub full_tests: bool,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.
@@ -1100,7 +1104,8 @@ pub struct TestArgs {
     /// runs the tests
     #[arg(long, value_name = "DIR", env = "ROCKBUILD_PYTORCH_DIR")]
     pub pytorch_dir: Option<PathBuf>,
-    /// Which tests: default, distributed, inductor (run_test.py) or gpu-smoke (built in)
+    /// Which tests: default, quick (the default config's core modules), distributed, inductor
+    /// (run_test.py) or gpu-smoke (built in)
     #[arg(
         long,
         value_enum,
@@ -1434,6 +1439,7 @@ mod tests {
                 "ROCKBUILD_ALLOW_LINUX_TAG",
                 "ROCKBUILD_ALLOW_NO_GPU",
                 "ROCKBUILD_BREAK_LEASE",
+                "ROCKBUILD_FULL_TESTS",
                 "ROCKBUILD_INSTALL_ROCM",
                 "ROCKBUILD_MULTI_ARCH",
                 "ROCKBUILD_QUIET",

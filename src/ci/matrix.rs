@@ -525,13 +525,14 @@ mod tests {
             promoted_chains: usize,
         }
         let cases = [
-            // 4 refs × 16 families, gfx90c excluded from 2.13 and 2.14; 9 tested families.
+            // 4 refs × 16 families, gfx90c excluded from 2.13 and 2.14; 9 tested families,
+            // each running the smoke suite and the quick subset (#6536) per Python.
             Case {
                 release_type: ReleaseType::Nightly,
                 refs: 4,
                 chains: 62,
                 build_jobs: 310,
-                test_jobs: 4 * 9 * 5,
+                test_jobs: 4 * 9 * 5 * 2,
                 promoted_chains: 36,
             },
             // No nightly ref; gfx94X-dcgpu adds default 6 + distributed 3 + inductor 2 on 3.12.
@@ -540,7 +541,7 @@ mod tests {
                 refs: 3,
                 chains: 46,
                 build_jobs: 230,
-                test_jobs: 3 * (9 * 5 + 11),
+                test_jobs: 3 * (9 * 5 * 2 + 11),
                 promoted_chains: 27,
             },
             Case {

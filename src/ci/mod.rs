@@ -39,6 +39,10 @@ pub enum Error {
     #[error("--pytorch-ref: {0}")]
     Ref(String),
     #[error(
+        "--full-tests: release type '{0}' does not publish, so nothing is staged for the full suite to install"
+    )]
+    FullTestsUnpublished(String),
+    #[error(
         "release type '{release_type}' builds nothing: every family ({families}) is excluded from every ref ({refs}) in the family table"
     )]
     NothingToBuild {
@@ -77,6 +81,7 @@ impl HasExitStatus for Error {
             | Error::Python(_)
             | Error::PythonNotInRelease { .. }
             | Error::Ref(_)
+            | Error::FullTestsUnpublished(_)
             | Error::NothingToBuild { .. }
             | Error::MatrixTooLarge { .. }
             | Error::PullRequestsPublish { .. } => ExitStatus::Usage,

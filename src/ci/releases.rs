@@ -128,6 +128,7 @@ pub struct ReleaseTable {
     pub source_name: String,
     releases: Vec<Release>,
     test_configs: IndexMap<String, TestConfig>,
+    full_tests: Vec<TestRule>,
 }
 
 impl ReleaseTable {
@@ -141,6 +142,12 @@ impl ReleaseTable {
     /// test-report` expects).
     pub fn test_config(&self, name: &str) -> Option<&TestConfig> {
         self.test_configs.get(name)
+    }
+
+    /// `full-tests`: what `--full-tests` adds to any publishing release type (TheRock #5780,
+    /// #6846: the full suite dispatched per ref when opted in).
+    pub fn full_tests(&self) -> &[TestRule] {
+        &self.full_tests
     }
 
     pub fn load(source: &ConfigSource, families: &FamilyTable) -> Result<Self, ConfigError> {
@@ -166,6 +173,17 @@ impl ReleaseTable {
                 },
             );
         }
+        let full = Checker {
+            source,
+            families,
+            configs: &configs,
+            key: "",
+            root: &["full-tests"],
+        };
+        let mut full_tests = Vec::new();
+        for (name, entry) in file.full_tests {
+            full_tests.push(full.test_rule(&name, &name, entry, None)?);
+        }
         let mut releases = Vec::new();
         for (key, entry) in file.release_types {
             let checker = Checker {
@@ -173,6 +191,7 @@ impl ReleaseTable {
                 families,
                 configs: &configs,
                 key: &key,
+                root: &["release-types", &key],
             };
             releases.push(checker.release(entry)?);
         }
@@ -180,6 +199,7 @@ impl ReleaseTable {
             source_name: source.name.clone(),
             releases,
             test_configs: configs,
+            full_tests,
         })
     }
 }
@@ -195,6 +215,8 @@ struct ReleasesFile {
     schema: u32,
     #[serde(default)]
     test_configs: IndexMap<String, TestConfigEntry>,
+    #[serde(default)]
+    full_tests: IndexMap<String, TestEntry>,
     release_types: IndexMap<String, ReleaseEntry>,
 }
 
@@ -238,11 +260,13 @@ struct Checker<'a> {
     families: &'a FamilyTable,
     configs: &'a IndexMap<String, TestConfig>,
     key: &'a str,
+    /// Where errors are located: `release-types.<key>`, or `full-tests`.
+    root: &'a [&'a str],
 }
 
 impl Checker<'_> {
     fn error(&self, field: &str, message: String) -> ConfigError {
-        let mut path = vec!["release-types", self.key];
+        let mut path = self.root.to_vec();
         if !field.is_empty() {
             path.push(field);
         }
@@ -273,7 +297,7 @@ impl Checker<'_> {
         let families = self.family_selection(&entry.families)?;
         let mut tests = Vec::new();
         for (name, test) in entry.tests {
-            tests.push(self.test_rule(&name, test, &python, &families)?);
+            tests.push(self.test_rule("tests", &name, test, Some((&python, &families)))?);
         }
         if !entry.publish && !tests.is_empty() {
             return Err(self.error(
@@ -391,12 +415,15 @@ impl Checker<'_> {
             .collect())
     }
 
+    /// One test configuration's rule, errors located under `field`. `built`: the release
+    /// type's Pythons and families, which the rule may only narrow (`None` for `full-tests`,
+    /// which applies to whatever a release type builds).
     fn test_rule(
         &self,
+        field: &str,
         name: &str,
         entry: TestEntry,
-        python: &[Python],
-        families: &[String],
+        built: Option<(&[Python], &[String])>,
     ) -> Result<TestRule, ConfigError> {
         let key = self.key;
         let config = self.configs.get(name).ok_or_else(|| {
@@ -405,7 +432,7 @@ impl Checker<'_> {
                 .unwrap_or_default();
             let known: Vec<&str> = self.configs.keys().map(String::as_str).collect();
             self.error(
-                "tests",
+                field,
                 format!(
                     "unknown test config '{name}'{hint}; test-configs defines: {}",
                     known.join(", ")
@@ -414,10 +441,12 @@ impl Checker<'_> {
         })?;
         let rule_python = match &entry.python {
             Some(list) => {
-                let list = self.pythons("tests", list)?;
-                if let Some(extra) = list.iter().find(|p| !python.contains(p)) {
+                let list = self.pythons(field, list)?;
+                if let Some(extra) =
+                    built.and_then(|(python, _)| list.iter().find(|p| !python.contains(p)))
+                {
                     return Err(self.error(
-                        "tests",
+                        field,
                         format!(
                             "test config '{name}' runs on Python {extra}, which release type \
                              '{key}' does not build"
@@ -430,10 +459,12 @@ impl Checker<'_> {
         };
         let rule_families = match &entry.families {
             Some(list) => {
-                let list = self.family_list("tests", list)?;
-                if let Some(extra) = list.iter().find(|f| !families.contains(f)) {
+                let list = self.family_list(field, list)?;
+                if let Some(extra) =
+                    built.and_then(|(_, families)| list.iter().find(|f| !families.contains(f)))
+                {
                     return Err(self.error(
-                        "tests",
+                        field,
                         format!(
                             "test config '{name}' names family '{extra}', which release type \
                              '{key}' does not build"
@@ -645,6 +676,25 @@ mod tests {
                 .to_string();
             assert_eq!(got, want, "{entry}");
         }
+        // `full-tests` is located under its own key and checked against the families.
+        let full = |rule: &str| {
+            load(&format!(
+                "schema: 1\ntest-configs:\n  default:\n    shards: 6\nfull-tests:\n  {rule}\nrelease-types: {{}}\n"
+            ))
+            .expect_err(rule)
+            .to_string()
+        };
+        assert_eq!(
+            full("defualt: {}"),
+            "releases.yaml:6: unknown test config 'defualt' (did you mean 'default'?); test-configs defines: default"
+        );
+        assert!(
+            full("default: {families: [gfx94x]}").starts_with(
+                "releases.yaml:6: unknown GPU family 'gfx94x' (did you mean 'gfx94X-dcgpu'?)"
+            ),
+            "{}",
+            full("default: {families: [gfx94x]}")
+        );
         let shards = "schema: 1\ntest-configs:\n  smoke:\n    shards: 0\nrelease-types: {}\n";
         assert_eq!(
             load(shards).expect_err("zero shards").to_string(),

@@ -40,6 +40,8 @@ pub struct MatrixSettings {
     /// Per-family chains, or one multi-arch chain per ref (`--multi-arch`, or a family table
     /// whose index layout is multi-arch).
     pub mode: ModeChoice,
+    /// `--full-tests`: the release table's `full-tests` rules were added to `release.tests`.
+    pub full_tests: bool,
 }
 
 impl MatrixSettings {
@@ -52,15 +54,19 @@ impl MatrixSettings {
             families,
             releases,
             multi_arch,
+            full_tests,
         } = args;
         let (families, table) = load_tables(ctx, families, releases)?;
-        let release = table
+        let mut release = table
             .release(release_type)
             .ok_or_else(|| Error::NoRelease {
                 table: table.source_name.clone(),
                 release_type: release_type.as_str().to_string(),
             })?
             .clone();
+        if full_tests {
+            add_full_tests(&mut release, &table)?;
+        }
         let from_table = |key: &str| {
             Source::Config(format!(
                 "{}, release-types.{}.{key}",
@@ -112,6 +118,7 @@ impl MatrixSettings {
             refs,
             amdgpu_families,
             python,
+            full_tests,
         })
     }
 
@@ -126,8 +133,13 @@ impl MatrixSettings {
     /// What was selected and from where, for the log.
     pub fn describe(&self) -> String {
         let pythons: Vec<String> = self.python.value.iter().map(ToString::to_string).collect();
+        let full_tests = if self.full_tests {
+            "\nfull tests: yes (from --full-tests)"
+        } else {
+            ""
+        };
         format!(
-            "release type: {}\nmode: {} (from {})\nrefs: {} (from {})\nfamilies: {} (from {})\npython: {} (from {})",
+            "release type: {}{full_tests}\nmode: {} (from {})\nrefs: {} (from {})\nfamilies: {} (from {})\npython: {} (from {})",
             self.release.release_type.as_str(),
             self.mode.mode,
             self.mode.source,
@@ -139,6 +151,26 @@ impl MatrixSettings {
             self.python.source,
         )
     }
+}
+
+/// `--full-tests`: the table's full-suite rules join the release type's tests, the release
+/// type's own rule winning for a configuration it already runs (a release candidate's).
+fn add_full_tests(release: &mut Release, table: &ReleaseTable) -> Result<(), Error> {
+    if !release.publish {
+        return Err(Error::FullTestsUnpublished(
+            release.release_type.as_str().to_string(),
+        ));
+    }
+    for rule in table.full_tests() {
+        if !release
+            .tests
+            .iter()
+            .any(|t| t.config.name == rule.config.name)
+        {
+            release.tests.push(rule.clone());
+        }
+    }
+    Ok(())
 }
 
 fn parse_refs(list: &str) -> Result<Vec<String>, Error> {
@@ -200,4 +232,88 @@ fn parse_pythons(release: &Release, table: &str, list: &str) -> Result<Vec<Pytho
         return Err(Error::Python("empty Python list".into()));
     }
     Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ci::matrix::plan;
+    use crate::version::ReleaseType;
+
+    fn tables() -> (FamilyTable, ReleaseTable) {
+        let families = crate::stack::load_families(None).expect("families");
+        let releases = ReleaseTable::load(
+            &ConfigSource::embedded("configs/releases.yaml", DEFAULT_RELEASES),
+            &families,
+        )
+        .expect("releases");
+        (families, releases)
+    }
+
+    /// `--full-tests` on nightly: each ref's gfx94X-dcgpu chain gains the full suite on 3.12
+    /// (default 6, distributed 3, inductor 2 shards) next to its smoke and quick jobs, and its
+    /// report expects them all; the other families are untouched.
+    #[test]
+    fn full_tests_join_any_publishing_release_per_ref() {
+        let (families, table) = tables();
+        let mut release = table
+            .release(ReleaseType::Nightly)
+            .expect("nightly")
+            .clone();
+        add_full_tests(&mut release, &table).expect("publishes");
+        let selection = Selection {
+            refs: release.pytorch_refs.clone(),
+            families: release.families.clone(),
+            python: release.python.clone(),
+        };
+        let matrix = plan(&release, &families, &selection).expect("plans");
+        assert_eq!(matrix.refs.include.len(), 4);
+        for row in &matrix.refs.include {
+            let chain = |name: &str| {
+                row.families
+                    .include
+                    .iter()
+                    .find(|c| c.family == name)
+                    .expect("chain")
+            };
+            let dc = chain("gfx94X-dcgpu");
+            assert_eq!(
+                dc.test.include.len(),
+                5 * 2 + 6 + 3 + 2,
+                "{}",
+                row.pytorch_ref
+            );
+            let report = dc
+                .reports
+                .include
+                .iter()
+                .find(|r| r.python.to_string() == "3.12")
+                .expect("3.12 report");
+            assert_eq!(
+                report.expect,
+                "gpu-smoke=1,quick=1,default=6,distributed=3,inductor=2"
+            );
+            assert_eq!(chain("gfx1151").test.include.len(), 5 * 2);
+        }
+    }
+
+    /// A release candidate already runs the full suite: its own rules stand, nothing doubles.
+    #[test]
+    fn full_tests_keep_a_release_types_own_rules_and_need_publishing() {
+        let (_, table) = tables();
+        let mut release = table
+            .release(ReleaseType::Prerelease)
+            .expect("prerelease")
+            .clone();
+        let before = release.tests.clone();
+        add_full_tests(&mut release, &table).expect("publishes");
+        assert_eq!(release.tests, before);
+        let mut ci = table.release(ReleaseType::Ci).expect("ci").clone();
+        assert_eq!(
+            add_full_tests(&mut ci, &table)
+                .expect_err("nothing staged")
+                .to_string(),
+            "--full-tests: release type 'ci' does not publish, so nothing is staged for the full suite to install"
+        );
+    }
 }

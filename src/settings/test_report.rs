@@ -104,7 +104,7 @@ mod tests {
         );
         assert_eq!(
             parse_expectation("defualt").expect_err("bad").to_string(),
-            "--expect: unknown test config 'defualt' (known: default, distributed, inductor, gpu-smoke)"
+            "--expect: unknown test config 'defualt' (known: default, quick, distributed, inductor, gpu-smoke)"
         );
         assert_eq!(
             parse_expectation("default=0").expect_err("bad").to_string(),

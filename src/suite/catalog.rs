@@ -1,5 +1,6 @@
-//! configs/pytorch-tests.yaml: `BUILD_ENVIRONMENT` per family, the inductor config's two test
-//! lists, and the test venv's requirements. (Shard counts are the release table's.)
+//! configs/pytorch-tests.yaml: `BUILD_ENVIRONMENT` per family, the quick config's modules, the
+//! inductor config's two test lists, and the test venv's requirements. (Shard counts are the
+//! release table's.)
 
 use std::fmt;
 
@@ -17,6 +18,9 @@ const BUILTIN: &str = include_str!("../../configs/pytorch-tests.yaml");
 pub enum TestConfig {
     /// Everything but distributed, JIT-executor and quantization tests.
     Default,
+    /// The default config limited to a few core modules (pytorch-tests.yaml `quick`): the
+    /// subset every tested family runs (TheRock #6536).
+    Quick,
     /// The distributed tests, on every GPU of the node.
     Distributed,
     /// Generic tests under TorchInductor, then the inductor unit tests.
@@ -30,15 +34,17 @@ impl TestConfig {
     pub fn name(self) -> &'static str {
         match self {
             TestConfig::Default => "default",
+            TestConfig::Quick => "quick",
             TestConfig::Distributed => "distributed",
             TestConfig::Inductor => "inductor",
             TestConfig::GpuSmoke => "gpu-smoke",
         }
     }
 
-    pub fn all() -> [TestConfig; 4] {
+    pub fn all() -> [TestConfig; 5] {
         [
             TestConfig::Default,
+            TestConfig::Quick,
             TestConfig::Distributed,
             TestConfig::Inductor,
             TestConfig::GpuSmoke,
@@ -47,6 +53,15 @@ impl TestConfig {
 
     pub fn parse(text: &str) -> Option<TestConfig> {
         TestConfig::all().into_iter().find(|c| c.name() == text)
+    }
+
+    /// run_test.py's `TEST_CONFIG`: the quick subset is the default config's modules, so it
+    /// selects and shards as `default` does (TheRock passes `--test-config default`).
+    pub fn run_test_config(self) -> &'static str {
+        match self {
+            TestConfig::Quick => TestConfig::Default.name(),
+            other => other.name(),
+        }
     }
 }
 
@@ -61,6 +76,7 @@ impl fmt::Display for TestConfig {
 struct RawCatalog {
     schema: u32,
     build_environment: RawBuildEnvironment,
+    quick: Quick,
     inductor: Inductor,
     requirements: Vec<String>,
 }
@@ -70,6 +86,13 @@ struct RawCatalog {
 struct RawBuildEnvironment {
     default: String,
     families: IndexMap<String, String>,
+}
+
+/// The quick config's run_test.py modules.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Quick {
+    pub include: Vec<String>,
 }
 
 /// The inductor config's two run_test.py invocations.
@@ -84,6 +107,7 @@ pub struct Inductor {
 pub struct Catalog {
     default_build_environment: String,
     build_environments: IndexMap<String, String>,
+    pub quick: Quick,
     pub inductor: Inductor,
     pub requirements: Vec<String>,
 }
@@ -108,9 +132,19 @@ impl Catalog {
                 ));
             }
         }
+        if raw.quick.include.is_empty() {
+            // An empty --include would run the whole default config under the quick name.
+            return Err(source.error_at(
+                &["quick", "include"],
+                "quick: `include` lists no module; name the run_test.py modules of the quick \
+                 config"
+                    .to_string(),
+            ));
+        }
         Ok(Catalog {
             default_build_environment: raw.build_environment.default,
             build_environments: raw.build_environment.families,
+            quick: raw.quick,
             inductor: raw.inductor,
             requirements: raw.requirements,
         })
@@ -148,6 +182,19 @@ mod tests {
             catalog.build_environment(None),
             "linux-noble-rocm-py3.12-mi300"
         );
+        assert_eq!(
+            catalog.quick.include,
+            [
+                "test_nn",
+                "test_torch",
+                "test_cuda",
+                "test_unary_ufuncs",
+                "test_binary_ufuncs",
+                "test_autograd"
+            ],
+            "TheRock #6536's subset"
+        );
+        assert_eq!(TestConfig::Quick.run_test_config(), "default");
     }
 
     #[test]
@@ -165,6 +212,24 @@ mod tests {
             error
                 .to_string()
                 .starts_with("tests.yaml:19: build-environment: unknown GPU family 'gfx90X-dcgpu'"),
+            "{error}"
+        );
+        let text = BUILTIN.replace(
+            "  include: [test_nn, test_torch, test_cuda, test_unary_ufuncs, test_binary_ufuncs, test_autograd]",
+            "  include: []",
+        );
+        let error = Catalog::parse(
+            &ConfigSource {
+                name: "tests.yaml".into(),
+                text,
+            },
+            &families(),
+        )
+        .expect_err("an empty quick list");
+        assert!(
+            error
+                .to_string()
+                .contains("quick: `include` lists no module"),
             "{error}"
         );
         let text = BUILTIN.replace("requirements:", "requirement:");

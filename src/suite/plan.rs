@@ -429,7 +429,7 @@ fn environment(
     };
     env.push(fixed(
         "TEST_CONFIG",
-        Some(settings.config.to_string()),
+        Some(settings.config.run_test_config().to_string()),
         "--test-config",
     ));
     if settings.config != TestConfig::Distributed {
@@ -525,6 +525,7 @@ fn run_test_steps(
         exclude_jit_executor: settings.exclude_jit_executor,
         exclude_distributed: settings.exclude_distributed,
         exclude_quantization: settings.exclude_quantization,
+        quick: &settings.catalog.quick,
         inductor: &settings.catalog.inductor,
     };
     if settings.config == TestConfig::Inductor && source.has_verify_dynamo {
@@ -547,17 +548,25 @@ fn run_test_steps(
     }
     let invocations = runtest::invocations(&inputs);
     if invocations.is_empty() {
+        let catalog = &settings.catalog;
+        let lists: Vec<&String> = if settings.config == TestConfig::Quick {
+            catalog.quick.include.iter().collect()
+        } else {
+            catalog
+                .inductor
+                .generic_tests
+                .iter()
+                .chain(&catalog.inductor.unit_tests)
+                .collect()
+        };
         return Err(Error::Flag {
             flag: "--include",
             message: format!(
-                "none of these modules is in the inductor config's lists ({})",
-                settings
-                    .catalog
-                    .inductor
-                    .generic_tests
+                "none of these modules is in the {} config's lists ({})",
+                settings.config,
+                lists
                     .iter()
-                    .chain(&settings.catalog.inductor.unit_tests)
-                    .cloned()
+                    .map(|m| m.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::catalog::{Inductor, TestConfig};
+use super::catalog::{Inductor, Quick, TestConfig};
 
 /// Which shard of a config a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -42,6 +42,7 @@ pub struct RunTestInputs<'a> {
     pub exclude_jit_executor: bool,
     pub exclude_distributed: bool,
     pub exclude_quantization: bool,
+    pub quick: &'a Quick,
     pub inductor: &'a Inductor,
 }
 
@@ -52,8 +53,10 @@ pub struct Invocation {
     pub args: Vec<String>,
 }
 
-/// The run_test.py invocations of a shard: one, or the inductor config's two. An inductor
-/// invocation whose list the user's `--include` leaves empty is dropped.
+/// The run_test.py invocations of a shard: one, or the inductor config's two. The quick
+/// config is the default config's command line with its modules as `--include` (narrowed by
+/// the user's). An inductor invocation whose list the user's `--include` leaves empty is
+/// dropped.
 pub fn invocations(inputs: &RunTestInputs<'_>) -> Vec<Invocation> {
     let head = |args: &mut Vec<String>| {
         if inputs.keep_going {
@@ -81,9 +84,26 @@ pub fn invocations(inputs: &RunTestInputs<'_>) -> Vec<Invocation> {
             args.extend(["--timeout".to_string(), inputs.timeout_secs.to_string()]);
         }
     };
+    let narrowed = |tests: &[String]| -> Vec<String> {
+        tests
+            .iter()
+            .filter(|t| inputs.include.is_empty() || inputs.include.contains(t))
+            .cloned()
+            .collect()
+    };
     match inputs.config {
-        TestConfig::Default | TestConfig::Distributed => {
+        TestConfig::Default | TestConfig::Quick | TestConfig::Distributed => {
             let distributed = inputs.config == TestConfig::Distributed;
+            let include = if inputs.config == TestConfig::Quick {
+                let include = narrowed(&inputs.quick.include);
+                if include.is_empty() {
+                    // Without `--include` run_test.py would run the whole default config.
+                    return Vec::new();
+                }
+                include
+            } else {
+                inputs.include.to_vec()
+            };
             let mut args = Vec::new();
             if inputs.exclude_jit_executor {
                 args.push("--exclude-jit-executor".into());
@@ -97,9 +117,9 @@ pub fn invocations(inputs: &RunTestInputs<'_>) -> Vec<Invocation> {
                 args.push("--exclude-quantization-tests".into());
             }
             head(&mut args);
-            if !inputs.include.is_empty() {
+            if !include.is_empty() {
                 args.push("--include".into());
-                args.extend(inputs.include.iter().cloned());
+                args.extend(include);
             }
             tail(&mut args);
             vec![Invocation {
@@ -123,11 +143,7 @@ pub fn invocations(inputs: &RunTestInputs<'_>) -> Vec<Invocation> {
             lists
                 .into_iter()
                 .filter_map(|(label, with_inductor, tests)| {
-                    let tests: Vec<String> = tests
-                        .iter()
-                        .filter(|t| inputs.include.is_empty() || inputs.include.contains(t))
-                        .cloned()
-                        .collect();
+                    let tests = narrowed(tests);
                     if tests.is_empty() {
                         return None;
                     }
@@ -162,11 +178,17 @@ mod tests {
         }
     }
 
+    fn quick() -> Quick {
+        Quick {
+            include: vec!["test_nn".into(), "test_torch".into()],
+        }
+    }
+
     fn inputs<'a>(
         config: TestConfig,
         include: &'a [String],
         exclude: &'a [String],
-        lists: &'a Inductor,
+        lists: &'a (Quick, Inductor),
     ) -> RunTestInputs<'a> {
         RunTestInputs {
             config,
@@ -183,7 +205,8 @@ mod tests {
             exclude_jit_executor: true,
             exclude_distributed: true,
             exclude_quantization: true,
-            inductor: lists,
+            quick: &lists.0,
+            inductor: &lists.1,
         }
     }
 
@@ -196,7 +219,7 @@ mod tests {
 
     #[test]
     fn default_and_distributed_follow_therock() {
-        let lists = inductor();
+        let lists = (quick(), inductor());
         let exclude = vec!["nn/test_convolution".to_string()];
         assert_eq!(
             lines(&invocations(&inputs(
@@ -229,8 +252,37 @@ mod tests {
     }
 
     #[test]
+    fn quick_is_default_with_its_modules() {
+        let lists = (quick(), inductor());
+        assert_eq!(
+            lines(&invocations(&inputs(TestConfig::Quick, &[], &[], &lists))),
+            [
+                "run_test.py (quick): --exclude-jit-executor --exclude-distributed-tests --exclude-quantization-tests --keep-going --verbose --shard 2 6 --include test_nn test_torch -k not test_a and not test_b --timeout 900"
+            ]
+        );
+        let include = vec!["test_torch".to_string()];
+        assert_eq!(
+            lines(&invocations(&inputs(
+                TestConfig::Quick,
+                &include,
+                &[],
+                &lists
+            ))),
+            [
+                "run_test.py (quick): --exclude-jit-executor --exclude-distributed-tests --exclude-quantization-tests --keep-going --verbose --shard 2 6 --include test_torch -k not test_a and not test_b --timeout 900"
+            ],
+            "the user's --include narrows the quick modules"
+        );
+        let elsewhere = vec!["test_ops".to_string()];
+        assert!(
+            invocations(&inputs(TestConfig::Quick, &elsewhere, &[], &lists)).is_empty(),
+            "never the whole default config under the quick name"
+        );
+    }
+
+    #[test]
     fn inductor_runs_twice_and_include_narrows_both() {
-        let lists = inductor();
+        let lists = (quick(), inductor());
         assert_eq!(
             lines(&invocations(&inputs(
                 TestConfig::Inductor,

@@ -827,6 +827,62 @@ fn print_skips_and_dry_run_show_what_a_run_would_do() {
         .assert()
         .success();
     insta::assert_snapshot!("dry_run_plan", normalize(&world, &stdout(&plan)));
+
+    // The quick subset (TheRock #6536): run_test.py's default config on its modules only.
+    let quick = world
+        .test(&["--dry-run", "--json", "--test-config", "quick"])
+        .assert()
+        .success();
+    let quick: Value = serde_json::from_str(&stdout(&quick)).expect("json plan");
+    let env_value = |name: &str| {
+        quick["env"]
+            .as_array()
+            .expect("env")
+            .iter()
+            .find(|line| line["name"] == name)
+            .map(|line| line["value"].clone())
+    };
+    assert_eq!(env_value("TEST_CONFIG"), Some(Value::from("default")));
+    let runs: Vec<String> = quick["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|step| step["kind"] == "run")
+        .map(|step| {
+            let args: Vec<&str> = step["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| a.as_str().expect("arg"))
+                .collect();
+            args.join(" ")
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(
+        runs[0].contains(
+            " --include test_nn test_torch test_cuda test_unary_ufuncs test_binary_ufuncs test_autograd "
+        ),
+        "{}",
+        runs[0]
+    );
+    let outside = world
+        .test(&[
+            "--dry-run",
+            "--test-config",
+            "quick",
+            "--include",
+            "test_ops",
+        ])
+        .assert()
+        .failure();
+    assert!(
+        stderr(&outside).contains(
+            "--include: none of these modules is in the quick config's lists (test_nn, test_torch"
+        ),
+        "{}",
+        stderr(&outside)
+    );
     assert!(
         !world.env.path("test-results").exists(),
         "a dry run writes nothing"
