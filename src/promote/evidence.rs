@@ -83,6 +83,26 @@ pub struct TestReport {
     pub result: Outcome,
     pub wheels: Vec<TestedWheel>,
     pub checks: Vec<Check>,
+    /// Every failed test and step of a test run, for people: the step summary lists the
+    /// first of them (the checks decide the outcome).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<FailedTest>,
+}
+
+/// One failed test case (or step) of a test run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailedTest {
+    /// `default 2/6`.
+    pub shard: String,
+    /// `file.Class.test`, `(step) NAME` or `(junit)`.
+    pub test: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// `failed` or `error`.
+    pub result: String,
+    /// The message's first lines.
+    pub message: String,
 }
 
 impl TestReport {
@@ -442,6 +462,7 @@ mod tests {
                     detail: String::new(),
                 })
                 .collect(),
+            failures: Vec::new(),
         }
     }
 

@@ -97,6 +97,8 @@ pub fn apply(ctx: &Context, plan: &SmokePlan) -> Result<SmokeRun, Error> {
             })
             .collect(),
         checks,
+        // The smoke report's checks carry their own details.
+        failures: Vec::new(),
     };
     Ok(SmokeRun {
         report,

@@ -14,11 +14,19 @@ use super::Error;
 use super::catalog::TestConfig;
 use super::report::LoadedShard;
 use crate::junit::CaseStatus;
-use crate::promote::evidence::{Check, Outcome, REPORT_SCHEMA, TestReport, TestedWheel};
+use crate::promote::evidence::{
+    Check, FailedTest, Outcome, REPORT_SCHEMA, TestReport, TestedWheel,
+};
 use crate::ui::{Markdown, markdown_table, plural, text_table};
 
-/// How long a failure message may be in a summary.
+/// How long a line of a failure message may be in a summary.
 const MESSAGE_CHARS: usize = 200;
+/// How many lines of a failure message a summary keeps (an assertion's first lines say what
+/// differed; the traceback is in the shard's JUnit file).
+const MESSAGE_LINES: usize = 3;
+/// How many failures the step summary lists; the rest are counted, and every one is in the
+/// test report (GitHub cuts a step summary at 1 MiB).
+const SUMMARY_FAILURES: usize = 30;
 
 /// Test case counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -95,8 +103,31 @@ pub struct FailureLine {
     pub config: TestConfig,
     pub shard: String,
     pub test: String,
+    /// The test's file (the JUnit `file` attribute), when the report gives one.
+    pub file: Option<String>,
     pub status: CaseStatus,
+    /// The message's first lines, each cut at 200 characters.
     pub message: String,
+}
+
+impl FailureLine {
+    /// The test report's record of it.
+    fn record(&self) -> FailedTest {
+        FailedTest {
+            shard: format!("{} {}", self.config, self.shard),
+            test: self.test.clone(),
+            file: self.file.clone(),
+            result: status_word(self.status).to_string(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+fn status_word(status: CaseStatus) -> &'static str {
+    match status {
+        CaseStatus::Error => "error",
+        _ => "failed",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -370,6 +401,7 @@ fn assemble(
         result,
         wheels,
         checks,
+        failures: summary.failures.iter().map(FailureLine::record).collect(),
     };
     (summary, report)
 }
@@ -426,8 +458,9 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
                             config: report.config,
                             shard: label.clone(),
                             test,
+                            file: case.file.clone().filter(|f| !f.trim().is_empty()),
                             status: case.status,
-                            message: truncate(&case.message),
+                            message: first_lines(&case.message),
                         });
                     }
                 }
@@ -444,8 +477,9 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
                 config: report.config,
                 shard: label.clone(),
                 test: format!("(step) {}", step.name),
+                file: None,
                 status: CaseStatus::Error,
-                message: truncate(step.detail.trim()),
+                message: first_lines(step.detail.trim()),
             });
         }
     }
@@ -454,8 +488,9 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
             config: report.config,
             shard: label.clone(),
             test: "(junit)".into(),
+            file: None,
             status: CaseStatus::Error,
-            message: truncate(problem),
+            message: first_lines(problem),
         });
     }
     let bad_cases = counts.failed + counts.errors;
@@ -505,12 +540,25 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
     )
 }
 
-fn truncate(message: &str) -> String {
-    let line = message.lines().next().unwrap_or_default().trim();
-    match line.char_indices().nth(MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_string(),
+/// The message's first non-empty lines, each cut at [`MESSAGE_CHARS`], `…` where more was left
+/// out.
+fn first_lines(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut kept: Vec<String> = lines
+        .by_ref()
+        .take(MESSAGE_LINES)
+        .map(|line| match line.char_indices().nth(MESSAGE_CHARS) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_string(),
+        })
+        .collect();
+    if lines.next().is_some()
+        && let Some(last) = kept.last_mut()
+        && !last.ends_with('…')
+    {
+        last.push_str(" …");
     }
+    kept.join("\n")
 }
 
 fn outcome_word(outcome: Outcome) -> &'static str {
@@ -578,18 +626,22 @@ impl Summary {
             .collect()
     }
 
-    fn failure_rows(&self) -> Vec<Vec<String>> {
+    /// The first `limit` failures; the terminal's messages on one line each.
+    fn failure_rows(&self, limit: usize, one_line: bool) -> Vec<Vec<String>> {
         self.failures
             .iter()
+            .take(limit)
             .map(|f| {
                 vec![
                     format!("{} {}", f.config, f.shard),
                     f.test.clone(),
-                    match f.status {
-                        CaseStatus::Error => "error".to_string(),
-                        _ => "failed".to_string(),
+                    f.file.clone().unwrap_or_else(|| "-".into()),
+                    status_word(f.status).to_string(),
+                    if one_line {
+                        f.message.replace('\n', " / ")
+                    } else {
+                        f.message.clone()
                     },
-                    f.message.clone(),
                 ]
             })
             .collect()
@@ -598,7 +650,7 @@ impl Summary {
     const SHARD_HEADERS: [&'static str; 9] = [
         "config", "shard", "result", "passed", "skipped", "failed", "errors", "time", "GPUs",
     ];
-    const FAILURE_HEADERS: [&'static str; 4] = ["shard", "test", "result", "message"];
+    const FAILURE_HEADERS: [&'static str; 5] = ["shard", "test", "file", "result", "message"];
 
     /// For the terminal.
     pub fn to_text(&self) -> String {
@@ -611,7 +663,10 @@ impl Summary {
                 "\n{} failure{}:\n{}\n",
                 self.failures.len(),
                 plural(self.failures.len()),
-                text_table(&Self::FAILURE_HEADERS, &self.failure_rows())
+                text_table(
+                    &Self::FAILURE_HEADERS,
+                    &self.failure_rows(self.failures.len(), true)
+                )
             );
         }
         let _ = writeln!(
@@ -636,15 +691,26 @@ impl Summary {
             .push_lit("**\n\n")
             .push(markdown_table(&Self::SHARD_HEADERS, &self.shard_rows()));
         if !self.failures.is_empty() {
-            out.push_lit("\n<details><summary>")
+            // On the page itself, not folded away: the failures are what the reader came for
+            // (TheRock #5987).
+            out.push_lit("\n#### ")
                 .push_text(&format!(
                     "{} failure{}",
                     self.failures.len(),
                     plural(self.failures.len())
                 ))
-                .push_lit("</summary>\n\n")
-                .push(markdown_table(&Self::FAILURE_HEADERS, &self.failure_rows()))
-                .push_lit("\n</details>\n");
+                .push_lit("\n\n")
+                .push(markdown_table(
+                    &Self::FAILURE_HEADERS,
+                    &self.failure_rows(SUMMARY_FAILURES, false),
+                ));
+            let more = self.failures.len().saturating_sub(SUMMARY_FAILURES);
+            if more > 0 {
+                out.push_lit("\n").push_text(&format!(
+                    "and {more} more: every failure is in the test report's `failures`"
+                ));
+                out.push_lit("\n");
+            }
         }
         out.push_lit("\nWheels from the index under test, installed by every shard: ");
         if self.wheels.is_empty() {
@@ -693,10 +759,12 @@ mod tests {
         let mut xml = String::from("<testsuites><testsuite name=\"pytest\">");
         for (name, outcome) in cases {
             xml.push_str(&format!(
-                "<testcase classname=\"test_nn.TestNN\" name=\"{name}\" time=\"1.5\">{}</testcase>",
+                "<testcase classname=\"test_nn.TestNN\" name=\"{name}\" file=\"test_nn.py\" time=\"1.5\">{}</testcase>",
                 match *outcome {
+                    // pytest writes the whole assertion message, lines and all, with
+                    // characters that mean something in Markdown.
                     "failed" =>
-                        "<failure message=\"AssertionError: Tensor-likes are not close!\"/>",
+                        "<failure message=\"AssertionError: Tensor-likes are not close!&#10;&#10;Mismatched elements: 1 / 10 (10.0%)&#10;| *x* | &lt;b&gt;x&lt;/b&gt; |&#10;Greatest relative difference: inf\"/>",
                     "error" =>
                         "<error message=\"RuntimeError: HIP error: invalid device function\"/>",
                     "skipped" => "<skipped message=\"not on ROCm\"/>",
@@ -821,6 +889,41 @@ mod tests {
             .expect("promote reads it")
             .outcome,
             Outcome::Failed
+        );
+    }
+
+    /// Past 30 failures the step summary counts the rest; the report lists them all.
+    #[test]
+    fn the_step_summary_caps_its_failures_and_the_report_keeps_all() {
+        let names: Vec<String> = (0..33).map(|i| format!("test_{i:02}")).collect();
+        let cases: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "failed")).collect();
+        let shards = vec![shard(TestConfig::Quick, 1, 1, Outcome::Failed, &cases)];
+        let (summary, report) =
+            combine(&shards, &[], &ShardCounts::new(), "rockbuild 0.1.0").expect("combine");
+        let markdown = summary.to_markdown();
+        assert!(
+            markdown.as_str().contains("| test_nn.TestNN.test_29 |"),
+            "{}",
+            markdown.as_str()
+        );
+        assert!(
+            !markdown.as_str().contains("test_30"),
+            "{}",
+            markdown.as_str()
+        );
+        assert!(
+            markdown
+                .as_str()
+                .contains("and 3 more: every failure is in the test report's \\`failures\\`"),
+            "{}",
+            markdown.as_str()
+        );
+        assert_eq!(report.failures.len(), 33);
+        assert_eq!(report.failures[32].test, "test_nn.TestNN.test_32");
+        assert_eq!(report.failures[32].file.as_deref(), Some("test_nn.py"));
+        assert_eq!(
+            report.failures[32].message,
+            "AssertionError: Tensor-likes are not close!\nMismatched elements: 1 / 10 (10.0%)\n| *x* | <b>x</b> | …"
         );
     }
 

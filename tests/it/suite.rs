@@ -182,6 +182,16 @@ fn normalize(world: &World, text: &str) -> String {
         .replace(&wheelhouse().display().to_string(), "[wheelhouse]")
         .replace(&repo_root().display().to_string(), "[repo]")
         .replace(&format!(":{}/", world.server.port()), ":[port]/");
+    // Object addresses in the assertion messages pytest writes (`<function search at 0x7f…>`).
+    let mut from = 0;
+    while let Some(found) = text[from..].find(" at 0x") {
+        let start = from + found + " at ".len();
+        let end = text[start + 2..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .map_or(text.len(), |i| start + 2 + i);
+        text.replace_range(start..end, "[addr]");
+        from = start;
+    }
     // rockbuild's own work directory for the shard.
     while let Some(start) = text.find("/tmp/rockbuild-shard-") {
         let name = start + "/tmp/".len();
