@@ -5,6 +5,8 @@
 //! - [`companion`]: products (built here) and companions (the ROCm SDK, carried as published).
 //! - [`record`], [`metadata`]: RECORD, METADATA (core metadata, PEP 658 bytes), WHEEL.
 //! - [`elf`], [`offload`]: DT_NEEDED, RPATH/RUNPATH and the gfx targets of `.hip_fatbin`.
+//! - [`pe`], [`system_dlls`]: the imports, delay-loaded DLLs and HIP fat binary of PE/COFF
+//!   images (Windows), and the DLLs every Windows machine provides.
 //! - [`manylinux`]: the platform tag against the glibc versions the libraries need.
 //! - [`verify`]: [`verify::verify_set`], the gate before staging and promotion.
 //! - [`retag`]: [`retag::plan`], a verified `linux_<arch>` wheel to its manylinux tag.
@@ -20,10 +22,12 @@ pub mod kpack;
 pub mod manylinux;
 pub mod metadata;
 pub mod offload;
+pub mod pe;
 pub mod problem;
 pub mod record;
 pub mod retag;
 pub mod rewrite;
 pub mod split;
+pub mod system_dlls;
 pub mod verify;
 pub mod zipwrite;
