@@ -130,6 +130,12 @@ pub fn verify_set(wheels: &[PathBuf], expect: &Expectations) -> Result<VerifyRep
     })
 }
 
+/// Adds to each product of `reports` the DLLs its PE images import that neither a wheel of
+/// `reports` holds nor Windows provides (what [`verify_set`] checks of a set).
+pub fn check_imports(reports: &mut [crate::wheel::verify::WheelReport]) {
+    imports::check(reports);
+}
+
 /// Verifies a set with a progress line, then shows every problem (stderr, GitHub
 /// annotations, step summary). What a failed verification means is the caller's to say.
 pub fn run(

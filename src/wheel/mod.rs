@@ -11,12 +11,14 @@
 //! - [`verify`]: [`verify::verify_set`], the gate before staging and promotion.
 //! - [`retag`]: [`retag::plan`], a verified `linux_<arch>` wheel to its manylinux tag.
 //! - [`rewrite`]: [`rewrite::rewrite_set`], promotion's a → rc → final version rewrite.
+//! - [`fat`]: the fat Windows torch wheel, the ROCm SDK carried inside.
 //! - [`kpack`], [`split`]: kernel packs and the multi-arch split of a fat wheel into a host
 //!   wheel and one device wheel per GPU target.
 
 pub mod archive;
 pub mod companion;
 pub mod elf;
+pub mod fat;
 pub mod filename;
 pub mod kpack;
 pub mod manylinux;

@@ -228,3 +228,240 @@ fn without_the_sdk_wheels_its_dlls_do_not_resolve() {
         "{text}"
     );
 }
+
+/// torch/__init__.py as a Windows torch wheel has it: the DLL loader `_load_dll_libraries`
+/// (pytorch/pytorch torch/__init__.py) cut to what the fat-wheel patch reads, and the
+/// `_rocm_init` hook of ROCm's builds.
+const TORCH_INIT: &str = r#"import os
+import sys
+
+if sys.platform == "win32":
+
+    def _load_dll_libraries() -> None:
+        th_dll_path = os.path.join(os.path.dirname(__file__), "lib")
+        dll_paths = [p for p in (th_dll_path,) if os.path.exists(p)]
+        for dll_path in dll_paths:
+            os.add_dll_directory(dll_path)
+
+    _load_dll_libraries()
+    del _load_dll_libraries
+
+try:
+    from . import _rocm_init
+except ImportError:
+    pass
+else:
+    _rocm_init.initialize()
+"#;
+
+/// `_rocm_init.py` as TheRock's build_prod_wheels.py writes it on Windows.
+const ROCM_INIT: &str = "\ndef initialize():\n    import rocm_sdk\n    rocm_sdk.initialize_process(\n        preload_shortnames=['amd_comgr', 'amdhip64'],\n        check_version='7.13.0a20260430')\n";
+
+/// A Windows ROCm SDK root as TheRock's build/dist/rocm lays it out: DLLs in bin/, with what
+/// the fat wheel leaves out (programs, the compiler, system dependencies, host math). The
+/// left-out files' content is never read: they are left out by their paths.
+fn sdk_root(env: &TestEnv) -> PathBuf {
+    let root = env.path("rocm");
+    let put = |relative: &str, bytes: &[u8]| {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, bytes).expect("write");
+    };
+    put(
+        "bin/amdhip64_7.dll",
+        &std::fs::read(amdhip_dll()).expect("dll"),
+    );
+    put(
+        "bin/amd_comgr0702.dll",
+        &std::fs::read(comgr_dll()).expect("dll"),
+    );
+    put(
+        "include/hip/hip_version.h",
+        b"#define HIP_VERSION_MAJOR 7\n#define HIP_VERSION_MINOR 13\n",
+    );
+    for left_out in [
+        "bin/hipcc.exe",
+        "lib/llvm/bin/clang.exe",
+        "lib/rocm_sysdeps/lib/zstd.lib",
+        "lib/host-math/lib/openblas.lib",
+    ] {
+        put(left_out, b"left out by its path\n");
+    }
+    root
+}
+
+fn windows_torch(dist: &Path) -> PathBuf {
+    torch(&torch_hip_dll(&["gfx906", "gfx1030"], &[]))
+        .replace("torch/__init__.py", TORCH_INIT)
+        .file("torch/_rocm_init.py", ROCM_INIT)
+        .build(dist)
+}
+
+/// Installs a win_amd64 wheel with pip (for Windows, into a target directory: pip checks the
+/// wheel's metadata and RECORD as on Windows) from nothing but the wheel itself.
+fn pip_install_alone(env: &TestEnv, wheel: &Path, target: &Path) -> std::process::Output {
+    let python = crate::common::pyindex::venv(env, &env.path("venv"));
+    env.command(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-index",
+            "--quiet",
+        ])
+        .args(["--platform", "win_amd64", "--python-version", "3.11"])
+        .args([
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+            "--only-binary",
+            ":all:",
+        ])
+        .arg("--target")
+        .arg(target)
+        .arg(wheel)
+        .output()
+        .expect("pip runs")
+}
+
+/// The files under a directory, relative, sorted.
+fn listing(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(root).expect("relative");
+                out.push(relative.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_fat_wheel_carries_the_sdk_verifies_and_installs_alone() {
+    let env = TestEnv::new();
+    let thin = windows_torch(&env.path("dist"));
+    sdk_root(&env);
+    // The thin wheel needs the SDK's wheels from an index.
+    let refused = pip_install_alone(&env, &thin, &env.path("thin-site"));
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("rocm"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    let output = env
+        .rockbuild()
+        .arg("fat-wheel")
+        .arg(&thin)
+        .args(["--rocm", "rocm", "--output-dir", "fat", "--json"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let mut done: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    // The DLLs' sizes are the linker's on this machine.
+    assert!(done["sdk_bytes"].as_u64().is_some_and(|bytes| bytes > 0));
+    done["sdk_bytes"] = "[SIZE]".into();
+    let fat = PathBuf::from(done["path"].as_str().expect("path"));
+    assert_eq!(
+        fat.file_name().expect("name").to_string_lossy(),
+        "torch-2.10.0a0+rocm.rocm7.13.0a20260430-cp311-cp311-win_amd64.whl"
+    );
+    snapshot::settings(&env).bind(|| {
+        insta::assert_snapshot!("fat_wheel_stderr", stderr);
+        insta::assert_snapshot!(
+            "fat_wheel_json",
+            serde_json::to_string_pretty(&done).expect("json")
+        );
+    });
+
+    // The fat wheel passes verify on its own: no SDK wheels beside it.
+    let verified = env
+        .rockbuild()
+        .args(["verify", "--targets", "gfx906,gfx1030"])
+        .arg(&fat)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        verified.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+
+    let site = env.path("site");
+    let installed = pip_install_alone(&env, &fat, &site);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let files = listing(&site);
+    snapshot::plain()
+        .bind(|| insta::assert_snapshot!("fat_wheel_installed_files", files.join("\n")));
+    let init = std::fs::read_to_string(site.join("torch/__init__.py")).expect("init");
+    assert!(init.contains(
+        "        dll_paths.insert(0, os.path.join(th_dll_path, 'rocm', 'bin'))\n        for dll_path in dll_paths:\n"
+    ));
+    // The standalone _rocm_init imports nothing the install lacks.
+    let python = env.path("venv").join("bin/python");
+    let hook = env
+        .command(&python)
+        .arg("-c")
+        .arg("import importlib.util, sys; spec = importlib.util.spec_from_file_location('h', sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); m.initialize()")
+        .arg(site.join("torch/_rocm_init.py"))
+        .output()
+        .expect("python runs");
+    assert!(
+        hook.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hook.stderr)
+    );
+}
+
+#[test]
+fn a_fat_wheel_is_refused_for_a_linux_wheel_a_missing_sdk_or_an_unknown_loader() {
+    let env = TestEnv::new();
+    let dist = env.path("dist");
+    let rocm = sdk_root(&env);
+    let linux = WheelBuilder::new("torch", TORCH).build(&dist);
+    let no_loader = torch(&torch_hip_dll(&["gfx906"], &[])).build(&env.path("other"));
+    let windows = windows_torch(&env.path("win"));
+    let run = |wheel: &Path, root: &Path| {
+        let output = env
+            .rockbuild()
+            .arg("fat-wheel")
+            .arg(wheel)
+            .arg("--rocm")
+            .arg(root)
+            .args(["--output-dir", "fat"])
+            .output()
+            .expect("runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let mut text = String::new();
+    for (wheel, root) in [
+        (&linux, rocm.clone()),
+        (&no_loader, rocm.clone()),
+        (&windows, env.path("dist")),
+    ] {
+        let (code, stderr) = run(wheel, &root);
+        assert_eq!(code, Some(2), "{stderr}");
+        text.push_str(&stderr);
+    }
+    assert!(!env.path("fat").exists() || listing(&env.path("fat")).is_empty());
+    snapshot::settings(&env).bind(|| insta::assert_snapshot!("fat_wheel_refusals", text));
+}
