@@ -88,6 +88,9 @@ pub enum Command {
     Compat(CompatArgs),
     /// Give verified linux_<arch> wheels a manylinux tag their libraries' glibc needs allow
     Retag(RetagArgs),
+    /// Put the ROCm SDK into a Windows torch wheel so that it installs standalone (a fat
+    /// wheel), then verify that every DLL it imports resolves inside it or on Windows
+    FatWheel(FatWheelArgs),
     /// Print the GitHub Actions matrix of a release type (JSON; also to $GITHUB_OUTPUT)
     Matrix(MatrixArgs),
     /// Run one shard of PyTorch's test suite (test/run_test.py) or the GPU smoke suite on the
@@ -1048,6 +1051,23 @@ pub struct RetagArgs {
     pub dry_run: bool,
     /// Print the plan as JSON (with --dry-run)
     #[arg(long, requires = "dry_run")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FatWheelArgs {
+    /// The Windows torch wheel (win_amd64), verified before it is changed
+    #[arg(value_name = "WHEEL")]
+    pub wheel: PathBuf,
+    /// Root of the Windows ROCm SDK to carry, with bin/ and lib/ (TheRock's build/dist/rocm,
+    /// or an installed SDK's `rocm-sdk path --root`)
+    #[arg(long, value_name = "DIR")]
+    pub rocm: PathBuf,
+    /// Directory to write the fat wheel to [default: the input wheel's]
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Print what was done as JSON on stdout
+    #[arg(long)]
     pub json: bool,
 }
 

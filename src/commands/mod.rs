@@ -8,6 +8,7 @@ mod ci;
 mod compat;
 mod detect;
 mod doctor;
+mod fat_wheel;
 mod index;
 mod install_rocm;
 mod lock;
@@ -45,6 +46,7 @@ pub fn run(command: Command, ctx: &Context, recipes: &Recipes) -> anyhow::Result
         Command::Doctor(args) => doctor::run(args, ctx),
         Command::Compat(args) => compat::run(args, ctx, recipes),
         Command::Retag(args) => retag::run(args, ctx),
+        Command::FatWheel(args) => fat_wheel::run(args, ctx),
         Command::Matrix(args) => matrix::run(args, ctx),
         Command::Test(args) => test::run(args, ctx),
         Command::TestReport(args) => test_report::run(args, ctx),

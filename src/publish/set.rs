@@ -133,6 +133,7 @@ mod tests {
             metadata: None,
             metadata_sha256: None,
             libraries: Vec::new(),
+            dlls: Default::default(),
             packs: Vec::new(),
             problems: Vec::new(),
         };

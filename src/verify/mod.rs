@@ -1,12 +1,13 @@
 //! The verify stage: a set of wheels checked against what the stack, the lock and the flags
 //! expect, before it is staged or promoted. Each wheel on its own is `wheel::verify`'s; the
 //! set as a whole (unique files, every locked project present, pins that resolve in the set
-//! or on the index) is [`set`]'s; [`report`] says what was found, for people and machines.
+//! or on the index) is [`set`]'s, with the DLLs its PE images import (`imports`); [`report`] says what was found, for people and machines.
 //!
 //! `verify`, `stage` and `promote` all verify through [`run`].
 
 pub mod companions;
 mod error;
+mod imports;
 pub mod report;
 mod set;
 
@@ -106,6 +107,7 @@ pub fn verify_set(wheels: &[PathBuf], expect: &Expectations) -> Result<VerifyRep
         .map_err(Error::Index)?;
     let mut reports = verify_wheels(wheels, &expect.wheels, expect.memory_budget);
     let set_problems = set::check_set(&mut reports, expect, index.as_ref());
+    imports::check(&mut reports);
     let scratch = tempfile::Builder::new()
         .prefix("rockbuild-verify-")
         .tempdir()
@@ -126,6 +128,12 @@ pub fn verify_set(wheels: &[PathBuf], expect: &Expectations) -> Result<VerifyRep
         wheels: reports,
         set_problems,
     })
+}
+
+/// Adds to each product of `reports` the DLLs its PE images import that neither a wheel of
+/// `reports` holds nor Windows provides (what [`verify_set`] checks of a set).
+pub fn check_imports(reports: &mut [crate::wheel::verify::WheelReport]) {
+    imports::check(reports);
 }
 
 /// Verifies a set with a progress line, then shows every problem (stderr, GitHub

@@ -223,6 +223,7 @@ mod tests {
             metadata: None,
             metadata_sha256: Some("6".repeat(64)),
             libraries,
+            dlls: Default::default(),
             packs: Vec::new(),
             problems,
         }
@@ -231,10 +232,12 @@ mod tests {
     fn library(entry: &str, targets: &[&str]) -> LibraryReport {
         LibraryReport {
             entry: entry.into(),
+            format: crate::wheel::verify::NativeFormat::Elf,
             targets: targets.iter().map(|t| t.to_string()).collect(),
             bundles: 1,
             compressed_bundles: 0,
             needed: vec!["libamdhip64.so.7".into()],
+            delay_loaded: Vec::new(),
             rpath: Vec::new(),
             runpath: vec!["$ORIGIN".into()],
             glibc: None,

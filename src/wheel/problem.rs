@@ -129,6 +129,10 @@ pub enum Problem {
     NoHipRuntime {
         libraries: usize,
     },
+    /// No PE image of a wheel that must run on the GPU imports the HIP runtime (amdhip64).
+    NoHipRuntimeImport {
+        libraries: usize,
+    },
     /// An RPATH/RUNPATH entry that is not `$ORIGIN`-relative.
     Rpath {
         entry: String,
@@ -152,6 +156,19 @@ pub enum Problem {
     /// An ELF file object cannot parse.
     Elf {
         entry: String,
+        detail: String,
+    },
+    /// A `.dll`/`.pyd` (or other `MZ` file) that is not a readable PE image.
+    Pe {
+        entry: String,
+        detail: String,
+    },
+    /// A DLL a PE image imports that neither the set (its products and the ROCm SDK's
+    /// wheels) holds nor Windows provides (`crate::wheel::system_dlls`).
+    UnresolvedImport {
+        entry: String,
+        dll: String,
+        /// Where it was looked for.
         detail: String,
     },
     /// A `Requires-Dist` on a stack project that neither the set nor the index satisfies.
@@ -222,10 +239,13 @@ impl Problem {
             Problem::KernelPack { .. } => "kernel-pack",
             Problem::DeviceExtra { .. } => "device-extra",
             Problem::NoHipRuntime { .. } => "no-hip-runtime",
+            Problem::NoHipRuntimeImport { .. } => "no-hip-runtime-import",
             Problem::Rpath { .. } => "rpath",
             Problem::LinuxTag { .. } => "linux-tag",
             Problem::GlibcTooNew { .. } => "glibc-too-new",
             Problem::Elf { .. } => "elf",
+            Problem::Pe { .. } => "pe",
+            Problem::UnresolvedImport { .. } => "unresolved-import",
             Problem::Unresolved { .. } => "unresolved",
             Problem::MissingExtra { .. } => "missing-extra",
             Problem::PinNotExact { .. } => "pin-not-exact",
@@ -374,6 +394,11 @@ impl fmt::Display for Problem {
                 "none of its {libraries} ELF files links libamdhip64 (DT_NEEDED): this is a \
                  CPU-only build, not a ROCm one (TheRock#332, #3628)"
             ),
+            Problem::NoHipRuntimeImport { libraries } => write!(
+                f,
+                "none of its {libraries} native libraries imports amdhip64 (the HIP runtime \
+                 DLL): this is a CPU-only build, not a ROCm one"
+            ),
             Problem::Rpath {
                 entry,
                 tag,
@@ -410,6 +435,13 @@ impl fmt::Display for Problem {
             Problem::Elf { entry, detail } => {
                 write!(f, "'{entry}' is not a readable ELF file: {detail}")
             }
+            Problem::Pe { entry, detail } => {
+                write!(f, "'{entry}' is not a readable PE/COFF image: {detail}")
+            }
+            Problem::UnresolvedImport { entry, dll, detail } => write!(
+                f,
+                "'{entry}' imports {dll}, which Windows would not find: {detail}"
+            ),
             Problem::Unresolved {
                 requirement,
                 detail,

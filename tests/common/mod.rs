@@ -12,6 +12,7 @@ pub mod sdk;
 pub mod snapshot;
 pub mod sysfs;
 pub mod wheels;
+pub mod windows;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

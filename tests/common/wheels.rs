@@ -185,7 +185,7 @@ fn cache_dir() -> PathBuf {
 /// Compiles once per distinct command and caches the output; concurrent test processes
 /// wait for the one that compiles (a lock file), so hipcc never runs twice for one library.
 #[track_caller]
-fn cached_build(
+pub fn cached_build(
     key_parts: &[&str],
     source_name: &str,
     source: &str,

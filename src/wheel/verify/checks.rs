@@ -1,14 +1,15 @@
 //! Checks over a whole read wheel: the archive layout, RECORD against what was read, and the
-//! ELF files (GPU targets, HIP runtime link, search paths, kpack markers) and the kernel packs
-//! of device wheels.
+//! ELF files (GPU targets, HIP runtime link, search paths, kpack markers), the PE images (GPU
+//! targets, imports) and the kernel packs of device wheels.
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{LibraryReport, PackReport, WheelExpectations};
+use super::{LibraryReport, NativeFormat, Natives, PackReport, WheelExpectations};
 use crate::wheel::archive::{Archive, DataSpan, Entry};
-use crate::wheel::elf::{self, ElfInfo};
+use crate::wheel::elf;
 use crate::wheel::kpack::archive::Pack;
 use crate::wheel::kpack::elf::{Marker, code_object_target};
+use crate::wheel::offload::SectionScan;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::RecordLine;
 use crate::wheel::split;
@@ -138,16 +139,18 @@ pub(super) fn check_record(
     }
 }
 
-/// GPU targets per offload bundle, the HIP runtime link and search paths of each ELF file.
-pub(super) fn check_elves(
+/// GPU targets per offload bundle, the HIP runtime link and search paths of each ELF file;
+/// GPU targets and imports of each PE image (whether the imports resolve is the set's to
+/// judge: `crate::verify`).
+pub(super) fn check_libraries(
     archive: &Archive,
-    elves: &[(usize, ElfInfo)],
+    natives: &Natives,
     expect: &WheelExpectations,
     wheel_name: Option<&str>,
     problems: &mut Vec<Problem>,
 ) -> Vec<LibraryReport> {
     let mut libraries = Vec::new();
-    for (index, info) in elves {
+    for (index, info) in &natives.elves {
         let entry = archive.entries[*index].name.clone();
         for (tag, paths) in [("RPATH", &info.rpath), ("RUNPATH", &info.runpath)] {
             for path in paths {
@@ -161,46 +164,7 @@ pub(super) fn check_elves(
                 }
             }
         }
-        let mut found = BTreeSet::new();
-        let mut bundles = 0;
-        let mut compressed = 0;
-        if let Some(scan) = &info.gpu {
-            if let Some(error) = &scan.error {
-                problems.push(Problem::GpuCode {
-                    entry: entry.clone(),
-                    detail: error.clone(),
-                });
-            }
-            // Host-only bundles carry no device code to judge.
-            let device: Vec<BTreeSet<&str>> = scan
-                .bundles
-                .iter()
-                .map(|b| b.targets().collect::<BTreeSet<&str>>())
-                .filter(|targets| !targets.is_empty())
-                .collect();
-            bundles = device.len();
-            compressed = scan
-                .bundles
-                .iter()
-                .filter(|b| b.compressed.is_some())
-                .count();
-            found = device.iter().flatten().map(|t| (*t).to_string()).collect();
-            for target in &expect.targets {
-                let missing = device
-                    .iter()
-                    .filter(|t| !t.contains(target.as_str()))
-                    .count();
-                if missing > 0 {
-                    problems.push(Problem::TargetMissing {
-                        entry: entry.clone(),
-                        target: target.to_string(),
-                        bundles_missing: missing,
-                        bundles_total: device.len(),
-                        found: found.iter().cloned().collect(),
-                    });
-                }
-            }
-        }
+        let gpu = gpu_code(&entry, info.gpu.as_ref(), expect, problems);
         let kpack = match &info.kpack {
             None => None,
             Some(Err(detail)) => {
@@ -211,34 +175,125 @@ pub(super) fn check_elves(
                 None
             }
             Some(Ok(marker)) => {
-                problems.extend(marker_problems(&entry, marker, &found));
+                problems.extend(marker_problems(&entry, marker, &gpu.targets));
                 Some(marker.clone())
             }
         };
         libraries.push(LibraryReport {
             kpack,
             entry,
-            targets: found.into_iter().collect(),
-            bundles,
-            compressed_bundles: compressed,
+            format: NativeFormat::Elf,
+            targets: gpu.targets.into_iter().collect(),
+            bundles: gpu.bundles,
+            compressed_bundles: gpu.compressed,
             needed: info.needed.clone(),
+            delay_loaded: Vec::new(),
             rpath: info.rpath.clone(),
             runpath: info.runpath.clone(),
             glibc: info.glibc,
         });
     }
+    for (index, info) in &natives.pes {
+        let entry = archive.entries[*index].name.clone();
+        let gpu = gpu_code(&entry, info.gpu.as_ref(), expect, problems);
+        libraries.push(LibraryReport {
+            kpack: None,
+            entry,
+            format: NativeFormat::Pe,
+            targets: gpu.targets.into_iter().collect(),
+            bundles: gpu.bundles,
+            compressed_bundles: gpu.compressed,
+            needed: info.imports.clone(),
+            delay_loaded: info.delay_imports.clone(),
+            rpath: Vec::new(),
+            runpath: Vec::new(),
+            glibc: None,
+        });
+    }
+    libraries.sort_by(|a, b| a.entry.cmp(&b.entry));
+    let links_hip = natives.elves.iter().any(|(_, i)| i.links_hip_runtime())
+        || natives.pes.iter().any(|(_, i)| i.links_hip_runtime());
     if let Some(name) = wheel_name
         && expect
             .recipes
             .get(name)
             .is_some_and(|recipe| recipe.links_hip_runtime)
-        && !elves.iter().any(|(_, info)| info.links_hip_runtime())
+        && !links_hip
     {
-        problems.push(Problem::NoHipRuntime {
-            libraries: elves.len(),
+        problems.push(if natives.pes.is_empty() {
+            Problem::NoHipRuntime {
+                libraries: natives.elves.len(),
+            }
+        } else {
+            Problem::NoHipRuntimeImport {
+                libraries: natives.elves.len() + natives.pes.len(),
+            }
         });
     }
     libraries
+}
+
+/// What a library's offload bundles hold.
+struct GpuCode {
+    targets: BTreeSet<String>,
+    /// Bundles with device code.
+    bundles: usize,
+    compressed: usize,
+}
+
+/// The targets of a library's offload bundles, each requested target checked in every
+/// bundle with device code.
+fn gpu_code(
+    entry: &str,
+    scan: Option<&SectionScan>,
+    expect: &WheelExpectations,
+    problems: &mut Vec<Problem>,
+) -> GpuCode {
+    let Some(scan) = scan else {
+        return GpuCode {
+            targets: BTreeSet::new(),
+            bundles: 0,
+            compressed: 0,
+        };
+    };
+    if let Some(error) = &scan.error {
+        problems.push(Problem::GpuCode {
+            entry: entry.to_string(),
+            detail: error.clone(),
+        });
+    }
+    // Host-only bundles carry no device code to judge.
+    let device: Vec<BTreeSet<&str>> = scan
+        .bundles
+        .iter()
+        .map(|b| b.targets().collect::<BTreeSet<&str>>())
+        .filter(|targets| !targets.is_empty())
+        .collect();
+    let found: BTreeSet<String> = device.iter().flatten().map(|t| (*t).to_string()).collect();
+    for target in &expect.targets {
+        let missing = device
+            .iter()
+            .filter(|t| !t.contains(target.as_str()))
+            .count();
+        if missing > 0 {
+            problems.push(Problem::TargetMissing {
+                entry: entry.to_string(),
+                target: target.to_string(),
+                bundles_missing: missing,
+                bundles_total: device.len(),
+                found: found.iter().cloned().collect(),
+            });
+        }
+    }
+    GpuCode {
+        bundles: device.len(),
+        compressed: scan
+            .bundles
+            .iter()
+            .filter(|b| b.compressed.is_some())
+            .count(),
+        targets: found,
+    }
 }
 
 /// What is wrong with a host library's marker on its own: device code left in the file, no

@@ -1,6 +1,7 @@
 //! The entries of a wheel's archive: screened by their central directory records (paths,
 //! duplicates, links, methods, the zip-bomb guard), then read in parallel, each once —
-//! inflated, hashed and, for ELF files, inspected in one stream, within a memory budget.
+//! inflated, hashed and, for ELF and PE files, inspected in one stream, within a memory
+//! budget.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
@@ -10,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::wheel::archive::{Archive, DataSpan, METHOD_DEFLATE, METHOD_STORED};
 use crate::wheel::elf::{self, ELF_MAGIC, ElfInfo};
+use crate::wheel::pe::{self, PE_MAGIC, PeInfo};
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher};
 
@@ -184,10 +186,26 @@ pub(super) struct EntryOutcome {
     pub digest: Option<String>,
     pub size: u64,
     pub elf: Option<Result<ElfInfo, elf::ElfError>>,
+    pub pe: Option<Result<PeInfo, pe::PeError>>,
     pub problems: Vec<Problem>,
 }
 
-/// Reads one entry: validates its local header, inflates, hashes and inspects ELF files.
+/// The native library formats an entry is read as.
+#[derive(Clone, Copy)]
+enum Native {
+    Elf,
+    Pe,
+}
+
+/// Whether an entry's name says it is a Windows image (`.dll`, `.pyd`), which must then be
+/// one: the loader refuses anything else under that name.
+fn named_as_pe(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".dll") || lower.ends_with(".pyd")
+}
+
+/// Reads one entry: validates its local header, inflates, hashes and inspects ELF files and
+/// PE images (by their first bytes, or by a `.dll`/`.pyd` name).
 fn read_entry(
     archive: &Archive,
     index: usize,
@@ -202,6 +220,7 @@ fn read_entry(
         digest: None,
         size: 0,
         elf: None,
+        pe: None,
         problems: Vec::new(),
     };
     let fail = |outcome: &mut EntryOutcome, detail: String| {
@@ -230,7 +249,7 @@ fn read_entry(
         .unwrap_or(usize::MAX)
         .clamp(4096, 1 << 20);
     let mut buffer = vec![0u8; chunk];
-    let mut elf: Option<(Vec<u8>, BudgetGuard<'_>)> = None;
+    let mut native: Option<(Native, Vec<u8>, BudgetGuard<'_>)> = None;
     let mut first = true;
     loop {
         let n = match reader.read(&mut buffer) {
@@ -246,23 +265,36 @@ fn read_entry(
         let data = &buffer[..n];
         if first {
             first = false;
-            if data.starts_with(ELF_MAGIC) {
+            let format = if data.starts_with(ELF_MAGIC) {
+                Some(Native::Elf)
+            } else if data.starts_with(PE_MAGIC) || named_as_pe(&entry.name) {
+                Some(Native::Pe)
+            } else {
+                None
+            };
+            if let Some(format) = format {
                 let guard = budget.acquire(entry.size);
                 let capacity = usize::try_from(entry.size).unwrap_or(0);
-                elf = Some((Vec::with_capacity(capacity), guard));
+                native = Some((format, Vec::with_capacity(capacity), guard));
             }
         }
         if let Some(hasher) = hasher.as_mut() {
             hasher.update(data);
         }
-        if let Some((bytes, _)) = elf.as_mut() {
+        if let Some((_, bytes, _)) = native.as_mut() {
             bytes.extend_from_slice(data);
         }
         outcome.size += n as u64;
     }
     outcome.read = true;
     outcome.digest = hasher.map(Hasher::finish);
-    outcome.elf = elf.map(|(bytes, _guard)| elf::inspect(&bytes));
+    match native {
+        Some((Native::Elf, bytes, _guard)) => outcome.elf = Some(elf::inspect(&bytes)),
+        Some((Native::Pe, bytes, _guard)) => outcome.pe = Some(pe::inspect(&bytes)),
+        // An empty `.dll` is no image either.
+        None if first && named_as_pe(&entry.name) => outcome.pe = Some(pe::inspect(&[])),
+        None => {}
+    }
     outcome
 }
 
@@ -287,6 +319,7 @@ fn header_only(archive: &Archive, index: usize) -> EntryOutcome {
         digest: None,
         size: 0,
         elf: None,
+        pe: None,
         problems,
     }
 }

@@ -30,6 +30,7 @@ use crate::wheel::companion::Role;
 use crate::wheel::elf::ElfInfo;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
+use crate::wheel::pe::PeInfo;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher, RecordLine};
 use entries::{EntryOutcome, MemoryBudget};
@@ -67,15 +68,37 @@ pub struct ExpectedVersion {
     pub version: Version,
 }
 
-/// One ELF file of a wheel, as the report shows it.
+/// The format of a native library of a wheel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NativeFormat {
+    Elf,
+    Pe,
+}
+
+impl NativeFormat {
+    fn is_elf(&self) -> bool {
+        *self == NativeFormat::Elf
+    }
+}
+
+/// One ELF file or PE image of a wheel, as the report shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct LibraryReport {
     pub entry: String,
+    /// ELF (not shown) or PE.
+    #[serde(skip_serializing_if = "NativeFormat::is_elf")]
+    pub format: NativeFormat,
     /// gfx targets found in any of its offload bundles (sorted).
     pub targets: Vec<String>,
     pub bundles: usize,
     pub compressed_bundles: usize,
+    /// DT_NEEDED of an ELF file, the import directory's DLLs of a PE image.
     pub needed: Vec<String>,
+    /// The DLLs a PE image delay-loads (on first call): reported, not resolved, since an
+    /// image may delay-load what is optional.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delay_loaded: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rpath: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -123,6 +146,9 @@ pub struct WheelReport {
     /// SHA-256 of METADATA (hex): the PEP 658 `data-core-metadata` hash.
     pub metadata_sha256: Option<String>,
     pub libraries: Vec<LibraryReport>,
+    /// The DLLs it holds (file names, lowercase), that imports of the set resolve to.
+    #[serde(skip)]
+    pub dlls: BTreeSet<String>,
     /// Kernel packs (device wheels of a kpack split).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub packs: Vec<PackReport>,
@@ -256,6 +282,7 @@ fn blank_report(path: &Path, role: Role) -> WheelReport {
         metadata: None,
         metadata_sha256: None,
         libraries: Vec::new(),
+        dlls: BTreeSet::new(),
         packs: Vec::new(),
         problems: Vec::new(),
     }
@@ -287,8 +314,9 @@ pub fn read_companion(path: &Path) -> WheelReport {
     if !report.file.ends_with(".whl") {
         return report;
     }
-    match read_metadata(path) {
-        Ok(metadata) => {
+    match metadata_and_dlls(path) {
+        Ok((metadata, dlls)) => {
+            report.dlls = dlls;
             report.metadata_sha256 = Some(metadata.sha256());
             report.name = Some(normalize_name(&metadata.name));
             report.version = Some(metadata.version.to_string());
@@ -302,6 +330,11 @@ pub fn read_companion(path: &Path) -> WheelReport {
 /// The METADATA of a wheel (`<name>-<version>.dist-info/METADATA` at the top), without
 /// verifying anything else of it.
 pub fn read_metadata(path: &Path) -> Result<CoreMetadata, String> {
+    metadata_and_dlls(path).map(|(metadata, _)| metadata)
+}
+
+/// The METADATA of a wheel and the DLLs it holds.
+fn metadata_and_dlls(path: &Path) -> Result<(CoreMetadata, BTreeSet<String>), String> {
     const LIMIT: u64 = 64 << 20;
     let handle = fs_err::File::open(path).map_err(|e| e.to_string())?;
     let archive = Archive::open(handle.into_file(), &mut Vec::new()).map_err(|e| e.to_string())?;
@@ -317,7 +350,24 @@ pub fn read_metadata(path: &Path) -> Result<CoreMetadata, String> {
     let bytes = archive
         .read_small(entry, LIMIT, &mut Vec::new())
         .map_err(|e| format!("'{}': {e}", entry.name))?;
-    CoreMetadata::parse(&entry.name, bytes).map_err(|e| e.to_string())
+    let metadata = CoreMetadata::parse(&entry.name, bytes).map_err(|e| e.to_string())?;
+    Ok((metadata, dll_names(&archive)))
+}
+
+/// The file names (lowercase: the loader compares them so) of the `.dll` entries of a wheel.
+fn dll_names(archive: &Archive) -> BTreeSet<String> {
+    archive
+        .entries
+        .iter()
+        .map(|e| {
+            e.name
+                .rsplit('/')
+                .next()
+                .unwrap_or(&e.name)
+                .to_ascii_lowercase()
+        })
+        .filter(|name| name.ends_with(".dll"))
+        .collect()
 }
 
 /// Verifies one wheel on its own (no set-level checks).
@@ -361,6 +411,7 @@ fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) 
     };
     report.entries = archive.entries.iter().filter(|e| !e.is_dir()).count();
     report.zip64 = archive.zip64;
+    report.dlls = dll_names(&archive);
     check_wheel(&archive, filename.as_ref(), expect, budget, &mut report);
     report
 }
@@ -403,7 +454,7 @@ fn check_wheel(
     for (index, span) in &dist.spans {
         spans[*index] = Some(*span);
     }
-    let (mut digests, elves) = gather(archive, outcomes, &mut spans, problems);
+    let (mut digests, natives) = gather(archive, outcomes, &mut spans, problems);
     for (index, bytes) in &dist.bytes {
         let algorithm =
             algorithm_of(&archive.entries[*index].name).unwrap_or(HashAlgorithm::Sha256);
@@ -422,7 +473,8 @@ fn check_wheel(
         .as_ref()
         .map(|m| normalize_name(&m.name))
         .or_else(|| report.name.clone());
-    report.libraries = checks::check_elves(archive, &elves, expect, name.as_deref(), problems);
+    report.libraries =
+        checks::check_libraries(archive, &natives, expect, name.as_deref(), problems);
     report.packs = checks::check_packs(archive, name.as_deref(), problems);
     if let Some(filename) = filename {
         let needs = report
@@ -464,22 +516,37 @@ fn record_by_path<'a>(
 /// The digest (in the entry's RECORD algorithm) and size of each entry read, by index.
 type Digests = HashMap<usize, (Option<String>, u64)>;
 
-/// Digests and ELF files of the parallel pass; its problems in order, each ELF file that
-/// could not be parsed as one more.
+/// The ELF files and PE images of a wheel, by entry index, sorted by entry name.
+#[derive(Default)]
+pub(super) struct Natives {
+    pub elves: Vec<(usize, ElfInfo)>,
+    pub pes: Vec<(usize, PeInfo)>,
+}
+
+/// Digests, ELF files and PE images of the parallel pass; its problems in order, each native
+/// library that could not be parsed as one more.
 fn gather(
     archive: &Archive,
     outcomes: Vec<EntryOutcome>,
     spans: &mut [Option<crate::wheel::archive::DataSpan>],
     problems: &mut Vec<Problem>,
-) -> (Digests, Vec<(usize, ElfInfo)>) {
+) -> (Digests, Natives) {
     let mut digests = HashMap::new();
-    let mut elves = Vec::new();
+    let mut natives = Natives::default();
     for outcome in outcomes {
         problems.extend(outcome.problems);
         spans[outcome.index] = outcome.span;
         let name = &archive.entries[outcome.index].name;
+        match outcome.pe {
+            Some(Ok(info)) => natives.pes.push((outcome.index, info)),
+            Some(Err(error)) => problems.push(Problem::Pe {
+                entry: name.clone(),
+                detail: error.to_string(),
+            }),
+            None => {}
+        }
         match outcome.elf {
-            Some(Ok(info)) => elves.push((outcome.index, info)),
+            Some(Ok(info)) => natives.elves.push((outcome.index, info)),
             Some(Err(error)) => problems.push(Problem::Elf {
                 entry: name.clone(),
                 detail: error.to_string(),
@@ -490,8 +557,13 @@ fn gather(
             digests.insert(outcome.index, (outcome.digest, outcome.size));
         }
     }
-    elves.sort_by_key(|(index, _)| archive.entries[*index].name.clone());
-    (digests, elves)
+    natives
+        .elves
+        .sort_by_key(|(index, _)| archive.entries[*index].name.clone());
+    natives
+        .pes
+        .sort_by_key(|(index, _)| archive.entries[*index].name.clone());
+    (digests, natives)
 }
 
 #[cfg(test)]

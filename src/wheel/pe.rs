@@ -1,0 +1,516 @@
+//! What verification reads from a PE/COFF image (a Windows DLL, `.pyd` or `.exe`): the DLLs it
+//! imports, the DLLs it delay-loads and the GPU code in its HIP fat binary section.
+//!
+//! rockbuild's own reader, for hostile input: every header, table and name is bounds-checked
+//! against the file, every count is capped, and a defect is an error naming what was being
+//! read. It reads (PE format, Microsoft's "PE Format" specification):
+//!
+//! - the DOS header's `e_lfanew` and the `PE\0\0` signature;
+//! - the COFF file header (machine, section count, optional header size, symbol table);
+//! - the optional header (PE32 or PE32+) and its data directories;
+//! - the section table, with `/<n>` long names resolved in the COFF string table (GNU ld keeps
+//!   long names in images; MSVC's link and lld-link cut them to 8 characters);
+//! - the import directory (data directory 1): one descriptor per imported DLL, with its name;
+//! - the delay-load import directory (data directory 13), RVA- or (old format) VA-based,
+//!   bounded by the directory's size as well as by its null descriptor.
+//!
+//! HIP device code: clang puts the offload bundles of a HIP host object in `.hip_fatbin`
+//! (CGCUDANV.cpp), which MSVC's link and lld-link write into an image as `.hip_fat`, the
+//! 8-character COFF name (rocm-kpack's `coff/kpack_transform.py` reads that section); a GNU
+//! linked image keeps the long name. Both are read, with the bundle walker ELF files use.
+
+use crate::platform::LibraryFormat;
+use crate::wheel::offload::{SectionScan, scan_section};
+
+/// The native libraries of a Windows wheel are PE/COFF images (the platform seam says which
+/// format a wheel for each platform carries).
+pub const PE_MAGIC: &[u8] = LibraryFormat::Pe.magic();
+/// The fat binary section's name in an image linked by MSVC's link or lld-link, and in a
+/// GNU-linked image (or an object file).
+const FATBIN_SECTIONS: [&[u8]; 2] = [b".hip_fat", b".hip_fatbin"];
+
+/// Caps that no real image reaches, so a corrupt header cannot make the reader loop or
+/// allocate absurdly. The section cap is the format's own (the loader refuses more).
+const MAX_SECTIONS: u16 = 96;
+const MAX_DIRECTORIES: u32 = 16;
+const MAX_DESCRIPTORS: usize = 4096;
+/// Windows file names are at most 255 characters.
+const MAX_NAME: usize = 255;
+
+const IMPORT_DIRECTORY: usize = 1;
+const DELAY_IMPORT_DIRECTORY: usize = 13;
+const IMPORT_DESCRIPTOR_SIZE: usize = 20;
+const DELAY_DESCRIPTOR_SIZE: usize = 32;
+const SECTION_HEADER_SIZE: usize = 40;
+const SYMBOL_SIZE: u64 = 18;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PeInfo {
+    /// The DLLs of its import directory, in table order, as written (the loader compares
+    /// them without regard to case).
+    pub imports: Vec<String>,
+    /// The DLLs it delay-loads (loaded on first call, not when it is loaded).
+    pub delay_imports: Vec<String>,
+    /// The offload bundles of its HIP fat binary section, when it has GPU code.
+    pub gpu: Option<SectionScan>,
+}
+
+impl PeInfo {
+    /// Whether it imports the HIP runtime (`amdhip64.dll`, `amdhip64_7.dll`).
+    pub fn links_hip_runtime(&self) -> bool {
+        self.imports
+            .iter()
+            .any(|dll| dll.to_ascii_lowercase().starts_with("amdhip64"))
+    }
+}
+
+/// Why a file cannot be read as a PE image.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeError {
+    #[error("it does not start with 'MZ' (no DOS header)")]
+    NotMz,
+    #[error(
+        "{what} ({len} bytes at offset 0x{offset:x}) lies past the end of the file ({size} bytes)"
+    )]
+    Truncated {
+        what: String,
+        offset: u64,
+        len: u64,
+        size: usize,
+    },
+    #[error(
+        "no 'PE\\0\\0' signature at offset 0x{0:x} (e_lfanew): a DOS program, not a Windows image"
+    )]
+    Signature(u32),
+    #[error("the optional header magic is 0x{0:x}, neither PE32 (0x10b) nor PE32+ (0x20b)")]
+    OptionalMagic(u16),
+    #[error("the optional header is {size} bytes, too small for {what}")]
+    OptionalHeader { size: u16, what: &'static str },
+    #[error("{0} sections, more than the format allows ({MAX_SECTIONS})")]
+    Sections(u16),
+    #[error("{0} data directories, more than the format defines ({MAX_DIRECTORIES})")]
+    Directories(u32),
+    #[error("section {index}'s long name '{name}' is not in the COFF string table")]
+    LongName { index: usize, name: String },
+    #[error("{what} at RVA 0x{rva:x} lies in no section's file data")]
+    Rva { what: String, rva: u64 },
+    #[error("{what} at RVA 0x{rva:x} runs past the end of its section's file data")]
+    Cut { what: String, rva: u64 },
+    #[error(
+        "{what}: the name at RVA 0x{rva:x} is not a NUL-terminated file name of 1 to \
+         {MAX_NAME} printable ASCII characters without a path"
+    )]
+    Name { what: &'static str, rva: u64 },
+    #[error(
+        "{what}: more than {MAX_DESCRIPTORS} descriptors without the null one that ends the table"
+    )]
+    Unterminated { what: &'static str },
+}
+
+/// Bounds-checked little-endian reads of the file.
+struct Bytes<'a>(&'a [u8]);
+
+impl<'a> Bytes<'a> {
+    fn slice(&self, offset: u64, len: u64, what: impl Fn() -> String) -> Result<&'a [u8], PeError> {
+        let end = offset.checked_add(len);
+        match end {
+            Some(end) if end <= self.0.len() as u64 => Ok(&self.0[offset as usize..end as usize]),
+            _ => Err(PeError::Truncated {
+                what: what(),
+                offset,
+                len,
+                size: self.0.len(),
+            }),
+        }
+    }
+
+    fn u32(&self, offset: u64, what: &'static str) -> Result<u32, PeError> {
+        let bytes = self.slice(offset, 4, || what.to_string())?;
+        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
+}
+
+fn le_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(std::array::from_fn(|i| bytes[at + i]))
+}
+
+/// One entry of the section table.
+struct Section {
+    name: Vec<u8>,
+    virtual_address: u64,
+    virtual_size: u64,
+    raw_offset: u64,
+    raw_size: u64,
+}
+
+impl Section {
+    /// The section's bytes in the file: its raw data, cut to its virtual size when that is
+    /// smaller (the raw data is padded to the file alignment).
+    fn data<'a>(&self, file: &'a [u8]) -> &'a [u8] {
+        let len = if self.virtual_size > 0 {
+            self.raw_size.min(self.virtual_size)
+        } else {
+            self.raw_size
+        };
+        // The section table was checked against the file when it was read.
+        &file[self.raw_offset as usize..(self.raw_offset + len) as usize]
+    }
+}
+
+/// The parsed headers an RVA is resolved with.
+struct Image<'a> {
+    file: Bytes<'a>,
+    sections: Vec<Section>,
+    image_base: u64,
+    directories: Vec<(u32, u32)>,
+}
+
+impl Image<'_> {
+    /// The file offset of `rva`, with how many bytes of its section's file data follow it.
+    fn offset(&self, rva: u64, what: impl Fn() -> String) -> Result<(u64, u64), PeError> {
+        self.sections
+            .iter()
+            .find(|s| rva >= s.virtual_address && rva - s.virtual_address < s.raw_size)
+            .map(|s| {
+                let into = rva - s.virtual_address;
+                (s.raw_offset + into, s.raw_size - into)
+            })
+            .ok_or_else(|| PeError::Rva { what: what(), rva })
+    }
+
+    /// A data directory (RVA, size), when the image has it.
+    fn directory(&self, index: usize) -> Option<(u32, u32)> {
+        self.directories
+            .get(index)
+            .copied()
+            .filter(|(rva, _)| *rva != 0)
+    }
+
+    /// A DLL name at `rva`: NUL-terminated, within its section, a plain file name.
+    fn name(&self, rva: u64, what: &'static str) -> Result<String, PeError> {
+        let bad = || PeError::Name { what, rva };
+        let (offset, remain) = self.offset(rva, || format!("{what}: a name"))?;
+        let window = self
+            .file
+            .slice(offset, remain.min(MAX_NAME as u64 + 1), || what.to_string())?;
+        let len = window.iter().position(|b| *b == 0).ok_or_else(bad)?;
+        let name = &window[..len];
+        let plain = !name.is_empty()
+            && name.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+            && !name.iter().any(|b| matches!(b, b'/' | b'\\' | b':'));
+        if !plain {
+            return Err(bad());
+        }
+        Ok(String::from_utf8_lossy(name).into_owned())
+    }
+
+    /// Walks a table of fixed-size descriptors until the all-zero one (or, with `limit`,
+    /// until that many bytes are read), calling `each` with every other one.
+    fn descriptors(
+        &self,
+        rva: u32,
+        size: usize,
+        limit: Option<u32>,
+        what: &'static str,
+        mut each: impl FnMut(&[u8]) -> Result<(), PeError>,
+    ) -> Result<(), PeError> {
+        let count = limit.map_or(MAX_DESCRIPTORS + 1, |bytes| bytes as usize / size);
+        for index in 0..MAX_DESCRIPTORS.min(count) {
+            let at = u64::from(rva) + (index * size) as u64;
+            let (offset, remain) = self.offset(at, || format!("{what}: descriptor {index}"))?;
+            if remain < size as u64 {
+                return Err(PeError::Cut {
+                    what: format!("{what}: descriptor {index}"),
+                    rva: at,
+                });
+            }
+            let descriptor = self.file.slice(offset, size as u64, || {
+                format!("{what}: descriptor {index}")
+            })?;
+            if descriptor.iter().all(|b| *b == 0) {
+                return Ok(());
+            }
+            each(descriptor)?;
+        }
+        if count <= MAX_DESCRIPTORS {
+            return Ok(());
+        }
+        Err(PeError::Unterminated { what })
+    }
+}
+
+/// Parses a PE image held in memory.
+pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
+    if !data.starts_with(PE_MAGIC) {
+        return Err(PeError::NotMz);
+    }
+    let file = Bytes(data);
+    let e_lfanew = file.u32(0x3c, "the DOS header's e_lfanew")?;
+    let signature = file.slice(u64::from(e_lfanew), 4, || "the PE signature".into())?;
+    if signature != b"PE\0\0" {
+        return Err(PeError::Signature(e_lfanew));
+    }
+    let coff = u64::from(e_lfanew) + 4;
+    let header = file.slice(coff, 20, || "the COFF file header".into())?;
+    let section_count = u16::from_le_bytes([header[2], header[3]]);
+    let symbol_table = u64::from(le_u32(header, 8));
+    let symbol_count = u64::from(le_u32(header, 12));
+    let optional_size = u16::from_le_bytes([header[16], header[17]]);
+    if section_count > MAX_SECTIONS {
+        return Err(PeError::Sections(section_count));
+    }
+    let optional_at = coff + 20;
+    let optional = file.slice(optional_at, u64::from(optional_size), || {
+        "the optional header".into()
+    })?;
+    let too_small = |what| PeError::OptionalHeader {
+        size: optional_size,
+        what,
+    };
+    if optional.len() < 2 {
+        return Err(too_small("its magic"));
+    }
+    // Where the image base, the directory count and the directories are, per format.
+    let (base_at, base_len, count_at) = match u16::from_le_bytes([optional[0], optional[1]]) {
+        0x10b => (28, 4, 92),
+        0x20b => (24, 8, 108),
+        other => return Err(PeError::OptionalMagic(other)),
+    };
+    if optional.len() < count_at + 4 {
+        return Err(too_small("the data directory count"));
+    }
+    let image_base = if base_len == 4 {
+        u64::from(le_u32(optional, base_at))
+    } else {
+        le_u64(optional, base_at)
+    };
+    let directory_count = le_u32(optional, count_at);
+    if directory_count > MAX_DIRECTORIES {
+        return Err(PeError::Directories(directory_count));
+    }
+    let directories_at = count_at + 4;
+    if optional.len() < directories_at + directory_count as usize * 8 {
+        return Err(too_small("its data directories"));
+    }
+    let directories = (0..directory_count as usize)
+        .map(|i| {
+            let at = directories_at + i * 8;
+            (le_u32(optional, at), le_u32(optional, at + 4))
+        })
+        .collect();
+
+    let table_at = optional_at + u64::from(optional_size);
+    let table = file.slice(
+        table_at,
+        u64::from(section_count) * SECTION_HEADER_SIZE as u64,
+        || "the section table".into(),
+    )?;
+    let strings = symbol_table
+        .checked_add(symbol_count * SYMBOL_SIZE)
+        .filter(|_| symbol_table != 0);
+    let mut sections = Vec::with_capacity(usize::from(section_count));
+    for (index, header) in table.chunks_exact(SECTION_HEADER_SIZE).enumerate() {
+        let short = &header[..8];
+        let short = &short[..short.iter().position(|b| *b == 0).unwrap_or(8)];
+        let name = match short.strip_prefix(b"/") {
+            Some(number) => long_name(&file, strings, number)
+                .ok_or_else(|| PeError::LongName {
+                    index,
+                    name: String::from_utf8_lossy(short).into_owned(),
+                })?
+                .to_vec(),
+            None => short.to_vec(),
+        };
+        let section = Section {
+            name,
+            virtual_size: u64::from(le_u32(header, 8)),
+            virtual_address: u64::from(le_u32(header, 12)),
+            raw_size: u64::from(le_u32(header, 16)),
+            raw_offset: u64::from(le_u32(header, 20)),
+        };
+        file.slice(section.raw_offset, section.raw_size, || {
+            format!(
+                "the data of section {index} ({})",
+                String::from_utf8_lossy(&section.name)
+            )
+        })?;
+        sections.push(section);
+    }
+    let image = Image {
+        file,
+        sections,
+        image_base,
+        directories,
+    };
+
+    let mut info = PeInfo::default();
+    if let Some((rva, _)) = image.directory(IMPORT_DIRECTORY) {
+        image.descriptors(
+            rva,
+            IMPORT_DESCRIPTOR_SIZE,
+            None,
+            "the import directory",
+            |descriptor| {
+                let name = u64::from(le_u32(descriptor, 12));
+                info.imports.push(image.name(name, "an import descriptor")?);
+                Ok(())
+            },
+        )?;
+    }
+    // The delay-load table ends at its null descriptor or at the directory's size, whichever
+    // comes first: GNU ld places dlltool's descriptors without a null one after them.
+    if let Some((rva, size)) = image.directory(DELAY_IMPORT_DIRECTORY) {
+        image.descriptors(
+            rva,
+            DELAY_DESCRIPTOR_SIZE,
+            Some(size),
+            "the delay-load import directory",
+            |descriptor| {
+                let attributes = le_u32(descriptor, 0);
+                let name = u64::from(le_u32(descriptor, 4));
+                // Bit 0 set: the fields are RVAs; clear (Visual C++ 6's format): VAs.
+                let name = if attributes & 1 == 1 {
+                    name
+                } else {
+                    name.checked_sub(image.image_base).ok_or(PeError::Name {
+                        what: "a delay-load descriptor (a VA below the image base)",
+                        rva: name,
+                    })?
+                };
+                info.delay_imports
+                    .push(image.name(name, "a delay-load descriptor")?);
+                Ok(())
+            },
+        )?;
+    }
+    if let Some(section) = image
+        .sections
+        .iter()
+        .find(|s| FATBIN_SECTIONS.contains(&s.name.as_slice()))
+    {
+        info.gpu = Some(scan_section(section.data(data)));
+    }
+    Ok(info)
+}
+
+/// A `/<decimal offset>` section name's long form in the COFF string table (whose first four
+/// bytes are its size).
+fn long_name<'a>(file: &Bytes<'a>, strings: Option<u64>, number: &[u8]) -> Option<&'a [u8]> {
+    let strings = strings?;
+    let offset: u64 = std::str::from_utf8(number).ok()?.parse().ok()?;
+    let size = u64::from(file.u32(strings, "the COFF string table").ok()?);
+    if offset < 4 || offset >= size {
+        return None;
+    }
+    let table = file.slice(strings, size, String::new).ok()?;
+    let rest = &table[offset as usize..];
+    let len = rest.iter().position(|b| *b == 0)?;
+    Some(&rest[..len])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal PE32+ image: DOS header, signature, COFF header, optional header with 16
+    /// directories, one `.idata` section holding an import table naming `dll`.
+    fn image(dll: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; 0x400];
+        out[..2].copy_from_slice(b"MZ");
+        out[0x3c..0x40].copy_from_slice(&0x80u32.to_le_bytes());
+        out[0x80..0x84].copy_from_slice(b"PE\0\0");
+        let coff = 0x84;
+        out[coff..coff + 2].copy_from_slice(&0x8664u16.to_le_bytes());
+        out[coff + 2..coff + 4].copy_from_slice(&1u16.to_le_bytes());
+        let optional_size: u16 = 112 + 16 * 8;
+        out[coff + 16..coff + 18].copy_from_slice(&optional_size.to_le_bytes());
+        let opt = coff + 20;
+        out[opt..opt + 2].copy_from_slice(&0x20bu16.to_le_bytes());
+        out[opt + 108..opt + 112].copy_from_slice(&16u32.to_le_bytes());
+        // Import directory: RVA 0x1000.
+        out[opt + 112 + 8..opt + 112 + 12].copy_from_slice(&0x1000u32.to_le_bytes());
+        out[opt + 112 + 12..opt + 112 + 16].copy_from_slice(&40u32.to_le_bytes());
+        let section = opt + usize::from(optional_size);
+        out[section..section + 6].copy_from_slice(b".idata");
+        out[section + 8..section + 12].copy_from_slice(&0x200u32.to_le_bytes());
+        out[section + 12..section + 16].copy_from_slice(&0x1000u32.to_le_bytes());
+        out[section + 16..section + 20].copy_from_slice(&0x200u32.to_le_bytes());
+        out[section + 20..section + 24].copy_from_slice(&0x200u32.to_le_bytes());
+        // One descriptor (name at RVA 0x1100), then the null one.
+        out[0x200 + 12..0x200 + 16].copy_from_slice(&0x1100u32.to_le_bytes());
+        out[0x300..0x300 + dll.len()].copy_from_slice(dll);
+        out
+    }
+
+    #[test]
+    fn reads_a_minimal_import_table() {
+        let info = inspect(&image(b"KERNEL32.dll")).expect("parses");
+        assert_eq!(info.imports, ["KERNEL32.dll"]);
+        assert!(info.delay_imports.is_empty());
+        assert_eq!(info.gpu, None);
+        assert!(!info.links_hip_runtime());
+        assert!(
+            inspect(&image(b"amdhip64_7.dll"))
+                .expect("parses")
+                .links_hip_runtime()
+        );
+    }
+
+    #[test]
+    fn refuses_hostile_headers_by_name() {
+        let good = image(b"KERNEL32.dll");
+        let error = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut bytes = good.clone();
+            edit(&mut bytes);
+            inspect(&bytes).expect_err("refused").to_string()
+        };
+        assert_eq!(
+            error(&|b| b[0] = b'Z'),
+            "it does not start with 'MZ' (no DOS header)"
+        );
+        assert!(
+            error(&|b| b[0x3c..0x40].copy_from_slice(&0xffff_fff0u32.to_le_bytes()))
+                .contains("the PE signature (4 bytes at offset 0xfffffff0) lies past the end")
+        );
+        assert!(error(&|b| b[0x80] = b'N').contains("no 'PE\\0\\0' signature at offset 0x80"));
+        assert!(error(&|b| b[0x86] = 200).contains("200 sections"));
+        assert!(error(&|b| b[0x98] = 0x07).contains("neither PE32"));
+        assert!(error(&|b| b[0x98 + 108] = 17).contains("17 data directories"));
+        // Section data past the end of the file.
+        let section = 0x98 + 112 + 128;
+        assert!(
+            error(&|b| b[section + 20..section + 24].copy_from_slice(&0x1000u32.to_le_bytes()))
+                .contains("the data of section 0 (.idata)")
+        );
+        // The import directory outside every section.
+        assert!(
+            error(&|b| b[0x98 + 120..0x98 + 124].copy_from_slice(&0x9000u32.to_le_bytes()))
+                .contains("the import directory: descriptor 0 at RVA 0x9000 lies in no section")
+        );
+        // A name with a path, and one without its NUL in reach.
+        assert!(
+            inspect(&image(b"..\\evil.dll"))
+                .expect_err("path")
+                .to_string()
+                .contains("an import descriptor: the name at RVA 0x1100")
+        );
+        assert!(inspect(&image(&[b'a'; 256])).is_err());
+        // A table without its null descriptor: every descriptor names the same DLL.
+        let endless = error(&|b| {
+            for i in 0..25 {
+                let at = 0x200 + i * 20;
+                b[at + 12..at + 16].copy_from_slice(&0x1100u32.to_le_bytes());
+            }
+        });
+        assert_eq!(
+            endless,
+            "the import directory: descriptor 25 at RVA 0x11f4 runs past the end of its \
+             section's file data"
+        );
+        assert!(inspect(b"MZ").is_err());
+    }
+}
