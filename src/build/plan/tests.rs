@@ -29,6 +29,7 @@ fn settings() -> BuildSettings {
             },
             dirs: BTreeMap::new(),
             build: BTreeMap::new(),
+            narrowed: false,
         },
         lock: None,
         sdk: SdkSettings {
@@ -190,6 +191,7 @@ fn world_of<'a>(
                 locked: None,
                 source,
                 files: files(recipes, &settings.stack, project, &given),
+                reuse: None,
             }
         })
         .collect();
@@ -671,6 +673,7 @@ fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan 
         log: PathBuf::from("/out/logs").join(name),
         source: source('0', None),
         fingerprint: None,
+        reuse: None,
         hints: &[],
         version_hint: "",
     }
