@@ -541,6 +541,7 @@ mod tests {
                 branch: None,
                 upstream: None,
                 digest: None,
+                epoch: None,
             },
             fingerprint: None,
             reuse: None,

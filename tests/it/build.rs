@@ -892,6 +892,26 @@ fn builds_the_sample_stack_for_two_targets() {
         modified
     );
 
+    // Unchanged sources give unchanged bytes: vision rebuilt from scratch (`--clean`) is the
+    // wheel it was, as SOURCE_DATE_EPOCH (its commit's time) fixes the times in the archive.
+    let vision_bytes = std::fs::read(&vision).expect("vision wheel");
+    let output = world
+        .build_cmd("build")
+        .args(["--clean", "--build", "vision", "--lock"])
+        .arg(&lock)
+        .output()
+        .expect("rebuild vision");
+    let stderr = ok(&output);
+    assert_eq!(
+        read_json(&out.join("build-report.json"))["projects"]["vision"]["status"],
+        "built",
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&vision).expect("vision wheel") == vision_bytes,
+        "the rebuilt vision wheel differs from the first build's"
+    );
+
     // Leaving projects out means using what is there (docs/local.md §4): after an edit to
     // vision, the others' wheels are reused as they are, torch keeps its triton pin (a cache
     // hit), the set verifies, and the next full build rebuilds nothing.

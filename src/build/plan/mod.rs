@@ -384,7 +384,7 @@ fn project_plan(
             pinned: &pinned,
             shared,
         },
-        recipes::common_env(shared),
+        source_date_epoch(recipes::common_env(shared), settings, &snapshot.source),
     )?;
     Ok(ProjectPlan {
         name: project.name.clone(),
@@ -409,6 +409,24 @@ fn project_plan(
         hints: recipe.failure_hints(),
         version_hint: recipe.version_mismatch_hint(),
     })
+}
+
+/// The project's environment with SOURCE_DATE_EPOCH: its upstream commit's time, so a wheel
+/// rebuilt from unchanged sources has unchanged bytes where its build allows (archive times
+/// first). One set in the start-up environment is the user's choice and stays.
+fn source_date_epoch(mut env: EnvDiff, settings: &BuildSettings, source: &SourceState) -> EnvDiff {
+    if settings
+        .base_env
+        .get(crate::env_vars::SOURCE_DATE_EPOCH)
+        .is_none()
+        && let Some(epoch) = source.epoch
+    {
+        env.insert(
+            crate::env_vars::SOURCE_DATE_EPOCH.to_string(),
+            epoch.to_string(),
+        );
+    }
+    env
 }
 
 /// Adds `reason` to the dependency on `project`.
