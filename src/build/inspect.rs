@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
-use super::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use super::report::BuildReport;
 use super::select::{self, LeftOutBy, Role};
 use super::source::{self, SourceState};
 use crate::build::input::BuildSettings;
 use crate::lock::LockedProject;
+use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::stack::Project;
 
 /// What the plan is computed from, besides the settings.
