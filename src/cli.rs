@@ -500,11 +500,12 @@ pub struct BuildArgs {
     /// Checkout of a project of the stack, by its name there (overrides the root; repeatable)
     #[arg(long = "dir", value_name = "NAME=DIR")]
     pub dirs: Vec<String>,
-    /// Build this project; its checkout must exist (default: every project whose checkout
-    /// exists; repeatable)
+    /// Build only this project (repeatable); its checkout must exist. The others are used as
+    /// they are: their wheels of an earlier build (default: every project whose checkout
+    /// exists)
     #[arg(long = "build", value_name = "NAME")]
     pub build: Vec<String>,
-    /// Leave this project out (repeatable)
+    /// Leave this project out: its wheel of an earlier build is used as it is (repeatable)
     #[arg(long = "skip", value_name = "NAME")]
     pub skip: Vec<String>,
     #[command(flatten)]
@@ -617,22 +618,22 @@ pub struct ReferenceProjectArgs {
     /// Same as --dir for the project of the `apex` recipe
     #[arg(long, value_name = "DIR")]
     pub apex_dir: Option<PathBuf>,
-    /// Same as --build for the project of the `triton` recipe (--no-build-triton: --skip)
+    /// Requires the checkout of the project of the `triton` recipe, as --build but leaving the others in (--no-build-triton: --skip)
     #[arg(long, overrides_with = "no_build_triton")]
     pub build_triton: bool,
     #[arg(long, overrides_with = "build_triton", hide = true)]
     pub no_build_triton: bool,
-    /// Same as --build for the project of the `audio` recipe (--no-…: --skip)
+    /// Requires the checkout of the project of the `audio` recipe, as --build but leaving the others in (--no-…: --skip)
     #[arg(long, overrides_with = "no_build_pytorch_audio")]
     pub build_pytorch_audio: bool,
     #[arg(long, overrides_with = "build_pytorch_audio", hide = true)]
     pub no_build_pytorch_audio: bool,
-    /// Same as --build for the project of the `vision` recipe (--no-…: --skip)
+    /// Requires the checkout of the project of the `vision` recipe, as --build but leaving the others in (--no-…: --skip)
     #[arg(long, overrides_with = "no_build_pytorch_vision")]
     pub build_pytorch_vision: bool,
     #[arg(long, overrides_with = "build_pytorch_vision", hide = true)]
     pub no_build_pytorch_vision: bool,
-    /// Same as --build for the project of the `apex` recipe (--no-build-apex: --skip)
+    /// Requires the checkout of the project of the `apex` recipe, as --build but leaving the others in (--no-build-apex: --skip)
     #[arg(long, overrides_with = "no_build_apex")]
     pub build_apex: bool,
     #[arg(long, overrides_with = "build_apex", hide = true)]

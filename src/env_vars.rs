@@ -57,6 +57,10 @@ pub const PKG_CONFIG_PATH: &str = "PKG_CONFIG_PATH";
 pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
 /// PyTorch's profiler switch: kept when set, else ON (the reference's default on Linux).
 pub const USE_KINETO: &str = "USE_KINETO";
+/// The time a reproducible build embeds instead of the clock's (reproducible-builds.org's
+/// specification; wheel's and setuptools' archive writers take their entries' times from it):
+/// kept when set, else the project's commit time.
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
 
 // GPU visibility and PyTorch's test environment (`rockbuild test`; TheRock's
 // run_pytorch_tests_full.py). A preset HIP_VISIBLE_DEVICES (above) is respected;

@@ -53,13 +53,25 @@ pub fn apply(
         lock.build = Some(build_record(plan, index_url));
         lock.write(path)?;
     }
-    ctx.ui.status(format!(
-        "building {} for {} with rocm {} ({} at a time)",
-        plan.projects
+    let (reused, built): (Vec<_>, Vec<_>) = plan.projects.iter().partition(|p| p.reuse.is_some());
+    let named = |projects: &[&super::plan::ProjectPlan]| {
+        projects
             .iter()
             .map(|p| format!("{} {}", p.name, p.version))
             .collect::<Vec<_>>()
-            .join(", "),
+            .join(", ")
+    };
+    let reusing = if reused.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; left out, their wheels of an earlier build used as they are: {}",
+            named(&reused)
+        )
+    };
+    ctx.ui.status(format!(
+        "building {} for {} with rocm {} ({} at a time){reusing}",
+        named(&built),
         plan.targets.cmake_list(),
         plan.sdk.info.version,
         plan.jobs

@@ -223,6 +223,11 @@ fn run_project(
         Ok((status, wheel)) => {
             task.finish(match status {
                 Status::Cached => format!("cached {} (inputs unchanged)", wheel.name),
+                Status::Reused => format!(
+                    "reused {} (left out: {})",
+                    wheel.name,
+                    project.reuse.as_ref().map_or("", |r| r.flag.as_str())
+                ),
                 _ => format!("built {} in {:.0}s", wheel.name, duration.as_secs_f64()),
             });
             ProjectOutcome {
@@ -259,6 +264,28 @@ fn build_or_reuse(
     previous: Option<&BuildReport>,
     task: &Task,
 ) -> anyhow::Result<(Status, WheelFile)> {
+    if let Some(reused) = &project.reuse {
+        task.phase("using the wheel of an earlier build");
+        let path = plan.output_dir.join(&reused.wheel);
+        // The plan was made from these bytes; a wheel removed or rewritten since is an error,
+        // never a quiet switch to another wheel.
+        if fs_err::metadata(&path).ok().map(|m| m.len()) != Some(reused.size) {
+            anyhow::bail!(
+                "{}: left out ({}), so its wheel {} of an earlier build is used, but it changed or went away after the plan was made; run the build again, or build it too",
+                project.name,
+                reused.flag,
+                path.display()
+            );
+        }
+        let wheel = WheelFile {
+            path,
+            name: reused.wheel.clone(),
+            sha256: reused.sha256.clone(),
+            size: reused.size,
+        };
+        install_if_missing(ctx, plan, project, task, &wheel)?;
+        return Ok((Status::Reused, wheel));
+    }
     if !plan.clean
         && let (Some(previous), Some(fingerprint)) = (previous, project.fingerprint.as_deref())
     {
@@ -272,20 +299,7 @@ fn build_or_reuse(
                 sha256,
                 size,
             };
-            // Dependants build against the installed wheel: make sure the venv has it.
-            if let Some(step) = project
-                .steps
-                .iter()
-                .find(|s| matches!(s.action, Action::InstallWheel(_)))
-                && plan
-                    .venv
-                    .installed_version(&project.dist)
-                    .and_then(|v| version::normalize("installed", &v).ok())
-                    .as_deref()
-                    != Some(project.version.as_str())
-            {
-                run_step(ctx, plan, project, step, task, &mut Some(wheel.clone()))?;
-            }
+            install_if_missing(ctx, plan, project, task, &wheel)?;
             return Ok((Status::Cached, wheel));
         }
     }
@@ -300,6 +314,31 @@ fn build_or_reuse(
     wheel
         .ok_or_else(|| anyhow::anyhow!("{}: the plan has no collect step", project.name))
         .map(|w| (Status::Built, w))
+}
+
+/// Dependants build against the installed wheel: a wheel taken from an earlier build is
+/// installed when the venv has another version of it.
+fn install_if_missing(
+    ctx: &Context,
+    plan: &Plan,
+    project: &ProjectPlan,
+    task: &Task,
+    wheel: &WheelFile,
+) -> anyhow::Result<()> {
+    if let Some(step) = project
+        .steps
+        .iter()
+        .find(|s| matches!(s.action, Action::InstallWheel(_)))
+        && plan
+            .venv
+            .installed_version(&project.dist)
+            .and_then(|v| version::normalize("installed", &v).ok())
+            .as_deref()
+            != Some(project.version.as_str())
+    {
+        run_step(ctx, plan, project, step, task, &mut Some(wheel.clone()))?;
+    }
+    Ok(())
 }
 
 fn run_step(
@@ -502,8 +541,10 @@ mod tests {
                 branch: None,
                 upstream: None,
                 digest: None,
+                epoch: None,
             },
             fingerprint: None,
+            reuse: None,
             hints: &[],
             version_hint: "the build ignored BUILD_VERSION",
         }

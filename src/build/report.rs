@@ -29,6 +29,8 @@ pub enum Status {
     Failed,
     /// Not attempted because a project it builds against failed or was skipped.
     Skipped,
+    /// Left out of this build: the wheel an earlier build left is used as it is.
+    Reused,
 }
 
 impl Status {
@@ -38,6 +40,7 @@ impl Status {
             Status::Cached => "cached",
             Status::Failed => "failed",
             Status::Skipped => "skipped",
+            Status::Reused => "reused",
         }
     }
 }
@@ -125,15 +128,38 @@ impl BuildReport {
         project: &str,
         fingerprint: &str,
     ) -> Option<(String, String, u64)> {
+        let (entry, sha256, size) = self.wheel_of(output_dir, project)?;
+        (entry.fingerprint.as_deref() == Some(fingerprint)).then(|| {
+            let wheel = entry.wheel.clone().unwrap_or_default();
+            (wheel, sha256, size)
+        })
+    }
+
+    /// The project's entry, when the wheel it records is still in `output_dir` (or, after a
+    /// multi-arch build, in its `fat/`, where the split keeps the built wheel) with the
+    /// recorded bytes: what a build that leaves the project out uses. Returns the entry, the
+    /// wheel's sha256 and size.
+    pub fn wheel_of(
+        &self,
+        output_dir: &Path,
+        project: &str,
+    ) -> Option<(&ProjectReport, String, u64)> {
         let entry = self.projects.get(project)?;
-        if !matches!(entry.status, Status::Built | Status::Cached)
-            || entry.fingerprint.as_deref() != Some(fingerprint)
-        {
+        if !matches!(
+            entry.status,
+            Status::Built | Status::Cached | Status::Reused
+        ) {
             return None;
         }
-        let wheel = entry.wheel.clone()?;
-        let (sha256, size) = crate::fsutil::sha256_file(&output_dir.join(&wheel)).ok()?;
-        (Some(&sha256) == entry.sha256.as_ref()).then_some((wheel, sha256, size))
+        let wheel = entry.wheel.as_deref()?;
+        let fat = output_dir.join(super::split::FAT_DIR).join(wheel);
+        let path = if fat.is_file() {
+            fat
+        } else {
+            output_dir.join(wheel)
+        };
+        let (sha256, size) = crate::fsutil::sha256_file(&path).ok()?;
+        (Some(&sha256) == entry.sha256.as_ref()).then_some((entry, sha256, size))
     }
 
     /// The Markdown summary: one row per project, then the totals.

@@ -1,6 +1,9 @@
 //! Which projects a build covers: a project named by `--build` (or the reference's
 //! `--build-…`) must have its checkout; one named by `--skip` (`--no-build-…`) is left out;
-//! the others build when their checkout exists (the reference's default). A checkout
+//! the others build when their checkout exists (the reference's default). `--build NAME`
+//! (rockbuild's own flag, not the reference's) also narrows the build: the projects it does
+//! not name are left out. A project left out is "what is there", never "nothing": the
+//! inspection takes its wheel from the build cache ([`Role::LeftOut`]). A checkout
 //! directory named explicitly must exist.
 
 use std::collections::BTreeMap;
@@ -20,6 +23,31 @@ pub struct Selection {
     pub dirs: BTreeMap<String, Sourced<PathBuf>>,
     /// By project name: build it (`--build NAME`) or not (`--skip NAME`).
     pub build: BTreeMap<String, Sourced<bool>>,
+    /// `--build NAME` was given: the projects it does not name are left out.
+    pub narrowed: bool,
+}
+
+/// Whether a selected project is built, or left out of this build and used as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    Build,
+    /// Left out: its wheel is taken from the build cache. `flag` says why (`--skip triton`,
+    /// `--no-build-triton`, or `--build` naming others).
+    LeftOut {
+        flag: String,
+        by: LeftOutBy,
+    },
+}
+
+/// How a project came to be left out; it decides what happens when the build cache has no
+/// wheel of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeftOutBy {
+    /// `--skip NAME` / `--no-build-…`: without a wheel to use it stays out, as the reference
+    /// leaves it (nothing pins it).
+    Skip,
+    /// Not named by `--build`: without a wheel to use it is built after all.
+    NotNamed,
 }
 
 /// A project selected for the build, with its checkout and lock entry.
@@ -28,6 +56,7 @@ pub struct Selected<'a> {
     pub project: &'a Project,
     pub dir: PathBuf,
     pub locked: Option<&'a LockedProject>,
+    pub role: Role,
 }
 
 /// The projects to build, in stack order. `is_dir` says whether a checkout exists (the only
@@ -39,6 +68,12 @@ pub fn select<'a>(
     is_dir: impl Fn(&Path) -> bool,
 ) -> Result<Vec<Selected<'a>>, Error> {
     let mut selected = Vec::new();
+    let narrowing: Vec<String> = selection
+        .build
+        .values()
+        .filter(|b| b.value)
+        .map(|b| b.source.to_string())
+        .collect();
     for project in stack.projects.values() {
         let default_dir = selection.root.value.join(&project.checkout_dir);
         let named = selection.dirs.get(&project.name);
@@ -56,7 +91,7 @@ pub fn select<'a>(
                 default: default_dir,
             });
         }
-        match build {
+        let role = match build {
             Some(Sourced {
                 value: true,
                 source,
@@ -67,14 +102,25 @@ pub fn select<'a>(
                     dir,
                 });
             }
-            Some(Sourced { value: false, .. }) => continue,
             _ if !exists => continue,
-            _ => {}
-        }
+            Some(Sourced {
+                value: false,
+                source,
+            }) => Role::LeftOut {
+                flag: source.to_string(),
+                by: LeftOutBy::Skip,
+            },
+            None if selection.narrowed => Role::LeftOut {
+                flag: format!("not named by {}", narrowing.join(", ")),
+                by: LeftOutBy::NotNamed,
+            },
+            _ => Role::Build,
+        };
         selected.push(Selected {
             project,
             dir,
             locked: lock.and_then(|l| l.projects.get(&project.name)),
+            role,
         });
     }
     if selected.is_empty() {
@@ -104,6 +150,7 @@ mod tests {
             },
             dirs: BTreeMap::new(),
             build: BTreeMap::new(),
+            narrowed: false,
         }
     }
 
@@ -115,7 +162,13 @@ mod tests {
     }
 
     fn names(selected: &[Selected<'_>]) -> Vec<String> {
-        selected.iter().map(|s| s.project.name.clone()).collect()
+        selected
+            .iter()
+            .map(|s| match &s.role {
+                Role::Build => s.project.name.clone(),
+                Role::LeftOut { flag, .. } => format!("{} (left out: {flag})", s.project.name),
+            })
+            .collect()
     }
 
     #[test]
@@ -138,8 +191,26 @@ mod tests {
             .build
             .insert("triton".into(), flag(false, "--skip triton"));
         let selected = select(&stack, &chosen, None, present).expect("selects");
-        assert_eq!(names(&selected), ["torch", "vision"]);
+        assert_eq!(
+            names(&selected),
+            ["torch", "vision", "triton (left out: --skip triton)"]
+        );
         assert_eq!(selected[1].dir, Path::new("/elsewhere/vision"));
+
+        // `--build NAME` narrows: the other checkouts are left out (used from the cache).
+        chosen.narrowed = true;
+        chosen
+            .build
+            .insert("vision".into(), flag(true, "--build vision"));
+        chosen.build.remove("triton");
+        assert_eq!(
+            names(&select(&stack, &chosen, None, present).expect("selects")),
+            [
+                "torch (left out: not named by --build vision)",
+                "vision",
+                "triton (left out: not named by --build vision)"
+            ]
+        );
 
         // A named directory that does not exist, a project asked for without a checkout,
         // and no checkouts at all are errors.

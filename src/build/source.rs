@@ -67,6 +67,7 @@ pub fn inspect(
                 branch: None,
                 upstream: None,
                 digest: None,
+                epoch: None,
             });
         }
     };
@@ -102,11 +103,17 @@ pub fn inspect(
         None => head.clone(),
     };
     let digest = worktree_digest(&repo, &commit, skip).map_err(git_error)?;
+    // The upstream commit's time, not HEAD's: the hipify commit on top is made at checkout
+    // time, the upstream one is the same for every checkout of the lock.
+    let epoch = git2::Oid::from_str(&upstream)
+        .and_then(|oid| repo.find_commit(oid))
+        .map_or_else(|_| commit.time().seconds(), |c| c.time().seconds());
     Ok(SourceState {
         head: Some(head),
         branch,
         upstream: Some(upstream),
         digest: Some(digest),
+        epoch: Some(epoch),
     })
 }
 

@@ -16,6 +16,9 @@ use crate::context::Context;
 use crate::wheel::filename::escape_name;
 use crate::wheel::split::split_wheel;
 
+/// Where, under the output directory, the fat wheels of a multi-arch build are kept.
+pub const FAT_DIR: &str = "fat";
+
 /// Moves the fat wheels an earlier multi-arch build kept in `fat/` back where the build cache
 /// looks for them (replacing the host wheels split from them).
 pub fn restore_fat(plan: &Plan) -> Result<(), Error> {
@@ -41,7 +44,10 @@ pub fn split_built(ctx: &Context, plan: &Plan, outcomes: &[ProjectOutcome]) -> R
     for split in &plan.splits {
         let Some(wheel) = outcomes
             .iter()
-            .find(|o| o.name == split.project && matches!(o.status, Status::Built | Status::Cached))
+            .find(|o| {
+                o.name == split.project
+                    && matches!(o.status, Status::Built | Status::Cached | Status::Reused)
+            })
             .and_then(|o| o.wheel.as_ref())
         else {
             continue;

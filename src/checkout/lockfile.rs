@@ -132,6 +132,7 @@ pub fn build_record(
                 branch: None,
                 upstream: Some(resolved.commit.clone()),
                 digest: None,
+                epoch: None,
             };
             let version = recipe
                 .version(&VersionInput {

@@ -299,6 +299,9 @@ pub struct SourceState {
     pub upstream: Option<String>,
     /// SHA-256 over HEAD and the uncommitted changes; `None` without git (never cached).
     pub digest: Option<String>,
+    /// The upstream commit's committer time (Unix seconds): the build's SOURCE_DATE_EPOCH, so
+    /// unchanged sources give unchanged wheel bytes where the build allows.
+    pub epoch: Option<i64>,
 }
 
 /// What a version rule is computed from.

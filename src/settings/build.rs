@@ -304,6 +304,9 @@ fn select_projects(
         root,
         dirs: BTreeMap::new(),
         build: BTreeMap::new(),
+        // rockbuild's own `--build NAME` narrows the build to what it names; the reference's
+        // `--build-…` only requires the checkout, as there.
+        narrowed: !build.is_empty(),
     };
     for given in dirs {
         let Some((name, dir)) = given

@@ -426,7 +426,9 @@ fn a_windows_plan_on_a_linux_host() {
     assert!(!world.out().exists());
 }
 
-/// The reference's per-project flags and the generic ones are the same flags.
+/// The reference's per-project flags and the generic ones are the same flags (the
+/// reference's `--build-pytorch-vision` only requires the checkout, as there; rockbuild's
+/// `--build vision` would also leave the others out).
 #[test]
 fn per_project_flags_have_generic_spellings() {
     let world = World::new().with_checkouts();
@@ -456,8 +458,6 @@ fn per_project_flags_have_generic_spellings() {
                 &format!("audio={audio}"),
                 "--skip",
                 "triton",
-                "--build",
-                "vision",
                 "--skip",
                 "apex",
             ],
@@ -465,6 +465,15 @@ fn per_project_flags_have_generic_spellings() {
         .concat(),
     );
     assert_eq!(reference.0, Some(0), "{}", reference.2);
+    // The notes on the projects left out name the flag as given.
+    let reference = (
+        reference.0,
+        reference
+            .1
+            .replace("(--no-build-triton)", "(--skip triton)")
+            .replace("(--no-build-apex)", "(--skip apex)"),
+        reference.2,
+    );
     assert_eq!(reference, generic);
     let names: Vec<&str> = reference
         .1
@@ -881,6 +890,125 @@ fn builds_the_sample_stack_for_two_targets() {
             .modified()
             .expect("mtime"),
         modified
+    );
+
+    // Unchanged sources give unchanged bytes: vision rebuilt from scratch (`--clean`) is the
+    // wheel it was, as SOURCE_DATE_EPOCH (its commit's time) fixes the times in the archive.
+    let vision_bytes = std::fs::read(&vision).expect("vision wheel");
+    let output = world
+        .build_cmd("build")
+        .args(["--clean", "--build", "vision", "--lock"])
+        .arg(&lock)
+        .output()
+        .expect("rebuild vision");
+    let stderr = ok(&output);
+    assert_eq!(
+        read_json(&out.join("build-report.json"))["projects"]["vision"]["status"],
+        "built",
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&vision).expect("vision wheel") == vision_bytes,
+        "the rebuilt vision wheel differs from the first build's"
+    );
+
+    // Leaving projects out means using what is there (docs/local.md §4): after an edit to
+    // vision, the others' wheels are reused as they are, torch keeps its triton pin (a cache
+    // hit), the set verifies, and the next full build rebuilds nothing.
+    let statuses = |out: &Path| -> Vec<(String, String)> {
+        let report = read_json(&out.join("build-report.json"));
+        report["projects"]
+            .as_object()
+            .expect("projects")
+            .iter()
+            .map(|(name, p)| (name.clone(), p["status"].as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+    let expect = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .collect()
+    };
+    let edit = |line: &str| {
+        let setup = world.root.join("pytorch_vision/setup.py");
+        let mut text = std::fs::read_to_string(&setup).expect("setup.py");
+        text.push_str(line);
+        std::fs::write(&setup, text).expect("edit");
+    };
+    edit("# a local edit\n");
+    let output = world
+        .build_cmd("build")
+        .args([
+            "--no-build-triton",
+            "--no-build-pytorch-audio",
+            "--no-build-apex",
+            "--lock",
+        ])
+        .arg(&lock)
+        .output()
+        .expect("build vision");
+    let stderr = ok(&output);
+    assert_eq!(
+        statuses(&out),
+        expect(&[
+            ("torch", "cached"),
+            ("audio", "reused"),
+            ("vision", "built"),
+            ("triton", "reused"),
+            ("apex", "reused"),
+        ]),
+        "{stderr}"
+    );
+    assert!(
+        requires_dist(&only_wheel(&out, "torch")).contains(&format!("triton=={triton_version}"))
+    );
+    ok(&world
+        .rockbuild()
+        .arg("verify")
+        .arg(&out)
+        .arg("--lock")
+        .arg(&lock)
+        .output()
+        .expect("verify"));
+    let output = world
+        .build_cmd("build")
+        .arg("--lock")
+        .arg(&lock)
+        .output()
+        .expect("full build");
+    let stderr = ok(&output);
+    assert_eq!(
+        statuses(&out),
+        expect(&[
+            ("torch", "cached"),
+            ("audio", "cached"),
+            ("vision", "cached"),
+            ("triton", "cached"),
+            ("apex", "cached"),
+        ]),
+        "{stderr}"
+    );
+
+    // `--build vision` builds vision alone and takes the rest from the cache.
+    edit("# another local edit\n");
+    let output = world
+        .build_cmd("build")
+        .args(["--build", "vision", "--lock"])
+        .arg(&lock)
+        .output()
+        .expect("build --build vision");
+    let stderr = ok(&output);
+    assert_eq!(
+        statuses(&out),
+        expect(&[
+            ("torch", "reused"),
+            ("audio", "reused"),
+            ("vision", "built"),
+            ("triton", "reused"),
+            ("apex", "reused"),
+        ]),
+        "{stderr}"
     );
 }
 

@@ -70,7 +70,16 @@ class BuildRecord:
         return record
 
     def wheel_json(self):
-        return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
+        """The copy for the wheel. With SOURCE_DATE_EPOCH set it carries no clock time and no
+        pid, so unchanged sources give unchanged wheel bytes (reproducible-builds.org's
+        SOURCE_DATE_EPOCH: embedded times come from it); the copy beside the build tree keeps
+        the real ones."""
+        record = self.as_dict()
+        epoch = os.environ.get("SOURCE_DATE_EPOCH")
+        if epoch:
+            record["start"] = float(int(epoch))
+            record.pop("pid")
+        return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
     def finish(self, **facts):
         """Writes the record beside the build tree; returns its path."""

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use super::compilers::CompilerCache;
 use super::error::Error;
-use super::inspect::{ProjectSnapshot, Snapshot};
+use super::inspect::{ProjectSnapshot, Reused, Snapshot};
 use super::mode::{self, BuildMode, ModeChoice, SplitPlan};
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
@@ -97,7 +97,11 @@ pub struct ProjectPlan {
     pub log: PathBuf,
     pub source: SourceState,
     /// Cache key over every input; `None` when the sources cannot be fingerprinted (no git).
+    /// For a project left out, the key its reused wheel was built with.
     pub fingerprint: Option<String>,
+    /// Left out of this build: the earlier build's wheel used as it is (no step runs but
+    /// installing it where the venv lacks it).
+    pub reuse: Option<Reused>,
     /// The recipe's known failures, and what to suspect when the version comes out wrong.
     pub hints: &'static [Hint],
     pub version_hint: &'static str,
@@ -160,7 +164,7 @@ pub fn assemble(
     let mut versions: Vec<Versions> = Vec::new();
     for snapshot in &world.projects {
         let recipe = recipes.of(&settings.stack, snapshot.project)?;
-        versions.push(recipe.version(&VersionInput {
+        let mut version = recipe.version(&VersionInput {
             project: &snapshot.project.name,
             dir: &snapshot.dir,
             files: &snapshot.files,
@@ -168,7 +172,12 @@ pub fn assemble(
             suffix: &suffix,
             release_type: settings.release_type,
             build_number: settings.build_number,
-        })?);
+        })?;
+        // A project left out is its reused wheel: what pins it pins that wheel's version.
+        if let Some(reused) = &snapshot.reuse {
+            version.wheel = reused.version.clone();
+        }
+        versions.push(version);
     }
     // By recipe: the project of this build it names, and its wheel. With two projects of one
     // recipe, the first in the stack is the one others build against.
@@ -228,8 +237,12 @@ pub fn assemble(
                     .and_then(|p| p.fingerprint.clone())
             })
             .collect();
-        projects[index].fingerprint =
-            fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps);
+        projects[index].fingerprint = match &snapshot.reuse {
+            Some(reused) => reused.fingerprint.clone(),
+            None => {
+                fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps)
+            }
+        };
     }
     let splits = match settings.mode.mode {
         BuildMode::PerFamily => Vec::new(),
@@ -263,7 +276,7 @@ pub fn assemble(
             settings.platform.inherited(crate::env_vars::PATH)
         ));
     }
-    let fat_dir = output_dir.join("fat");
+    let fat_dir = output_dir.join(super::split::FAT_DIR);
     Ok(Plan {
         platform: settings.platform,
         root: settings.selection.root.clone(),
@@ -332,7 +345,7 @@ fn project_plan(
             pinned: &pinned,
             shared,
         },
-        recipes::common_env(shared),
+        source_date_epoch(recipes::common_env(shared), settings, &snapshot.source),
     )?;
     Ok(ProjectPlan {
         name: project.name.clone(),
@@ -353,9 +366,28 @@ fn project_plan(
         log: shared.logs_dir.join(format!("{}.log", project.name)),
         source: snapshot.source.clone(),
         fingerprint: None,
+        reuse: snapshot.reuse.clone(),
         hints: recipe.failure_hints(),
         version_hint: recipe.version_mismatch_hint(),
     })
+}
+
+/// The project's environment with SOURCE_DATE_EPOCH: its upstream commit's time, so a wheel
+/// rebuilt from unchanged sources has unchanged bytes where its build allows (archive times
+/// first). One set in the start-up environment is the user's choice and stays.
+fn source_date_epoch(mut env: EnvDiff, settings: &BuildSettings, source: &SourceState) -> EnvDiff {
+    if settings
+        .base_env
+        .get(crate::env_vars::SOURCE_DATE_EPOCH)
+        .is_none()
+        && let Some(epoch) = source.epoch
+    {
+        env.insert(
+            crate::env_vars::SOURCE_DATE_EPOCH.to_string(),
+            epoch.to_string(),
+        );
+    }
+    env
 }
 
 /// Adds `reason` to the dependency on `project`.

@@ -133,8 +133,18 @@ struct ProjectView<'a> {
     venv: VenvUse,
     log: String,
     fingerprint: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reuse: Option<ReuseView<'a>>,
     env: &'a EnvDiff,
     steps: Vec<StepView>,
+}
+
+/// A project left out of the build: the earlier build's wheel it uses.
+#[derive(Serialize)]
+struct ReuseView<'a> {
+    left_out_by: &'a str,
+    wheel: &'a str,
+    sha256: &'a str,
 }
 
 impl Plan {
@@ -178,6 +188,11 @@ impl Plan {
                     venv: p.venv,
                     log: p.log.display().to_string(),
                     fingerprint: p.fingerprint.as_deref(),
+                    reuse: p.reuse.as_ref().map(|r| ReuseView {
+                        left_out_by: &r.flag,
+                        wheel: &r.wheel,
+                        sha256: &r.sha256,
+                    }),
                     env: &p.env,
                     steps: p.steps.iter().map(StepView::of).collect(),
                 })
@@ -306,6 +321,13 @@ impl Plan {
         let _ = writeln!(out, "  dir    {}", project.dir.display());
         if let Some(head) = &project.source.head {
             let _ = writeln!(out, "  commit {head}");
+        }
+        if let Some(reused) = &project.reuse {
+            let _ = writeln!(
+                out,
+                "  reuse  {} (left out: {}): the wheel of an earlier build, used as it is; only its install step runs, when the venv lacks it",
+                reused.wheel, reused.flag
+            );
         }
         if project.after.is_empty() {
             let _ = writeln!(out, "  after  (nothing: starts at once)");

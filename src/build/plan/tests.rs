@@ -29,6 +29,7 @@ fn settings() -> BuildSettings {
             },
             dirs: BTreeMap::new(),
             build: BTreeMap::new(),
+            narrowed: false,
         },
         lock: None,
         sdk: SdkSettings {
@@ -127,6 +128,7 @@ fn source(commit: char, branch: Option<&str>) -> SourceState {
         branch: branch.map(str::to_string),
         upstream: Some(head),
         digest: Some(format!("digest-{commit}")),
+        epoch: Some(1_767_225_600),
     }
 }
 
@@ -190,6 +192,7 @@ fn world_of<'a>(
                 locked: None,
                 source,
                 files: files(recipes, &settings.stack, project, &given),
+                reuse: None,
             }
         })
         .collect();
@@ -353,6 +356,26 @@ fn dev_builds_tag_the_commit_and_build_numbers_post() {
     // gfx942 has flash-attention kernels and triton is built: on.
     assert_eq!(torch.env["USE_FLASH_ATTENTION"], "ON");
     assert_eq!(torch.env["USE_MEM_EFF_ATTENTION"], "ON");
+}
+
+/// SOURCE_DATE_EPOCH is each project's commit time, unless the start-up environment has one.
+#[test]
+fn source_date_epoch_is_the_commit_time_unless_given() {
+    let recipes = Recipes::builtin();
+    let base = settings();
+    let mut world = world(&base, &recipes, planned_sdk());
+    world.projects[0].source.epoch = Some(1_700_000_000);
+    let epoch = |settings: &BuildSettings, name: &str| {
+        project(&assemble(settings, &recipes, &world).expect("plan"), name)
+            .env
+            .get("SOURCE_DATE_EPOCH")
+            .cloned()
+    };
+    assert_eq!(epoch(&base, "torch").as_deref(), Some("1700000000"));
+    assert_eq!(epoch(&base, "vision").as_deref(), Some("1767225600"));
+    let mut given = settings();
+    given.base_env = Environment::from_pairs([("PATH", "/bin"), ("SOURCE_DATE_EPOCH", "1")]);
+    assert_eq!(epoch(&given, "torch"), None, "the inherited value stays");
 }
 
 #[test]
@@ -671,6 +694,7 @@ fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan 
         log: PathBuf::from("/out/logs").join(name),
         source: source('0', None),
         fingerprint: None,
+        reuse: None,
         hints: &[],
         version_hint: "",
     }
