@@ -7,6 +7,7 @@ use std::str::FromStr;
 use pep440_rs::Version;
 
 use super::{Source, Sourced};
+use crate::build::mode::ModeChoice;
 use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
@@ -103,9 +104,17 @@ pub fn expectations(
         let lock_path = ctx.absolute(lock_path);
         let lock = Lock::read(&lock_path)?;
         expect_lock(&mut expect, &lock, &lock_path, stack)?;
-        if lock.build.is_some() {
+        if let Some(build) = &lock.build {
             targets_from = Some(Source::Lock(lock_path.display().to_string()));
             lock_index = lock.sdk_index_url();
+            if let Some(url) = &index_url {
+                ModeChoice::resolve(false, false, Some(build.mode)).with_index(
+                    table,
+                    "--index-url",
+                    url,
+                    "the set the lock records",
+                )?;
+            }
         }
     }
     if let Some(list) = targets {

@@ -578,6 +578,18 @@ fn build_errors_name_the_fix() {
             None,
         ),
         (vec!["--jobs", "0", "--pytorch-rocm-arch", "gfx906"], None),
+        // A per-family index for a multi-arch build.
+        (
+            vec![
+                "--install-rocm",
+                "--index-url",
+                "http://127.0.0.1:1/v2/gfx103X-all/",
+                "--pytorch-rocm-arch",
+                "gfx906,gfx1030",
+                "--multi-arch",
+            ],
+            None,
+        ),
     ];
     let mut report = Vec::new();
     for (args, env) in cases {
@@ -619,6 +631,29 @@ fn build_errors_name_the_fix() {
     assert_eq!(
         stderr,
         "targets: gfx1010,gfx1011,gfx1012 (3 targets, from --amdgpu-family gfx101X-dgpu)\n"
+    );
+
+    // The multi-arch index (its last path segment is the table's `whl-multi-arch`, on any
+    // host) makes the build multi-arch without the flag.
+    let (code, stdout, stderr) = plan(
+        &world,
+        &[
+            "--rocm-sdk-version",
+            &pin,
+            "--install-rocm",
+            "--index-url",
+            "http://127.0.0.1:1/whl-multi-arch/",
+            "--pytorch-rocm-arch",
+            "gfx906,gfx1030",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(json["mode"]["mode"], "multi-arch", "{stdout}");
+    assert_eq!(
+        json["mode"]["source"]["detail"],
+        "--index-url http://127.0.0.1:1/whl-multi-arch/, the multi-arch index (one for every family)"
     );
 }
 

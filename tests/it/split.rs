@@ -261,3 +261,28 @@ fn verify_reads_the_split_and_refuses_a_set_that_would_not_resolve_or_load() {
     );
     assert!(text.contains("extra 'device-all'"), "{text}");
 }
+
+/// Device wheels come from the one multi-arch index: smoke with `--targets` refuses a
+/// per-family index before reaching it, and names the index to pass.
+#[test]
+fn smoke_of_device_wheels_refuses_a_per_family_index() {
+    let env = TestEnv::new();
+    let output = env
+        .rockbuild()
+        .args([
+            "smoke",
+            "--index-url",
+            "http://127.0.0.1:1/v2/gfx103X-all/",
+            "--targets",
+            "gfx1030",
+            "--dry-run",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.lines().next().unwrap_or_default(),
+        "error: --index-url http://127.0.0.1:1/v2/gfx103X-all/ is the per-family index of gfx103X-all, but the set under test is multi-arch (from --targets (device wheels)): a multi-arch set installs from and publishes to one index for every family: pass the multi-arch index (https://rocm.nightlies.amd.com/whl-multi-arch/)"
+    );
+}
