@@ -74,7 +74,7 @@ impl BuildSettings {
         let mut mode = ModeChoice::resolve(
             multi_arch,
             families.index_layout() == IndexLayout::MultiArch,
-            lock_build.map(|b| b.mode),
+            lock_build.and_then(|b| b.recorded_mode()),
         );
         if let Some(url) = sdk_args
             .index_url

@@ -7,12 +7,12 @@ use indexmap::IndexMap;
 
 use crate::build::mode::ModeChoice;
 use crate::cli::SmokeArgs;
-use crate::lock::BuildMode;
-use crate::sourced::Source;
 use crate::context::Context;
 use crate::index::client::IndexClient;
+use crate::lock::BuildMode;
 use crate::lock::Lock;
 use crate::smoke;
+use crate::sourced::Source;
 use crate::stack::Stack;
 
 pub struct SmokeSettings {
@@ -76,7 +76,7 @@ impl SmokeSettings {
                 let path = ctx.absolute(path);
                 let lock = Lock::read(&path)?;
                 let build = lock.build.ok_or(smoke::Error::NoBuildRecord(path))?;
-                (Some(build.versions), Some(build.mode))
+                (Some(build.versions.clone()), build.recorded_mode())
             }
             None => (None, None),
         };

@@ -328,8 +328,11 @@ fn lock_facts(
 ) -> anyhow::Result<LockFacts> {
     let path = ctx.absolute(path);
     let read = Lock::read(&path)?;
-    if let (Some(build), Some(url)) = (&read.build, index_url) {
-        ModeChoice::resolve(false, false, Some(build.mode)).with_index(
+    if let (Some(mode), Some(url)) = (
+        read.build.as_ref().and_then(|b| b.recorded_mode()),
+        index_url,
+    ) {
+        ModeChoice::resolve(false, false, Some(mode)).with_index(
             families,
             "--index-url",
             url,

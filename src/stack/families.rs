@@ -564,7 +564,10 @@ mod tests {
                 IndexKind::MultiArch,
             ),
             // Another channel of the same layout, without its trailing slash.
-            ("https://repo.amd.com/rocm/whl-multi-arch", IndexKind::MultiArch),
+            (
+                "https://repo.amd.com/rocm/whl-multi-arch",
+                IndexKind::MultiArch,
+            ),
             ("http://127.0.0.1:8080/simple/", IndexKind::Unknown),
             ("https://pypi.org/", IndexKind::Unknown),
         ];

@@ -1471,6 +1471,47 @@ fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
         serde_json::json!(["gfx906", "gfx1030"])
     );
 
+    // The report names each split: the fat wheel kept, the host wheel, one device wheel per
+    // target, each with its digest and size as written.
+    let report = read_json(&out.join("build-report.json"));
+    for (project, prefix) in [
+        ("torch", "amd-torch-device"),
+        ("vision", "amd-torchvision-device"),
+    ] {
+        let split = &report["projects"][project]["split"];
+        let fat_wheel = report["projects"][project]["wheel"]
+            .as_str()
+            .expect("wheel");
+        assert_eq!(split["fat_wheel"], format!("fat/{fat_wheel}"), "{split}");
+        assert_eq!(split["host"]["wheel"], fat_wheel);
+        let mut targets = Vec::new();
+        for file in
+            std::iter::once(&split["host"]).chain(split["devices"].as_array().expect("devices"))
+        {
+            let path = out.join(file["wheel"].as_str().expect("wheel"));
+            let bytes = std::fs::read(&path).expect("read");
+            assert_eq!(file["size"], bytes.len() as u64, "{}", path.display());
+            assert_eq!(file["sha256"], sha256_hex(&bytes), "{}", path.display());
+            if let Some(target) = file["target"].as_str() {
+                assert_eq!(file["name"], format!("{prefix}-{target}"));
+                assert!(file["code_objects"].as_u64().expect("count") >= 1, "{file}");
+                targets.push(target.to_string());
+            }
+        }
+        targets.sort();
+        assert_eq!(targets, ["gfx1030", "gfx906"], "{split}");
+        assert!(
+            split["bytes_removed"].as_u64().expect("bytes") > 0,
+            "{split}"
+        );
+    }
+    assert!(
+        std::fs::read_to_string(out.join("build-summary.md"))
+            .expect("summary")
+            .contains("split torch: host `torch-"),
+        "the summary names the split"
+    );
+
     // The host libraries lost their device code; the fat wheels are kept for the cache.
     let torch = only_wheel(&out, "torch");
     assert!(

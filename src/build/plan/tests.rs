@@ -491,7 +491,12 @@ fn an_index_of_the_other_mode_chooses_or_is_refused() {
     assert_eq!(chosen.mode, BuildMode::PerFamily);
     // A local index says nothing about the mode.
     let kept = ModeChoice::resolve(true, false, None)
-        .with_index(&table, "--index-url", "http://127.0.0.1:1/simple/", "the build")
+        .with_index(
+            &table,
+            "--index-url",
+            "http://127.0.0.1:1/simple/",
+            "the build",
+        )
         .expect("unknown kind");
     assert_eq!(kept, ModeChoice::resolve(true, false, None));
 }
