@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
-use super::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use super::select;
 use super::source::{self, SourceState};
 use crate::build::input::BuildSettings;
 use crate::lock::LockedProject;
+use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::stack::Project;
 
 /// What the plan is computed from, besides the settings.

@@ -8,10 +8,10 @@ use pep440_rs::Version;
 
 use super::{Source, Sourced};
 use crate::build::mode::{ModeChoice, device_prefix};
-use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::lock::Lock;
+use crate::recipes::Recipes;
 use crate::stack::{self, FamilyTable, Stack, Target};
 use crate::verify::{self, Expectations, ExpectedDevice};
 use crate::wheel::filename::normalize_name;

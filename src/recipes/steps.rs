@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::{Action, EnvDiff, Step, VenvUse};
 use super::{ProjectSteps, RecipeInput};
-use crate::build::plan::{Action, EnvDiff, Step, VenvUse};
 use crate::exec::{Cmd, Retry};
 
 /// A single build step may run this long before it is stopped.

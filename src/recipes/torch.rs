@@ -3,12 +3,12 @@
 //! generated so the wheel preloads the SDK's libraries, and the wheel pinned to the SDK and
 //! the triton built alongside it.
 
+use super::EnvDiff;
+use super::Error;
 use super::{
     Hint, Pin, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
     prepend_path, version_txt,
 };
-use crate::build::error::Error;
-use crate::build::plan::EnvDiff;
 use crate::env_vars;
 use crate::sdk::ROCM_DIST;
 use crate::version;
@@ -247,7 +247,7 @@ fn flash_attention(input: &RecipeInput<'_>, with_triton: bool) -> Result<bool, E
             message: "--enable-pytorch-flash-attention needs triton in the same build on Linux (aotriton builds its kernels with it): build triton too (--build triton) or drop the flag".into(),
         }),
         Some(explicit) => Ok(explicit),
-        None => Ok(with_triton && shared.families.any_flash_attention(&shared.targets.targets)),
+        None => Ok(with_triton && shared.families.any_flash_attention(shared.targets)),
     }
 }
 
