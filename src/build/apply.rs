@@ -96,11 +96,20 @@ pub fn apply(
     let outcomes = execute::execute(ctx, plan, previous.as_ref())?;
     let wall = clock.elapsed();
     let stats = compiler_stats(ctx, plan, &cache_log);
-    let report = report::of_build(plan, &outcomes, started_at, wall, stats);
-    show(ctx, plan, &report)?;
-    if ctx.runner.interrupted().is_none() {
-        split::split_built(ctx, plan, &outcomes)?;
+    let mut report = report::of_build(plan, &outcomes, started_at, wall, stats);
+    // The split's outcome goes in the report; the report is written either way.
+    let split = if ctx.runner.interrupted().is_none() {
+        split::split_built(ctx, plan, &outcomes)
+    } else {
+        Ok(Vec::new())
+    };
+    for (project, split) in split.as_deref().unwrap_or_default() {
+        if let Some(entry) = report.projects.get_mut(project) {
+            entry.split = Some(split.clone());
+        }
     }
+    show(ctx, plan, &report)?;
+    split?;
     failures(ctx, plan, outcomes)
 }
 

@@ -8,7 +8,9 @@
 
 use serde::Serialize;
 
+use crate::exit::{ExitStatus, HasExitStatus};
 use crate::sourced::Source;
+use crate::stack::{FamilyTable, IndexKind};
 use crate::wheel::split::SplitSpec;
 
 pub use crate::lock::mode::BuildMode;
@@ -37,6 +39,87 @@ impl ModeChoice {
             (BuildMode::PerFamily, Source::Default)
         };
         ModeChoice { mode, source }
+    }
+
+    /// Holds the mode to an index URL given by `flag` ([`IndexKind`] by the family table's
+    /// rules). An index of the other mode chooses the mode when only a default or the table's
+    /// layout did; against `--multi-arch` or the lock's record it is an error that says what to
+    /// pass instead. An index that is neither (a local one) changes nothing.
+    pub fn with_index(
+        self,
+        table: &FamilyTable,
+        flag: &str,
+        url: &str,
+        subject: &str,
+    ) -> Result<ModeChoice, IndexMismatch> {
+        let kind = table.index_kind(url);
+        let (mode, what) = match &kind {
+            IndexKind::Unknown => return Ok(self),
+            IndexKind::PerFamily { family } => (
+                BuildMode::PerFamily,
+                format!("the per-family index of {family}"),
+            ),
+            IndexKind::MultiArch => (
+                BuildMode::MultiArch,
+                "the multi-arch index (one for every family)".to_string(),
+            ),
+        };
+        let url = crate::redact::redact_url(url);
+        if mode == self.mode {
+            return Ok(self);
+        }
+        if matches!(self.source, Source::Default | Source::Config(_)) {
+            return Ok(ModeChoice {
+                mode,
+                source: Source::Inferred(format!("{flag} {url}, {what}")),
+            });
+        }
+        let fix = match mode {
+            BuildMode::PerFamily => format!(
+                "a multi-arch set installs from and publishes to one index for every family: pass {}",
+                table
+                    .multi_arch_index_url()
+                    .map(|u| format!("the multi-arch index ({u})"))
+                    .unwrap_or_else(|| "the multi-arch index".into())
+            ),
+            BuildMode::MultiArch => format!(
+                "a per-family set installs from and publishes to its family's index: pass the family's index{}",
+                table
+                    .families()
+                    .next()
+                    .and_then(|f| table.per_family_index_url(f))
+                    .map(|u| format!(" (such as {u})"))
+                    .unwrap_or_default()
+            ),
+        };
+        Err(IndexMismatch {
+            flag: flag.to_string(),
+            url,
+            what,
+            subject: subject.to_string(),
+            mode: self.mode,
+            chosen_by: self.source,
+            fix,
+        })
+    }
+}
+
+/// An index of one mode given to a set of the other.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {url} is {what}, but {subject} is {mode} (from {chosen_by}): {fix}")]
+pub struct IndexMismatch {
+    pub flag: String,
+    pub url: String,
+    pub what: String,
+    pub subject: String,
+    pub mode: BuildMode,
+    pub chosen_by: Source,
+    pub fix: String,
+}
+
+impl HasExitStatus for IndexMismatch {
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Usage
     }
 }
 

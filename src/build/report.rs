@@ -100,6 +100,46 @@ pub struct ProjectReport {
     pub log: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A multi-arch build's split of this project's fat wheel (the wheel, sha256 and size
+    /// above are the fat wheel's, as built, kept in `fat/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitReport>,
+}
+
+/// What the split of one fat wheel wrote to the output directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct SplitReport {
+    /// Where the fat wheel is kept, relative to the output directory (`fat/<wheel>`).
+    pub fat_wheel: String,
+    /// The host wheel: the fat wheel's name, its binaries without device code.
+    pub host: WheelFile,
+    /// The binaries whose device code moved to the packs, by path in the wheel.
+    pub fat_binaries: Vec<String>,
+    /// Bytes the host wheel's binaries lost.
+    pub bytes_removed: u64,
+    /// One per target, in the splitter's order.
+    pub devices: Vec<DeviceReport>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct WheelFile {
+    pub wheel: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct DeviceReport {
+    /// The distribution (`amd-torch-device-gfx906`).
+    pub name: String,
+    /// The gfx target whose code objects it holds.
+    pub target: String,
+    #[serde(flatten)]
+    pub file: WheelFile,
+    pub code_objects: usize,
 }
 
 impl BuildReport {
@@ -205,6 +245,32 @@ impl BuildReport {
                 self.wall_seconds, self.critical_path_seconds, self.serial_seconds, self.jobs
             ))
             .push_lit("\n");
+        for (name, split) in self
+            .projects
+            .iter()
+            .filter_map(|(name, p)| Some((name, p.split.as_ref()?)))
+        {
+            out.push_lit("\nsplit ")
+                .push_text(name)
+                .push_lit(": host ")
+                .push(Markdown::code(&split.host.wheel))
+                .push_text(&format!(
+                    " ({}), {}",
+                    crate::ui::human_bytes(split.host.size),
+                    split
+                        .devices
+                        .iter()
+                        .map(|d| format!(
+                            "{} ({}, {})",
+                            d.name,
+                            d.target,
+                            crate::ui::human_bytes(d.file.size)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .push_lit("\n");
+        }
         if let Some(cache) = &self.compiler_cache {
             out.push_lit("\n<details><summary>")
                 .push_text(&format!("{} statistics", cache.tool))
@@ -251,6 +317,7 @@ pub fn of_build(
                         .collect::<Vec<_>>()
                         .join("\n  caused by: ")
                 }),
+                split: None,
             },
         );
     }
@@ -328,6 +395,7 @@ mod tests {
             after: after.iter().map(|s| s.to_string()).collect(),
             log: "l".into(),
             error: None,
+            split: None,
         }
     }
 

@@ -11,10 +11,10 @@ use std::path::Path;
 use super::error::Error;
 use super::execute::ProjectOutcome;
 use super::plan::Plan;
-use super::report::Status;
+use super::report::{DeviceReport, SplitReport, Status, WheelFile};
 use crate::context::Context;
 use crate::wheel::filename::escape_name;
-use crate::wheel::split::split_wheel;
+use crate::wheel::split::{Split, split_wheel};
 
 /// Where, under the output directory, the fat wheels of a multi-arch build are kept.
 pub const FAT_DIR: &str = "fat";
@@ -37,10 +37,15 @@ pub fn restore_fat(plan: &Plan) -> Result<(), Error> {
     Ok(())
 }
 
-/// Splits the fat wheel of every project of [`Plan::splits`] that was built or reused.
-/// Projects that failed or were skipped have no wheel: nothing to split (their failure is
-/// reported already).
-pub fn split_built(ctx: &Context, plan: &Plan, outcomes: &[ProjectOutcome]) -> Result<(), Error> {
+/// Splits the fat wheel of every project of [`Plan::splits`] that was built or reused, and
+/// says what each split wrote, by project. Projects that failed or were skipped have no
+/// wheel: nothing to split (their failure is reported already).
+pub fn split_built(
+    ctx: &Context,
+    plan: &Plan,
+    outcomes: &[ProjectOutcome],
+) -> Result<Vec<(String, SplitReport)>, Error> {
+    let mut reports = Vec::new();
     for split in &plan.splits {
         let Some(wheel) = outcomes
             .iter()
@@ -80,8 +85,47 @@ pub fn split_built(ctx: &Context, plan: &Plan, outcomes: &[ProjectOutcome]) -> R
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+        reports.push((
+            split.project.clone(),
+            report_of(&plan.output_dir, &fat, &result)?,
+        ));
     }
-    Ok(())
+    Ok(reports)
+}
+
+/// The report of one split: names relative to the output directory, each wheel's digest.
+fn report_of(output_dir: &Path, fat: &Path, split: &Split) -> Result<SplitReport, Error> {
+    let file = |path: &Path| -> Result<WheelFile, Error> {
+        let (sha256, size) = crate::fsutil::sha256_file(path)
+            .map_err(|error| io(path)(std::io::Error::other(error)))?;
+        Ok(WheelFile {
+            wheel: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            sha256,
+            size,
+        })
+    };
+    let relative = fat.strip_prefix(output_dir).unwrap_or(fat);
+    Ok(SplitReport {
+        fat_wheel: relative.to_string_lossy().into_owned(),
+        host: file(&split.host)?,
+        fat_binaries: split.fat_binaries.clone(),
+        bytes_removed: split.bytes_removed,
+        devices: split
+            .devices
+            .iter()
+            .map(|device| {
+                Ok(DeviceReport {
+                    name: device.name.clone(),
+                    target: device.processor.clone(),
+                    file: file(&device.path)?,
+                    code_objects: device.code_objects,
+                })
+            })
+            .collect::<Result<_, Error>>()?,
+    })
 }
 
 /// The device wheels an earlier split of this prefix left (`amd_torch_device_gfx906-…`): a

@@ -79,17 +79,7 @@ pub struct UnnamedIndex {
 
 /// What the last path segment of an index URL says: a family of the table, or not.
 pub fn family_of_index(url: &str, table: &FamilyTable) -> Result<String, UnnamedIndex> {
-    let path = url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or_default()
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
-    let segment = path
-        .split('/')
-        .rfind(|s| !s.is_empty())
-        .unwrap_or_default()
-        .to_string();
+    let segment = crate::stack::families::last_segment(url).to_string();
     match table.family_named(&segment) {
         Ok(family) => Ok(family.name.clone()),
         Err(error) => Err(UnnamedIndex {

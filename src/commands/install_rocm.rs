@@ -32,7 +32,7 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         }
     ));
     if let Some((path, lock)) = settings.lock.as_mut() {
-        lock.record_sdk(&sdk, settings.install.index_url.as_deref());
+        lock.record_sdk(&sdk, settings.install.index_url.as_deref(), settings.mode);
         lock.write(path)?;
         ctx.ui.status(format!(
             "recorded rocm {} in {}",

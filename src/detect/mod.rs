@@ -250,13 +250,19 @@ pub enum Error {
     DeviceTable(ConfigError),
     #[error(transparent)]
     Selection(#[from] SelectionError),
+    #[error(
+        "--index-url auto for a multi-arch set needs the family table's multi-arch-index-url: add it to the table, or pass --index-url"
+    )]
+    NoMultiArchIndex,
 }
 
 impl HasExitStatus for Error {
     fn exit_status(&self) -> ExitStatus {
         match self {
             Error::Read(_) | Error::Attribute(_) | Error::Malformed { .. } => ExitStatus::Failure,
-            Error::BadOverride { .. } | Error::DeviceTable(_) => ExitStatus::Usage,
+            Error::BadOverride { .. } | Error::DeviceTable(_) | Error::NoMultiArchIndex => {
+                ExitStatus::Usage
+            }
             Error::Selection(error) => error.exit_status(),
         }
     }
@@ -620,7 +626,12 @@ fn select(
             && !family_names.contains(&family.name)
         {
             family_names.push(family.name.clone());
-            index_urls.extend(families.index_url(family));
+            // A multi-arch table's one index serves every family: named once.
+            if let Some(url) = families.index_url(family)
+                && !index_urls.contains(&url)
+            {
+                index_urls.push(url);
+            }
         }
     }
     Ok(Selection {

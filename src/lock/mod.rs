@@ -212,6 +212,15 @@ impl BuildRecord {
     }
 }
 
+impl BuildRecord {
+    /// The mode the record names: a build's (it recorded its targets), or multi-arch from
+    /// install-rocm's multi-arch index. An SDK-only record from another index names none (the
+    /// per-family default is not written, so it cannot be told from an absent one).
+    pub fn recorded_mode(&self) -> Option<BuildMode> {
+        (!self.targets.is_empty() || !self.mode.is_per_family()).then_some(self.mode)
+    }
+}
+
 impl Lock {
     /// The SDK version the build record holds, if any.
     pub fn sdk_version(&self) -> Result<Option<pep440_rs::Version>, Error> {
@@ -369,9 +378,14 @@ impl Lock {
             .filter(|url| !crate::redact::is_masked(url))
     }
 
-    /// Writes what the installed SDK reported into the build record (creating it); the index
-    /// URL is stored with credentials masked.
-    pub fn record_sdk(&mut self, info: &crate::sdk::SdkInfo, index_url: Option<&str>) {
+    /// Writes what the installed SDK reported into the build record (creating it), with the
+    /// mode its index says when it says one; the index URL is stored with credentials masked.
+    pub fn record_sdk(
+        &mut self,
+        info: &crate::sdk::SdkInfo,
+        index_url: Option<&str>,
+        mode: Option<BuildMode>,
+    ) {
         let index_url = index_url.map(crate::redact::redact_url);
         match self.build.as_mut() {
             Some(record) => {
@@ -380,6 +394,9 @@ impl Lock {
                 if index_url.is_some() {
                     record.index_url = index_url;
                 }
+                if let Some(mode) = mode {
+                    record.mode = mode;
+                }
             }
             None => {
                 self.build = Some(BuildRecord {
@@ -387,7 +404,7 @@ impl Lock {
                     index_url,
                     sdk_targets: info.targets.clone(),
                     targets: Vec::new(),
-                    mode: Default::default(),
+                    mode: mode.unwrap_or_default(),
                     release_type: String::new(),
                     version_suffix: String::new(),
                     versions: Default::default(),
@@ -485,6 +502,52 @@ mod tests {
         assert!(
             error.to_string().contains("lock schema 9 is not supported"),
             "{error}"
+        );
+    }
+
+    /// install-rocm from the multi-arch index records the mode; from another index it records
+    /// none, and a built record names its own.
+    #[test]
+    fn the_record_names_a_mode_only_when_something_chose_one() {
+        let sdk = crate::sdk::SdkInfo {
+            version: "7.10.0a20251124".into(),
+            root: "/r".into(),
+            bin: "/r/bin".into(),
+            cmake: "/r/cmake".into(),
+            targets: vec!["gfx906".into()],
+            python: "3.11.7".into(),
+        };
+        let mut lock = Lock::new("configs/stack.yaml");
+        lock.record_sdk(&sdk, Some("http://127.0.0.1:1/simple/"), None);
+        let record = lock.build.clone().expect("record");
+        assert_eq!(record.recorded_mode(), None);
+        let mut multi = Lock::new("configs/stack.yaml");
+        multi.record_sdk(
+            &sdk,
+            Some("https://rocm.nightlies.amd.com/whl-multi-arch/"),
+            Some(BuildMode::MultiArch),
+        );
+        let record = multi.build.clone().expect("record");
+        assert_eq!(record.recorded_mode(), Some(BuildMode::MultiArch));
+        let text = serde_json::to_string(&record).expect("json");
+        assert!(text.contains("\"mode\":\"multi-arch\""), "{text}");
+        // A later install into the same lock from an index that says nothing keeps it.
+        multi.record_sdk(&sdk, Some("http://127.0.0.1:1/simple/"), None);
+        assert_eq!(
+            multi.build.as_ref().and_then(BuildRecord::recorded_mode),
+            Some(BuildMode::MultiArch)
+        );
+        let built = BuildRecord {
+            targets: vec![serde_json::from_str("\"gfx906\"").expect("target")],
+            ..record
+        };
+        assert_eq!(
+            BuildRecord {
+                mode: BuildMode::PerFamily,
+                ..built
+            }
+            .recorded_mode(),
+            Some(BuildMode::PerFamily)
         );
     }
 

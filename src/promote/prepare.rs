@@ -320,6 +320,8 @@ fn verify_rewritten(
         index_url,
         memory_budget: DEFAULT_MEMORY_BUDGET,
         check_pins_outside_set: check_outside,
+        // The staged set was held to its lock's device wheels when it was staged.
+        devices: Default::default(),
     };
     let report = verify::run(ctx, wheels, &expect)?;
     if !report.ok {

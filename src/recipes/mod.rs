@@ -244,6 +244,17 @@ impl Recipes {
 
     /// What verification expects of each wheel of the stack, by normalized wheel name: the
     /// recipe's expectation, with its pins named by the stack's wheels.
+    /// The stack's projects whose wheels a multi-arch build splits ([`Recipe::device_split`]).
+    pub fn split_projects<'a>(&self, stack: &'a Stack) -> Result<Vec<&'a Project>, Error> {
+        let mut out = Vec::new();
+        for project in stack.projects.values() {
+            if self.of(stack, project)?.device_split().is_some() {
+                out.push(project);
+            }
+        }
+        Ok(out)
+    }
+
     pub fn wheel_expectations(
         &self,
         stack: &Stack,

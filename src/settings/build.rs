@@ -69,12 +69,30 @@ impl BuildSettings {
         let families = config.family_table(ctx)?;
         let (pytorch_rocm_arch, amdgpu_family) =
             super::detect::auto_targets(ctx, &families, pytorch_rocm_arch, amdgpu_family)?;
+        let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
+        let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
+        let mut mode = ModeChoice::resolve(
+            multi_arch,
+            families.index_layout() == IndexLayout::MultiArch,
+            lock_build.and_then(|b| b.recorded_mode()),
+        );
+        if let Some(url) = sdk_args
+            .index_url
+            .as_deref()
+            .filter(|u| !super::detect::is_auto(Some(u)))
+        {
+            mode = mode.with_index(&families, "--index-url", url, "the build")?;
+        }
         let sdk_args = SdkArgs {
-            index_url: super::detect::auto_index_url(ctx, sdk_args.index_url)?,
+            index_url: super::detect::auto_index_url_for(
+                ctx,
+                sdk_args.index_url,
+                &families,
+                mode.mode,
+            )?,
             ..sdk_args
         };
 
-        let (lock, root) = lock_and_root(ctx, root_checkout_dir, lock)?;
         let selection = select_projects(
             ctx,
             &stack,
@@ -95,7 +113,6 @@ impl BuildSettings {
             lock.as_ref(),
             platform,
         )?;
-        let lock_build = lock.as_ref().and_then(|l| l.lock.build.as_ref());
         let mut targets = TargetRequest {
             flag: pytorch_rocm_arch,
             env: ctx
@@ -112,11 +129,6 @@ impl BuildSettings {
             unnamed_index: None,
         };
         infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
-        let mode = ModeChoice::resolve(
-            multi_arch,
-            families.index_layout() == IndexLayout::MultiArch,
-            lock_build.map(|b| b.mode),
-        );
 
         let compiler_cache =
             CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;

@@ -8,6 +8,7 @@ use crate::cli::DetectArgs;
 use crate::context::Context;
 use crate::detect::{self, DeviceTable, RuntimeEnv, Selection, Tables};
 use crate::env_vars::{self, Environment};
+use crate::lock::BuildMode;
 use crate::settings::{Source, Sourced};
 use crate::stack::FamilyTable;
 
@@ -64,7 +65,7 @@ pub fn runtime_env(env: &Environment) -> RuntimeEnv {
     }
 }
 
-fn is_auto(value: Option<&str>) -> bool {
+pub fn is_auto(value: Option<&str>) -> bool {
     value.is_some_and(|v| v.trim().eq_ignore_ascii_case(AUTO))
 }
 
@@ -122,6 +123,28 @@ pub fn auto_targets(
         other => other.map(flag),
     };
     Ok((arch, family))
+}
+
+/// `--index-url auto` for a set of `mode`: the family table's multi-arch index for a
+/// multi-arch one (it serves every family, whatever this machine holds), else
+/// [`auto_index_url`].
+pub fn auto_index_url_for(
+    ctx: &Context,
+    index_url: Option<String>,
+    families: &FamilyTable,
+    mode: BuildMode,
+) -> anyhow::Result<Option<String>> {
+    if !is_auto(index_url.as_deref()) || mode.is_per_family() {
+        return auto_index_url(ctx, index_url);
+    }
+    let url = families
+        .multi_arch_index_url()
+        .ok_or(detect::Error::NoMultiArchIndex)?
+        .to_string();
+    ctx.ui.status(format!(
+        "--index-url auto: {url} (the multi-arch index, one for every family)"
+    ));
+    Ok(Some(url))
 }
 
 /// `--index-url auto`: the index of the family of this machine's GPUs (one family only);

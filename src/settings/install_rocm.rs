@@ -4,15 +4,19 @@
 use std::path::PathBuf;
 
 use super::sdk::{expect_locked_sdk, install_settings, resolve_venv};
+use crate::build::mode::ModeChoice;
 use crate::cli::InstallRocmArgs;
 use crate::context::Context;
-use crate::lock::Lock;
+use crate::lock::{BuildMode, Lock};
 use crate::sdk::install::InstallSettings;
+use crate::stack::IndexKind;
 
 pub struct InstallRocmSettings {
     pub install: InstallSettings,
     /// The lock to check against and record into, with its path.
     pub lock: Option<(PathBuf, Lock)>,
+    /// The build mode the SDK's index says, for the lock's record (none: it says none).
+    pub mode: Option<BuildMode>,
     /// Print the plan and stop.
     pub dry_run: bool,
 }
@@ -54,10 +58,43 @@ impl InstallRocmSettings {
             None => None,
         };
         let install = install_settings(ctx, &sdk, venv, log, locked)?;
+        let mode = record_mode(&lock, install.index_url.as_deref())?;
         Ok(InstallRocmSettings {
             install,
             lock,
+            mode,
             dry_run,
         })
     }
+}
+
+/// The mode the index the SDK comes from says ([`crate::stack::IndexKind`]): the SDK of a
+/// multi-arch build comes from the multi-arch index. A lock whose record names built targets
+/// has its mode already: an index of the other mode is an error.
+fn record_mode(
+    lock: &Option<(PathBuf, Lock)>,
+    index_url: Option<&str>,
+) -> anyhow::Result<Option<BuildMode>> {
+    let Some(url) = index_url else {
+        return Ok(None);
+    };
+    let families = crate::stack::load_families(None)?;
+    let built = lock
+        .as_ref()
+        .and_then(|(_, lock)| lock.build.as_ref())
+        .filter(|build| !build.targets.is_empty());
+    if let Some(build) = built {
+        ModeChoice::resolve(false, false, Some(build.mode)).with_index(
+            &families,
+            "--index-url",
+            url,
+            "the build the lock records",
+        )?;
+        return Ok(Some(build.mode));
+    }
+    Ok(match families.index_kind(url) {
+        IndexKind::PerFamily { .. } => Some(BuildMode::PerFamily),
+        IndexKind::MultiArch => Some(BuildMode::MultiArch),
+        IndexKind::Unknown => None,
+    })
 }

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 
 use indexmap::IndexMap;
 
+use crate::build::mode::ModeChoice;
 use crate::cli::SmokeArgs;
 use crate::context::Context;
 use crate::index::client::IndexClient;
+use crate::lock::BuildMode;
 use crate::lock::Lock;
 use crate::smoke;
+use crate::sourced::Source;
 use crate::stack::Stack;
 
 pub struct SmokeSettings {
@@ -68,15 +71,31 @@ impl SmokeSettings {
             }
             None => Vec::new(),
         };
-        let versions = match &lock {
+        let (versions, locked_mode) = match &lock {
             Some(path) => {
                 let path = ctx.absolute(path);
                 let lock = Lock::read(&path)?;
                 let build = lock.build.ok_or(smoke::Error::NoBuildRecord(path))?;
-                Some(build.versions)
+                (Some(build.versions.clone()), build.recorded_mode())
             }
-            None => None,
+            None => (None, None),
         };
+        // Device wheels (`--targets`) come from a multi-arch index; the lock's record says
+        // which mode the set was built in.
+        let mode = match locked_mode {
+            Some(mode) => ModeChoice::resolve(false, false, Some(mode)),
+            None if !device_targets.is_empty() => ModeChoice {
+                mode: BuildMode::MultiArch,
+                source: Source::Flag("--targets (device wheels)".into()),
+            },
+            None => ModeChoice::resolve(false, false, None),
+        };
+        mode.with_index(
+            &config.family_table(ctx)?,
+            "--index-url",
+            &index_url,
+            "the set under test",
+        )?;
         let client = IndexClient::new(&index_url).map_err(smoke::Error::Index)?;
         let report = ctx.absolute(&report);
         let (venv, clear_venv) = match venv {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Source, Sourced};
+use crate::build::mode::ModeChoice;
 use crate::cli::TestArgs;
 use crate::context::Context;
 use crate::env_vars::{self, Environment};
@@ -100,7 +101,9 @@ impl TestSettings {
                 source: Source::Default,
             },
         };
-        let lock = lock.map(|path| lock_facts(ctx, &path)).transpose()?;
+        let lock = lock
+            .map(|path| lock_facts(ctx, &path, &families, index_url.as_deref()))
+            .transpose()?;
         let env = ctx.env();
         let test_env = test_env(env, &catalog, family.as_deref());
         let requirements = match test_requirements {
@@ -315,10 +318,27 @@ fn gpu_choices(
     (device_query, gpu_policy)
 }
 
-/// What the run takes from `--lock`: the torch version and commit it records.
-fn lock_facts(ctx: &Context, path: &Path) -> anyhow::Result<LockFacts> {
+/// What the run takes from `--lock`: the torch version and commit it records. The index under
+/// test must be of the mode the lock records (a multi-arch set is on the multi-arch index).
+fn lock_facts(
+    ctx: &Context,
+    path: &Path,
+    families: &FamilyTable,
+    index_url: Option<&str>,
+) -> anyhow::Result<LockFacts> {
     let path = ctx.absolute(path);
     let read = Lock::read(&path)?;
+    if let (Some(mode), Some(url)) = (
+        read.build.as_ref().and_then(|b| b.recorded_mode()),
+        index_url,
+    ) {
+        ModeChoice::resolve(false, false, Some(mode)).with_index(
+            families,
+            "--index-url",
+            url,
+            "the set under test",
+        )?;
+    }
     Ok(LockFacts {
         torch_version: read
             .build

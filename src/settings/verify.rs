@@ -7,12 +7,13 @@ use std::str::FromStr;
 use pep440_rs::Version;
 
 use super::{Source, Sourced};
+use crate::build::mode::{ModeChoice, device_prefix};
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::lock::Lock;
 use crate::recipes::Recipes;
 use crate::stack::{self, FamilyTable, Stack, Target};
-use crate::verify::{self, Expectations};
+use crate::verify::{self, Expectations, ExpectedDevice};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::ExpectedVersion;
 
@@ -103,9 +104,18 @@ pub fn expectations(
         let lock_path = ctx.absolute(lock_path);
         let lock = Lock::read(&lock_path)?;
         expect_lock(&mut expect, &lock, &lock_path, stack)?;
-        if lock.build.is_some() {
+        expect_devices(&mut expect, &lock, recipes, stack)?;
+        if let Some(build) = &lock.build {
             targets_from = Some(Source::Lock(lock_path.display().to_string()));
             lock_index = lock.sdk_index_url();
+            if let (Some(url), Some(mode)) = (&index_url, build.recorded_mode()) {
+                ModeChoice::resolve(false, false, Some(mode)).with_index(
+                    table,
+                    "--index-url",
+                    url,
+                    "the set the lock records",
+                )?;
+            }
         }
     }
     if let Some(list) = targets {
@@ -126,6 +136,36 @@ pub fn expectations(
         source,
     });
     Ok((expect, targets))
+}
+
+/// A multi-arch lock's record: a device wheel of every split project for every target it
+/// records, at the project's version (`amd-torch-device-gfx906`).
+fn expect_devices(
+    expect: &mut Expectations,
+    lock: &Lock,
+    recipes: &Recipes,
+    stack: &Stack,
+) -> anyhow::Result<()> {
+    let Some(build) = lock.build.as_ref().filter(|b| !b.mode.is_per_family()) else {
+        return Ok(());
+    };
+    for project in recipes.split_projects(stack)? {
+        let Some(expected) = expect.wheels.versions.get(&normalize_name(&project.wheel)) else {
+            continue;
+        };
+        for target in &build.targets {
+            let name = format!("{}-{target}", device_prefix(&project.wheel));
+            expect.devices.insert(
+                normalize_name(&name),
+                ExpectedDevice {
+                    project: expected.project.clone(),
+                    target: target.to_string(),
+                    version: expected.version.clone(),
+                },
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Takes the targets and per-project versions of the lock's build record as the

@@ -90,14 +90,18 @@ struct FamiliesFile {
     /// Where a family's packages are published: a URL with `{family}` in it.
     #[serde(default)]
     index_url: Option<String>,
-    /// What kind of index `index-url` names.
+    /// The one index of every family for multi-arch builds: a URL without `{family}`.
+    #[serde(default)]
+    multi_arch_index_url: Option<String>,
+    /// Which of the two is the table's current layout (and so the default build mode).
     #[serde(default)]
     index_layout: IndexLayout,
     families: IndexMap<String, Family>,
 }
 
-/// The kind of index the `index-url` template names, so that wherever rockbuild shows one it
-/// can say what it is.
+/// Which of the table's indexes is current: the per-family `index-url` template (current or
+/// legacy) or the `multi-arch-index-url`, so that wherever rockbuild shows one it can say what
+/// it is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum IndexLayout {
@@ -131,6 +135,17 @@ impl IndexLayout {
             ),
         }
     }
+}
+
+/// What an index URL is, by the table's rules: a per-family index when its last path segment
+/// names a family (`…/v2/gfx110X-all/`), the multi-arch index when its last path segment is the
+/// multi-arch index's (`whl-multi-arch`, on any host: nightlies, prereleases, releases), else
+/// neither (a local or mirrored index, which says nothing about the mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    PerFamily { family: String },
+    MultiArch,
+    Unknown,
 }
 
 /// Why a target or family name was refused. The message always names a fix.
@@ -171,6 +186,7 @@ pub enum NameError {
 pub struct FamilyTable {
     families: IndexMap<String, Family>,
     index_url: Option<String>,
+    multi_arch_index_url: Option<String>,
     index_layout: IndexLayout,
 }
 
@@ -186,6 +202,22 @@ impl FamilyTable {
                 format!(
                     "index-url '{template}' has no {FAMILY_PLACEHOLDER} to put the family name in"
                 ),
+            ));
+        }
+        if let Some(url) = &file.multi_arch_index_url
+            && url.contains(FAMILY_PLACEHOLDER)
+        {
+            return Err(source.error_at(
+                &["multi-arch-index-url"],
+                format!(
+                    "multi-arch-index-url '{url}' has {FAMILY_PLACEHOLDER} in it: the multi-arch index is one URL for every family (the per-family template goes in index-url)"
+                ),
+            ));
+        }
+        if file.index_layout == IndexLayout::MultiArch && file.multi_arch_index_url.is_none() {
+            return Err(source.error_at(
+                &["index-layout"],
+                "index-layout: multi-arch needs multi-arch-index-url (the one index of every family, e.g. https://rocm.nightlies.amd.com/whl-multi-arch/)".to_string(),
             ));
         }
         let mut seen: IndexMap<Target, String> = IndexMap::new();
@@ -227,15 +259,49 @@ impl FamilyTable {
         Ok(FamilyTable {
             families,
             index_url: file.index_url,
+            multi_arch_index_url: file.multi_arch_index_url,
             index_layout: file.index_layout,
         })
     }
 
-    /// The package index of a family, from the table's `index-url` template.
+    /// The package index of a family in the table's current layout: the multi-arch index when
+    /// the layout is multi-arch, else the family's from the `index-url` template.
     pub fn index_url(&self, family: &Family) -> Option<String> {
+        match self.index_layout {
+            IndexLayout::MultiArch => self.multi_arch_index_url.clone(),
+            IndexLayout::PerFamily | IndexLayout::LegacyPerFamily => {
+                self.per_family_index_url(family)
+            }
+        }
+    }
+
+    /// The family's own index, from the `index-url` template.
+    pub fn per_family_index_url(&self, family: &Family) -> Option<String> {
         self.index_url
             .as_ref()
             .map(|template| template.replace(FAMILY_PLACEHOLDER, &family.name))
+    }
+
+    /// The one index of every family (`multi-arch-index-url`).
+    pub fn multi_arch_index_url(&self) -> Option<&str> {
+        self.multi_arch_index_url.as_deref()
+    }
+
+    /// What `url` is by the table's rules ([`IndexKind`]).
+    pub fn index_kind(&self, url: &str) -> IndexKind {
+        let segment = last_segment(url);
+        if segment.is_empty() {
+            return IndexKind::Unknown;
+        }
+        if let Ok(family) = self.family_named(segment) {
+            return IndexKind::PerFamily {
+                family: family.name.clone(),
+            };
+        }
+        match self.multi_arch_index_url() {
+            Some(multi) if last_segment(multi) == segment => IndexKind::MultiArch,
+            _ => IndexKind::Unknown,
+        }
     }
 
     /// What kind of index [`FamilyTable::index_url`] names.
@@ -379,6 +445,16 @@ impl FamilyTable {
     }
 }
 
+/// The last non-empty path segment of a URL (query and fragment dropped): `gfx110X-all` of
+/// `https://rocm.nightlies.amd.com/v2/gfx110X-all/`.
+pub fn last_segment(url: &str) -> &str {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let path = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
+    path.split('/').rfind(|s| !s.is_empty()).unwrap_or_default()
+}
+
 /// Splits `a,b;c` lists, as the reference accepts both separators.
 pub fn split_list(list: &str) -> impl Iterator<Item = &str> {
     list.split([',', ';', ' '])
@@ -466,6 +542,69 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "families.yaml:2: index-url 'https://example.com/v2/' has no {family} to put the family name in"
+        );
+    }
+
+    #[test]
+    fn the_multi_arch_index_is_one_url_and_index_urls_say_their_kind() {
+        let table = table();
+        assert_eq!(
+            table.multi_arch_index_url(),
+            Some("https://rocm.nightlies.amd.com/whl-multi-arch/")
+        );
+        let cases = [
+            (
+                "https://rocm.nightlies.amd.com/v2/gfx110X-all/",
+                IndexKind::PerFamily {
+                    family: "gfx110X-all".into(),
+                },
+            ),
+            (
+                "https://rocm.nightlies.amd.com/whl-multi-arch/",
+                IndexKind::MultiArch,
+            ),
+            // Another channel of the same layout, without its trailing slash.
+            (
+                "https://repo.amd.com/rocm/whl-multi-arch",
+                IndexKind::MultiArch,
+            ),
+            ("http://127.0.0.1:8080/simple/", IndexKind::Unknown),
+            ("https://pypi.org/", IndexKind::Unknown),
+        ];
+        for (url, kind) in cases {
+            assert_eq!(table.index_kind(url), kind, "{url}");
+        }
+        let load = |text: &str| {
+            FamilyTable::load(&ConfigSource {
+                name: "families.yaml".into(),
+                text: text.into(),
+            })
+        };
+        assert_eq!(
+            load("schema: 1\nmulti-arch-index-url: https://x/v2/{family}/\nfamilies: {}\n")
+                .expect_err("a template")
+                .to_string(),
+            "families.yaml:2: multi-arch-index-url 'https://x/v2/{family}/' has {family} in it: the multi-arch index is one URL for every family (the per-family template goes in index-url)"
+        );
+        assert_eq!(
+            load("schema: 1\nindex-url: https://x/v2/{family}/\nindex-layout: multi-arch\nfamilies: {}\n")
+                .expect_err("no multi-arch URL")
+                .to_string(),
+            "families.yaml:3: index-layout: multi-arch needs multi-arch-index-url (the one index of every family, e.g. https://rocm.nightlies.amd.com/whl-multi-arch/)"
+        );
+        // A multi-arch table names its one index for every family.
+        let multi = load(
+            "schema: 1\nindex-url: https://x/v2/{family}/\nmulti-arch-index-url: https://x/whl-multi-arch/\nindex-layout: multi-arch\nfamilies:\n  gfx906:\n    targets: [gfx906]\n    flash-attention: false\n    tier: nightly\n",
+        )
+        .expect("loads");
+        let family = multi.family_named("gfx906").expect("family");
+        assert_eq!(
+            multi.index_url(family).as_deref(),
+            Some("https://x/whl-multi-arch/")
+        );
+        assert_eq!(
+            multi.per_family_index_url(family).as_deref(),
+            Some("https://x/v2/gfx906/")
         );
     }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-pub use families::{FamilyTable, IndexLayout, NameError, Target};
+pub use families::{FamilyTable, IndexKind, IndexLayout, NameError, Target};
 pub use presets::PresetTable;
 pub use source::{ConfigError, ConfigSource};
 

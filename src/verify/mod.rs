@@ -43,6 +43,18 @@ pub struct Expectations {
     /// `index_url`). Off to re-check a set whose versions promotion rewrote: its pins
     /// outside the set are the verified original's, unchanged.
     pub check_pins_outside_set: bool,
+    /// The device wheels a multi-arch lock's record requires, by normalized name
+    /// (`amd-torch-device-gfx906`): one per split project and target.
+    pub devices: BTreeMap<String, ExpectedDevice>,
+}
+
+/// A device wheel the set must hold: the split project's device code for one target, at the
+/// project's version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedDevice {
+    pub project: String,
+    pub target: String,
+    pub version: pep440_rs::Version,
 }
 
 impl Expectations {
@@ -65,6 +77,7 @@ impl Expectations {
             index_url: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,
             check_pins_outside_set: true,
+            devices: BTreeMap::new(),
         }
     }
 

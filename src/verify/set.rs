@@ -23,6 +23,7 @@ pub(super) fn check_set(
 ) -> Vec<Problem> {
     let mut problems = duplicate_files(reports);
     problems.extend(missing_projects(reports, expect));
+    problems.extend(missing_devices(reports, expect));
     let split: Vec<(usize, Vec<Problem>)> = reports
         .iter()
         .enumerate()
@@ -218,6 +219,34 @@ fn missing_projects(reports: &[WheelReport], expect: &Expectations) -> Vec<Probl
             project: expected.project.clone(),
             wheel: wheel.clone(),
             version: expected.version.to_string(),
+        })
+        .collect()
+}
+
+/// Device wheels a multi-arch lock's record requires that the set has not at the project's
+/// version: a target the split lost, or a device wheel left out of the set.
+fn missing_devices(reports: &[WheelReport], expect: &Expectations) -> Vec<Problem> {
+    expect
+        .devices
+        .iter()
+        .filter_map(|(wheel, expected)| {
+            let same_name: Vec<&WheelReport> = reports
+                .iter()
+                .filter(|r| r.name.as_deref() == Some(wheel.as_str()))
+                .collect();
+            if same_name
+                .iter()
+                .any(|r| r.parsed_version().as_ref() == Some(&expected.version))
+            {
+                return None;
+            }
+            Some(Problem::MissingDeviceWheel {
+                project: expected.project.clone(),
+                target: expected.target.clone(),
+                wheel: wheel.clone(),
+                version: expected.version.to_string(),
+                found: same_name.iter().filter_map(|r| r.version.clone()).collect(),
+            })
         })
         .collect()
 }

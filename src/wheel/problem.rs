@@ -90,6 +90,16 @@ pub enum Problem {
         wheel: String,
         version: String,
     },
+    /// A multi-arch lock's record names a target the set has no device wheel of (at the
+    /// project's version) for a split project.
+    MissingDeviceWheel {
+        project: String,
+        target: String,
+        wheel: String,
+        version: String,
+        /// The versions of that device wheel the set has instead.
+        found: Vec<String>,
+    },
     /// Two wheels of the set share a file name.
     DuplicateWheel {
         file: String,
@@ -232,6 +242,7 @@ impl Problem {
             Problem::Mismatch { .. } => "mismatch",
             Problem::LockVersion { .. } => "lock-version",
             Problem::MissingProject { .. } => "missing-project",
+            Problem::MissingDeviceWheel { .. } => "missing-device-wheel",
             Problem::DuplicateWheel { .. } => "duplicate-wheel",
             Problem::TargetMissing { .. } => "target-missing",
             Problem::GpuCode { .. } => "gpu-code",
@@ -346,6 +357,23 @@ impl fmt::Display for Problem {
                 "the lock's build record lists project '{project}' ({wheel} {version}) but the \
                  set has no {wheel} wheel"
             ),
+            Problem::MissingDeviceWheel {
+                project,
+                target,
+                wheel,
+                version,
+                found,
+            } => {
+                write!(
+                    f,
+                    "the lock's build record is multi-arch for {target}, but the set has no \
+                     {wheel} {version} (the {target} device code of project '{project}')"
+                )?;
+                if !found.is_empty() {
+                    write!(f, "; it has {wheel} {}", found.join(", "))?;
+                }
+                Ok(())
+            }
             Problem::DuplicateWheel { file, paths } => {
                 write!(f, "'{file}' appears more than once: {}", paths.join(", "))
             }

@@ -587,6 +587,18 @@ fn build_errors_name_the_fix() {
             None,
         ),
         (vec!["--jobs", "0", "--pytorch-rocm-arch", "gfx906"], None),
+        // A per-family index for a multi-arch build.
+        (
+            vec![
+                "--install-rocm",
+                "--index-url",
+                "http://127.0.0.1:1/v2/gfx103X-all/",
+                "--pytorch-rocm-arch",
+                "gfx906,gfx1030",
+                "--multi-arch",
+            ],
+            None,
+        ),
     ];
     let mut report = Vec::new();
     for (args, env) in cases {
@@ -628,6 +640,29 @@ fn build_errors_name_the_fix() {
     assert_eq!(
         stderr,
         "targets: gfx1010,gfx1011,gfx1012 (3 targets, from --amdgpu-family gfx101X-dgpu)\n"
+    );
+
+    // The multi-arch index (its last path segment is the table's `whl-multi-arch`, on any
+    // host) makes the build multi-arch without the flag.
+    let (code, stdout, stderr) = plan(
+        &world,
+        &[
+            "--rocm-sdk-version",
+            &pin,
+            "--install-rocm",
+            "--index-url",
+            "http://127.0.0.1:1/whl-multi-arch/",
+            "--pytorch-rocm-arch",
+            "gfx906,gfx1030",
+            "--json",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(json["mode"]["mode"], "multi-arch", "{stdout}");
+    assert_eq!(
+        json["mode"]["source"]["detail"],
+        "--index-url http://127.0.0.1:1/whl-multi-arch/, the multi-arch index (one for every family)"
     );
 }
 
@@ -1562,6 +1597,47 @@ fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
     assert_eq!(
         locked["build"]["targets"],
         serde_json::json!(["gfx906", "gfx1030"])
+    );
+
+    // The report names each split: the fat wheel kept, the host wheel, one device wheel per
+    // target, each with its digest and size as written.
+    let report = read_json(&out.join("build-report.json"));
+    for (project, prefix) in [
+        ("torch", "amd-torch-device"),
+        ("vision", "amd-torchvision-device"),
+    ] {
+        let split = &report["projects"][project]["split"];
+        let fat_wheel = report["projects"][project]["wheel"]
+            .as_str()
+            .expect("wheel");
+        assert_eq!(split["fat_wheel"], format!("fat/{fat_wheel}"), "{split}");
+        assert_eq!(split["host"]["wheel"], fat_wheel);
+        let mut targets = Vec::new();
+        for file in
+            std::iter::once(&split["host"]).chain(split["devices"].as_array().expect("devices"))
+        {
+            let path = out.join(file["wheel"].as_str().expect("wheel"));
+            let bytes = std::fs::read(&path).expect("read");
+            assert_eq!(file["size"], bytes.len() as u64, "{}", path.display());
+            assert_eq!(file["sha256"], sha256_hex(&bytes), "{}", path.display());
+            if let Some(target) = file["target"].as_str() {
+                assert_eq!(file["name"], format!("{prefix}-{target}"));
+                assert!(file["code_objects"].as_u64().expect("count") >= 1, "{file}");
+                targets.push(target.to_string());
+            }
+        }
+        targets.sort();
+        assert_eq!(targets, ["gfx1030", "gfx906"], "{split}");
+        assert!(
+            split["bytes_removed"].as_u64().expect("bytes") > 0,
+            "{split}"
+        );
+    }
+    assert!(
+        std::fs::read_to_string(out.join("build-summary.md"))
+            .expect("summary")
+            .contains("split torch: host `torch-"),
+        "the summary names the split"
     );
 
     // The host libraries lost their device code; the fat wheels are kept for the cache.

@@ -261,3 +261,75 @@ fn verify_reads_the_split_and_refuses_a_set_that_would_not_resolve_or_load() {
     );
     assert!(text.contains("extra 'device-all'"), "{text}");
 }
+
+/// Device wheels come from the one multi-arch index: smoke with `--targets` refuses a
+/// per-family index before reaching it, and names the index to pass.
+#[test]
+fn smoke_of_device_wheels_refuses_a_per_family_index() {
+    let env = TestEnv::new();
+    let output = env
+        .rockbuild()
+        .args([
+            "smoke",
+            "--index-url",
+            "http://127.0.0.1:1/v2/gfx103X-all/",
+            "--targets",
+            "gfx1030",
+            "--dry-run",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.lines().next().unwrap_or_default(),
+        "error: --index-url http://127.0.0.1:1/v2/gfx103X-all/ is the per-family index of gfx103X-all, but the set under test is multi-arch (from --targets (device wheels)): a multi-arch set installs from and publishes to one index for every family: pass the multi-arch index (https://rocm.nightlies.amd.com/whl-multi-arch/)"
+    );
+}
+
+/// A multi-arch lock recording gfx906 and gfx1030: a set whose split lost gfx906 (its host
+/// wheel's extras name gfx1030 only, so every extra resolves) fails verify by name.
+#[test]
+fn verify_of_a_multi_arch_lock_requires_a_device_wheel_for_every_target() {
+    let env = TestEnv::new();
+    let fat = WheelBuilder::new("torch", VERSION)
+        .file_from("torch/lib/libtorch_hip.so", &hip_library(&["gfx1030"]))
+        .requires(&format!("rocm[libraries]=={SDK}"))
+        .build(&env.path("fat"));
+    split_wheel(&fat, &env.path("dist"), &spec()).expect("splits");
+    // The lock's build record as `build --multi-arch` writes it (src/lock/mod.rs BuildRecord).
+    let lock = serde_json::json!({
+        "schema": 1,
+        "generated_by": "rockbuild",
+        "stack": "stack.yaml",
+        "projects": {},
+        "build": {
+            "sdk_version": SDK,
+            "targets": ["gfx906", "gfx1030"],
+            "mode": "multi-arch",
+            "versions": {"torch": VERSION},
+        },
+    });
+    let lock_path = env.path("rockbuild.lock.json");
+    std::fs::write(&lock_path, lock.to_string()).expect("write lock");
+    let server = http::serve(&sdk_index(SDK, &["gfx906", "gfx1030"]));
+    let output = env
+        .rockbuild()
+        .args(["verify", "dist", "--json", "--lock"])
+        .arg(&lock_path)
+        .args(["--index-url", &format!("{}simple/", server.url())])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let text = report.to_string();
+    assert!(text.contains("missing-device-wheel"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the lock's build record is multi-arch for gfx906, but the set has no amd-torch-device-gfx906 {VERSION} (the gfx906 device code of project 'torch')"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("gfx1030, but"), "{text}");
+}

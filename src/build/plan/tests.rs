@@ -483,6 +483,47 @@ fn plan_for_a_multi_arch_build_of_two_families() {
     );
 }
 
+/// An index URL of one mode against a mode chosen by the flag or the lock is an error that
+/// names both and the index to pass; against a default or the table's layout it chooses.
+#[test]
+fn an_index_of_the_other_mode_chooses_or_is_refused() {
+    let table = settings().families;
+    let per_family = "https://rocm.nightlies.amd.com/v2/gfx110X-all/";
+    let multi = "https://rocm.nightlies.amd.com/whl-multi-arch/";
+    let error = ModeChoice::resolve(true, false, None)
+        .with_index(&table, "--index-url", per_family, "the build")
+        .expect_err("per-family index, --multi-arch");
+    assert_eq!(
+        error.to_string(),
+        "--index-url https://rocm.nightlies.amd.com/v2/gfx110X-all/ is the per-family index of gfx110X-all, but the build is multi-arch (from --multi-arch): a multi-arch set installs from and publishes to one index for every family: pass the multi-arch index (https://rocm.nightlies.amd.com/whl-multi-arch/)"
+    );
+    let error = ModeChoice::resolve(false, false, Some(BuildMode::PerFamily))
+        .with_index(&table, "--index-url", multi, "the set the lock records")
+        .expect_err("multi-arch index, per-family lock");
+    assert_eq!(
+        error.to_string(),
+        "--index-url https://rocm.nightlies.amd.com/whl-multi-arch/ is the multi-arch index (one for every family), but the set the lock records is per-family (from lock build record): a per-family set installs from and publishes to its family's index: pass the family's index (such as https://rocm.nightlies.amd.com/v2/gfx94X-dcgpu/)"
+    );
+    let chosen = ModeChoice::resolve(false, false, None)
+        .with_index(&table, "--index-url", multi, "the build")
+        .expect("chooses");
+    assert_eq!(chosen.mode, BuildMode::MultiArch);
+    let chosen = ModeChoice::resolve(false, true, None)
+        .with_index(&table, "--index-url", per_family, "the build")
+        .expect("chooses");
+    assert_eq!(chosen.mode, BuildMode::PerFamily);
+    // A local index says nothing about the mode.
+    let kept = ModeChoice::resolve(true, false, None)
+        .with_index(
+            &table,
+            "--index-url",
+            "http://127.0.0.1:1/simple/",
+            "the build",
+        )
+        .expect("unknown kind");
+    assert_eq!(kept, ModeChoice::resolve(true, false, None));
+}
+
 #[test]
 fn plan_for_a_family_dev_build_with_ccache() {
     let mut dev = settings();
