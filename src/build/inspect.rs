@@ -32,10 +32,13 @@ pub struct ProjectSnapshot<'a> {
     pub files: CheckoutFiles,
 }
 
-/// Selects the projects and reads what their recipes need.
+/// Selects the projects and reads what their recipes need. A project the reference does not
+/// build for the plan's platform is left out with a note in `notes`, or refused when asked
+/// for by name.
 pub fn checkouts<'a>(
     settings: &'a BuildSettings,
     recipes: &Recipes,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<ProjectSnapshot<'a>>, Error> {
     let lock = settings.lock.as_ref().map(|l| &l.lock);
     let selected = select::select(&settings.stack, &settings.selection, lock, Path::is_dir)?;
@@ -43,6 +46,22 @@ pub fn checkouts<'a>(
     for selected in selected {
         let recipe = recipes.of(&settings.stack, selected.project)?;
         let name = &selected.project.name;
+        if let Some(why) = recipe.not_built_on(settings.platform) {
+            if let Some(asked) = settings.selection.build.get(name).filter(|b| b.value) {
+                return Err(Error::Recipe {
+                    project: name.clone(),
+                    message: format!(
+                        "asked for by {}, but not built for {}: {why}; drop {}",
+                        asked.source, settings.platform, asked.source
+                    ),
+                });
+            }
+            notes.push(format!(
+                "{name} is left out of this {} build: {why}",
+                settings.platform
+            ));
+            continue;
+        }
         let source = source::inspect(name, &selected.dir, selected.locked, recipe.generates())?;
         let files = CheckoutFiles {
             files: read_files(name, &selected.dir, recipe.reads())?,

@@ -18,8 +18,8 @@ pub fn plan(mut args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Re
 pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = BuildSettings::resolve(args, ctx, recipes)?;
     // The checkouts first: a mistyped directory fails before an SDK is installed.
-    let projects = inspect::checkouts(&settings, recipes)?;
     let mut notes = Vec::new();
+    let projects = inspect::checkouts(&settings, recipes, &mut notes)?;
     let sdk = sdk_facts::obtain(ctx, &settings, &recipes.sdk_dirs(), &mut notes)?;
     let world = Snapshot {
         sdk,

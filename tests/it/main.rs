@@ -30,3 +30,4 @@ mod split;
 mod stacks;
 mod suite;
 mod verify;
+mod windows_plan;

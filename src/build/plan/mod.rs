@@ -48,6 +48,33 @@ pub enum Action {
     InstallWheel(Cmd),
     /// A process that must print something (only an empty answer means failure: F24).
     Smoke(Cmd),
+    /// The build machine's environment must hold these variables, set up before rockbuild
+    /// starts by a tool it does not run (vcvars64.bat sets up MSVC); otherwise the build stops
+    /// here and says how to set them up.
+    RequireEnv { vars: Vec<String>, fix: String },
+    /// A file the build machine's environment locates, copied into a directory of the tree.
+    CopyIn(CopyIn),
+}
+
+/// A file copied into the tree from where a variable of the build machine's environment
+/// points (only that machine knows the path: `%VCToolsRedistDir%`, `%libuv_ROOT%`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CopyIn {
+    /// The variable naming the directory the file is taken from.
+    pub var: String,
+    pub file: FileIn,
+    /// The directory it is copied into.
+    pub into: PathBuf,
+}
+
+/// Which file of the variable's directory.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileIn {
+    /// This path under it.
+    At(String),
+    /// The first file of this name anywhere under it (in path order).
+    Find(String),
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +83,8 @@ pub struct Step {
     pub action: Action,
     /// What the step does to the venv every project builds in.
     pub venv: VenvUse,
+    /// Why the step is there, when its label does not say (shown by `plan`).
+    pub why: Option<&'static str>,
 }
 
 /// How a step (or a whole project) uses the one venv every project builds in. Ordered: a
@@ -244,14 +273,18 @@ pub fn assemble(
         compiler_cache: &settings.compiler_cache,
         base_env: &settings.base_env,
     };
-    let mut projects: Vec<ProjectPlan> = world
-        .projects
-        .iter()
-        .zip(&versions)
-        .map(|(snapshot, version)| {
-            project_plan(settings, recipes, &shared, &provided, snapshot, version)
-        })
-        .collect::<Result<_, _>>()?;
+    let mut notes = world.notes.clone();
+    let mut projects: Vec<ProjectPlan> = Vec::new();
+    for (snapshot, version) in world.projects.iter().zip(&versions) {
+        let (project, project_notes) =
+            project_plan(settings, recipes, &shared, &provided, snapshot, version)?;
+        notes.extend(
+            project_notes
+                .into_iter()
+                .map(|note| format!("{}: {note}", project.name)),
+        );
+        projects.push(project);
+    }
     let venv_turns = add_venv_turns(&mut projects)?;
     for (index, snapshot) in world.projects.iter().enumerate() {
         // The cache key covers what a project compiles against, not what it only pins or
@@ -293,13 +326,13 @@ pub fn assemble(
             .collect::<Result<_, Error>>()?,
     };
 
-    let mut notes = world.notes.clone();
     if !settings.platform.is_host() {
         notes.push(format!(
-            "a plan for {} made on {}: {} stands for the build machine's PATH",
+            "a plan for {} made on {}: {} (and any {}) stands for the build machine's variable",
             settings.platform,
             Platform::host(),
-            settings.platform.inherited(crate::env_vars::PATH)
+            settings.platform.inherited(crate::env_vars::PATH),
+            settings.platform.inherited("NAME")
         ));
     }
     let fat_dir = output_dir.join("fat");
@@ -333,7 +366,8 @@ pub fn assemble(
     })
 }
 
-/// One project's plan, without its fingerprint (which needs the others').
+/// One project's plan, without its fingerprint (which needs the others'), and its recipe's
+/// notes.
 fn project_plan(
     settings: &BuildSettings,
     recipes: &Recipes,
@@ -341,7 +375,7 @@ fn project_plan(
     provided: &BTreeMap<&str, (&str, Pin)>,
     snapshot: &ProjectSnapshot<'_>,
     version: &Versions,
-) -> Result<ProjectPlan, Error> {
+) -> Result<(ProjectPlan, Vec<String>), Error> {
     let project = snapshot.project;
     let recipe = recipes.of(&settings.stack, project)?;
     let pinned: BTreeMap<&'static str, Pin> = recipe
@@ -373,7 +407,7 @@ fn project_plan(
         },
         recipes::common_env(shared),
     )?;
-    Ok(ProjectPlan {
+    let plan = ProjectPlan {
         name: project.name.clone(),
         dist: project.wheel.clone(),
         recipe: recipe.name(),
@@ -394,7 +428,8 @@ fn project_plan(
         fingerprint: None,
         hints: recipe.failure_hints(),
         version_hint: recipe.version_mismatch_hint(),
-    })
+    };
+    Ok((plan, steps.notes))
 }
 
 /// Adds `reason` to the dependency on `project`.
