@@ -335,6 +335,9 @@ pub fn assemble(
             settings.platform.inherited("NAME")
         ));
     }
+    if let Some(note) = long_windows_root(settings.platform, &settings.selection.root.value) {
+        notes.push(note);
+    }
     let fat_dir = output_dir.join("fat");
     Ok(Plan {
         platform: settings.platform,
@@ -430,6 +433,23 @@ fn project_plan(
         version_hint: recipe.version_mismatch_hint(),
     };
     Ok((plan, steps.notes))
+}
+
+/// The longest checkout root the reference builds Windows wheels under (`C:/b/pytorch` in its
+/// instructions, `B:/src` in its workflows): every compile command names its sources and
+/// objects by full path, and PyTorch's deep trees under a longer root overrun Windows'
+/// command-line and path-length limits.
+const WINDOWS_ROOT_MAX: usize = "C:/b/pytorch".len();
+
+/// A note when a Windows build's checkout root is longer than the reference keeps it.
+fn long_windows_root(platform: Platform, root: &std::path::Path) -> Option<String> {
+    let length = root.as_os_str().len();
+    (platform == Platform::Windows && length > WINDOWS_ROOT_MAX).then(|| {
+        format!(
+            "the checkout root {} is {length} characters long: the reference builds Windows wheels under a root of at most {WINDOWS_ROOT_MAX} (B:/src, C:/b) for the compile commands' length limits; check out to a short root (`--root-checkout-dir C:/b`)",
+            root.display()
+        )
+    })
 }
 
 /// Adds `reason` to the dependency on `project`.
