@@ -73,6 +73,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         Classified,
         ProcessError,
         crate::build::Error,
+        crate::recipes::Error,
         crate::checkout::Error,
         crate::lock::Error,
         crate::git::Error,

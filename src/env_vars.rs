@@ -47,7 +47,7 @@ pub const PATH: &str = "PATH";
 /// Python's module path: a hipify script's is extended, not replaced (src/hipify/reach.rs).
 pub const PYTHONPATH: &str = "PYTHONPATH";
 
-// Inherited by builds and extended rather than replaced (src/build/recipes): a user's own
+// Inherited by builds and extended rather than replaced (src/recipes): a user's own
 // flags and library paths stay in front of what rockbuild adds.
 pub const CXXFLAGS: &str = "CXXFLAGS";
 pub const CPPFLAGS: &str = "CPPFLAGS";

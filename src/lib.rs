@@ -3,7 +3,7 @@
 //! finds code nothing calls.
 //!
 //! Modules import downward only: `commands` (one file per verb, glue) → stages (`checkout`,
-//! `build`, `smoke`, `promote`, …) → core services (`exec`, `git`, `wheel`, `index`, `store`,
+//! `build`, `smoke`, `promote`, …) → project knowledge (`recipes`) → core services (`exec`, `git`, `wheel`, `index`, `store`,
 //! `version`, `stack`, …).
 
 pub mod cli;
@@ -12,6 +12,7 @@ pub mod context;
 pub mod diagnostics;
 pub mod exit;
 pub mod fsutil;
+pub mod recipes;
 pub mod wheel;
 
 pub mod build;

@@ -2,7 +2,7 @@
 //! code. Everything else lives in the library's stage modules.
 
 use clap::Parser;
-use rockbuild::build::recipes::Recipes;
+use rockbuild::recipes::Recipes;
 use rockbuild::{cli, commands, context, diagnostics};
 
 fn main() -> std::process::ExitCode {

@@ -7,9 +7,9 @@ use crate::exit::{ExitStatus, HasExitStatus};
 use crate::stack::{ConfigError, Target, families::join};
 use crate::version::VersionError;
 
-use super::recipes::Hint;
 use super::source::SourceError;
 use super::targets::TargetError;
+use crate::recipes::Hint;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -83,14 +83,6 @@ pub enum Error {
         project: String,
         error: crate::input::InputError,
     },
-    /// A file a recipe computes the version from is missing or says nothing usable.
-    #[error("{project}: {}{}: {problem}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
-    VersionSource {
-        project: String,
-        path: PathBuf,
-        line: Option<usize>,
-        problem: String,
-    },
     #[error(transparent)]
     Version(#[from] VersionError),
     #[error(
@@ -98,9 +90,9 @@ pub enum Error {
         projects.join(", ")
     )]
     Cycle { projects: Vec<String> },
-    /// A recipe refuses the combination it was given.
-    #[error("{project}: {message}")]
-    Recipe { project: String, message: String },
+    /// A recipe's answer: an unknown recipe, a version file, a combination it refuses.
+    #[error(transparent)]
+    Recipes(#[from] crate::recipes::Error),
 
     // ---- targets and the SDK ----
     #[error(transparent)]
@@ -165,6 +157,7 @@ impl HasExitStatus for Error {
                 ExitStatus::Failure
             }
             Error::Content { error, .. } => error.exit_status(),
+            Error::Recipes(error) => error.exit_status(),
             Error::DirSyntax { .. }
             | Error::UnknownProject { .. }
             | Error::NoProjectForRecipe { .. }
@@ -176,9 +169,7 @@ impl HasExitStatus for Error {
             | Error::NoCheckout { .. }
             | Error::NothingToBuild { .. }
             | Error::Source(_)
-            | Error::VersionSource { .. }
             | Error::Version(_)
-            | Error::Recipe { .. }
             | Error::Cycle { .. }
             | Error::Targets(_)
             | Error::SdkLacksTargets { .. }

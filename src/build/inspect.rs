@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
-use super::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use super::select;
 use super::source::{self, SourceState};
 use crate::build::input::BuildSettings;
 use crate::lock::LockedProject;
+use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::stack::Project;
 
 /// What the plan is computed from, besides the settings.
@@ -48,13 +48,14 @@ pub fn checkouts<'a>(
         let name = &selected.project.name;
         if let Some(why) = recipe.not_built_on(settings.platform) {
             if let Some(asked) = settings.selection.build.get(name).filter(|b| b.value) {
-                return Err(Error::Recipe {
+                return Err(crate::recipes::Error::Recipe {
                     project: name.clone(),
                     message: format!(
                         "asked for by {}, but not built for {}: {why}; drop {}",
                         asked.source, settings.platform, asked.source
                     ),
-                });
+                }
+                .into());
             }
             notes.push(format!(
                 "{name} is left out of this {} build: {why}",

@@ -2,7 +2,7 @@
 //! → what the SDK
 //! is ([`sdk_facts`]) and what the checkouts hold ([`inspect`]: which projects ([`select`]),
 //! their git state ([`source`]) and the files their recipes read) → the pure [`plan`] (versions,
-//! targets ([`targets`]), env and steps from the [`recipes`]) → [`apply`]: the DAG executor
+//! targets ([`targets`]), env and steps from the recipes, `crate::recipes`) → [`apply`]: the DAG executor
 //! ([`execute`]), compiler caches ([`compilers`]) and the build report, which is also the build
 //! cache's index ([`report`](mod@report)). Every refusal is an [`Error`].
 
@@ -14,7 +14,6 @@ pub(crate) mod input;
 pub(crate) mod inspect;
 pub mod mode;
 pub(crate) mod plan;
-pub mod recipes;
 pub(crate) mod report;
 pub(crate) mod sdk_facts;
 pub(crate) mod select;

@@ -49,14 +49,7 @@ pub struct SplitPlan {
     pub spec: SplitSpec,
 }
 
-/// The device package prefix of a distribution, as the reference names them
-/// (`amd-torch-device`, `amd-torchvision-device`).
-pub fn device_prefix(dist: &str) -> String {
-    format!(
-        "amd-{}-device",
-        crate::wheel::filename::normalize_name(dist)
-    )
-}
+pub use crate::wheel::split::device_prefix;
 
 /// What every device wheel requires: the SDK's device package of its target, at the SDK's
 /// version (the reference's `--device-requires-dist "rocm-sdk-device-@GFXARCH@ == <SDK>"`).

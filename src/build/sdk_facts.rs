@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use super::error::Error;
-use super::recipes::SdkFacts;
 use crate::build::input::BuildSettings;
 use crate::context::Context;
+use crate::recipes::SdkFacts;
 use crate::sdk::{self, SdkInfo, Venv, preflight};
 
 /// The SDK facts the plan needs: for a dry run what is known without running anything; for a

@@ -15,18 +15,7 @@ use crate::lock::LockedProject;
 /// Subject of the commit `rockbuild checkout` makes for hipify's changes.
 pub use crate::git::HIPIFY_COMMIT_MESSAGE as HIPIFY_COMMIT_SUBJECT;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SourceState {
-    /// HEAD's commit; `None` when the directory is not a git checkout.
-    pub head: Option<String>,
-    /// The checked-out branch; `None` when HEAD is detached (as after `rockbuild checkout`).
-    pub branch: Option<String>,
-    /// The upstream commit the sources come from (the lock's, else HEAD or, when HEAD is the
-    /// hipify commit, its parent): what dev versions carry as `git<sha8>`.
-    pub upstream: Option<String>,
-    /// SHA-256 over HEAD and the uncommitted changes; `None` without git (never cached).
-    pub digest: Option<String>,
-}
+pub use crate::recipes::SourceState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

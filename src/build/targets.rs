@@ -11,7 +11,7 @@
 use std::fmt;
 
 use super::error::Error;
-use super::recipes::SdkFacts;
+use crate::recipes::SdkFacts;
 use crate::sourced::{Source, Sourced};
 use crate::stack::{FamilyTable, NameError, Target};
 
@@ -139,13 +139,7 @@ impl TargetChoice {
     }
 }
 
-pub fn cmake_list(targets: &[Target]) -> String {
-    targets
-        .iter()
-        .map(Target::as_str)
-        .collect::<Vec<_>>()
-        .join(";")
-}
+pub use crate::recipes::cmake_list;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {

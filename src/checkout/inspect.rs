@@ -11,11 +11,11 @@ use super::plan::{CheckoutFile, HipifyTarget, NodeState, SubmoduleTarget, Target
 use super::repos;
 use super::resolve::Resolved;
 use super::snapshot;
-use crate::build::recipes::Recipes;
 use crate::exec::Runner;
 use crate::git::mirror::Mirror;
 use crate::git::{Git, local};
 use crate::hipify::{self, cache};
+use crate::recipes::Recipes;
 use crate::stack::{HipifyPolicy, Project, Stack};
 
 /// Where `checkout` marks a tree in flux; the next run repairs a tree that still has it.

@@ -13,11 +13,11 @@ use indexmap::IndexMap;
 
 use super::Selection;
 use super::resolve::Resolved;
-use crate::build::recipes::{CheckoutFiles, Recipes, VersionInput};
-use crate::build::source::SourceState;
 use crate::git::local;
 use crate::hipify::cache;
 use crate::lock::{BuildRecord, HipifyStamp, Lock, LockedProject};
+use crate::recipes::SourceState;
+use crate::recipes::{CheckoutFiles, Recipes, VersionInput};
 use crate::stack::{HipifyPolicy, Project, Stack, Target};
 use crate::version::ReleaseType;
 
@@ -76,7 +76,7 @@ pub fn checkout_files(
     lock: &Lock,
     stack: &Stack,
     recipes: &Recipes,
-) -> Result<BTreeMap<String, String>, crate::build::Error> {
+) -> Result<BTreeMap<String, String>, crate::recipes::Error> {
     let mut out = BTreeMap::new();
     for (name, locked) in &lock.projects {
         let Some(project) = stack.projects.get(name) else {

@@ -26,12 +26,12 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 
-use crate::build::recipes::Recipes;
 use crate::context::Context;
 use crate::git::TransferLimits;
 use crate::lock::manifest::ReproducePin;
 use crate::lock::resolve::Request;
 use crate::lock::{BuildRecord, Lock, LockedProject};
+use crate::recipes::Recipes;
 use crate::stack::{Project, Stack};
 use crate::ui::Task;
 use apply::{Outcome, SummaryRow};

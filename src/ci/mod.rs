@@ -2,9 +2,11 @@
 //! tables (`rockbuild matrix`), and the workflows generated from the same tables
 //! (`rockbuild ci generate`).
 
+mod chain;
 pub mod files;
 pub mod generate;
 pub mod matrix;
+mod parts;
 pub mod releases;
 pub mod workflow;
 

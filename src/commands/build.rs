@@ -2,11 +2,11 @@
 //! the plan → printed (`plan`, `--dry-run`, `--json`) or applied.
 
 use crate::build::inspect::{self, Snapshot};
-use crate::build::recipes::Recipes;
 use crate::build::{apply, plan, sdk_facts};
 use crate::cli::BuildArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::recipes::Recipes;
 use crate::settings::build::BuildSettings;
 
 /// `plan` is `build --dry-run`.

@@ -1,12 +1,12 @@
 //! `rockbuild checkout`: settings → resolve, inspect, plan (printed with --dry-run) → apply →
 //! summary and lock.
 
-use crate::build::recipes::Recipes;
 use crate::checkout::{self, Checkout};
 use crate::cli::CheckoutArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::flock::{Holder, LockFile};
+use crate::recipes::Recipes;
 use crate::settings::checkout::CheckoutSettings;
 
 pub fn run(args: CheckoutArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {

@@ -1,11 +1,11 @@
 //! `rockbuild compat`: the versions, gfx targets, ROCm libraries and features of a venv or a
 //! set of wheels, in the layout of ROCm's PyTorch compatibility page, checked against the lock.
 
-use crate::build::recipes::Recipes;
 use crate::cli::CompatArgs;
 use crate::compat;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::recipes::Recipes;
 use crate::settings::compat::{CompatSettings, Subject};
 
 pub fn run(args: CompatArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {

@@ -1,11 +1,11 @@
 //! `rockbuild lock`: settings → resolve every source into the cache and the SDK version
 //! through the index preflight → the lock as a plan (printed) → written.
 
-use crate::build::recipes::Recipes;
 use crate::checkout::{self, lockfile};
 use crate::cli::LockArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::recipes::Recipes;
 use crate::sdk::preflight;
 use crate::settings::lock::{BuildInputs, LockSettings};
 

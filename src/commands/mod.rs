@@ -21,10 +21,10 @@ mod test;
 mod test_report;
 mod verify;
 
-use crate::build::recipes::Recipes;
 use crate::cli::Command;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::recipes::Recipes;
 
 /// Runs one verb with `recipes`, the registry of what rockbuild knows of each project: the
 /// one value every stage that asks about a project gets (built once, in `main`).

@@ -3,11 +3,11 @@
 //! is uploaded unless all pass), then upload the wheels and their PEP 658 sidecars and write
 //! the index pages last (see `publish`).
 
-use crate::build::recipes::Recipes;
 use crate::cli::StageArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::publish::{self, stage};
+use crate::recipes::Recipes;
 use crate::settings::Source;
 use crate::settings::stage::StageSettings;
 use crate::store::{self, lease};

@@ -2,10 +2,10 @@
 //! [--json]`: every problem of every wheel on stderr, the report as JSON on stdout, exit 5
 //! when anything is wrong.
 
-use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::recipes::Recipes;
 use crate::settings::verify::VerifySettings;
 use crate::verify;
 

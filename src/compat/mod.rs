@@ -448,7 +448,7 @@ mod tests {
     /// The shipped stack's columns, upstream's names included.
     fn names() -> Vec<Column> {
         let stack = crate::stack::Stack::load(None).expect("stack");
-        crate::settings::compat::columns(&stack, &crate::build::recipes::Recipes::builtin())
+        crate::settings::compat::columns(&stack, &crate::recipes::Recipes::builtin())
             .expect("columns")
     }
 

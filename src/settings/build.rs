@@ -10,7 +10,6 @@ use super::{Source, Sourced};
 use crate::build::Error;
 use crate::build::compilers::CompilerCache;
 use crate::build::mode::ModeChoice;
-use crate::build::recipes::Recipes;
 use crate::build::select::Selection;
 use crate::build::targets::{self, TargetRequest};
 use crate::cli::{BuildArgs, ReferenceProjectArgs, SdkArgs, flag};
@@ -18,6 +17,7 @@ use crate::context::Context;
 use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
 use crate::platform::Platform;
+use crate::recipes::Recipes;
 use crate::sdk::Venv;
 use crate::stack::{FamilyTable, IndexLayout, Stack};
 

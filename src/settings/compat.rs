@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use crate::build::recipes::Recipes;
 use crate::cli::CompatArgs;
 use crate::compat::{Column, Error};
 use crate::context::Context;
 use crate::lock::Lock;
+use crate::recipes::Recipes;
 use crate::stack::Stack;
 
 /// What to look at.
@@ -60,7 +60,7 @@ impl CompatSettings {
 }
 
 /// The report's columns: every project of the stack in its order, named by its recipe.
-pub fn columns(stack: &Stack, recipes: &Recipes) -> Result<Vec<Column>, crate::build::Error> {
+pub fn columns(stack: &Stack, recipes: &Recipes) -> Result<Vec<Column>, crate::recipes::Error> {
     let mut names = recipes.distribution_names(stack)?;
     stack
         .projects

@@ -7,10 +7,10 @@ use std::str::FromStr;
 use pep440_rs::Version;
 
 use super::{Source, Sourced};
-use crate::build::recipes::Recipes;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::lock::Lock;
+use crate::recipes::Recipes;
 use crate::stack::{self, FamilyTable, Stack, Target};
 use crate::verify::{self, Expectations};
 use crate::wheel::filename::normalize_name;

@@ -153,7 +153,7 @@ fn devices(
     client: &IndexClient,
     targets: &[String],
 ) -> Result<Vec<Device>, Error> {
-    let prefix = crate::build::mode::device_prefix(&project.wheel);
+    let prefix = crate::wheel::split::device_prefix(&project.wheel);
     let mut devices = Vec::new();
     for target in targets {
         let name = crate::wheel::split::device::device_name(&prefix, target);

@@ -109,7 +109,7 @@ pub struct Project {
     pub default_ref: String,
     /// The distribution name of the wheel it builds.
     pub wheel: String,
-    /// The name of the build recipe that builds it (`build::recipes`). Checked against the
+    /// The name of the build recipe that builds it (`recipes`). Checked against the
     /// recipes rockbuild has when a build or a verification needs it, not at load: checkout
     /// and lock do not build.
     pub recipe: String,
@@ -593,7 +593,7 @@ projects:
             error.to_string(),
             "stack.yaml:12: projects 'torch' and 'audio' share the checkout directory 'pytorch'"
         );
-        // A recipe name is checked where it is used (build::recipes), with this line.
+        // A recipe name is checked where it is used (recipes), with this line.
         let stack = parse(
             &MINIMAL
                 .replace("TORCHY", "torch")

@@ -202,6 +202,46 @@ fn top_level_modules_import_downward_only() {
     );
 }
 
+/// The modules at the edge, which meet every stage: the verbs, their settings, the rendering
+/// of failures and the command line.
+const EDGE: [&str; 5] = ["cli", "commands", "diagnostics", "docgen", "settings"];
+
+#[test]
+fn project_knowledge_is_asked_of_the_recipes_below_every_stage() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let edges = graph(root);
+    let asking: BTreeSet<&str> = edges
+        .keys()
+        .filter(|(_, to)| to == "recipes")
+        .map(|(from, _)| from.as_str())
+        .collect();
+    assert!(
+        asking.contains("build") && asking.contains("checkout"),
+        "the graph is read from the imports: build and checkout ask the recipes ({asking:?})"
+    );
+    let mut problems = Vec::new();
+    for ((from, to), places) in &edges {
+        if to == "build" && !EDGE.contains(&from.as_str()) {
+            problems.push(format!(
+                "{from} names the build stage ({}): ask `recipes` (or the core module that owns the type)",
+                places.join(", ")
+            ));
+        }
+        if from == "recipes" && (asking.contains(to.as_str()) || EDGE.contains(&to.as_str())) {
+            problems.push(format!(
+                "the recipes name {to}, which asks them ({})",
+                places.join(", ")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "project knowledge lives in src/recipes/, below every stage (docs/architecture.md, \
+         \"The module graph\")\n{}",
+        problems.join("\n")
+    );
+}
+
 #[test]
 fn the_reader_finds_cycles_and_the_modules_a_line_names() {
     let pair = |a: &str, b: &str| (a.to_string(), b.to_string());

@@ -11,11 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use rockbuild::build::Error;
-use rockbuild::build::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Recipes, Steps};
 use rockbuild::cli::Cli;
 use rockbuild::context::Context;
 use rockbuild::exit::ExitStatus;
+use rockbuild::recipes::Error;
+use rockbuild::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Recipes, Steps};
 use rockbuild::wheel::verify::WheelExpectation;
 
 use crate::common::git::RepoBuilder;

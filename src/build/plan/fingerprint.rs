@@ -5,9 +5,9 @@ use serde::Serialize;
 use super::render::StepView;
 use super::{Action, ProjectPlan};
 use crate::build::compilers::LAUNCHER_VARS;
-use crate::build::recipes::SdkFacts;
 use crate::build::targets::TargetChoice;
 use crate::lock::LockedProject;
+use crate::recipes::SdkFacts;
 
 /// The cache key of a project: its sources (HEAD + uncommitted changes, hipify stamp), every
 /// step's argv, cwd and environment (clean-up steps and compiler launchers aside: they do not

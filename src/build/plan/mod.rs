@@ -15,14 +15,14 @@ use super::compilers::CompilerCache;
 use super::error::Error;
 use super::inspect::{ProjectSnapshot, Snapshot};
 use super::mode::{self, BuildMode, ModeChoice, SplitPlan};
-use super::recipes::{
-    self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions,
-};
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
 use crate::build::input::BuildSettings;
 use crate::exec::Cmd;
 use crate::platform::Platform;
+use crate::recipes::{
+    self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions,
+};
 use crate::sdk::Venv;
 use crate::sdk::install::Installer;
 use crate::sourced::Sourced;
@@ -30,76 +30,7 @@ use crate::version::{self, ReleaseType};
 use crate::wheel::kpack::archive::Compression;
 use crate::wheel::split::SplitSpec;
 
-/// An environment difference: variables a step sets on top of the start-up environment.
-pub type EnvDiff = BTreeMap<String, String>;
-
-/// What one step does.
-#[derive(Clone, Debug)]
-pub enum Action {
-    /// A process.
-    Run(Cmd),
-    /// `rm -rf`, done by rockbuild.
-    Remove { path: PathBuf },
-    /// A generated file, written only when its content changes (mtimes stay stable).
-    Write { path: PathBuf, content: String },
-    /// Exactly one `<dist>-<version>-*.whl` must be in `dist_dir`; it is copied to the output.
-    Collect { dist_dir: PathBuf },
-    /// Installs the collected wheel: the command gets the wheel's path appended.
-    InstallWheel(Cmd),
-    /// A process that must print something (only an empty answer means failure: F24).
-    Smoke(Cmd),
-    /// The build machine's environment must hold these variables, set up before rockbuild
-    /// starts by a tool it does not run (vcvars64.bat sets up MSVC); otherwise the build stops
-    /// here and says how to set them up.
-    RequireEnv { vars: Vec<String>, fix: String },
-    /// A file the build machine's environment locates, copied into a directory of the tree.
-    CopyIn(CopyIn),
-}
-
-/// A file copied into the tree from where a variable of the build machine's environment
-/// points (only that machine knows the path: `%VCToolsRedistDir%`, `%libuv_ROOT%`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct CopyIn {
-    /// The variable naming the directory the file is taken from.
-    pub var: String,
-    pub file: FileIn,
-    /// The directory it is copied into.
-    pub into: PathBuf,
-}
-
-/// Which file of the variable's directory.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FileIn {
-    /// This path under it.
-    At(String),
-    /// The first file of this name anywhere under it (in path order).
-    Find(String),
-}
-
-#[derive(Clone, Debug)]
-pub struct Step {
-    pub label: String,
-    pub action: Action,
-    /// What the step does to the venv every project builds in.
-    pub venv: VenvUse,
-    /// Why the step is there, when its label does not say (shown by `plan`).
-    pub why: Option<&'static str>,
-}
-
-/// How a step (or a whole project) uses the one venv every project builds in. Ordered: a
-/// project's use is the largest of its steps'.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VenvUse {
-    /// Touches it not at all (removing `dist/`, writing a file, collecting the wheel).
-    #[default]
-    None,
-    /// Runs its Python and sees what is installed (a build, a smoke test).
-    Reads,
-    /// Installs or uninstalls (requirements, the project's own wheel).
-    Changes,
-}
+pub use crate::recipes::step::{Action, CopyIn, EnvDiff, FileIn, Step, VenvUse};
 
 /// Why a project waits for another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -256,6 +187,7 @@ pub fn assemble(
             });
     }
 
+    let compiler_env = settings.compiler_cache.env(settings.platform);
     let shared = Shared {
         platform: settings.platform,
         sdk,
@@ -264,13 +196,13 @@ pub fn assemble(
         cache_dir: &settings.sdk.cache_dir,
         output_dir: &output_dir,
         logs_dir: &logs_dir,
-        targets: &targets,
+        targets: &targets.targets,
         families: &settings.families,
         suffix: &suffix,
         build_number: settings.build_number,
         clean: settings.clean,
         flash_attention: settings.flash_attention,
-        compiler_cache: &settings.compiler_cache,
+        compiler_env: &compiler_env,
         base_env: &settings.base_env,
     };
     let mut notes = world.notes.clone();

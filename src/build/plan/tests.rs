@@ -7,10 +7,10 @@ use std::path::Path;
 
 use super::*;
 use crate::build::inspect::{ProjectSnapshot, Snapshot};
-use crate::build::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::build::select::Selection;
 use crate::build::targets::{TargetRequest, family_of_index};
 use crate::env_vars::Environment;
+use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
 use crate::sdk::SdkInfo;
 use crate::settings::build::{BuildSettings, SdkSettings};
 use crate::settings::{Source, Sourced};

@@ -529,6 +529,12 @@ fn write_device(
     persist(temp, file, path)
 }
 
+/// The device package prefix of a distribution, as the reference names them
+/// (`amd-torch-device`, `amd-torchvision-device`).
+pub fn device_prefix(dist: &str) -> String {
+    format!("amd-{}-device", super::filename::normalize_name(dist))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

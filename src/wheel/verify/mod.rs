@@ -43,7 +43,7 @@ pub struct WheelExpectations {
     /// gfx targets every GPU library must carry code for (empty: not checked).
     pub targets: Vec<Target>,
     /// What each stack project's recipe expects of its wheel, by normalized wheel name
-    /// (`build::recipes::Recipes::wheel_expectations`).
+    /// (`recipes::Recipes::wheel_expectations`).
     pub recipes: BTreeMap<String, WheelExpectation>,
     /// Versions expected (the lock's build record), by normalized wheel name.
     pub versions: BTreeMap<String, ExpectedVersion>,

@@ -12,11 +12,11 @@ mod setup_py;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::EnvDiff;
+use super::Error;
 use super::{
     CheckoutFiles, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
 };
-use crate::build::error::Error;
-use crate::build::plan::EnvDiff;
 use crate::env_vars;
 use crate::lock::PinOrigin;
 use crate::platform::Platform;

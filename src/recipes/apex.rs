@@ -1,10 +1,10 @@
 //! apex (F23): setuptools' PEP 517 backend with apex's own options, against the installed
 //! torch. Its version is version.txt + suffix, never tagged with the commit (as the reference).
 
+use super::EnvDiff;
+use super::Error;
 use super::audio::NEEDS_INSTALLED_TORCH;
 use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, version_txt};
-use crate::build::error::Error;
-use crate::build::plan::EnvDiff;
 use crate::platform::Platform;
 
 /// ROCm's apex.

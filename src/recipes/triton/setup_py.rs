@@ -394,8 +394,7 @@ setup(
         assert_eq!(rule.evaluate(DETACHED, ".post1"), "3.2.0+git12345678.post1");
 
         // The sample's layout: `dist = setup(` inside main(), TRITON_VERSION assigned above.
-        let rule =
-            parse(include_str!("../../../../examples/stack/triton/setup.py")).expect("sample");
+        let rule = parse(include_str!("../../../examples/stack/triton/setup.py")).expect("sample");
         assert_eq!(rule.describe(), "\"3.5.0\" + get_triton_version_suffix()");
     }
 

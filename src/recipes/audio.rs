@@ -1,8 +1,8 @@
 //! torchaudio (F23): `setup.py bdist_wheel` against the torch installed in the venv.
 
+use super::EnvDiff;
+use super::Error;
 use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps};
-use crate::build::error::Error;
-use crate::build::plan::EnvDiff;
 use crate::platform::Platform;
 
 /// torchaudio.

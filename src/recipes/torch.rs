@@ -3,12 +3,13 @@
 //! generated so the wheel preloads the SDK's libraries, and the wheel pinned to the SDK and
 //! the triton built alongside it.
 
+use super::EnvDiff;
+use super::Error;
+use super::step::FileIn;
 use super::{
     Hint, Pin, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
     prepend_path, version_txt,
 };
-use crate::build::error::Error;
-use crate::build::plan::{EnvDiff, FileIn};
 use crate::env_vars;
 use crate::platform::Platform;
 use crate::sdk::ROCM_DIST;
@@ -282,7 +283,7 @@ fn flash_attention(input: &RecipeInput<'_>, with_triton: bool) -> Result<bool, E
         }),
         Some(explicit) => Ok(explicit),
         None if needs_triton && !with_triton => Ok(false),
-        None => Ok(shared.families.any_flash_attention(&shared.targets.targets)),
+        None => Ok(shared.families.any_flash_attention(shared.targets)),
     }
 }
 
@@ -360,7 +361,7 @@ fn windows_dlls(input: &RecipeInput<'_>, steps: &mut Steps<'_>) {
         );
     } else {
         steps.note(format!(
-            "{} is not set: gloo finds no libuv and uv.dll is not copied into {TORCH_LIB} (build libuv and set {} to its install prefix, as the generated workflows do)",
+            "{} is not set: gloo finds no libuv and uv.dll is not copied into {TORCH_LIB} (build libuv and set {} to its install prefix, as the reference's Windows workflow does)",
             env_vars::LIBUV_ROOT,
             env_vars::LIBUV_ROOT
         ));
@@ -387,7 +388,7 @@ mod tests {
     #[test]
     fn windows_preloads_are_the_references() {
         let reference: serde_json::Value = yaml_serde::from_str(include_str!(
-            "../../../tests/fixtures/reference/therock_windows_build.yaml"
+            "../../tests/fixtures/reference/therock_windows_build.yaml"
         ))
         .expect("parses");
         let listed: Vec<&str> = reference["torch"]["preloads"]

@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
+use super::EnvDiff;
 use super::Shared;
-use crate::build::plan::EnvDiff;
 use crate::env_vars;
 use crate::platform::Platform;
+use crate::stack::Target;
 
 /// The environment every project gets (F18). build_env.json is not merged here: its keys
 /// only concern triton and go to triton's recipe (W9).
@@ -31,7 +32,7 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
     set("CMAKE_PREFIX_PATH", sdk.info.cmake.display().to_string());
     set("ROCM_HOME", sdk.info.root.display().to_string());
     set("ROCM_PATH", sdk.info.root.display().to_string());
-    set("PYTORCH_ROCM_ARCH", shared.targets.cmake_list());
+    set("PYTORCH_ROCM_ARCH", cmake_list(shared.targets));
     // The profiler is the user's choice; by default on Linux, off on Windows, where kineto's
     // ROCm tracer does not build.
     if base.get(env_vars::USE_KINETO).is_none() {
@@ -74,8 +75,8 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
             set("CXX", clang_cl.display().to_string());
         }
     }
-    for (key, value) in shared.compiler_cache.env(shared.platform) {
-        set(&key, value);
+    for (key, value) in shared.compiler_env {
+        set(key, value.clone());
     }
     env
 }
@@ -111,4 +112,13 @@ pub fn append_flags(inherited: Option<&str>, ours: &str) -> String {
         Some(inherited) => format!("{inherited} {ours}"),
         None => ours.to_string(),
     }
+}
+
+/// `gfxA;gfxB`: what CMake (and so PYTORCH_ROCM_ARCH) takes.
+pub fn cmake_list(targets: &[Target]) -> String {
+    targets
+        .iter()
+        .map(Target::as_str)
+        .collect::<Vec<_>>()
+        .join(";")
 }

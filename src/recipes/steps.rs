@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::step::{CopyIn, FileIn};
+use super::{Action, EnvDiff, Step, VenvUse};
 use super::{ProjectSteps, RecipeInput};
-use crate::build::plan::{Action, CopyIn, EnvDiff, FileIn, Step, VenvUse};
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
 

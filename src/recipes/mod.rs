@@ -14,6 +14,8 @@
 mod apex;
 mod audio;
 mod env;
+mod error;
+pub mod step;
 mod steps;
 mod torch;
 mod triton;
@@ -22,22 +24,19 @@ mod vision;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::error::Error;
-use super::plan::Step;
-use super::source::SourceState;
-use super::targets::TargetChoice;
 use crate::env_vars::Environment;
 use crate::lock::PinOrigin;
 use crate::platform::Platform;
 use crate::sdk::install::Installer;
 use crate::sdk::{SdkInfo, Venv};
-use crate::stack::{FamilyTable, Project, Stack};
+use crate::stack::{FamilyTable, Project, Stack, Target};
 use crate::version::{self, ReleaseType};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::WheelExpectation;
 
-pub use super::plan::EnvDiff;
-pub use env::{append_flags, common_env, prepend_path};
+pub use env::{append_flags, cmake_list, common_env, prepend_path};
+pub use error::Error;
+pub use step::{Action, EnvDiff, Step, VenvUse};
 pub use steps::Steps;
 
 /// A known failure of one recipe's build: a text its failed step prints, and the fix.
@@ -295,6 +294,20 @@ impl CheckoutFiles {
     }
 }
 
+/// What git says of a checkout: what a version rule and a build-time file are made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceState {
+    /// HEAD's commit; `None` when the directory is not a git checkout.
+    pub head: Option<String>,
+    /// The checked-out branch; `None` when HEAD is detached (as after `rockbuild checkout`).
+    pub branch: Option<String>,
+    /// The upstream commit the sources come from (the lock's, else HEAD or, when HEAD is the
+    /// hipify commit, its parent): what dev versions carry as `git<sha8>`.
+    pub upstream: Option<String>,
+    /// SHA-256 over HEAD and the uncommitted changes; `None` without git (never cached).
+    pub digest: Option<String>,
+}
+
 /// What a version rule is computed from.
 #[derive(Clone, Debug)]
 pub struct VersionInput<'a> {
@@ -387,7 +400,8 @@ pub struct Shared<'a> {
     pub cache_dir: &'a Path,
     pub output_dir: &'a Path,
     pub logs_dir: &'a Path,
-    pub targets: &'a TargetChoice,
+    /// The targets the build compiles for.
+    pub targets: &'a [Target],
     pub families: &'a FamilyTable,
     /// The stack's local version suffix (`+rocm7.10.0`).
     pub suffix: &'a str,
@@ -395,7 +409,8 @@ pub struct Shared<'a> {
     pub clean: bool,
     /// `--[no-]enable-pytorch-flash-attention`, as given.
     pub flash_attention: Option<bool>,
-    pub compiler_cache: &'a super::compilers::CompilerCache,
+    /// The compiler cache's launcher variables (`CMAKE_<LANG>_COMPILER_LAUNCHER`, …).
+    pub compiler_env: &'a [(String, String)],
     pub base_env: &'a Environment,
 }
 

@@ -1,9 +1,9 @@
 //! torchvision (F23): `setup.py bdist_wheel` against the torch installed in the venv.
 
+use super::EnvDiff;
+use super::Error;
 use super::audio::{NEEDS_INSTALLED_TORCH, on_installed_torch};
 use super::{Hint, ProjectSteps, Recipe, RecipeInput};
-use crate::build::error::Error;
-use crate::build::plan::EnvDiff;
 
 /// torchvision.
 pub struct Vision;
