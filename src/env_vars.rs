@@ -55,7 +55,15 @@ pub const LDFLAGS: &str = "LDFLAGS";
 pub const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
 pub const PKG_CONFIG_PATH: &str = "PKG_CONFIG_PATH";
 pub const TRITON_APPEND_CMAKE_ARGS: &str = "TRITON_APPEND_CMAKE_ARGS";
-/// PyTorch's profiler switch: kept when set, else ON (the reference's default on Linux).
+/// Where libuv is installed on a Windows build machine: PyTorch's CMake finds it there for
+/// gloo, and torch's recipe copies its `bin/uv.dll` into `torch/lib`.
+pub const LIBUV_ROOT: &str = "libuv_ROOT";
+/// MSVC's redistributables (set by vcvars64.bat): torch's recipe copies MSVC's OpenMP runtime
+/// from there into `torch/lib` on Windows.
+pub const VC_TOOLS_REDIST_DIR: &str = "VCToolsRedistDir";
+/// The MSVC installation vcvars64.bat set up (the check that it ran).
+pub const VCINSTALLDIR: &str = "VCINSTALLDIR";
+/// PyTorch's profiler switch: kept when set, else ON on Linux and OFF on Windows (the reference's defaults).
 pub const USE_KINETO: &str = "USE_KINETO";
 /// The time a reproducible build embeds instead of the clock's (reproducible-builds.org's
 /// specification; wheel's and setuptools' archive writers take their entries' times from it):

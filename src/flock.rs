@@ -55,7 +55,7 @@ impl Holder {
 
     /// True when this holder ran on `host` (this machine) and its process is gone.
     pub fn is_gone_from(&self, host: &str) -> bool {
-        self.host == host && !Path::new(&format!("/proc/{}", self.pid)).exists()
+        self.host == host && crate::platform::host::process_is_gone(self.pid)
     }
 
     /// `rockbuild stage (pid 4242 on build-7, since 2026-11-24T15:00:00Z)`.
@@ -69,11 +69,7 @@ impl Holder {
 
 /// The host name, for holder records (`unknown-host` when the system will not say).
 fn hostname() -> String {
-    fs_err::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "unknown-host".into())
+    crate::platform::host::host_name().unwrap_or_else(|| "unknown-host".into())
 }
 
 /// Why a lock could not be taken.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::error::Error;
 use crate::env_vars::{self, Environment};
 use crate::exec::Cmd;
+use crate::platform::Platform;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompilerCache {
@@ -28,16 +29,33 @@ pub const LAUNCHER_VARS: &[&str] = &[
 
 impl CompilerCache {
     /// Finds the requested tool: ccache on PATH; sccache on PATH or where CI images put it.
+    /// A plan for another platform names the tool, to be found on the build machine's PATH.
     pub fn locate(
         use_ccache: bool,
         use_sccache: bool,
         no_wrap: bool,
         env: &Environment,
+        platform: Platform,
     ) -> Result<Self, Error> {
+        if !platform.is_host() {
+            let program = |tool| PathBuf::from(platform.executable(tool));
+            return Ok(if use_ccache {
+                CompilerCache::Ccache {
+                    program: program("ccache"),
+                }
+            } else if use_sccache {
+                CompilerCache::Sccache {
+                    program: program("sccache"),
+                    wrap_hip: !no_wrap,
+                }
+            } else {
+                CompilerCache::None
+            });
+        }
         let path = env.get(env_vars::PATH).unwrap_or_default();
         let on_path = |name: &str| {
             std::env::split_paths(path)
-                .map(|dir| dir.join(name))
+                .map(|dir| dir.join(platform.executable(name)))
                 .find(|p| is_executable(p))
         };
         if use_ccache {
@@ -81,8 +99,11 @@ impl CompilerCache {
         }
     }
 
-    /// Variables every project's build gets.
-    pub fn env(&self) -> Vec<(String, String)> {
+    /// Variables every project's build for `platform` gets. On Windows ccache needs debug
+    /// information embedded in the objects (MSVC's /Z7: ccache cannot cache /Zi's shared PDB),
+    /// and HIP_CLANG_LAUNCHER is never set: the build drives clang-cl through the CMake
+    /// launchers, not through hipcc (TheRock's setup_sccache_rocm.py).
+    pub fn env(&self, platform: Platform) -> Vec<(String, String)> {
         let launcher = |program: &Path| {
             vec![
                 (
@@ -97,10 +118,19 @@ impl CompilerCache {
         };
         match self {
             CompilerCache::None => Vec::new(),
-            CompilerCache::Ccache { program } => launcher(program),
+            CompilerCache::Ccache { program } => {
+                let mut vars = launcher(program);
+                if platform == Platform::Windows {
+                    vars.push((
+                        "CMAKE_MSVC_DEBUG_INFORMATION_FORMAT".into(),
+                        "Embedded".into(),
+                    ));
+                }
+                vars
+            }
             CompilerCache::Sccache { program, wrap_hip } => {
                 let mut vars = launcher(program);
-                if *wrap_hip {
+                if *wrap_hip && platform == Platform::Linux {
                     vars.push(("HIP_CLANG_LAUNCHER".into(), program.display().to_string()));
                 }
                 vars
@@ -167,7 +197,7 @@ mod tests {
             wrap_hip: true,
         };
         let names: Vec<String> = sccache
-            .env()
+            .env(Platform::Linux)
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
@@ -183,12 +213,31 @@ mod tests {
             program: "/s".into(),
             wrap_hip: false,
         };
-        assert!(!no_wrap.env().iter().any(|(k, _)| k == "HIP_CLANG_LAUNCHER"));
+        assert!(
+            !no_wrap
+                .env(Platform::Linux)
+                .iter()
+                .any(|(k, _)| k == "HIP_CLANG_LAUNCHER")
+        );
+        // Windows: the CMake launchers only, whatever --sccache-no-wrap says.
+        assert!(
+            !sccache
+                .env(Platform::Windows)
+                .iter()
+                .any(|(k, _)| k == "HIP_CLANG_LAUNCHER")
+        );
         let ccache = CompilerCache::Ccache {
             program: "/usr/bin/ccache".into(),
         };
-        assert_eq!(ccache.env().len(), 2);
-        assert!(CompilerCache::None.env().is_empty());
+        assert_eq!(ccache.env(Platform::Linux).len(), 2);
+        assert_eq!(
+            ccache.env(Platform::Windows).last(),
+            Some(&(
+                "CMAKE_MSVC_DEBUG_INFORMATION_FORMAT".to_string(),
+                "Embedded".to_string()
+            ))
+        );
+        assert!(CompilerCache::None.env(Platform::Linux).is_empty());
         let before: Vec<String> = sccache
             .before(Path::new("/l"))
             .iter()
@@ -206,7 +255,8 @@ mod tests {
     #[test]
     fn missing_tools_are_usage_errors() {
         let env = Environment::from_pairs([("PATH", "/nonexistent")]);
-        let error = CompilerCache::locate(true, false, false, &env).expect_err("no ccache");
+        let host = Platform::host();
+        let error = CompilerCache::locate(true, false, false, &env, host).expect_err("no ccache");
         assert!(
             error
                 .to_string()
@@ -214,8 +264,20 @@ mod tests {
             "{error}"
         );
         assert_eq!(
-            CompilerCache::locate(false, false, false, &env).expect("none"),
+            CompilerCache::locate(false, false, false, &env, host).expect("none"),
             CompilerCache::None
+        );
+        // A plan for another platform names the tool its build machine finds on its PATH.
+        let other = match host {
+            Platform::Linux => Platform::Windows,
+            Platform::Windows => Platform::Linux,
+        };
+        assert_eq!(
+            CompilerCache::locate(false, true, false, &env, other).expect("named"),
+            CompilerCache::Sccache {
+                program: other.executable("sccache").into(),
+                wrap_hip: true
+            }
         );
     }
 }

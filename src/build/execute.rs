@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::plan::{Action, Plan, ProjectPlan, Step};
+use super::plan::{Action, CopyIn, FileIn, Plan, ProjectPlan, Step};
 use super::report::{BuildReport, Status};
 use crate::context::Context;
 use crate::exec::ProcessError;
@@ -85,6 +85,24 @@ pub struct SmokeError {
     pub project: String,
     pub command: String,
     pub log: PathBuf,
+}
+
+/// A step that needs the build machine's environment found it lacking.
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    #[error("{project}: {} not set in the environment rockbuild was started with; {fix}", missing.join(", "))]
+    Unset {
+        project: String,
+        missing: Vec<String>,
+        fix: String,
+    },
+    #[error("{project}: {var} is {dir}, and {what} is not there; check {var}", dir = dir.display())]
+    NotFound {
+        project: String,
+        var: String,
+        dir: PathBuf,
+        what: String,
+    },
 }
 
 enum Event {
@@ -408,8 +426,90 @@ fn run_step(
                 &format!("==> smoke test printed: {}", output.stdout.trim()),
             )?;
         }
+        Action::RequireEnv { vars, fix } => {
+            require_env(&project.name, ctx.runner.base_env(), vars, fix)?;
+            log_line(&project.log, &format!("==> set: {}", vars.join(", ")))?;
+        }
+        Action::CopyIn(copy) => {
+            let (from, to) = copy_in(&project.name, ctx.runner.base_env(), copy)?;
+            log_line(
+                &project.log,
+                &format!("==> copied {} to {}", from.display(), to.display()),
+            )?;
+        }
     }
     Ok(())
+}
+
+/// Every one of `vars` is set (and not empty) in `env`.
+fn require_env(
+    project: &str,
+    env: &crate::env_vars::Environment,
+    vars: &[String],
+    fix: &str,
+) -> Result<(), MachineError> {
+    let missing: Vec<String> = vars
+        .iter()
+        .filter(|v| env.non_empty(v).is_none())
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(MachineError::Unset {
+            project: project.to_string(),
+            missing,
+            fix: fix.to_string(),
+        })
+    }
+}
+
+/// Copies the file `copy` names into its directory; returns (from, to).
+fn copy_in(
+    project: &str,
+    env: &crate::env_vars::Environment,
+    copy: &CopyIn,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = PathBuf::from(
+        env.non_empty(&copy.var)
+            .ok_or_else(|| MachineError::Unset {
+                project: project.to_string(),
+                missing: vec![copy.var.clone()],
+                fix: format!(
+                    "set it to the directory {} is taken from",
+                    describe(&copy.file)
+                ),
+            })?,
+    );
+    let not_found = || MachineError::NotFound {
+        project: project.to_string(),
+        var: copy.var.clone(),
+        dir: dir.clone(),
+        what: describe(&copy.file),
+    };
+    let from = match &copy.file {
+        FileIn::At(relative) => Some(dir.join(relative)).filter(|p| p.is_file()),
+        // The first in path order, as a sorted recursive search gives it.
+        FileIn::Find(name) => walkdir::WalkDir::new(&dir)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.file_type().is_file() && e.file_name() == name.as_str())
+            .map(walkdir::DirEntry::into_path),
+    }
+    .ok_or_else(not_found)?;
+    let name = from.file_name().ok_or_else(not_found)?;
+    let to = copy.into.join(name);
+    fs_err::create_dir_all(&copy.into)?;
+    crate::fsutil::copy(&from, &to)?;
+    Ok((from, to))
+}
+
+fn describe(file: &FileIn) -> String {
+    match file {
+        FileIn::At(path) => path.clone(),
+        FileIn::Find(name) => format!("a {name} (anywhere below)"),
+    }
 }
 
 fn log_line(log: &Path, line: &str) -> anyhow::Result<()> {
@@ -548,6 +648,82 @@ mod tests {
             hints: &[],
             version_hint: "the build ignored BUILD_VERSION",
         }
+    }
+
+    #[test]
+    fn machine_steps_read_the_environment_rockbuild_started_with() {
+        use crate::env_vars::Environment;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let redist = dir.path().join("redist");
+        for sub in ["x64/Microsoft.VC143.OpenMP", "b/x64", "a/onecore/x64"] {
+            fs_err::create_dir_all(redist.join(sub)).expect("mkdir");
+            fs_err::write(redist.join(sub).join("libomp140.x86_64.dll"), sub).expect("dll");
+        }
+        let libuv = dir.path().join("libuv");
+        fs_err::create_dir_all(libuv.join("bin")).expect("mkdir");
+        fs_err::write(libuv.join("bin/uv.dll"), "uv").expect("dll");
+        let lib = dir.path().join("pytorch/torch/lib");
+        let env = Environment::from_pairs([
+            ("VCToolsRedistDir", redist.display().to_string()),
+            ("libuv_ROOT", libuv.display().to_string()),
+            ("EMPTY", String::new()),
+        ]);
+
+        let vars = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        require_env("torch", &env, &vars(&["VCToolsRedistDir"]), "fix").expect("set");
+        let error = require_env(
+            "torch",
+            &env,
+            &vars(&["VCToolsRedistDir", "EMPTY", "VCINSTALLDIR"]),
+            "run vcvars64.bat first",
+        )
+        .expect_err("unset");
+        assert_eq!(
+            error.to_string(),
+            "torch: EMPTY, VCINSTALLDIR not set in the environment rockbuild was started with; run vcvars64.bat first"
+        );
+
+        let find = CopyIn {
+            var: "VCToolsRedistDir".into(),
+            file: FileIn::Find("libomp140.x86_64.dll".into()),
+            into: lib.clone(),
+        };
+        let (from, to) = copy_in("torch", &env, &find).expect("copied");
+        assert_eq!(from, redist.join("a/onecore/x64/libomp140.x86_64.dll"));
+        assert_eq!(fs_err::read_to_string(&to).expect("read"), "a/onecore/x64");
+        let at = CopyIn {
+            var: "libuv_ROOT".into(),
+            file: FileIn::At("bin/uv.dll".into()),
+            into: lib.clone(),
+        };
+        copy_in("torch", &env, &at).expect("copied");
+        assert_eq!(
+            fs_err::read_to_string(lib.join("uv.dll")).expect("read"),
+            "uv"
+        );
+
+        let missing = CopyIn {
+            file: FileIn::At("bin/uv_a.dll".into()),
+            ..at
+        };
+        let error = copy_in("torch", &env, &missing).expect_err("absent");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "torch: libuv_ROOT is {}, and bin/uv_a.dll is not there; check libuv_ROOT",
+                libuv.display()
+            )
+        );
+        let unset = CopyIn {
+            var: "NOPE".into(),
+            ..find
+        };
+        assert_eq!(
+            copy_in("torch", &env, &unset)
+                .expect_err("unset")
+                .to_string(),
+            "torch: NOPE not set in the environment rockbuild was started with; set it to the directory a libomp140.x86_64.dll (anywhere below) is taken from"
+        );
     }
 
     #[test]

@@ -73,6 +73,23 @@ pub fn checkouts<'a>(
     for selected in selected {
         let recipe = recipes.of(&settings.stack, selected.project)?;
         let name = &selected.project.name;
+        if let Some(why) = recipe.not_built_on(settings.platform) {
+            if let Some(asked) = settings.selection.build.get(name).filter(|b| b.value) {
+                return Err(crate::recipes::Error::Recipe {
+                    project: name.clone(),
+                    message: format!(
+                        "asked for by {}, but not built for {}: {why}; drop {}",
+                        asked.source, settings.platform, asked.source
+                    ),
+                }
+                .into());
+            }
+            notes.push(format!(
+                "{name} is left out of this {} build: {why}",
+                settings.platform
+            ));
+            continue;
+        }
         let reuse = match &selected.role {
             Role::Build => None,
             Role::LeftOut { flag, by } => {

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::env_vars;
 use crate::exec::{Cmd, Retry};
+use crate::platform::Platform;
 pub use error::{Error, fetch_failure};
 pub use names::{Commit, Invalid, Origin, RefName, check_submodule_path};
 
@@ -110,6 +111,11 @@ impl Git {
             .arg("core.splitIndex=false")
             .arg("-c")
             .arg("index.sparse=false");
+        // Git for Windows stops at 260-character paths unless told otherwise (`core.longpaths`,
+        // a setting of Git for Windows alone), and PyTorch's third_party trees go deeper.
+        if Platform::host() == Platform::Windows {
+            cmd = cmd.arg("-c").arg("core.longpaths=true");
+        }
         if self.allow_file_protocol {
             cmd = cmd.arg("-c").arg("protocol.file.allow=always");
         }

@@ -5,6 +5,7 @@ use super::EnvDiff;
 use super::Error;
 use super::audio::NEEDS_INSTALLED_TORCH;
 use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, version_txt};
+use crate::platform::Platform;
 
 /// ROCm's apex.
 pub struct Apex;
@@ -32,6 +33,13 @@ impl Recipe for Apex {
 
     fn builds_against(&self) -> &'static [&'static str] {
         &["torch"]
+    }
+
+    /// The reference's Windows workflows check out torch, audio and vision alone, and the
+    /// support table has no Windows apex.
+    fn not_built_on(&self, platform: Platform) -> Option<&'static str> {
+        (platform == Platform::Windows)
+            .then_some("the reference's Windows workflows check out torch, audio and vision alone")
     }
 
     fn start_priority(&self) -> u8 {

@@ -3,6 +3,7 @@
 use super::EnvDiff;
 use super::Error;
 use super::{Hint, ProjectSteps, Recipe, RecipeInput, Steps};
+use crate::platform::Platform;
 
 /// torchaudio.
 pub struct Audio;
@@ -51,7 +52,8 @@ pub const NEEDS_INSTALLED_TORCH: &[Hint] = &[(
 )];
 
 /// The part torchaudio and torchvision share: their version and build number, their own
-/// options, pinned to the torch just built, then `setup.py bdist_wheel` in the checkout.
+/// options, pinned to the torch just built, then `setup.py bdist_wheel` in the checkout (on
+/// Windows with the MSVC environment already set up: `DISTUTILS_USE_SDK=1`).
 pub fn on_installed_torch(
     input: &RecipeInput<'_>,
     mut env: EnvDiff,
@@ -67,8 +69,15 @@ pub fn on_installed_torch(
     if let Some(torch) = input.pinned.get("torch") {
         env.insert("PYTORCH_VERSION".into(), torch.version.clone());
     }
+    let windows = input.shared.platform == Platform::Windows;
+    if windows {
+        env.insert("DISTUTILS_USE_SDK".into(), "1".into());
+    }
     let dir = input.dir;
     let mut steps = Steps::new(input, env);
+    if windows {
+        steps.require_msvc();
+    }
     steps.clean(dir);
     steps.build("build wheel", &["setup.py", "bdist_wheel"], dir);
     steps.collect(&dir.join("dist"));

@@ -33,8 +33,14 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
     set("ROCM_HOME", sdk.info.root.display().to_string());
     set("ROCM_PATH", sdk.info.root.display().to_string());
     set("PYTORCH_ROCM_ARCH", cmake_list(shared.targets));
+    // The profiler is the user's choice; by default on Linux, off on Windows, where kineto's
+    // ROCm tracer does not build.
     if base.get(env_vars::USE_KINETO).is_none() {
-        set("USE_KINETO", "ON".into());
+        let kineto = match shared.platform {
+            Platform::Linux => "ON",
+            Platform::Windows => "OFF",
+        };
+        set("USE_KINETO", kineto.into());
     }
     set("USE_GLOO", "ON".into());
     // clang's device-library search breaks when ROCM_PATH points at the SDK root.
@@ -46,21 +52,41 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
         set("OpenBLAS_HOME", sdk.path(HOST_MATH));
         set("OpenBLAS_LIB_NAME", "rocm-openblas".into());
     }
-    // GCC 12+ false positives that -Werror turns into failures in PyTorch's tree.
-    const WARNINGS: &str =
-        "-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=restrict";
-    set(
-        "CXXFLAGS",
-        append_flags(base.get(env_vars::CXXFLAGS), WARNINGS),
-    );
-    set(
-        "CPPFLAGS",
-        append_flags(base.get(env_vars::CPPFLAGS), WARNINGS),
-    );
+    match shared.platform {
+        Platform::Linux => {
+            // GCC 12+ false positives that -Werror turns into failures in PyTorch's tree.
+            const WARNINGS: &str =
+                "-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=restrict";
+            set(
+                "CXXFLAGS",
+                append_flags(base.get(env_vars::CXXFLAGS), WARNINGS),
+            );
+            set(
+                "CPPFLAGS",
+                append_flags(base.get(env_vars::CPPFLAGS), WARNINGS),
+            );
+        }
+        Platform::Windows => {
+            // The SDK's clang-cl compiles host and device code; HIP finds its clang there.
+            let llvm_bin = sdk.info.root.join(LLVM_BIN);
+            set("HIP_CLANG_PATH", forward_slashes(&llvm_bin));
+            let clang_cl = llvm_bin.join(shared.platform.executable("clang-cl"));
+            set("CC", clang_cl.display().to_string());
+            set("CXX", clang_cl.display().to_string());
+        }
+    }
     for (key, value) in shared.compiler_env {
         set(key, value.clone());
     }
     env
+}
+
+/// The SDK's LLVM programs (clang-cl on Windows).
+const LLVM_BIN: &str = "lib/llvm/bin";
+
+/// A path with `/` between its parts, as CMake and clang read paths on every platform.
+fn forward_slashes(path: &Path) -> String {
+    path.display().to_string().replace('\\', "/")
 }
 
 /// The SDK's device libraries (`HIP_DEVICE_LIB_PATH`).

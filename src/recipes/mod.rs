@@ -117,6 +117,13 @@ pub trait Recipe: Send + Sync {
         None
     }
 
+    /// Why builds for `platform` leave this project out, as the reference's do; `None`: it
+    /// builds there. A project left out by default is an error when asked for by name.
+    fn not_built_on(&self, platform: Platform) -> Option<&'static str> {
+        let _ = platform;
+        None
+    }
+
     /// Known failures of this project's build.
     fn failure_hints(&self) -> &'static [Hint] {
         &[]
@@ -460,6 +467,8 @@ pub struct ProjectSteps {
     /// The project's environment difference (every step runs with it).
     pub env: EnvDiff,
     pub steps: Vec<Step>,
+    /// Things a reader of the plan should know about this project (added to the plan's notes).
+    pub notes: Vec<String>,
 }
 
 #[cfg(test)]

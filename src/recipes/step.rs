@@ -25,6 +25,33 @@ pub enum Action {
     InstallWheel(Cmd),
     /// A process that must print something (only an empty answer means failure: F24).
     Smoke(Cmd),
+    /// The build machine's environment must hold these variables, set up before rockbuild
+    /// starts by a tool it does not run (vcvars64.bat sets up MSVC); otherwise the build stops
+    /// here and says how to set them up.
+    RequireEnv { vars: Vec<String>, fix: String },
+    /// A file the build machine's environment locates, copied into a directory of the tree.
+    CopyIn(CopyIn),
+}
+
+/// A file copied into the tree from where a variable of the build machine's environment
+/// points (only that machine knows the path: `%VCToolsRedistDir%`, `%libuv_ROOT%`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CopyIn {
+    /// The variable naming the directory the file is taken from.
+    pub var: String,
+    pub file: FileIn,
+    /// The directory it is copied into.
+    pub into: PathBuf,
+}
+
+/// Which file of the variable's directory.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileIn {
+    /// This path under it.
+    At(String),
+    /// The first file of this name anywhere under it (in path order).
+    Find(String),
 }
 
 #[derive(Clone, Debug)]
@@ -33,6 +60,8 @@ pub struct Step {
     pub action: Action,
     /// What the step does to the venv every project builds in.
     pub venv: VenvUse,
+    /// Why the step is there, when its label does not say (shown by `plan`).
+    pub why: Option<&'static str>,
 }
 
 /// How a step (or a whole project) uses the one venv every project builds in. Ordered: a

@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::step::{CopyIn, FileIn};
 use super::{Action, EnvDiff, Step, VenvUse};
 use super::{ProjectSteps, RecipeInput};
+use crate::env_vars;
 use crate::exec::{Cmd, Retry};
 
 /// A single build step may run this long before it is stopped.
@@ -23,6 +25,7 @@ pub struct Steps<'a> {
     env: EnvDiff,
     log: PathBuf,
     steps: Vec<Step>,
+    notes: Vec<String>,
 }
 
 impl<'a> Steps<'a> {
@@ -37,6 +40,7 @@ impl<'a> Steps<'a> {
             env,
             log,
             steps: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -61,6 +65,7 @@ impl<'a> Steps<'a> {
             label,
             action: Action::Remove { path: dir },
             venv: VenvUse::None,
+            why: None,
         });
     }
 
@@ -87,6 +92,7 @@ impl<'a> Steps<'a> {
             label: label.to_string(),
             action: Action::Run(cmd),
             venv: VenvUse::Changes,
+            why: None,
         });
     }
 
@@ -120,7 +126,63 @@ impl<'a> Steps<'a> {
         ProjectSteps {
             env: self.env,
             steps: self.steps,
+            notes: self.notes,
         }
+    }
+
+    /// Says why the step added last is there (shown by `plan`).
+    pub fn because(&mut self, why: &'static str) {
+        if let Some(step) = self.steps.last_mut() {
+            step.why = Some(why);
+        }
+    }
+
+    /// Something a reader of the plan should know about this project.
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
+    /// The build machine's environment must hold `vars` (set up before rockbuild starts);
+    /// `fix` says how to set them up.
+    pub fn require_env(&mut self, label: &str, vars: &[&str], fix: &str, why: &'static str) {
+        self.steps.push(Step {
+            label: label.to_string(),
+            action: Action::RequireEnv {
+                vars: vars.iter().map(|v| v.to_string()).collect(),
+                fix: fix.to_string(),
+            },
+            venv: VenvUse::None,
+            why: Some(why),
+        });
+    }
+
+    /// Windows: the build compiles and links with the MSVC environment vcvars64.bat set up,
+    /// which must be in place before rockbuild starts (it is inherited by every process).
+    pub fn require_msvc(&mut self) {
+        self.require_env(
+            "MSVC environment",
+            &[env_vars::VCINSTALLDIR, env_vars::VC_TOOLS_REDIST_DIR],
+            "set up MSVC before starting rockbuild: run it from an \"x64 Native Tools Command Prompt\" or after `vcvars64.bat`; in GitHub Actions after ilammy/msvc-dev-cmd (the generated workflows do)",
+            "vcvars64.bat must run first: with DISTUTILS_USE_SDK=1 the build uses the MSVC tools and Windows SDK it set up instead of looking for them",
+        );
+    }
+
+    /// Copies `file` from the directory `var` names on the build machine into `into`.
+    pub fn copy_in(&mut self, var: &str, file: FileIn, into: PathBuf, why: &'static str) {
+        let name = match &file {
+            FileIn::At(path) => path.rsplit('/').next().unwrap_or(path).to_string(),
+            FileIn::Find(name) => name.clone(),
+        };
+        self.steps.push(Step {
+            label: format!("copy {name}"),
+            action: Action::CopyIn(CopyIn {
+                var: var.to_string(),
+                file,
+                into,
+            }),
+            venv: VenvUse::None,
+            why: Some(why),
+        });
     }
 
     /// The long step: `python <args>` in `cwd`.
@@ -133,6 +195,7 @@ impl<'a> Steps<'a> {
             label: label.to_string(),
             action: Action::Run(cmd),
             venv: VenvUse::Reads,
+            why: None,
         });
     }
 
@@ -145,6 +208,7 @@ impl<'a> Steps<'a> {
             label,
             action: Action::Write { path, content },
             venv: VenvUse::None,
+            why: None,
         });
     }
 
@@ -156,6 +220,7 @@ impl<'a> Steps<'a> {
                 dist_dir: dist_dir.to_path_buf(),
             },
             venv: VenvUse::None,
+            why: None,
         });
     }
 
@@ -174,6 +239,7 @@ impl<'a> Steps<'a> {
             label: "install wheel".into(),
             action: Action::InstallWheel(cmd),
             venv: VenvUse::Changes,
+            why: None,
         });
     }
 
@@ -192,6 +258,7 @@ impl<'a> Steps<'a> {
             label: "smoke test".into(),
             action: Action::Smoke(cmd),
             venv: VenvUse::Reads,
+            why: None,
         });
     }
 }

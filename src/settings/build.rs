@@ -130,8 +130,13 @@ impl BuildSettings {
         };
         infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
 
-        let compiler_cache =
-            CompilerCache::locate(use_ccache, use_sccache, sccache_no_wrap, ctx.env())?;
+        let compiler_cache = CompilerCache::locate(
+            use_ccache,
+            use_sccache,
+            sccache_no_wrap,
+            ctx.env(),
+            platform,
+        )?;
         Ok(BuildSettings {
             stack,
             families,
@@ -160,12 +165,14 @@ impl BuildSettings {
 }
 
 /// What the build steps inherit: this machine's environment, or for a plan for another
-/// platform a stand-in that shows where that machine's PATH goes (`%PATH%`).
+/// platform a stand-in that shows where that machine's variables go (`%PATH%`): its PATH,
+/// and libuv_ROOT, which a Windows build machine sets for gloo.
 fn base_env(ctx: &Context, platform: Platform) -> Environment {
     if platform.is_host() {
         return ctx.env().clone();
     }
-    Environment::from_pairs([(env_vars::PATH, platform.inherited(env_vars::PATH))])
+    let inherited = [env_vars::PATH, env_vars::LIBUV_ROOT];
+    Environment::from_pairs(inherited.map(|name| (name, platform.inherited(name))))
 }
 
 /// The lock: `--lock`, or `<root>/rockbuild.lock.json` when it exists. The checkout root:

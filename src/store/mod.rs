@@ -426,7 +426,7 @@ pub fn put_immutable(
     };
     // The bytes uploaded are the bytes checked: a file is opened once, what is read from it
     // is hashed and must be what verification hashed, and the store reads the very file
-    // that was opened (its /proc/self/fd path), whatever now sits at its name. A local store
+    // that was opened (its /proc/self/fd path on Linux), whatever now sits at its name. A local store
     // also hashes what it copies, before the object becomes visible; S3 checks the SHA-256
     // it is sent with (`--s3-checksums`).
     let opened;
@@ -456,8 +456,8 @@ pub fn put_immutable(
                     actual,
                 });
             }
-            pinned = pinned_path(opened.file());
-            Body::File(&pinned)
+            pinned = crate::platform::host::open_file_path(opened.file());
+            Body::File(pinned.as_deref().unwrap_or(path))
         }
         bytes => bytes,
     };
@@ -465,13 +465,6 @@ pub fn put_immutable(
         PutResult::Written { .. } => Ok(Outcome::Created),
         PutResult::Exists => lost_race(store, key, sha256),
     }
-}
-
-/// A path that names the open `file` itself (Linux's /proc/self/fd), not whatever its name
-/// points to now.
-fn pinned_path(file: &std::fs::File) -> PathBuf {
-    use std::os::fd::AsRawFd;
-    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Copies an object that must never change once published, then verifies the copy's

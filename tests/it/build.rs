@@ -15,22 +15,22 @@ use crate::common::sample::{
 use crate::common::sdk::sdk_index;
 use crate::common::{TestEnv, run_ok, scrub, wheelhouse};
 
-const SDK_VERSION: &str = "7.10.0a20251124";
+pub(crate) const SDK_VERSION: &str = "7.10.0a20251124";
 const SDK_TARGETS: &[&str] = &["gfx906", "gfx1030"];
 const SUFFIX: &str = "+rocm7.10.0a20251124";
 
 /// A test world: hermetic env whose pip steps install offline from the wheelhouse, the
 /// stand-in SDK on a local index, and (optionally) the sample stack checked out.
-struct World {
-    env: TestEnv,
+pub(crate) struct World {
+    pub(crate) env: TestEnv,
     _server: HttpServer,
     index_url: String,
     stack_yaml: PathBuf,
-    root: PathBuf,
+    pub(crate) root: PathBuf,
 }
 
 impl World {
-    fn new() -> World {
+    pub(crate) fn new() -> World {
         let mut env = TestEnv::new();
         // Build steps (`pip install -r requirements.txt`) come from the wheelhouse; the SDK
         // install must not see these (it reads exactly the index it was given).
@@ -49,7 +49,12 @@ impl World {
 
     /// Checks the sample stack out into `<root>` with `rockbuild checkout` (which hipifies and
     /// writes `<root>/rockbuild.lock.json`).
-    fn with_checkouts(mut self) -> World {
+    pub(crate) fn with_checkouts(self) -> World {
+        self.with_checkouts_of(&[])
+    }
+
+    /// [`World::with_checkouts`] with more arguments (`--repo-hashtag release/2.9`).
+    pub(crate) fn with_checkouts_of(mut self, extra: &[&str]) -> World {
         let origins = sample_origins(&self.env);
         self.stack_yaml = origins.stack_yaml.clone();
         let output = self
@@ -59,6 +64,7 @@ impl World {
             .arg(&self.stack_yaml)
             .arg("--root-checkout-dir")
             .arg(&self.root)
+            .args(extra)
             .output()
             .expect("run checkout");
         ok(&output);
@@ -70,7 +76,7 @@ impl World {
         self.root.join("rockbuild.lock.json")
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.env.path("out")
     }
 
@@ -79,7 +85,7 @@ impl World {
     }
 
     /// `rockbuild <verb>` with the stack config, root, output and index.
-    fn build_cmd(&self, verb: &str) -> assert_cmd::Command {
+    pub(crate) fn build_cmd(&self, verb: &str) -> assert_cmd::Command {
         let mut cmd = self.rockbuild();
         cmd.arg(verb)
             .arg("--config")
@@ -278,7 +284,7 @@ fn mask_measures(text: &str) -> String {
 }
 
 /// `rockbuild plan` with these arguments: (exit code, stdout, stderr).
-fn plan(world: &World, args: &[&str]) -> (Option<i32>, String, String) {
+pub(crate) fn plan(world: &World, args: &[&str]) -> (Option<i32>, String, String) {
     let output = world
         .build_cmd("plan")
         .args(args)

@@ -4,6 +4,9 @@
 
 // Tests start git, python and servers directly; the product goes through exec::Runner.
 #![allow(clippy::disallowed_methods)]
+// Their worlds are Linux's: Debian's ROCm hipcc, ELF files, `bin/python` venvs, symlinks and
+// FIFOs. On Windows the crate's unit tests run instead (.config/nextest.toml, `windows`).
+#![cfg(unix)]
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -31,3 +34,4 @@ mod stacks;
 mod suite;
 mod verify;
 mod windows_dlls;
+mod windows_plan;

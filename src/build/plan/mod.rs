@@ -30,7 +30,7 @@ use crate::version::{self, ReleaseType};
 use crate::wheel::kpack::archive::Compression;
 use crate::wheel::split::SplitSpec;
 
-pub use crate::recipes::step::{Action, EnvDiff, Step, VenvUse};
+pub use crate::recipes::step::{Action, CopyIn, EnvDiff, FileIn, Step, VenvUse};
 
 /// Why a project waits for another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -196,7 +196,7 @@ pub fn assemble(
             });
     }
 
-    let compiler_env = settings.compiler_cache.env();
+    let compiler_env = settings.compiler_cache.env(settings.platform);
     let shared = Shared {
         platform: settings.platform,
         sdk,
@@ -214,14 +214,18 @@ pub fn assemble(
         compiler_env: &compiler_env,
         base_env: &settings.base_env,
     };
-    let mut projects: Vec<ProjectPlan> = world
-        .projects
-        .iter()
-        .zip(&versions)
-        .map(|(snapshot, version)| {
-            project_plan(settings, recipes, &shared, &provided, snapshot, version)
-        })
-        .collect::<Result<_, _>>()?;
+    let mut notes = world.notes.clone();
+    let mut projects: Vec<ProjectPlan> = Vec::new();
+    for (snapshot, version) in world.projects.iter().zip(&versions) {
+        let (project, project_notes) =
+            project_plan(settings, recipes, &shared, &provided, snapshot, version)?;
+        notes.extend(
+            project_notes
+                .into_iter()
+                .map(|note| format!("{}: {note}", project.name)),
+        );
+        projects.push(project);
+    }
     let venv_turns = add_venv_turns(&mut projects)?;
     for (index, snapshot) in world.projects.iter().enumerate() {
         // The cache key covers what a project compiles against, not what it only pins or
@@ -267,14 +271,17 @@ pub fn assemble(
             .collect::<Result<_, Error>>()?,
     };
 
-    let mut notes = world.notes.clone();
     if !settings.platform.is_host() {
         notes.push(format!(
-            "a plan for {} made on {}: {} stands for the build machine's PATH",
+            "a plan for {} made on {}: {} (and any {}) stands for the build machine's variable",
             settings.platform,
             Platform::host(),
-            settings.platform.inherited(crate::env_vars::PATH)
+            settings.platform.inherited(crate::env_vars::PATH),
+            settings.platform.inherited("NAME")
         ));
+    }
+    if let Some(note) = long_windows_root(settings.platform, &settings.selection.root.value) {
+        notes.push(note);
     }
     let fat_dir = output_dir.join(super::split::FAT_DIR);
     Ok(Plan {
@@ -307,7 +314,8 @@ pub fn assemble(
     })
 }
 
-/// One project's plan, without its fingerprint (which needs the others').
+/// One project's plan, without its fingerprint (which needs the others'), and its recipe's
+/// notes.
 fn project_plan(
     settings: &BuildSettings,
     recipes: &Recipes,
@@ -315,7 +323,7 @@ fn project_plan(
     provided: &BTreeMap<&str, (&str, Pin)>,
     snapshot: &ProjectSnapshot<'_>,
     version: &Versions,
-) -> Result<ProjectPlan, Error> {
+) -> Result<(ProjectPlan, Vec<String>), Error> {
     let project = snapshot.project;
     let recipe = recipes.of(&settings.stack, project)?;
     let pinned: BTreeMap<&'static str, Pin> = recipe
@@ -347,7 +355,7 @@ fn project_plan(
         },
         source_date_epoch(recipes::common_env(shared), settings, &snapshot.source),
     )?;
-    Ok(ProjectPlan {
+    let plan = ProjectPlan {
         name: project.name.clone(),
         dist: project.wheel.clone(),
         recipe: recipe.name(),
@@ -369,6 +377,24 @@ fn project_plan(
         reuse: snapshot.reuse.clone(),
         hints: recipe.failure_hints(),
         version_hint: recipe.version_mismatch_hint(),
+    };
+    Ok((plan, steps.notes))
+}
+
+/// The longest checkout root the reference builds Windows wheels under (`C:/b/pytorch` in its
+/// instructions, `B:/src` in its workflows): every compile command names its sources and
+/// objects by full path, and PyTorch's deep trees under a longer root overrun Windows'
+/// command-line and path-length limits.
+const WINDOWS_ROOT_MAX: usize = "C:/b/pytorch".len();
+
+/// A note when a Windows build's checkout root is longer than the reference keeps it.
+fn long_windows_root(platform: Platform, root: &std::path::Path) -> Option<String> {
+    let length = root.as_os_str().len();
+    (platform == Platform::Windows && length > WINDOWS_ROOT_MAX).then(|| {
+        format!(
+            "the checkout root {} is {length} characters long: the reference builds Windows wheels under a root of at most {WINDOWS_ROOT_MAX} (B:/src, C:/b) for the compile commands' length limits; check out to a short root (`--root-checkout-dir C:/b`)",
+            root.display()
+        )
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{Action, Dependency, EnvDiff, Plan, ProjectPlan, Step, VenvUse};
+use super::{Action, CopyIn, Dependency, EnvDiff, FileIn, Plan, ProjectPlan, Step, VenvUse};
 use crate::build::mode::{BuildMode, ModeChoice, SplitPlan};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
@@ -31,7 +31,14 @@ pub struct StepView {
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_sha256: Option<String>,
+    /// Variables the build machine's environment must hold (`require-env`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vars: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyIn>,
     pub venv: VenvUse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<&'static str>,
 }
 
 impl StepView {
@@ -44,7 +51,10 @@ impl StepView {
             env: BTreeMap::new(),
             path: None,
             content_sha256: None,
+            vars: Vec::new(),
+            copy: None,
             venv: step.venv,
+            why: step.why,
         };
         let from_cmd = |cmd: &Cmd, view: &mut StepView| {
             view.argv = cmd.argv_display();
@@ -77,6 +87,15 @@ impl StepView {
             Action::Collect { dist_dir } => {
                 view.kind = "collect";
                 view.path = Some(dist_dir.display().to_string());
+            }
+            Action::RequireEnv { vars, .. } => {
+                view.kind = "require-env";
+                view.vars = vars.clone();
+            }
+            Action::CopyIn(copy) => {
+                view.kind = "copy";
+                view.path = Some(copy.into.display().to_string());
+                view.copy = Some(copy.clone());
             }
         }
         view
@@ -375,6 +394,9 @@ impl Plan {
                     ""
                 }
             );
+            if let Some(why) = step.why {
+                let _ = writeln!(out, "       why: {why}");
+            }
         }
         out
     }
@@ -395,6 +417,26 @@ impl Plan {
                 view.path.unwrap_or_default(),
                 self.output_dir.display()
             ),
+            "require-env" => {
+                let vars: Vec<String> = view
+                    .vars
+                    .iter()
+                    .map(|v| self.platform.inherited(v))
+                    .collect();
+                format!("check that {} are set", vars.join(", "))
+            }
+            "copy" => match &view.copy {
+                Some(CopyIn { var, file, into }) => {
+                    let var = self.platform.inherited(var);
+                    match file {
+                        FileIn::At(path) => format!("copy {var}/{path} into {}", into.display()),
+                        FileIn::Find(name) => {
+                            format!("copy the first {name} under {var} into {}", into.display())
+                        }
+                    }
+                }
+                None => String::new(),
+            },
             _ => {
                 let quote = |s: &str| {
                     shlex::try_quote(s)

@@ -3,6 +3,7 @@
 //! printed plan.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use super::*;
 use crate::build::inspect::{ProjectSnapshot, Snapshot};
@@ -798,5 +799,25 @@ fn the_venv_is_taken_in_turns_in_the_serial_order() {
     assert_eq!(
         error.to_string(),
         "projects x, y wait for each other's wheels (their recipes' builds_against and pins): none of them can start; a recipe must not build against or pin a project that waits for it"
+    );
+}
+
+#[test]
+fn windows_roots_longer_than_the_references_are_noted() {
+    assert_eq!(
+        long_windows_root(Platform::Windows, Path::new("B:/src")),
+        None
+    );
+    assert_eq!(
+        long_windows_root(Platform::Windows, Path::new("C:/b/pytorch")),
+        None
+    );
+    assert_eq!(
+        long_windows_root(Platform::Linux, Path::new("/home/builder/src/rocm")),
+        None
+    );
+    assert_eq!(
+        long_windows_root(Platform::Windows, Path::new("C:/actions-runner/_work/src")),
+        Some("the checkout root C:/actions-runner/_work/src is 27 characters long: the reference builds Windows wheels under a root of at most 12 (B:/src, C:/b) for the compile commands' length limits; check out to a short root (`--root-checkout-dir C:/b`)".into())
     );
 }

@@ -20,11 +20,11 @@ use std::fs::File;
 use std::io;
 
 pub use imp::{
-    Child, TreeId, disk_space, exit_signal, file_stat, is_executable, is_link_refused,
+    Child, TreeId, disk_space, exit_signal, file_stat, host_name, is_executable, is_link_refused,
     kill_this_process, lower_this_thread_priority, make_read_only, names_file,
-    new_file_permissions, no_wait, no_wait_no_follow, on_interrupt, path_from_bytes,
-    read_without_waiting, set_file_mode, set_mode, signal_name, signal_tree, spawn, special_kind,
-    with_mode,
+    new_file_permissions, no_wait, no_wait_no_follow, on_interrupt, open_file_path,
+    path_from_bytes, process_is_gone, read_without_waiting, set_file_mode, set_mode, signal_name,
+    signal_tree, spawn, special_kind, with_mode,
 };
 #[cfg(test)]
 pub use imp::{make_fifo, mode_of, set_executable, symlink, umask};

@@ -311,6 +311,26 @@ pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)
 }
 
+/// A path naming the open `file` itself, whatever sits at its name now (Linux's
+/// /proc/self/fd).
+pub fn open_file_path(file: &File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    Some(PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())))
+}
+
+/// This machine's name, as the kernel reports it.
+pub fn host_name() -> Option<String> {
+    fs_err::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+}
+
+/// Whether the process `pid` of this machine has ended.
+pub fn process_is_gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
 #[cfg(test)]
 mod tests {
     /// The thread's nice value, from /proc (its `stat` line's 19th field).

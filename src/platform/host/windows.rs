@@ -183,6 +183,23 @@ pub fn special_kind(_file_type: &FileType) -> Option<&'static str> {
     None
 }
 
+/// Windows has no path that names an open file apart from its name: callers use the name,
+/// and what they read is checked again where it lands (the store verifies its SHA-256).
+pub fn open_file_path(_file: &File) -> Option<PathBuf> {
+    None
+}
+
+/// Not read without a Windows API: holder records say `unknown-host`.
+pub fn host_name() -> Option<String> {
+    None
+}
+
+/// Cannot be told here without a Windows API, so a process is never taken for gone: a lease
+/// it holds is taken over only once it expires (or with `--break-lease`).
+pub fn process_is_gone(_pid: u32) -> bool {
+    false
+}
+
 /// Windows has no mode bits: access is the directory's ACL.
 pub fn with_mode(options: &mut OpenOptions, _mode: u32) -> &mut OpenOptions {
     options

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::env_vars;
 use crate::lock::PinOrigin;
+use crate::platform::Platform;
 use crate::version;
 
 /// ROCm's triton.
@@ -56,6 +57,16 @@ impl Recipe for Triton {
 
     fn reads(&self) -> &'static [&'static str] {
         &[SETUP_IN_PYTHON, SETUP_AT_ROOT, BUILD_ENV, REQUIREMENTS]
+    }
+
+    /// On Windows the reference builds another repository (triton-lang/triton-windows, at
+    /// its own pin, against an LLVM build downloaded for its `cmake/llvm-hash.txt`), and only
+    /// when a checkout of it is given: its Windows workflows check out torch, audio and
+    /// vision alone, and torch then pins no triton.
+    fn not_built_on(&self, platform: Platform) -> Option<&'static str> {
+        (platform == Platform::Windows).then_some(
+            "on Windows the reference builds triton-windows, another repository with its own LLVM download, and its Windows workflows do not build it",
+        )
     }
 
     /// setup.py's own rule ([`setup_py`]) with `TRITON_WHEEL_VERSION_SUFFIX` =
