@@ -31,7 +31,7 @@ use crate::platform::Platform;
 use crate::wheel::companion::is_sdk_distribution;
 use crate::wheel::metadata::Requirement;
 use crate::wheel::record;
-use crate::wheel::rewrite::wheel::{Source, open_source};
+use crate::wheel::rewrite::wheel::{carried_record, open_source};
 use crate::wheel::zipwrite::ZipOut;
 
 /// Where the SDK goes in the wheel, and where its DLLs are.
@@ -286,7 +286,6 @@ pub fn make_fat(wheel: &Path, sdk_root: &Path, out_dir: &Path) -> Result<FatWhee
         .tempfile_in(out_dir)
         .map_err(write_error)?;
     let mut out = ZipOut::new(temp.reopen().map_err(write_error)?);
-    let mut record_lines: Vec<(String, Option<String>, Option<u64>)> = Vec::new();
     let record_name = format!("{}RECORD", old_dist_info);
     let patched = |index: usize| -> Option<&[u8]> {
         if index == init_index {
@@ -315,13 +314,7 @@ pub fn make_fat(wheel: &Path, sdk_root: &Path, out_dir: &Path) -> Result<FatWhee
                 .map_err(write_error)?,
         }
     }
-    carry_record(
-        &source,
-        &record_name,
-        &rename,
-        &new_hashes,
-        &mut record_lines,
-    );
+    let mut record_lines = carried_record(&source, &record_name, &rename, &new_hashes);
     let template = &source.archive.entries[init_index];
     let mut sdk_bytes = 0;
     let taken: BTreeSet<&str> = source
@@ -374,29 +367,6 @@ pub fn make_fat(wheel: &Path, sdk_root: &Path, out_dir: &Path) -> Result<FatWhee
         dropped_requirements: dropped,
         rocm_init_replaced: rocm_init_index.is_some(),
     })
-}
-
-/// The source's RECORD lines but RECORD's own, renamed, with the new hashes of patched files.
-fn carry_record(
-    source: &Source<'_>,
-    record_name: &str,
-    rename: &dyn Fn(&str) -> String,
-    new_hashes: &std::collections::BTreeMap<String, (String, u64)>,
-    lines: &mut Vec<(String, Option<String>, Option<u64>)>,
-) {
-    for line in source.record_lines.iter().filter(|l| l.path != record_name) {
-        let path = rename(&line.path);
-        let (hash, size) = match new_hashes.get(&path) {
-            Some((hash, size)) => (Some(hash.clone()), Some(*size)),
-            None => (
-                line.hash
-                    .as_ref()
-                    .map(|(algorithm, digest)| format!("{}={digest}", algorithm.name())),
-                line.size,
-            ),
-        };
-        lines.push((path, hash, size));
-    }
 }
 
 #[cfg(test)]

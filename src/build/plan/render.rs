@@ -381,10 +381,12 @@ impl Plan {
             let _ = writeln!(out, "    {key}={shown}");
         }
         let _ = writeln!(out, "  steps");
+        // Numbers right-aligned to the widest, so labels line up past step 9.
+        let width = project.steps.len().to_string().len();
         for (index, step) in project.steps.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "    {}. {:<26} {}{}",
+                "    {:>width$}. {:<26} {}{}",
                 index + 1,
                 step.label,
                 self.step_line(project, step),
@@ -395,7 +397,7 @@ impl Plan {
                 }
             );
             if let Some(why) = step.why {
-                let _ = writeln!(out, "       why: {why}");
+                let _ = writeln!(out, "    {:width$}  why: {why}", "");
             }
         }
         out

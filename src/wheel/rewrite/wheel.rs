@@ -321,26 +321,37 @@ fn new_record(
     written: &Written,
     rename: &dyn Fn(&str) -> String,
 ) -> String {
-    let mut lines: Vec<(String, Option<String>, Option<u64>)> = Vec::new();
-    for line in source
+    let mut lines = carried_record(source, record_name, rename, &written.hashes);
+    lines.push((new_record_name.to_string(), None, None));
+    record::render(lines.iter().map(|(p, h, s)| (p.as_str(), h.as_deref(), *s)))
+}
+
+/// The source's RECORD lines but its own, renamed: the new hash and size of each entry in
+/// `new_hashes` (by new name), the original line for the rest.
+pub fn carried_record(
+    source: &Source<'_>,
+    record_name: &str,
+    rename: &dyn Fn(&str) -> String,
+    new_hashes: &BTreeMap<String, (String, u64)>,
+) -> Vec<(String, Option<String>, Option<u64>)> {
+    source
         .record_lines
         .iter()
         .filter(|line| line.path != record_name)
-    {
-        let path = rename(&line.path);
-        let (hash, size) = match written.hashes.get(&path) {
-            Some((hash, size)) => (Some(hash.clone()), Some(*size)),
-            None => (
-                line.hash
-                    .as_ref()
-                    .map(|(algorithm, digest)| format!("{}={digest}", algorithm.name())),
-                line.size,
-            ),
-        };
-        lines.push((path, hash, size));
-    }
-    lines.push((new_record_name.to_string(), None, None));
-    record::render(lines.iter().map(|(p, h, s)| (p.as_str(), h.as_deref(), *s)))
+        .map(|line| {
+            let path = rename(&line.path);
+            let (hash, size) = match new_hashes.get(&path) {
+                Some((hash, size)) => (Some(hash.clone()), Some(*size)),
+                None => (
+                    line.hash
+                        .as_ref()
+                        .map(|(algorithm, digest)| format!("{}={digest}", algorithm.name())),
+                    line.size,
+                ),
+            };
+            (path, hash, size)
+        })
+        .collect()
 }
 
 /// `Requires-Dist` lines changed by a rewrite: (before, after).
