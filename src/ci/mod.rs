@@ -70,6 +70,10 @@ pub enum Error {
         "{dir}: the committed workflows differ from `rockbuild ci generate`: {files}; run `rockbuild ci generate` and commit the result"
     )]
     Stale { dir: String, files: String },
+    #[error(
+        "{dir}: no such directory, so there are no workflows to check; pass --output-dir the directory that holds them (run from the repository that has workflows/), or run `rockbuild ci generate` to write them"
+    )]
+    NothingToCheck { dir: String },
 }
 
 impl HasExitStatus for Error {
@@ -89,6 +93,7 @@ impl HasExitStatus for Error {
             | Error::PullRequestsPublish { .. } => ExitStatus::Usage,
             Error::Write { .. } => ExitStatus::Failure,
             Error::Stale { .. } => ExitStatus::VerificationFailed,
+            Error::NothingToCheck { .. } => ExitStatus::Usage,
         }
     }
 }

@@ -16,6 +16,13 @@ pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
         Mode::DryRun { json: true } => ctx.ui.data(&serde_json::to_string_pretty(&plan)?)?,
         Mode::DryRun { json: false } => ctx.ui.data(plan.to_text().trim_end())?,
         Mode::Check => {
+            // A missing directory is not "every workflow differs": nothing was committed here.
+            if !dir.is_dir() {
+                return Err(ci::Error::NothingToCheck {
+                    dir: dir.display().to_string(),
+                }
+                .into());
+            }
             let stale = files::differences(&plan, &files::inspect(dir)?);
             if !stale.is_empty() {
                 return Err(ci::Error::Stale {

@@ -82,7 +82,7 @@ fn matrix_refuses_bad_input_with_its_location() {
 }
 
 /// `ci generate` writes the four workflows, `--check` names every file that differs (exit 5)
-/// and writes nothing, and a rewrite removes generated files the plan no longer has while
+/// and writes nothing (a directory that does not exist is a usage error, exit 2), and a rewrite removes generated files the plan no longer has while
 /// leaving the repository's own workflows alone.
 #[test]
 fn ci_generate_writes_checks_and_names_stale_files() {
@@ -96,9 +96,14 @@ fn ci_generate_writes_checks_and_names_stale_files() {
             .args(extra);
         command.assert()
     };
-    let run = generate(&["--check"]).code(5);
-    let missing = String::from_utf8_lossy(&run.get_output().stderr)
-        .replace(&env.root().display().to_string(), "[TMP]");
+    let stderr = |run: &assert_cmd::assert::Assert| {
+        String::from_utf8_lossy(&run.get_output().stderr)
+            .replace(&env.root().display().to_string(), "[TMP]")
+    };
+    // No directory: nothing to check here (a usage error), not "every workflow differs".
+    let absent = stderr(&generate(&["--check"]).code(2));
+    std::fs::create_dir(&dir).expect("mkdir");
+    let missing = stderr(&generate(&["--check"]).code(5));
     generate(&[]).success();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("list")
@@ -125,10 +130,8 @@ fn ci_generate_writes_checks_and_names_stale_files() {
     .expect("edit");
     std::fs::write(dir.join("rockbuild-old.yml"), &text).expect("obsolete");
     std::fs::write(dir.join("lint.yml"), "name: lint\n").expect("own");
-    let run = generate(&["--check"]).code(5);
-    let stale = String::from_utf8_lossy(&run.get_output().stderr)
-        .replace(&env.root().display().to_string(), "[TMP]");
-    insta::assert_snapshot!(format!("{missing}---\n{stale}"));
+    let stale = stderr(&generate(&["--check"]).code(5));
+    insta::assert_snapshot!(format!("{absent}---\n{missing}---\n{stale}"));
     generate(&[]).success();
     generate(&["--check"]).success();
     assert!(
