@@ -284,6 +284,24 @@ fn mask_measures(text: &str) -> String {
 }
 
 /// `rockbuild plan` with these arguments: (exit code, stdout, stderr).
+/// A Windows plan of the sample for gfx1100 (aotriton has kernels for it), installing the
+/// SDK from an index that is never contacted: a plan is pure.
+pub(crate) fn windows_plan_args() -> Vec<String> {
+    [
+        "--platform",
+        "windows",
+        "--install-rocm",
+        "--index-url",
+        "http://127.0.0.1:1/v2/gfx110X-all/",
+        "--rocm-sdk-version",
+        &format!("=={SDK_VERSION}"),
+        "--pytorch-rocm-arch",
+        "gfx1100",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 pub(crate) fn plan(world: &World, args: &[&str]) -> (Option<i32>, String, String) {
     let output = world
         .build_cmd("plan")
@@ -404,18 +422,8 @@ fn plans_of_the_sample_stack() {
 #[test]
 fn a_windows_plan_on_a_linux_host() {
     let world = World::new().with_checkouts();
-    let pin = format!("=={SDK_VERSION}");
-    let args = [
-        "--platform",
-        "windows",
-        "--install-rocm",
-        "--index-url",
-        "http://127.0.0.1:1/v2/gfx110X-all/",
-        "--rocm-sdk-version",
-        &pin,
-        "--pytorch-rocm-arch",
-        "gfx1100",
-    ];
+    let owned = windows_plan_args();
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = plan(&world, &args);
     assert_eq!(code, Some(0), "{stderr}");
     insta::assert_snapshot!("sample_plan_windows", scrub(&stdout, &world.env));

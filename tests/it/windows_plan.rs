@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::build::{SDK_VERSION, World, plan};
+use crate::build::{SDK_VERSION, World, plan, windows_plan_args};
 use crate::common::scrub;
 
 /// One part of the reference's Windows build (see the data file for each field).
@@ -46,18 +46,8 @@ fn reference() -> Reference {
 
 /// The Windows plan of `world` as JSON, for gfx1100 (aotriton has kernels for it).
 fn windows_plan(world: &World, extra: &[&str]) -> Value {
-    let pin = format!("=={SDK_VERSION}");
-    let mut args = vec![
-        "--platform",
-        "windows",
-        "--install-rocm",
-        "--index-url",
-        "http://127.0.0.1:1/v2/gfx110X-all/",
-        "--rocm-sdk-version",
-        &pin,
-        "--pytorch-rocm-arch",
-        "gfx1100",
-    ];
+    let owned = windows_plan_args();
+    let mut args: Vec<&str> = owned.iter().map(String::as_str).collect();
     args.extend(extra);
     let (code, stdout, stderr) = plan(world, &args);
     assert_eq!(code, Some(0), "{stderr}");
