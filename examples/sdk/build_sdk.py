@@ -74,6 +74,10 @@ DEVEL_SYMLINKS = {
     "lib/libhsa-runtime64.so": f"{DEBIAN_LIB}/libhsa-runtime64.so.1",
     "lib/libhsa-runtime64.so.1": f"{DEBIAN_LIB}/libhsa-runtime64.so.1",
     "lib/llvm/amdgcn/bitcode": f"{DEBIAN_LIB}/amdgcn/bitcode",
+    # The SDK's clang (CC/CXX of the tests that compile): Debian's clang 15, which its hipcc
+    # drives (a dependency of the hipcc package).
+    "lib/llvm/bin/clang": "/usr/bin/clang-15",
+    "lib/llvm/bin/clang++": "/usr/bin/clang++-15",
     "lib/cmake/hip": f"{DEBIAN_LIB}/cmake/hip",
     "lib/cmake/hip-lang": f"{DEBIAN_LIB}/cmake/hip-lang",
     "lib/cmake/amd_comgr": f"{DEBIAN_LIB}/cmake/amd_comgr",

@@ -81,6 +81,15 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
             .unwrap_or_default()
             .to_string(),
         venv: VenvState::of(&plan::venv_dir(settings, work_dir)),
+        sdk_inherited: crate::suite::sdk_env::PREPENDED
+            .iter()
+            .filter_map(|name| {
+                ctx.env()
+                    .non_empty(name)
+                    .map(|value| (name.to_string(), value.to_string()))
+            })
+            .collect(),
+        sdk: None,
     })
 }
 

@@ -6,6 +6,7 @@
 //! * [`gpu`]: the device query and the choice of GPUs before torch is imported;
 //! * [`catalog`]: test configs, shard counts, `BUILD_ENVIRONMENT`, requirements;
 //! * [`runtest`]: run_test.py's command lines;
+//! * [`sdk_env`]: the ROCm SDK's test environment (`rocm-sdk init`, ROCM_HOME, its clang);
 //! * [`input`]: what a shard is asked to do (`settings::test` resolves it);
 //! * [`inspect`]: the test sources and the torch to install, as found;
 //! * [`plan`]: the plan of a shard, a pure function of settings and the inspected world;
@@ -20,6 +21,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod runtest;
+pub mod sdk_env;
 pub mod skips;
 pub mod summary;
 

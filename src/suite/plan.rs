@@ -14,6 +14,7 @@ use super::catalog::TestConfig;
 use super::gpu::{self, DeviceQueryMode, GpuPolicy, GpuSelection};
 use super::input::{Requirements, TestSettings};
 use super::runtest::{self, RunTestInputs, Shard};
+use super::sdk_env::{self, SdkPaths};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
 use crate::env_vars::{self, Environment};
 use crate::exec::Cmd;
@@ -62,6 +63,10 @@ pub struct World {
     pub path: String,
     /// What the venv directory holds now.
     pub venv: VenvState,
+    /// The job's values of the path lists the SDK's environment puts its own entries before.
+    pub sdk_inherited: Vec<(String, String)>,
+    /// What the installed `rocm-sdk` answered (known once the run asked it).
+    pub sdk: Option<SdkPaths>,
 }
 
 /// What the venv directory holds before the run: the venv is always made fresh, and only a
@@ -122,6 +127,7 @@ pub struct EnvLine {
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     Install,
+    Sdk,
     Gpu,
     Run,
 }
@@ -130,6 +136,7 @@ impl StepKind {
     pub fn as_str(self) -> &'static str {
         match self {
             StepKind::Install => "install",
+            StepKind::Sdk => "sdk",
             StepKind::Gpu => "gpu",
             StepKind::Run => "run",
         }
@@ -203,6 +210,17 @@ pub struct GpuPlan {
     pub archs: Vec<String>,
 }
 
+/// The SDK's queries after the install and the variables the tests get from their answers
+/// (`<root>`, `<bin>`, `<cmake>` while not known).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SdkEnvPlan {
+    /// `rocm-sdk init`, then `rocm-sdk path --root`, `--bin`, `--cmake`.
+    pub steps: Vec<Step>,
+    pub variables: Vec<(String, String)>,
+    /// The SDK's answers the variables were made from; `None` before the run asked.
+    pub paths: Option<SdkPaths>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SkipPlan {
     pub source: Source,
@@ -224,6 +242,8 @@ pub struct TestPlan {
     pub version_check: String,
     pub install: InstallPlan,
     pub setup: Setup,
+    /// The ROCm SDK's test environment, prepared after the install (configs that compile).
+    pub sdk_env: Option<SdkEnvPlan>,
     /// The GPU smoke suite, written here before the steps run (GPU smoke only).
     pub smoke_suite: Option<PathBuf>,
     pub gpu: GpuPlan,
@@ -308,6 +328,10 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
     let platform = Platform::host();
     let python = platform.venv_python(&venv);
     let mut requirements = vec![format!("torch=={}", wheel.version)];
+    let with_sdk_env = sdk_env::applies(settings.config);
+    if with_sdk_env {
+        requirements.push(sdk_env::DEVEL_REQUIREMENT.to_string());
+    }
     match &settings.requirements {
         Requirements::Lines(lines) => requirements.extend(lines.iter().cloned()),
         Requirements::File(path) => {
@@ -328,9 +352,17 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         torch_source: wheel.source.clone(),
     };
     let setup = setup(settings, world, &install, &python)?;
+    let sdk_env = with_sdk_env.then(|| sdk_env_plan(world, &venv, platform));
 
     let (gpu_state, visible, archs) = gpu_decision(gpu);
-    let env = environment(settings, world, &venv, platform, visible.as_ref());
+    let env = environment(
+        settings,
+        world,
+        &venv,
+        platform,
+        visible.as_ref(),
+        sdk_env.as_ref(),
+    );
     let (junit_from, steps) = if runs_run_test {
         run_test_steps(settings, world, &python, k.as_deref(), &present_hangs)?
     } else {
@@ -353,6 +385,7 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         version_check,
         install,
         setup,
+        sdk_env,
         smoke_suite: (!runs_run_test).then(|| world.work_dir.join(GPU_SMOKE_FILE)),
         gpu: GpuPlan {
             device_query: settings.device_query.clone(),
@@ -412,6 +445,7 @@ fn environment(
     venv: &Path,
     platform: Platform,
     visible: Option<&String>,
+    sdk_env: Option<&SdkEnvPlan>,
 ) -> Vec<EnvLine> {
     let mut env: Vec<EnvLine> = settings
         .test_env
@@ -450,13 +484,36 @@ fn environment(
         Some(world.work_dir.join("miopen-cache").display().to_string()),
         "a fresh MIOpen cache per run",
     ));
+    if let Some(sdk) = sdk_env {
+        for (name, value) in &sdk.variables {
+            env.push(fixed(
+                name,
+                Some(value.clone()),
+                "the ROCm SDK, from `rocm-sdk path`",
+            ));
+        }
+    }
+    // The SDK's bin (hipcc, amdclang) after the venv: the venv's python and rocm-sdk win.
+    let sdk_bin = sdk_env.and_then(|sdk| {
+        sdk.variables
+            .iter()
+            .find(|(name, _)| name == "ROCM_BIN")
+            .map(|(_, value)| value.clone())
+    });
     env.push(fixed(
         env_vars::PATH,
-        Some(platform.join_path_list([
-            venv.join(platform.venv_scripts()).display().to_string(),
-            world.path.clone(),
-        ])),
-        "the test venv first",
+        Some(
+            platform.join_path_list(
+                std::iter::once(venv.join(platform.venv_scripts()).display().to_string())
+                    .chain(sdk_bin)
+                    .chain(std::iter::once(world.path.clone())),
+            ),
+        ),
+        if sdk_env.is_some() {
+            "the test venv first, then the ROCm SDK's bin"
+        } else {
+            "the test venv first"
+        },
     ));
     env.push(fixed(
         env_vars::VIRTUAL_ENV,
@@ -494,6 +551,38 @@ fn environment(
         ));
     }
     env
+}
+
+/// `rocm-sdk init` and the three path queries (each answer captured), in the venv's
+/// `rocm-sdk`; the variables from the answers once the run has them.
+fn sdk_env_plan(world: &World, venv: &Path, platform: Platform) -> SdkEnvPlan {
+    let program = sdk_env::program(platform, venv);
+    let steps = sdk_env::QUERIES
+        .iter()
+        .map(|(label, args, answers)| Step {
+            label: label.to_string(),
+            kind: StepKind::Sdk,
+            program: program.clone(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            cwd: world.work_dir.clone(),
+            env: Vec::new(),
+            log: format!(
+                "rocm-sdk-{}.log",
+                args.iter()
+                    .map(|a| a.trim_start_matches('-'))
+                    .collect::<Vec<_>>()
+                    .join("-")
+            ),
+            timeout_secs: Some(SETUP_TIMEOUT.as_secs()),
+            installer: false,
+            capture_stdout: answers.is_some(),
+        })
+        .collect();
+    SdkEnvPlan {
+        steps,
+        variables: sdk_env::variables(world.sdk.as_ref(), &world.sdk_inherited, platform),
+        paths: world.sdk.clone(),
+    }
 }
 
 /// run_test.py's invocations for the config (verify_dynamo.py first for inductor, as
@@ -1001,11 +1090,28 @@ impl TestPlan {
         }
         out.push_str("\nsetup, each step after the one before:\n");
         let setup = &self.setup;
-        for (index, step) in [&setup.venv, &setup.install, &setup.device_query]
+        let sdk_steps = self.sdk_env.iter().flat_map(|sdk| &sdk.steps);
+        for (index, step) in [&setup.venv, &setup.install]
             .into_iter()
+            .chain(sdk_steps)
+            .chain([&setup.device_query])
             .enumerate()
         {
             step_text(&mut out, index, step);
+        }
+        if let Some(sdk) = &self.sdk_env {
+            let _ = writeln!(
+                out,
+                "
+the ROCm SDK's test environment, from the installed rocm[devel] (as the reference's full-suite job prepares it before anything compiles): {}",
+                match &sdk.paths {
+                    Some(paths) => format!(
+                        "root {}, bin {}, cmake {}",
+                        paths.root, paths.bin, paths.cmake
+                    ),
+                    None => "<root>, <bin> and <cmake> are what `rocm-sdk path --root`, `--bin` and `--cmake` print after `rocm-sdk init`; the variables are in the environment of the tests above".to_string(),
+                }
+            );
         }
         if let Some(suite) = &self.smoke_suite {
             let _ = writeln!(

@@ -75,6 +75,9 @@ pub struct ShardReport {
     pub result: Outcome,
     /// Every distribution installed from the index under test, with its file's SHA-256.
     pub wheels: Vec<TestedWheel>,
+    /// The ROCm SDK's test environment the tests ran in (configs that compile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_env: Option<super::sdk_env::SdkEnvRecord>,
     pub steps: Vec<Check>,
     /// JUnit files of the run, relative to the shard's directory.
     pub junit: Vec<String>,

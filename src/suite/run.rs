@@ -11,11 +11,12 @@ use anyhow::Context as _;
 use super::Error;
 use super::gpu::{self, DeviceQuery, GpuError};
 use super::input::TestSettings;
-use super::plan::{self, GpuState, Step, TestPlan, VERIFY_DYNAMO_LOG, World};
+use super::plan::{self, GpuState, SdkEnvPlan, Step, TestPlan, VERIFY_DYNAMO_LOG, World};
 use super::report::{
     GpuRecord, JunitFile, SHARD_FILE, SHARD_KIND, SHARD_SCHEMA, ShardReport, SkipRecord,
     SourceRecord,
 };
+use super::sdk_env::{self, SdkEnvRecord, SdkPaths};
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
@@ -175,6 +176,15 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
 
     let index_url = settings.index_url.clone().unwrap_or_default();
     let install = install(&mut steps, &plan, &index_url);
+    let installed = !install.wheels.is_empty();
+    let sdk = plan
+        .sdk_env
+        .as_ref()
+        .map(|sdk| prepare_sdk(&mut steps, &plan, sdk, installed));
+    let world = World {
+        sdk: sdk.clone().flatten(),
+        ..world.clone()
+    };
     let mut gpu_notes = Vec::new();
     if let Some(ordinal) = &settings.gpu_device_ordinal {
         let note =
@@ -185,12 +195,12 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     let gpu_state = choose_gpus(
         &mut steps,
         &plan,
-        !install.wheels.is_empty(),
+        installed && !matches!(sdk, Some(None)),
         &mut gpu_notes,
     );
     let selected = !matches!(gpu_state, GpuState::Pending);
     let plan = if selected {
-        plan::plan(settings, world, &gpu_state)?
+        plan::plan(settings, &world, &gpu_state)?
     } else {
         plan
     };
@@ -270,6 +280,12 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
                 })
             })
             .collect(),
+        sdk_env: plan.sdk_env.as_ref().and_then(|sdk| {
+            Some(SdkEnvRecord {
+                paths: sdk.paths.clone()?,
+                variables: sdk.variables.clone(),
+            })
+        }),
         steps: list,
         junit: junit_paths,
     };
@@ -353,6 +369,74 @@ fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
     Install {
         wheels: Vec::new(),
         python,
+    }
+}
+
+/// The SDK's test environment: `rocm-sdk init`, then its three paths, each answer one absolute
+/// path, and the tree they name holding what the tests compile with. The paths on success;
+/// nothing runs after a failure (the tests would compile with the runner's tools).
+fn prepare_sdk(
+    steps: &mut Steps<'_>,
+    plan: &TestPlan,
+    sdk: &SdkEnvPlan,
+    ready: bool,
+) -> Option<SdkPaths> {
+    let check = "the ROCm SDK's test environment";
+    let mut answers: Vec<String> = Vec::new();
+    let mut failed = !ready;
+    for (step, (_, _, answers_which)) in sdk.steps.iter().zip(sdk_env::QUERIES) {
+        if failed {
+            steps.skip(step);
+            continue;
+        }
+        let started = jiff::Timestamp::now();
+        match steps.step(plan, step) {
+            None => failed = true,
+            Some(stdout) => {
+                if answers_which.is_none() {
+                    continue;
+                }
+                match sdk_env::parse_path(&stdout) {
+                    Some(path) => answers.push(path),
+                    None => {
+                        steps.record(
+                            check,
+                            "sdk",
+                            Outcome::Failed,
+                            format!("`{}` printed no absolute path:\n{stdout}", step.label),
+                            started,
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+    if failed {
+        steps.not_run(check, "sdk");
+        return None;
+    }
+    let started = jiff::Timestamp::now();
+    let [root, bin, cmake] = <[String; 3]>::try_from(answers).ok()?;
+    let paths = SdkPaths { root, bin, cmake };
+    match sdk_env::check(&paths) {
+        Ok(()) => {
+            steps.record(
+                check,
+                "sdk",
+                Outcome::Passed,
+                format!(
+                    "ROCM_HOME={}, CC={}/lib/llvm/bin/clang",
+                    paths.root, paths.root
+                ),
+                started,
+            );
+            Some(paths)
+        }
+        Err(message) => {
+            steps.record(check, "sdk", Outcome::Failed, message, started);
+            None
+        }
     }
 }
 

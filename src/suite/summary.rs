@@ -811,6 +811,7 @@ mod tests {
                 finished: at(number + 30),
                 result,
                 wheels: vec![wheel("torch", SHA_A), wheel("rocm", SHA_B)],
+                sdk_env: None,
                 steps: Vec::new(),
                 junit: vec!["junit/python-pytest/test_nn/test_nn-1.xml".into()],
             },

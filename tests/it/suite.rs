@@ -309,7 +309,53 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     // The evidence: every file installed from the index under test, SDK included.
     assert_eq!(
         crate::common::tested_wheel_names(&one),
-        ["torch", "rocm-sdk-core", "rocm-sdk-libraries", "rocm"]
+        [
+            "torch",
+            "rocm-sdk-core",
+            "rocm-sdk-libraries",
+            "rocm-sdk-devel",
+            "rocm"
+        ]
+    );
+    // The SDK's test environment, from the installed rocm[devel] (TheRock's full-suite job):
+    // the tests ran with ROCM_HOME at its development tree and its clang as CC/CXX.
+    let sdk = &one["sdk_env"];
+    let root = sdk["paths"]["root"].as_str().expect("the SDK's root");
+    assert!(root.ends_with("/site-packages/_rocm_sdk_devel"), "{root}");
+    let variable = |name: &str| {
+        sdk["variables"]
+            .as_array()
+            .expect("variables")
+            .iter()
+            .find(|pair| pair[0] == name)
+            .map(|pair| pair[1].clone())
+    };
+    assert_eq!(variable("ROCM_HOME"), Some(Value::from(root)));
+    assert_eq!(
+        variable("CXX"),
+        Some(Value::from(format!("{root}/lib/llvm/bin/clang++")))
+    );
+    let steps: Vec<(&str, &str)> = one["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|step| step["kind"] == "sdk")
+        .map(|step| {
+            (
+                step["name"].as_str().expect("name"),
+                step["result"].as_str().expect("result"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("rocm-sdk init", "passed"),
+            ("rocm-sdk path --root", "passed"),
+            ("rocm-sdk path --bin", "passed"),
+            ("rocm-sdk path --cmake", "passed"),
+            ("the ROCm SDK's test environment", "passed")
+        ]
     );
 
     let combined = world
@@ -339,7 +385,7 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     let report = read_json(&world.env.path("test-report.json"));
     assert_eq!(report["kind"], "test");
     assert_eq!(report["result"], "passed");
-    assert_eq!(report["wheels"].as_array().map(Vec::len), Some(4));
+    assert_eq!(report["wheels"].as_array().map(Vec::len), Some(5));
 
     // Promotion on the test report. The staging prefix also holds the SDK's development and
     // device packages, which no test installed: the SDK's wheels are judged by their bytes
@@ -554,6 +600,11 @@ fn distributed_and_inductor_configs_run_as_upstream_ci_does() {
             "create venv",
             "install torch and the test requirements",
             "record the installed wheels",
+            "rocm-sdk init",
+            "rocm-sdk path --root",
+            "rocm-sdk path --bin",
+            "rocm-sdk path --cmake",
+            "the ROCm SDK's test environment",
             "query the GPUs",
             "select the GPUs",
             "verify_dynamo.py",
@@ -690,7 +741,15 @@ fn gpus_are_chosen_from_the_device_query_before_the_tests_import_torch() {
     let mut world = World::new("release/2.9");
     let node = world.env.path("index/node");
     node_torch(&world.env.path("build/node"));
-    stage(&world.env, &node, &[world.env.path("build/node")]);
+    // With the SDK, as a staged prefix holds it: the configs that compile install rocm[devel].
+    stage(
+        &world.env,
+        &node,
+        &[
+            world.env.path("build/node"),
+            crate::common::sdk::sdk_index(SDK, &["gfx906"]).join("wheels"),
+        ],
+    );
     let index = format!("{}node/", world.server.url());
     let run = |world: &World, dir: &str, extra: &[&str]| -> Value {
         // The smoke suite fails against this torch (it has no tensors); what matters here

@@ -1,4 +1,6 @@
-"""`rocm-sdk` / `python -m rocm_sdk`: the ROCm SDK command line, as the real one prints it.
+"""`rocm-sdk` / `python -m rocm_sdk`: the ROCm SDK command line, as the real one prints it
+(TheRock build_tools/packaging/python/templates/rocm/src/rocm_sdk/__main__.py: the same
+commands, flags and output; `test` runs a smaller self-check than its unittest suite).
 
 version          the SDK version (`7.10.0a20251124`)
 targets          the targets the SDK was built for, `;`-separated (`gfx906;gfx1030`):
@@ -68,7 +70,7 @@ def _do_init(args):
         print(f"ERROR running init: {e}", file=sys.stderr)
         sys.exit(1)
     if not args.quiet:
-        print(f"Devel links initialized in '{root}'")
+        print(f"Devel contents expanded to '{root}'")
 
 
 def _do_test(args):
@@ -95,6 +97,8 @@ def _do_test(args):
         check("devel bin/hipcc", hipcc.exists(), str(hipcc))
         hip_config = root / "lib" / "cmake" / "hip" / "hip-config.cmake"
         check("devel hip-config.cmake", hip_config.exists(), str(hip_config))
+        clang = root / "lib" / "llvm" / "bin" / "clang"
+        check("devel lib/llvm/bin/clang", clang.exists(), str(clang))
     if failures:
         sys.exit(1)
 
