@@ -640,6 +640,7 @@ pub const JOBS: [JobRow; 7] = [
 pub const TEST_ENV: Pairs = &[
     ("STAGING_INDEX", STAGING_INDEX),
     ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
+    ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
     ("PYTHON", PYTHON),
     ("FAMILY", "${{ inputs.family }}"),
     ("SUITE", "${{ matrix.suite }}"),
@@ -652,14 +653,17 @@ pub const TEST_ENV: Pairs = &[
 ];
 
 /// `rockbuild test` for one test row: PyTorch's suite on the checked-out test sources
-/// (`sources`), or the built-in GPU smoke suite, which needs none.
+/// (`sources`), or the built-in GPU smoke suite, which needs none. The SDK's index is an extra
+/// index: the configs that compile install `rocm[devel]`, which the staged set does not carry.
 pub fn test_args(sources: bool) -> Vec<Word> {
-    const BEFORE: [Word; 7] = [
+    const BEFORE: [Word; 9] = [
         Lit("test"),
         Lit("--index-url"),
         Var("STAGING_INDEX"),
         Lit("--extra-index-url"),
         Var("PYTHON_INDEX_URL"),
+        Lit("--extra-index-url"),
+        Var("ROCM_INDEX_URL"),
         Lit("--lock"),
         Lit(RECORD),
     ];
