@@ -13,6 +13,7 @@ pub enum ExitStatus {
     VerificationFailed,
     PublishConflict,
     Busy,
+    RunnerUnfit,
     Signal(i32),
 }
 
@@ -25,6 +26,7 @@ impl ExitStatus {
             ExitStatus::VerificationFailed => 5,
             ExitStatus::PublishConflict => 6,
             ExitStatus::Busy => 7,
+            ExitStatus::RunnerUnfit => 8,
             ExitStatus::Signal(signal) => 128 + signal,
         }
     }
@@ -67,6 +69,15 @@ impl ExitStatus {
                 "Another run holds the lease of the store prefix (or the lock of the checkout \
                  root) this run writes to; nothing was changed. The error names the holder (host, \
                  pid, start time). Retry when it is done; `--break-lease` takes a stale lease.",
+            ),
+            (
+                "8".into(),
+                "runner unfit",
+                "`test`: the runner cannot run the suite, so nothing was tested — no AMD GPU or no \
+                 amdgpu driver where the suite needs one, or GPUs none of which is of the family \
+                 under test (the facts `detect` reads). An infrastructure problem, not a test \
+                 failure: run the shard again on a runner of the family. The shard's report \
+                 says why and is never evidence.",
             ),
             (
                 "128+n".into(),

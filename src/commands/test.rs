@@ -56,6 +56,13 @@ pub fn run(args: TestArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         "shard results: {} (combine shards with `rockbuild test-report`)",
         settings.output_dir.display()
     ));
+    if let Some(reason) = shard.report.unfit {
+        return Err(Error::RunnerUnfit {
+            reason,
+            report: report_path.display().to_string(),
+        }
+        .into());
+    }
     if let Some(signal) = shard.interrupted {
         return Err(Error::Interrupted {
             signal,

@@ -15,6 +15,7 @@ use crate::stack::families::is_target_shaped;
 use crate::suite::Error;
 use crate::suite::catalog::{Catalog, TestConfig};
 use crate::suite::gpu::{DeviceQueryMode, GpuPolicy};
+use crate::suite::preflight::RunnerFacts;
 use crate::suite::runtest::Shard;
 use crate::suite::skips::{KMode, MajorMinor, Platform, SkipLists};
 
@@ -106,6 +107,7 @@ impl TestSettings {
             .transpose()?;
         let env = ctx.env();
         let test_env = test_env(env, &catalog, family.as_deref());
+        let runner = runner_facts(env, &families)?;
         let requirements = match test_requirements {
             Some(path) => {
                 let path = ctx.absolute(&path);
@@ -164,6 +166,7 @@ impl TestSettings {
             requirements,
             test_env,
             catalog,
+            runner,
             output_dir,
             venv: venv.map(|v| ctx.absolute(&v)),
             python: python
@@ -174,6 +177,27 @@ impl TestSettings {
             json,
         })
     }
+}
+
+/// The runner's GPUs and driver, read as `rockbuild detect` reads them (sysfs under `/`, or
+/// `$ROCKBUILD_SYSFS_ROOT`). A tree that cannot be read is a fact too: no GPU, and why.
+fn runner_facts(env: &Environment, families: &FamilyTable) -> anyhow::Result<RunnerFacts> {
+    let root = env
+        .non_empty(env_vars::ROCKBUILD_SYSFS_ROOT)
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let devices = super::detect::device_table()?;
+    let tables = crate::detect::Tables {
+        families,
+        devices: &devices,
+    };
+    Ok(crate::detect::sysfs::read(&root)
+        .and_then(|snapshot| {
+            crate::detect::resolve(&snapshot, &tables, &super::detect::runtime_env(env))
+        })
+        .map_or_else(
+            |error| RunnerFacts::unreadable(&root.display().to_string(), error.to_string()),
+            |detection| RunnerFacts::of(&detection),
+        ))
 }
 
 /// The skip lists: `--skip-lists DIR`, else the built-in configs/skip-tests.

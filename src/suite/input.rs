@@ -69,6 +69,8 @@ pub struct TestSettings {
     /// PyTorch's test environment; a value the job already set wins.
     pub test_env: Vec<(&'static str, Sourced<String>)>,
     pub catalog: Catalog,
+    /// The runner's GPUs and driver, as `detect` reads them.
+    pub runner: super::preflight::RunnerFacts,
     pub output_dir: PathBuf,
     pub venv: Option<PathBuf>,
     pub python: PathBuf,

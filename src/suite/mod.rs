@@ -9,6 +9,7 @@
 //! * [`sdk_env`]: the ROCm SDK's test environment (`rocm-sdk init`, ROCM_HOME, its clang);
 //! * [`input`]: what a shard is asked to do (`settings::test` resolves it);
 //! * [`inspect`]: the test sources and the torch to install, as found;
+//! * [`preflight`]: the runner's GPUs and driver before anything is installed;
 //! * [`plan`]: the plan of a shard, a pure function of settings and the inspected world;
 //! * [`run`]: its walk (venv, install with pip's report, query, runs, JUnit);
 //! * [`report`]: what a shard leaves behind; [`summary`]: shards combined.
@@ -18,6 +19,7 @@ pub mod gpu;
 pub mod input;
 pub mod inspect;
 pub mod plan;
+pub mod preflight;
 pub mod report;
 pub mod run;
 pub mod runtest;
@@ -94,6 +96,8 @@ pub enum Error {
     },
     #[error("{summary}")]
     TestsFailed { summary: String },
+    #[error("runner unfit: {reason}; nothing was tested ({report})")]
+    RunnerUnfit { reason: String, report: String },
     #[error("interrupted by signal {signal}; {report} records the run as cancelled")]
     Interrupted { signal: i32, report: String },
 }
@@ -103,6 +107,7 @@ impl HasExitStatus for Error {
         match self {
             Error::NoGpu(_) | Error::Gpu(_) | Error::TestsFailed { .. } => ExitStatus::Failure,
             Error::Interrupted { signal, .. } => ExitStatus::Signal(*signal),
+            Error::RunnerUnfit { .. } => ExitStatus::RunnerUnfit,
             _ => ExitStatus::Usage,
         }
     }

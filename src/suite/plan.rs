@@ -127,6 +127,7 @@ pub struct EnvLine {
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     Install,
+    Preflight,
     Sdk,
     Gpu,
     Run,
@@ -136,6 +137,7 @@ impl StepKind {
     pub fn as_str(self) -> &'static str {
         match self {
             StepKind::Install => "install",
+            StepKind::Preflight => "preflight",
             StepKind::Sdk => "sdk",
             StepKind::Gpu => "gpu",
             StepKind::Run => "run",
@@ -177,6 +179,8 @@ pub struct Setup {
     pub install: Step,
     /// pip's installation report the install writes.
     pub pip_report: PathBuf,
+    /// `rocm-sdk test`: the installed SDK's self-check (the reference's sanity tests).
+    pub sdk_test: Step,
     pub device_query: Step,
 }
 
@@ -240,6 +244,10 @@ pub struct TestPlan {
     pub junit_from: PathBuf,
     pub source: Option<String>,
     pub version_check: String,
+    /// The runner's GPUs and driver, as `detect` read them.
+    pub runner: String,
+    /// Why the runner cannot run the suite: the run stops before installing.
+    pub unfit: Option<String>,
     pub install: InstallPlan,
     pub setup: Setup,
     /// The ROCm SDK's test environment, prepared after the install (configs that compile).
@@ -383,6 +391,18 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
             )
         }),
         version_check,
+        runner: format!(
+            "{} (sysfs at {})",
+            settings.runner.to_line(),
+            settings.runner.sysfs_root
+        ),
+        unfit: settings.runner.unfit(
+            !settings.allow_no_gpu,
+            settings
+                .family
+                .as_deref()
+                .zip(settings.family_targets.as_deref()),
+        ),
         install,
         setup,
         sdk_env,
@@ -863,6 +883,13 @@ fn setup(
             )
         },
         pip_report,
+        sdk_test: step(
+            "rocm-sdk test",
+            StepKind::Preflight,
+            &sdk_env::program(Platform::host(), &install.venv),
+            vec!["test".into()],
+            "rocm-sdk-test.log",
+        ),
         device_query: Step {
             capture_stdout: true,
             ..step(
@@ -1003,6 +1030,13 @@ impl TestPlan {
             let _ = writeln!(out, "  sources:  {source}");
         }
         let _ = writeln!(out, "  versions: {}", self.version_check);
+        let _ = writeln!(out, "  runner:   {}", self.runner);
+        if let Some(reason) = &self.unfit {
+            let _ = writeln!(
+                out,
+                "  RUNNER UNFIT: {reason}; the run stops here and exits 8 (nothing is tested)"
+            );
+        }
         let install = &self.install;
         let _ = writeln!(
             out,
@@ -1091,7 +1125,7 @@ impl TestPlan {
         out.push_str("\nsetup, each step after the one before:\n");
         let setup = &self.setup;
         let sdk_steps = self.sdk_env.iter().flat_map(|sdk| &sdk.steps);
-        for (index, step) in [&setup.venv, &setup.install]
+        for (index, step) in [&setup.venv, &setup.install, &setup.sdk_test]
             .into_iter()
             .chain(sdk_steps)
             .chain([&setup.device_query])

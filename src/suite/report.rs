@@ -78,6 +78,12 @@ pub struct ShardReport {
     /// The ROCm SDK's test environment the tests ran in (configs that compile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sdk_env: Option<super::sdk_env::SdkEnvRecord>,
+    /// The runner's GPUs and driver, read before anything was installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<super::preflight::RunnerFacts>,
+    /// Why the runner could not run the suite: nothing was tested (not a test failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfit: Option<String>,
     pub steps: Vec<Check>,
     /// JUnit files of the run, relative to the shard's directory.
     pub junit: Vec<String>,

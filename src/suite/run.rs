@@ -22,6 +22,7 @@ use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
 use crate::pip::report::Installed;
 use crate::promote::evidence::{Check, Outcome, TestedWheel};
+use crate::wheel::companion::SDK_META_PACKAGE;
 
 /// The built-in GPU smoke suite (F41), written into the work directory and run with pytest.
 const GPU_SMOKE_SUITE: &str = include_str!("gpu_smoke.py");
@@ -147,6 +148,8 @@ struct Install {
     /// The files installed from the index under test (the evidence); empty: not ready.
     wheels: Vec<Installed>,
     python: Option<String>,
+    /// The install brought the ROCm SDK (`rocm`, which torch built on it pins).
+    sdk: bool,
 }
 
 /// Runs a shard. `world` is what [`inspect`](super::inspect) found; the tests are those of
@@ -175,12 +178,31 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     };
 
     let index_url = settings.index_url.clone().unwrap_or_default();
-    let install = install(&mut steps, &plan, &index_url);
+    let fit = check_runner(&mut steps, &plan, settings);
+    let install = install(&mut steps, &plan, &index_url, fit);
     let installed = !install.wheels.is_empty();
+    let sdk_tested = match (installed, install.sdk) {
+        (true, true) => steps.step(&plan, &plan.setup.sdk_test).is_some(),
+        // A torch built on a system ROCm pins no SDK: nothing to self-test.
+        (true, false) => {
+            steps.record(
+                &plan.setup.sdk_test.label,
+                plan.setup.sdk_test.kind.as_str(),
+                Outcome::Skipped,
+                format!("the install brought no ROCm SDK (`{SDK_META_PACKAGE}`)"),
+                jiff::Timestamp::now(),
+            );
+            true
+        }
+        (false, _) => {
+            steps.skip(&plan.setup.sdk_test);
+            false
+        }
+    };
     let sdk = plan
         .sdk_env
         .as_ref()
-        .map(|sdk| prepare_sdk(&mut steps, &plan, sdk, installed));
+        .map(|sdk| prepare_sdk(&mut steps, &plan, sdk, sdk_tested));
     let world = World {
         sdk: sdk.clone().flatten(),
         ..world.clone()
@@ -195,7 +217,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     let gpu_state = choose_gpus(
         &mut steps,
         &plan,
-        installed && !matches!(sdk, Some(None)),
+        sdk_tested && !matches!(sdk, Some(None)),
         &mut gpu_notes,
     );
     let selected = !matches!(gpu_state, GpuState::Pending);
@@ -286,6 +308,8 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
                 variables: sdk.variables.clone(),
             })
         }),
+        runner: Some(settings.runner.clone()),
+        unfit: plan.unfit.clone(),
         steps: list,
         junit: junit_paths,
     };
@@ -301,11 +325,41 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
     })
 }
 
+/// The runner's GPUs and driver against what the suite needs: an unfit runner stops the run
+/// before anything is installed.
+fn check_runner(steps: &mut Steps<'_>, plan: &TestPlan, settings: &TestSettings) -> bool {
+    let started = jiff::Timestamp::now();
+    let name = "check the runner";
+    match &plan.unfit {
+        Some(reason) => {
+            steps.ctx.ui.warn(format!("runner unfit: {reason}"));
+            steps.record(name, "preflight", Outcome::Failed, reason.clone(), started);
+            false
+        }
+        None => {
+            steps.record(
+                name,
+                "preflight",
+                Outcome::Passed,
+                settings.runner.to_line(),
+                started,
+            );
+            true
+        }
+    }
+}
+
 /// The setup's venv and install, then the evidence: the files pip's report names that the
 /// index under test lists with the same SHA-256. Torch must be among them.
-fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
+fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str, fit: bool) -> Install {
     let setup = &plan.setup;
     let record = "record the installed wheels";
+    if !fit {
+        steps.skip(&setup.venv);
+        steps.skip(&setup.install);
+        steps.not_run(record, "install");
+        return Install::default();
+    }
     if steps.step(plan, &setup.venv).is_none() {
         steps.skip(&setup.install);
         steps.not_run(record, "install");
@@ -317,11 +371,16 @@ fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
     }
     let started = jiff::Timestamp::now();
     let mut python = None;
+    let mut sdk = false;
     let found = crate::input::read_text(&setup.pip_report, crate::input::REPORT)
         .map_err(|e| e.to_string())
         .and_then(|text| crate::pip::report::parse(&text))
         .and_then(|report| {
             python = report.python.clone();
+            sdk = report
+                .installed
+                .iter()
+                .any(|i| crate::wheel::filename::normalize_name(&i.name) == SDK_META_PACKAGE);
             let client = IndexClient::new(index_url).map_err(|e| e.to_string())?;
             crate::pip::report::from_index(&report.installed, &client).map_err(|e| e.to_string())
         });
@@ -341,7 +400,11 @@ fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
                 format!("from the index under test: {}", names(&wheels)),
                 started,
             );
-            return Install { wheels, python };
+            return Install {
+                wheels,
+                python,
+                sdk,
+            };
         }
         Ok(found) => steps.record(
             record,
@@ -369,6 +432,7 @@ fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str) -> Install {
     Install {
         wheels: Vec::new(),
         python,
+        sdk,
     }
 }
 

@@ -71,6 +71,10 @@ pub enum ShardOutcome {
     Missing,
     /// Ran, but no test passed or failed.
     Empty,
+    /// The runner could not run the suite (no GPU, no driver, another family): nothing was
+    /// tested, and not for the wheels' fault.
+    #[serde(rename = "runner-unfit")]
+    Unfit,
 }
 
 impl ShardOutcome {
@@ -81,6 +85,7 @@ impl ShardOutcome {
             ShardOutcome::Cancelled => "cancelled",
             ShardOutcome::Missing => "missing",
             ShardOutcome::Empty => "ran no tests",
+            ShardOutcome::Unfit => "runner unfit",
         }
     }
 }
@@ -306,6 +311,13 @@ fn assemble(
             });
             continue;
         };
+        if let Some(runner) = &shard.report.runner {
+            notes.push(format!(
+                "{label} ran on: {} (sysfs at {})",
+                runner.to_line(),
+                runner.sysfs_root
+            ));
+        }
         let (line, shard_failures) = judge(shard);
         if let Some(counts) = &line.counts {
             sum.add(counts);
@@ -318,7 +330,9 @@ fn assemble(
                 ShardOutcome::Passed => Outcome::Passed,
                 ShardOutcome::Cancelled => Outcome::Cancelled,
                 ShardOutcome::Empty => Outcome::Empty,
-                ShardOutcome::Failed | ShardOutcome::Missing => Outcome::Failed,
+                ShardOutcome::Failed | ShardOutcome::Missing | ShardOutcome::Unfit => {
+                    Outcome::Failed
+                }
             },
             started: shard.report.started,
             finished: shard.report.finished,
@@ -494,7 +508,9 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
         });
     }
     let bad_cases = counts.failed + counts.errors;
-    let outcome = if report.result == Outcome::Cancelled {
+    let outcome = if report.unfit.is_some() {
+        ShardOutcome::Unfit
+    } else if report.result == Outcome::Cancelled {
         ShardOutcome::Cancelled
     } else if report.result == Outcome::Failed || bad_cases > 0 || !unreadable.is_empty() {
         ShardOutcome::Failed
@@ -506,6 +522,9 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
     let mut detail = counts.words();
     if outcome == ShardOutcome::Cancelled {
         detail.insert_str(0, "cancelled; ");
+    }
+    if let Some(reason) = &report.unfit {
+        detail = format!("runner unfit: {reason}");
     }
     let names: Vec<&str> = failures.iter().take(5).map(|f| f.test.as_str()).collect();
     if !names.is_empty() {
@@ -586,6 +605,7 @@ impl Summary {
             ShardOutcome::Cancelled,
             ShardOutcome::Missing,
             ShardOutcome::Empty,
+            ShardOutcome::Unfit,
         ] {
             let n = count(outcome);
             if n > 0 {
@@ -812,6 +832,8 @@ mod tests {
                 result,
                 wheels: vec![wheel("torch", SHA_A), wheel("rocm", SHA_B)],
                 sdk_env: None,
+                runner: None,
+                unfit: None,
                 steps: Vec::new(),
                 junit: vec!["junit/python-pytest/test_nn/test_nn-1.xml".into()],
             },

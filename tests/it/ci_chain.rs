@@ -138,6 +138,10 @@ impl Harness {
             requirements.to_str().expect("utf-8"),
         );
         env.set("ROCKBUILD_ALLOW_NO_GPU", "true");
+        // The test runners as `detect` reads them: no AMD GPU, whatever this host has.
+        let runner = env.path("runner");
+        crate::common::sysfs::no_gpu(&runner);
+        env.set("ROCKBUILD_SYSFS_ROOT", runner.to_str().expect("utf-8"));
         // The release policy as CI has it: manylinux tags only.
         env.set("ROCKBUILD_ALLOW_LINUX_TAG", "false");
         // s3s serves path-style requests only, as many S3-compatible stores do.

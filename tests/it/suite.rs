@@ -31,7 +31,12 @@ impl World {
     /// Sources from `branch` of the sample torch origin; the staged torch is a CPU build of
     /// release/2.9 (2.9.0) that pins the SDK, like TheRock's torch wheels.
     fn new(branch: &str) -> World {
-        let env = TestEnv::new();
+        let mut env = TestEnv::new();
+        // The runner as `detect` reads it: this machine's kind, a VM with no AMD GPU, whatever
+        // the host running the tests has.
+        let runner = env.path("runner");
+        crate::common::sysfs::no_gpu(&runner);
+        env.set("ROCKBUILD_SYSFS_ROOT", runner.to_str().expect("utf-8"));
         let origins = sample_origins(&env);
         let lock = env.path("src/rockbuild.lock.json");
         // The tested sources, checked out as the reference does for tests.
@@ -597,9 +602,11 @@ fn distributed_and_inductor_configs_run_as_upstream_ci_does() {
     assert_eq!(
         steps,
         [
+            "check the runner",
             "create venv",
             "install torch and the test requirements",
             "record the installed wheels",
+            "rocm-sdk test",
             "rocm-sdk init",
             "rocm-sdk path --root",
             "rocm-sdk path --bin",
@@ -630,7 +637,7 @@ fn distributed_and_inductor_configs_run_as_upstream_ci_does() {
 
 #[test]
 fn the_gpu_smoke_suite_reports_gpu_checks_skipped_without_a_gpu_never_passed() {
-    let world = World::new("release/2.9");
+    let mut world = World::new("release/2.9");
     let run = world
         .test(&["--test-config", "gpu-smoke", "--allow-no-gpu"])
         .assert()
@@ -668,7 +675,13 @@ fn the_gpu_smoke_suite_reports_gpu_checks_skipped_without_a_gpu_never_passed() {
     assert_eq!(skipped, 11);
     insta::assert_snapshot!("gpu_smoke_without_gpu", normalize(&world, &stderr(&run)));
 
-    // Without --allow-no-gpu, no GPU is a failure before any test runs.
+    // Without --allow-no-gpu, on a runner whose driver lists a GPU that this torch cannot use,
+    // no GPU is a failure of the wheel before any test runs (not the runner's: exit 1, not 8).
+    let navi = world.env.path("navi");
+    crate::common::sysfs::rdna3(&navi);
+    world
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", navi.to_str().expect("utf-8"));
     let refused = world
         .test(&["--test-config", "gpu-smoke", "--output-dir", "refused"])
         .assert()
@@ -736,9 +749,28 @@ def get_device_properties(index):
         .build(dir);
 }
 
+/// The node [`node_torch`] reports, as the kernel describes it: two MI300X (gfx942), a Navi 31
+/// (gfx1100) and an MI250X (gfx90a), the driver loaded.
+fn four_gpu_runner(world: &mut World) {
+    use crate::common::sysfs::{FakeSysfs, KfdGpu};
+    let root = world.env.path("node-runner");
+    FakeSysfs::new(&root)
+        .with_host_devices()
+        .with_kfd()
+        .cpu_node(0, 64)
+        .gpu_node(1, &KfdGpu::new(90402, 0x74a1, 0x05), 0x120000)
+        .gpu_node(2, &KfdGpu::new(90402, 0x74a1, 0x15), 0x120000)
+        .gpu_node(3, &KfdGpu::new(110000, 0x744c, 0x25), 0x030000)
+        .gpu_node(4, &KfdGpu::new(90010, 0x740c, 0x35), 0x038000);
+    world
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", root.to_str().expect("utf-8"));
+}
+
 #[test]
 fn gpus_are_chosen_from_the_device_query_before_the_tests_import_torch() {
     let mut world = World::new("release/2.9");
+    four_gpu_runner(&mut world);
     let node = world.env.path("index/node");
     node_torch(&world.env.path("build/node"));
     // With the SDK, as a staged prefix holds it: the configs that compile install rocm[devel].
@@ -1071,4 +1103,73 @@ fn bad_inputs_are_errors_that_say_what_to_do() {
         ));
     }
     insta::assert_snapshot!("test_errors", out);
+}
+
+#[test]
+fn a_runner_that_cannot_run_the_suite_is_unfit_not_a_test_failure() {
+    let mut world = World::new("release/2.9");
+    let mut out = String::new();
+    // A desktop with a Navi 31 asked to test the MI300 family; then a VM with no GPU asked to
+    // run the suite that needs one.
+    let navi = world.env.path("navi");
+    crate::common::sysfs::rdna3(&navi);
+    world
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", navi.to_str().expect("utf-8"));
+    let wrong_family = world
+        .test(&[
+            "--amdgpu-family",
+            "gfx94X-dcgpu",
+            "--allow-no-gpu",
+            "--output-dir",
+            "navi-results",
+        ])
+        .assert()
+        .code(8);
+    out.push_str(&format!(
+        "## another family (exit 8)\n{}\n",
+        normalize(&world, &stderr(&wrong_family))
+    ));
+    let shard = world.shard("navi-results");
+    assert_eq!(shard["result"], "failed");
+    assert!(
+        shard["unfit"].as_str().is_some_and(
+            |why| why.starts_with("none of the runner's GPUs is of family gfx94X-dcgpu")
+        ),
+        "{shard:#}"
+    );
+    assert_eq!(shard["runner"]["gpus"][0]["target"], "gfx1100");
+    assert_eq!(
+        shard["wheels"],
+        serde_json::json!([]),
+        "nothing installed, nothing tested"
+    );
+    let vm = world.env.path("vm");
+    crate::common::sysfs::no_gpu(&vm);
+    world
+        .env
+        .set("ROCKBUILD_SYSFS_ROOT", vm.to_str().expect("utf-8"));
+    let no_gpu = world.test(&["--output-dir", "vm-results"]).assert().code(8);
+    out.push_str(&format!(
+        "## no GPU (exit 8)\n{}\n",
+        normalize(&world, &stderr(&no_gpu))
+    ));
+    let plan = world.test(&["--dry-run"]).assert().success();
+    out.push_str(&format!(
+        "## the dry run says so\n{}\n",
+        normalize(&world, &stdout(&plan))
+            .lines()
+            .filter(|line| line.starts_with("  runner:") || line.contains("UNFIT"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ));
+    // Combined, the shard is "runner unfit": the report fails (never evidence), and says why.
+    let combined = world
+        .test_report(&["vm-results", "--report", "unfit.json"])
+        .code(1);
+    out.push_str(&format!(
+        "## test-report\n{}\n",
+        normalize(&world, &stderr(&combined))
+    ));
+    insta::assert_snapshot!("runner_unfit", out);
 }
