@@ -13,8 +13,12 @@ fn stdout(assert: &assert_cmd::assert::Assert) -> String {
 
 #[test]
 fn dry_runs_with_a_closed_index_succeed() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     let out = env.path("out");
+    // The runner `test` checks, as `detect` reads it: no AMD GPU, whatever this host has.
+    let runner = env.path("runner");
+    crate::common::sysfs::no_gpu(&runner);
+    env.set("ROCKBUILD_SYSFS_ROOT", runner.to_str().expect("utf-8"));
 
     // install-rocm: no preflight; the version is the newest match when the install runs.
     let newest = env
