@@ -130,6 +130,10 @@ pub struct CiGenerateArgs {
     /// Release table to use instead of the built-in configs/releases.yaml
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
     pub releases: Option<PathBuf>,
+    /// Multi-arch chains: one set per ref built for every family's targets, tested per
+    /// family (default: the family table's index layout)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
 }
 
 /// Which stack config to use.

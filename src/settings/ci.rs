@@ -2,16 +2,20 @@
 
 use std::path::PathBuf;
 
+use crate::build::mode::ModeChoice;
 use crate::ci::releases::ReleaseTable;
 use crate::cli::CiGenerateArgs;
 use crate::context::Context;
-use crate::stack::FamilyTable;
+use crate::stack::{FamilyTable, IndexLayout};
 
 pub struct CiGenerateSettings {
     pub families: FamilyTable,
     pub releases: ReleaseTable,
     pub output_dir: PathBuf,
     pub mode: Mode,
+    /// Per-family chains, or multi-arch sets (`--multi-arch`, or a family table whose index
+    /// layout is multi-arch).
+    pub chains: ModeChoice,
 }
 
 /// What `ci generate` does with the workflows it computed.
@@ -31,8 +35,14 @@ impl CiGenerateSettings {
             json,
             families,
             releases,
+            multi_arch,
         } = args;
         let (families, releases) = super::matrix::load_tables(ctx, families, releases)?;
+        let chains = ModeChoice::resolve(
+            multi_arch,
+            families.index_layout() == IndexLayout::MultiArch,
+            None,
+        );
         let mode = match (check, dry_run) {
             (true, _) => Mode::Check,
             (false, true) => Mode::DryRun { json },
@@ -43,6 +53,7 @@ impl CiGenerateSettings {
             releases,
             output_dir: ctx.absolute(&output_dir),
             mode,
+            chains,
         })
     }
 }
