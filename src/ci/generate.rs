@@ -268,8 +268,33 @@ fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
     vec![matrix, chain]
 }
 
+/// The dispatch input that adds the release table's full suite (`matrix --full-tests`), as
+/// TheRock's `run_full_pytorch_tests` (#5780, any release type since #6846).
+fn full_tests_input() -> (&'static str, Yaml) {
+    (
+        "full-tests",
+        Yaml::map(vec![
+            (
+                "description",
+                Yaml::str("also run the full test suite (configs/releases.yaml full-tests)"),
+            ),
+            ("type", Yaml::str("boolean")),
+            ("required", Yaml::Bool(false)),
+            ("default", Yaml::Bool(false)),
+        ]),
+    )
+}
+
+/// The matrix step reads the input through `ROCKBUILD_FULL_TESTS` (`--full-tests`): `true` or
+/// `false` from a dispatch, empty (unset) on a schedule.
+const FULL_TESTS_ENV: (&str, &str) = ("ROCKBUILD_FULL_TESTS", "${{ inputs.full-tests }}");
+
 fn nightly_workflow(mode: BuildMode) -> Workflow {
-    let step = matrix_step(mode, &[], vec![lit("--release-type"), lit("nightly")]);
+    let step = matrix_step(
+        mode,
+        &[FULL_TESTS_ENV],
+        vec![lit("--release-type"), lit("nightly")],
+    );
     let what = format!("{}.", chains_of(mode));
     Workflow {
         file: "rockbuild-nightly.yml".into(),
@@ -277,11 +302,18 @@ fn nightly_workflow(mode: BuildMode) -> Workflow {
         header: header(&[
             "Every night: the nightly release type's refs, families and Pythons,",
             &what,
+            "Dispatched by hand, the same, and with `full-tests` the full suite too.",
         ]),
-        on: Yaml::map(vec![(
-            "schedule",
-            Yaml::Seq(vec![Yaml::map(vec![("cron", Yaml::str(NIGHTLY_CRON))])]),
-        )]),
+        on: Yaml::map(vec![
+            (
+                "schedule",
+                Yaml::Seq(vec![Yaml::map(vec![("cron", Yaml::str(NIGHTLY_CRON))])]),
+            ),
+            (
+                "workflow_dispatch",
+                Yaml::map(vec![("inputs", Yaml::map(vec![full_tests_input()]))]),
+            ),
+        ]),
         permissions: Vec::new(),
         concurrency: Some(Concurrency {
             group: "rockbuild-nightly".into(),
@@ -331,6 +363,7 @@ fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) 
                 ),
                 ("release-type", Yaml::map(release_type)),
                 ("families", Yaml::map(input(&families_help, false))),
+                full_tests_input(),
             ]),
         )]),
     )]);
@@ -340,6 +373,7 @@ fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) 
             ("RELEASE_TYPE", "${{ inputs.release-type }}"),
             ("PYTORCH_REF", "${{ inputs.pytorch-ref }}"),
             ("FAMILIES", "${{ inputs.families }}"),
+            FULL_TESTS_ENV,
         ],
         vec![
             lit("--release-type"),

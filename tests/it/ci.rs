@@ -143,3 +143,59 @@ fn ci_generate_writes_checks_and_names_stale_files() {
         "the repository's own workflow removed"
     );
 }
+
+/// The nightly and release workflows take a `full-tests` dispatch input that reaches `rockbuild
+/// matrix` as `ROCKBUILD_FULL_TESTS` (`--full-tests`): as GitHub passes it, `true` adds the
+/// release table's full suite, `false` (a dispatch left unchecked) and `` (a scheduled run,
+/// which has no inputs) do not.
+#[test]
+fn a_full_tests_dispatch_input_adds_the_full_suite() {
+    let root = crate::common::repo_root();
+    for file in ["rockbuild-nightly.yml", "rockbuild-release.yml"] {
+        let text = std::fs::read_to_string(root.join("workflows").join(file)).expect("read");
+        let workflow: yaml_serde::Value = yaml_serde::from_str(&text).expect("yaml");
+        let input = &workflow["on"]["workflow_dispatch"]["inputs"]["full-tests"];
+        assert_eq!(input["type"].as_str(), Some("boolean"), "{file}");
+        assert_eq!(input["default"].as_bool(), Some(false), "{file}");
+        let step = &workflow["jobs"]["matrix"]["steps"][0];
+        assert_eq!(
+            step["env"]["ROCKBUILD_FULL_TESTS"].as_str(),
+            Some("${{ inputs.full-tests }}"),
+            "{file}"
+        );
+    }
+    let mut env = TestEnv::new();
+    let mut configs = Vec::new();
+    for value in ["true", "false", ""] {
+        env.set("ROCKBUILD_FULL_TESTS", value);
+        let run = env
+            .rockbuild()
+            .args([
+                "matrix",
+                "--release-type",
+                "nightly",
+                "--pytorch-ref",
+                "nightly",
+            ])
+            .args([
+                "--amdgpu-families",
+                "gfx94X-dcgpu",
+                "--python-version",
+                "3.12",
+            ])
+            .assert()
+            .success();
+        let matrix: serde_json::Value =
+            serde_json::from_slice(&run.get_output().stdout).expect("stdout is JSON");
+        configs.push(format!(
+            "{value:?}: {}",
+            matrix["refs"]["include"][0]["families"]["include"][0]["reports"]["include"][0]
+                ["expect"]
+        ));
+    }
+    insta::assert_snapshot!(configs.join("\n"), @r#"
+    "true": "gpu-smoke=1,quick=1,default=6,distributed=3,inductor=2"
+    "false": "gpu-smoke=1,quick=1"
+    "": "gpu-smoke=1,quick=1"
+    "#);
+}
