@@ -1106,6 +1106,10 @@ pub struct MatrixArgs {
     /// release type's own tests
     #[arg(long, env = "ROCKBUILD_FULL_TESTS")]
     pub full_tests: bool,
+    /// Print the matrix as JSON on stdout instead of the summary (`$GITHUB_OUTPUT` gets it
+    /// either way)
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

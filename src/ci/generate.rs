@@ -12,7 +12,9 @@ use serde::Serialize;
 
 use super::Error;
 use super::chain;
-use super::parts::{LIGHT_RUNNER, Runs, header, job, lit, pairs, rockbuild, steps, var};
+use super::parts::{
+    LIGHT_RUNNER, Runs, checkout_tables, header, job, lit, pairs, rockbuild, steps, var,
+};
 use super::releases::ReleaseTable;
 use super::workflow::{Arg, Concurrency, Job, JobBody, Step, Workflow, Yaml};
 use crate::build::mode::BuildMode;
@@ -197,8 +199,18 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
     with.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-/// `rockbuild matrix` with a caller's arguments, and `--multi-arch` for multi-arch chains.
+/// The repository's tables, which the matrix job checks out and `rockbuild matrix` reads.
+pub const TABLES: [(&str, &str); 2] = [
+    ("--families", "configs/families.yaml"),
+    ("--releases", "configs/releases.yaml"),
+];
+
+/// `rockbuild matrix` with a caller's arguments, on the repository's tables, and
+/// `--multi-arch` for multi-arch chains.
 fn matrix_step(mode: BuildMode, env: &[(&str, &str)], mut args: Vec<Arg>) -> Step {
+    for (flag, path) in TABLES {
+        args.extend([lit(flag), lit(path)]);
+    }
     if mode == BuildMode::MultiArch {
         args.push(lit("--multi-arch"));
     }
@@ -240,10 +252,13 @@ fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
                 ),
             ],
             &[],
-            vec![Step {
-                id: Some("matrix".into()),
-                ..matrix_step
-            }],
+            vec![
+                checkout_tables(),
+                Step {
+                    id: Some("matrix".into()),
+                    ..matrix_step
+                },
+            ],
         ),
     );
     // A multi-arch row's family is every family of the set: too long for a job name.

@@ -12,6 +12,7 @@ pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = CiGenerateSettings::resolve(args, ctx)?;
     let plan = generate::plan(&settings.families, &settings.releases, settings.chains.mode)?;
     let dir = &settings.output_dir;
+    ctx.ui.note(format!("tables: {}", settings.tables));
     match settings.mode {
         Mode::DryRun { json: true } => ctx.ui.data(&serde_json::to_string_pretty(&plan)?)?,
         Mode::DryRun { json: false } => ctx.ui.data(plan.to_text().trim_end())?,
