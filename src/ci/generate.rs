@@ -17,7 +17,7 @@ use super::parts::{
 };
 use super::releases::ReleaseTable;
 use super::workflow::{Arg, Concurrency, Job, JobBody, Step, Workflow, Yaml};
-use crate::build::mode::BuildMode;
+use crate::lock::mode::BuildMode;
 use crate::stack::FamilyTable;
 use crate::version::ReleaseType;
 

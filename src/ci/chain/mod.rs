@@ -9,7 +9,7 @@ mod tables;
 
 use super::parts::{header, pairs};
 use super::workflow::{Workflow, Yaml};
-use crate::build::mode::BuildMode;
+use crate::lock::mode::BuildMode;
 
 /// The chain workflow's file name; callers use `./.github/workflows/<it>`.
 pub const CHAIN_FILE: &str = "rockbuild-chain.yml";

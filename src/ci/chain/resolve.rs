@@ -3,11 +3,11 @@
 //! renders the result.
 
 use super::tables::{Artifact, JobRow, StepRow, TEST_ENV, Word, test_args};
-use crate::build::mode::BuildMode;
 use crate::ci::parts::{
     CACHE, action, aws_credentials, download, job, lit, rockbuild, steps, upload, var, when,
 };
 use crate::ci::workflow::{Arg, Job, Step};
+use crate::lock::mode::BuildMode;
 
 /// The jobs of the rows, in their order, for the chain of `mode`.
 pub fn jobs(rows: &[JobRow], mode: BuildMode) -> Vec<Job> {
