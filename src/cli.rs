@@ -130,6 +130,10 @@ pub struct CiGenerateArgs {
     /// Release table to use instead of the built-in configs/releases.yaml
     #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
     pub releases: Option<PathBuf>,
+    /// Multi-arch chains: one set per ref built for every family's targets, tested per
+    /// family (default: the family table's index layout)
+    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    pub multi_arch: bool,
 }
 
 /// Which stack config to use.
@@ -1102,6 +1106,10 @@ pub struct MatrixArgs {
     /// release type's own tests
     #[arg(long, env = "ROCKBUILD_FULL_TESTS")]
     pub full_tests: bool,
+    /// Print the matrix as JSON on stdout instead of the summary (`$GITHUB_OUTPUT` gets it
+    /// either way)
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Resolves a `--x` / `--no-x` pair: `Some(true)`, `Some(false)`, or `None` when neither given.

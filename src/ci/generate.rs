@@ -12,9 +12,12 @@ use serde::Serialize;
 
 use super::Error;
 use super::chain;
-use super::parts::{LIGHT_RUNNER, Runs, header, job, lit, pairs, rockbuild, steps, var};
+use super::parts::{
+    LIGHT_RUNNER, Runs, checkout_tables, header, job, lit, pairs, rockbuild, steps, var,
+};
 use super::releases::ReleaseTable;
-use super::workflow::{Concurrency, Job, JobBody, Step, Workflow, Yaml};
+use super::workflow::{Arg, Concurrency, Job, JobBody, Step, Workflow, Yaml};
+use crate::lock::mode::BuildMode;
 use crate::stack::FamilyTable;
 use crate::version::ReleaseType;
 
@@ -112,9 +115,15 @@ impl CiPlan {
     }
 }
 
-/// The workflows, from the tables. Fails when a release type the callers run is missing from
-/// the release table, or the pull-request type would publish.
-pub fn plan(families: &FamilyTable, releases: &ReleaseTable) -> Result<CiPlan, Error> {
+/// The workflows of `mode`, from the tables: per-family chains, or one multi-arch set per ref
+/// (the callers' `rockbuild matrix --multi-arch`, the multi-arch chain). Fails when a release
+/// type the callers run is missing from the release table, or the pull-request type would
+/// publish.
+pub fn plan(
+    families: &FamilyTable,
+    releases: &ReleaseTable,
+    mode: BuildMode,
+) -> Result<CiPlan, Error> {
     let need = |release_type: ReleaseType| {
         releases
             .release(release_type)
@@ -142,10 +151,10 @@ pub fn plan(families: &FamilyTable, releases: &ReleaseTable) -> Result<CiPlan, E
         .collect();
     Ok(CiPlan {
         workflows: vec![
-            chain::workflow(),
-            nightly_workflow(),
-            release_workflow(&release_types, &family_names),
-            pull_request_workflow(ci.families.join(", ")),
+            chain::workflow(mode),
+            nightly_workflow(mode),
+            release_workflow(mode, &release_types, &family_names),
+            pull_request_workflow(mode, ci.families.join(", ")),
         ],
     })
 }
@@ -190,8 +199,38 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
     with.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The repository's tables, which the matrix job checks out and `rockbuild matrix` reads.
+pub const TABLES: [(&str, &str); 2] = [
+    ("--families", "configs/families.yaml"),
+    ("--releases", "configs/releases.yaml"),
+];
+
+/// `rockbuild matrix` with a caller's arguments, on the repository's tables, and
+/// `--multi-arch` for multi-arch chains.
+fn matrix_step(mode: BuildMode, env: &[(&str, &str)], mut args: Vec<Arg>) -> Step {
+    for (flag, path) in TABLES {
+        args.extend([lit(flag), lit(path)]);
+    }
+    if mode == BuildMode::MultiArch {
+        args.push(lit("--multi-arch"));
+    }
+    rockbuild(
+        "Compute the matrix",
+        env,
+        [vec![lit("matrix")], args].concat(),
+    )
+}
+
+/// What a caller's header says each row of its matrix runs.
+fn chains_of(mode: BuildMode) -> &'static str {
+    match mode {
+        BuildMode::PerFamily => "each family's chain on its own",
+        BuildMode::MultiArch => "one multi-arch set per ref, tested per family",
+    }
+}
+
 /// The matrix job and the chain calls, for any caller.
-fn caller_jobs(matrix_step: Step, sccache: bool) -> Vec<Job> {
+fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
     let matrix = job(
         "matrix",
         "Matrix",
@@ -213,15 +252,23 @@ fn caller_jobs(matrix_step: Step, sccache: bool) -> Vec<Job> {
                 ),
             ],
             &[],
-            vec![Step {
-                id: Some("matrix".into()),
-                ..matrix_step
-            }],
+            vec![
+                checkout_tables(),
+                Step {
+                    id: Some("matrix".into()),
+                    ..matrix_step
+                },
+            ],
         ),
     );
+    // A multi-arch row's family is every family of the set: too long for a job name.
+    let name = match mode {
+        BuildMode::PerFamily => "${{ matrix.pytorch_ref }} ${{ matrix.family }}",
+        BuildMode::MultiArch => "${{ matrix.pytorch_ref }} multi-arch",
+    };
     let mut chain = job(
         "chain",
-        "${{ matrix.pytorch_ref }} ${{ matrix.family }}",
+        name,
         &["matrix"],
         JobBody::Call {
             uses: format!("./.github/workflows/{CHAIN_FILE}"),
@@ -236,34 +283,63 @@ fn caller_jobs(matrix_step: Step, sccache: bool) -> Vec<Job> {
     vec![matrix, chain]
 }
 
-fn nightly_workflow() -> Workflow {
-    let step = rockbuild(
-        "Compute the matrix",
-        &[],
-        vec![lit("matrix"), lit("--release-type"), lit("nightly")],
+/// The dispatch input that adds the release table's full suite (`matrix --full-tests`), as
+/// TheRock's `run_full_pytorch_tests` (#5780, any release type since #6846).
+fn full_tests_input() -> (&'static str, Yaml) {
+    (
+        "full-tests",
+        Yaml::map(vec![
+            (
+                "description",
+                Yaml::str("also run the full test suite (configs/releases.yaml full-tests)"),
+            ),
+            ("type", Yaml::str("boolean")),
+            ("required", Yaml::Bool(false)),
+            ("default", Yaml::Bool(false)),
+        ]),
+    )
+}
+
+/// The matrix step reads the input through `ROCKBUILD_FULL_TESTS` (`--full-tests`): `true` or
+/// `false` from a dispatch, empty (unset) on a schedule.
+const FULL_TESTS_ENV: (&str, &str) = ("ROCKBUILD_FULL_TESTS", "${{ inputs.full-tests }}");
+
+fn nightly_workflow(mode: BuildMode) -> Workflow {
+    let step = matrix_step(
+        mode,
+        &[FULL_TESTS_ENV],
+        vec![lit("--release-type"), lit("nightly")],
     );
+    let what = format!("{}.", chains_of(mode));
     Workflow {
         file: "rockbuild-nightly.yml".into(),
         name: "rockbuild nightly".into(),
         header: header(&[
-            "Every night: the nightly release type's refs, families and Pythons, each family's",
-            "chain on its own.",
+            "Every night: the nightly release type's refs, families and Pythons,",
+            &what,
+            "Dispatched by hand, the same, and with `full-tests` the full suite too.",
         ]),
-        on: Yaml::map(vec![(
-            "schedule",
-            Yaml::Seq(vec![Yaml::map(vec![("cron", Yaml::str(NIGHTLY_CRON))])]),
-        )]),
+        on: Yaml::map(vec![
+            (
+                "schedule",
+                Yaml::Seq(vec![Yaml::map(vec![("cron", Yaml::str(NIGHTLY_CRON))])]),
+            ),
+            (
+                "workflow_dispatch",
+                Yaml::map(vec![("inputs", Yaml::map(vec![full_tests_input()]))]),
+            ),
+        ]),
         permissions: Vec::new(),
         concurrency: Some(Concurrency {
             group: "rockbuild-nightly".into(),
             cancel_in_progress: false,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(step, true),
+        jobs: caller_jobs(mode, step, true),
     }
 }
 
-fn release_workflow(release_types: &[&str], families: &[&str]) -> Workflow {
+fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) -> Workflow {
     let input = |description: &str, required: bool| {
         vec![
             ("description", Yaml::str(description)),
@@ -302,18 +378,19 @@ fn release_workflow(release_types: &[&str], families: &[&str]) -> Workflow {
                 ),
                 ("release-type", Yaml::map(release_type)),
                 ("families", Yaml::map(input(&families_help, false))),
+                full_tests_input(),
             ]),
         )]),
     )]);
-    let step = rockbuild(
-        "Compute the matrix",
+    let step = matrix_step(
+        mode,
         &[
             ("RELEASE_TYPE", "${{ inputs.release-type }}"),
             ("PYTORCH_REF", "${{ inputs.pytorch-ref }}"),
             ("FAMILIES", "${{ inputs.families }}"),
+            FULL_TESTS_ENV,
         ],
         vec![
-            lit("matrix"),
             lit("--release-type"),
             var("RELEASE_TYPE"),
             lit("--pytorch-ref"),
@@ -326,8 +403,8 @@ fn release_workflow(release_types: &[&str], families: &[&str]) -> Workflow {
         file: "rockbuild-release.yml".into(),
         name: "rockbuild release".into(),
         header: header(&[
-            "On demand: a release type's refs and families (narrowed by the inputs), each",
-            "family's chain on its own.",
+            "On demand: a release type's refs and families (narrowed by the inputs),",
+            &format!("{}.", chains_of(mode)),
         ]),
         on,
         permissions: Vec::new(),
@@ -336,16 +413,12 @@ fn release_workflow(release_types: &[&str], families: &[&str]) -> Workflow {
             cancel_in_progress: false,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(step, true),
+        jobs: caller_jobs(mode, step, true),
     }
 }
 
-fn pull_request_workflow(families: String) -> Workflow {
-    let step = rockbuild(
-        "Compute the matrix",
-        &[],
-        vec![lit("matrix"), lit("--release-type"), lit("ci")],
-    );
+fn pull_request_workflow(mode: BuildMode, families: String) -> Workflow {
+    let step = matrix_step(mode, &[], vec![lit("--release-type"), lit("ci")]);
     let what = format!(
         "Pull requests: the ci release type ({families}), built and verified in the build image;"
     );
@@ -364,7 +437,7 @@ fn pull_request_workflow(families: String) -> Workflow {
             cancel_in_progress: true,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(step, false),
+        jobs: caller_jobs(mode, step, false),
     }
 }
 
@@ -392,8 +465,12 @@ mod tests {
     }
 
     fn shipped() -> CiPlan {
+        generated(BuildMode::PerFamily)
+    }
+
+    fn generated(mode: BuildMode) -> CiPlan {
         let (families, releases) = tables(DEFAULT_RELEASES);
-        plan(&families, &releases).expect("plans")
+        plan(&families, &releases, mode).expect("plans")
     }
 
     /// Every generated workflow, whole.
@@ -401,6 +478,16 @@ mod tests {
     fn generated_workflows() {
         for workflow in shipped().workflows {
             insta::assert_snapshot!(workflow.file.clone(), workflow.to_yaml());
+        }
+    }
+
+    /// Every workflow `ci generate --multi-arch` writes, whole: the callers compute the
+    /// multi-arch matrix, the chain builds the set once per Python and fans its tests out per
+    /// family.
+    #[test]
+    fn generated_multi_arch_workflows() {
+        for workflow in generated(BuildMode::MultiArch).workflows {
+            insta::assert_snapshot!(format!("multi-arch-{}", workflow.file), workflow.to_yaml());
         }
     }
 
@@ -431,7 +518,8 @@ mod tests {
             _ => "x",
         };
         let mut count = 0;
-        for workflow in shipped().workflows {
+        let both = [BuildMode::PerFamily, BuildMode::MultiArch].map(generated);
+        for workflow in both.iter().flat_map(|p| &p.workflows) {
             for job in &workflow.jobs {
                 let JobBody::Steps { steps, .. } = &job.body else {
                     continue;
@@ -509,7 +597,9 @@ mod tests {
         assert_ne!(releases, DEFAULT_RELEASES);
         let (families, releases) = tables(&releases);
         assert_eq!(
-            plan(&families, &releases).expect_err("refused").to_string(),
+            plan(&families, &releases, BuildMode::PerFamily)
+                .expect_err("refused")
+                .to_string(),
             "configs/releases.yaml (built in): release type 'ci' publishes, but it is what pull requests build: set `publish: false` (pull requests get no credentials)"
         );
     }

@@ -100,6 +100,10 @@ pub struct TestRow {
 /// test runner) and the combined report of every test row of that Python.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReportRow {
+    /// Multi-arch: the family whose runner smokes the set with its device extras, and whose
+    /// test rows the report combines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     pub python: Python,
     pub cpython: String,
     pub runs_on: String,
@@ -294,6 +298,7 @@ fn report_rows(pythons: &[Python], test: &[TestRow], runs_on: &str) -> Vec<Repor
                 }
             }
             (!expect.is_empty()).then(|| ReportRow {
+                family: None,
                 python: *python,
                 cpython: python.cpython_tag(),
                 runs_on: runs_on.to_string(),
@@ -336,9 +341,13 @@ impl Matrix {
     /// The same release in multi-arch mode, as the reference's release matrix makes it
     /// (`configure_pytorch_release_matrix.py`): per ref, one chain for every family the ref
     /// builds (the per-family chains' families, so `excluded-refs` still apply), built once
-    /// per Python for the union of their targets; the tests still fan out per family, each on
-    /// its own runner and naming its family; promotion takes the whole set.
+    /// per Python for the union of their targets; the tests and the smoke reports still fan
+    /// out per family, each on its own runner and naming its family (whose device extras it
+    /// installs). Promotion takes the whole set or nothing (host and device wheels promoted
+    /// apart broke installs, TheRock#5107), so a set with a family nothing tests is not
+    /// promoted: its device wheels would have no evidence, and the matrix says so.
     pub fn multi_arch(mut self) -> Matrix {
+        let mut notes = Notes(std::mem::take(&mut self.notes));
         for row in &mut self.refs.include {
             let chains = std::mem::take(&mut row.families.include);
             let Some(first) = chains.first() else {
@@ -353,13 +362,31 @@ impl Matrix {
             let mut test = Vec::new();
             let mut reports = Vec::new();
             for chain in &chains {
+                let family = Some(chain.family.clone());
                 test.extend(chain.test.include.iter().cloned().map(|mut t| {
-                    t.family = Some(chain.family.clone());
+                    t.family = family.clone();
                     t
                 }));
-                reports.extend(chain.reports.include.iter().cloned());
+                reports.extend(chain.reports.include.iter().cloned().map(|mut r| {
+                    r.family = family.clone();
+                    r
+                }));
             }
             let tested = chains.iter().any(|c| c.tested);
+            let untested: Vec<&str> = chains
+                .iter()
+                .filter(|c| !c.tested)
+                .map(|c| c.family.as_str())
+                .collect();
+            if self.publish && !untested.is_empty() {
+                notes.push(format!(
+                    "{}: multi-arch set not promoted: its device wheels for {} are never tested \
+                     (no test runner), and promotion takes the whole set or nothing; select \
+                     tested families (--amdgpu-families) or promote with a waiver",
+                    row.pytorch_ref,
+                    untested.join(", ")
+                ));
+            }
             row.families.include = vec![ChainRow {
                 family: chains
                     .iter()
@@ -372,9 +399,10 @@ impl Matrix {
                 test: Include { include: test },
                 reports: Include { include: reports },
                 tested,
-                promote: self.publish && tested,
+                promote: self.publish && tested && untested.is_empty(),
             }];
         }
+        self.notes = notes.0;
         self
     }
 
@@ -603,7 +631,12 @@ mod tests {
                 .unwrap_or_default();
             assert_eq!(chain.test.include.len(), per_family_tests);
             assert!(chain.test.include.iter().all(|t| t.family.is_some()));
-            assert!(chain.promote);
+            // One smoke report per tested family and Python, on that family's runner.
+            assert_eq!(chain.reports.include.len(), 9 * 5, "{}", row.pytorch_ref);
+            assert!(chain.reports.include.iter().all(|r| r.family.is_some()));
+            // gfx900 and the other families without a test runner are built into the set, so
+            // their device wheels would reach the release untested: no promotion.
+            assert!(chain.tested && !chain.promote);
             let gfx90c = chain.family.split(';').any(|f| f == "gfx90c");
             assert_eq!(
                 gfx90c,
@@ -613,6 +646,28 @@ mod tests {
                 chain.family
             );
         }
+        assert!(
+            multi.notes.iter().any(|n| n.starts_with(
+                "nightly: multi-arch set not promoted: its device wheels for gfx900, gfx90c, gfx906"
+            )),
+            "{:?}",
+            multi.notes
+        );
+        // Tested families only: the whole set is promoted.
+        let tested = Selection {
+            families: vec!["gfx94X-dcgpu".into(), "gfx110X-all".into()],
+            ..default_selection(release)
+        };
+        let multi = plan(release, &families, &tested)
+            .expect("plans")
+            .multi_arch();
+        assert!(
+            multi
+                .refs
+                .include
+                .iter()
+                .all(|r| r.families.include[0].promote)
+        );
         let prerelease = releases.release(ReleaseType::Prerelease).expect("entry");
         let matrix = plan(prerelease, &families, &default_selection(prerelease)).expect("plans");
         assert_eq!((matrix.builds(), matrix.multi_arch().builds()), (230, 15));

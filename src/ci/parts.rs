@@ -19,6 +19,11 @@ pub const CACHE: Action = Action {
     sha: "27d5ce7f107fe9357f9df03efb73ab90386fccae",
     version: "v5.0.5",
 };
+pub const CHECKOUT: Action = Action {
+    repo: "actions/checkout",
+    sha: "3d3c42e5aac5ba805825da76410c181273ba90b1",
+    version: "v7.0.1",
+};
 pub const CONFIGURE_AWS_CREDENTIALS: Action = Action {
     repo: "aws-actions/configure-aws-credentials",
     sha: "e6de054238d6b7531b4efff3b6587d9aade6a06c",
@@ -101,6 +106,20 @@ pub fn download(name: &str, artifact: &str, path: &str) -> Step {
         with.push(("merge-multiple", "true"));
     }
     action(name, DOWNLOAD_ARTIFACT, &with)
+}
+
+/// The repository's tables (`configs/`), at the run's commit: what `rockbuild matrix` reads, so
+/// a table edit takes effect when it is committed. Only that directory, and no token left in
+/// the checkout.
+pub fn checkout_tables() -> Step {
+    action(
+        "Check out the tables (configs/)",
+        CHECKOUT,
+        &[
+            ("sparse-checkout", "configs"),
+            ("persist-credentials", "false"),
+        ],
+    )
 }
 
 pub fn aws_credentials() -> Step {

@@ -10,8 +10,9 @@ use crate::settings::ci::{CiGenerateSettings, Mode};
 pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let CiCommand::Generate(args) = command;
     let settings = CiGenerateSettings::resolve(args, ctx)?;
-    let plan = generate::plan(&settings.families, &settings.releases)?;
+    let plan = generate::plan(&settings.families, &settings.releases, settings.chains.mode)?;
     let dir = &settings.output_dir;
+    ctx.ui.note(format!("tables: {}", settings.tables));
     match settings.mode {
         Mode::DryRun { json: true } => ctx.ui.data(&serde_json::to_string_pretty(&plan)?)?,
         Mode::DryRun { json: false } => ctx.ui.data(plan.to_text().trim_end())?,
@@ -39,9 +40,11 @@ pub fn run(command: CiCommand, ctx: &Context) -> anyhow::Result<ExitStatus> {
             let changed = files::differences(&plan, &disk);
             files::apply(&plan, dir, &disk)?;
             ctx.ui.note(format!(
-                "{}: {} workflows written ({})",
+                "{}: {} workflows written, {} chains (from {}) ({})",
                 dir.display(),
                 plan.workflows.len(),
+                settings.chains.mode,
+                settings.chains.source,
                 if changed.is_empty() {
                     "unchanged".to_string()
                 } else {

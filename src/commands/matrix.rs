@@ -1,5 +1,6 @@
-//! `rockbuild matrix`: the GitHub Actions matrix of a release type as JSON on stdout, the same
-//! as step outputs in `$GITHUB_OUTPUT`, a table for people on stderr and in the step summary.
+//! `rockbuild matrix`: the GitHub Actions matrix of a release type as step outputs in
+//! `$GITHUB_OUTPUT` (what the workflows read) and, with `--json`, on stdout; a summary for
+//! people on stdout otherwise (the JSON's table on stderr), and in the step summary.
 
 use std::io::Write as _;
 
@@ -29,10 +30,13 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         BuildMode::MultiArch => multi_arch,
     };
     let table = ui::text_table(&Matrix::HEADERS, &matrix.rows());
-    ctx.ui.group(
-        "rockbuild matrix",
-        &format!("{}\n{counts}\n\n{table}", settings.describe()),
-    );
+    // The table goes where people look: stdout, or beside the JSON on stderr.
+    let log = if settings.json {
+        format!("{}\n{counts}\n\n{table}", settings.describe())
+    } else {
+        settings.describe()
+    };
+    ctx.ui.group("rockbuild matrix", &log);
     for note in &matrix.notes {
         ctx.ui.note(note);
     }
@@ -43,7 +47,11 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("writing the step outputs to ${GITHUB_OUTPUT} ({path})"))?;
     }
     ctx.ui.step_summary(&summary(&matrix));
-    ctx.ui.data(&serde_json::to_string_pretty(&matrix)?)?;
+    if settings.json {
+        ctx.ui.data(&serde_json::to_string_pretty(&matrix)?)?;
+    } else {
+        ctx.ui.data(&format!("{}\n\n{counts}", table.trim_end()))?;
+    }
     Ok(ExitStatus::Success)
 }
 

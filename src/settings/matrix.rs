@@ -42,6 +42,8 @@ pub struct MatrixSettings {
     pub mode: ModeChoice,
     /// `--full-tests`: the release table's `full-tests` rules were added to `release.tests`.
     pub full_tests: bool,
+    /// `--json`: the matrix on stdout, else the summary.
+    pub json: bool,
 }
 
 impl MatrixSettings {
@@ -55,6 +57,7 @@ impl MatrixSettings {
             releases,
             multi_arch,
             full_tests,
+            json,
         } = args;
         let (families, table) = load_tables(ctx, families, releases)?;
         let mut release = table
@@ -119,6 +122,7 @@ impl MatrixSettings {
             amdgpu_families,
             python,
             full_tests,
+            json,
         })
     }
 

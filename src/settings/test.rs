@@ -369,6 +369,12 @@ fn lock_facts(
             .as_ref()
             .and_then(|b| b.versions.get("torch").cloned()),
         torch_commit: read.projects.get("torch").map(|p| p.commit.clone()),
+        device_targets: read
+            .build
+            .as_ref()
+            .filter(|b| b.recorded_mode() == Some(crate::build::mode::BuildMode::MultiArch))
+            .map(|b| b.targets.iter().map(ToString::to_string).collect())
+            .unwrap_or_default(),
         path,
     })
 }

@@ -19,6 +19,8 @@ pub struct LockFacts {
     pub torch_version: Option<String>,
     /// torch's commit.
     pub torch_commit: Option<String>,
+    /// A multi-arch record's targets, whose device wheels the set has (empty: per-family).
+    pub device_targets: Vec<String>,
 }
 
 /// What the test venv gets besides the wheels under test.

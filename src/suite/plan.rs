@@ -335,7 +335,11 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
     let venv = venv_dir(settings, &world.work_dir);
     let platform = Platform::host();
     let python = platform.venv_python(&venv);
-    let mut requirements = vec![format!("torch=={}", wheel.version)];
+    let mut requirements = vec![format!(
+        "{}=={}",
+        torch_requirement(settings)?,
+        wheel.version
+    )];
     let with_sdk_env = sdk_env::applies(settings.config);
     if with_sdk_env {
         requirements.push(sdk_env::DEVEL_REQUIREMENT.to_string());
@@ -1218,4 +1222,36 @@ pub fn hang_candidates(settings: &TestSettings) -> Vec<String> {
 /// Whether `test/<module>.py` exists.
 pub fn module_present(dir: &Path, module: &str) -> bool {
     dir.join("test").join(format!("{module}.py")).is_file()
+}
+
+/// `torch`, or for a multi-arch set (the lock's record) torch with the device extras of the
+/// family under test (`torch[device-gfx1100,...]`, as TheRock's multi-arch install line),
+/// `device-all` when no family is given: the host wheel alone has no kernels.
+fn torch_requirement(settings: &TestSettings) -> Result<String, Error> {
+    let Some(recorded) = settings
+        .lock
+        .as_ref()
+        .map(|l| &l.device_targets)
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok("torch".into());
+    };
+    let extras: Vec<String> = match &settings.family_targets {
+        None => vec![crate::wheel::split::device::ALL_EXTRA.to_string()],
+        Some(targets) => targets
+            .iter()
+            .filter(|t| recorded.contains(t))
+            .map(|t| crate::wheel::split::device::extra_name(t))
+            .collect(),
+    };
+    if extras.is_empty() {
+        return Err(Error::Flag {
+            flag: "--amdgpu-family",
+            message: format!(
+                "the lock's multi-arch set has device wheels for {} only, none of this family's targets",
+                recorded.join(",")
+            ),
+        });
+    }
+    Ok(format!("torch[{}]", extras.join(",")))
 }

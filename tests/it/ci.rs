@@ -14,7 +14,7 @@ fn matrix_writes_step_outputs_that_match_stdout() {
     env.set("ROCKBUILD_PYTORCH_REF", "");
     let run = env
         .rockbuild()
-        .args(["matrix", "--release-type", "nightly"])
+        .args(["matrix", "--json", "--release-type", "nightly"])
         .args([
             "--amdgpu-families",
             "gfx110X-all;gfx900",
@@ -141,5 +141,166 @@ fn ci_generate_writes_checks_and_names_stale_files() {
     assert!(
         dir.join("lint.yml").exists(),
         "the repository's own workflow removed"
+    );
+}
+
+/// The nightly and release workflows take a `full-tests` dispatch input that reaches `rockbuild
+/// matrix` as `ROCKBUILD_FULL_TESTS` (`--full-tests`): as GitHub passes it, `true` adds the
+/// release table's full suite, `false` (a dispatch left unchecked) and `` (a scheduled run,
+/// which has no inputs) do not.
+#[test]
+fn a_full_tests_dispatch_input_adds_the_full_suite() {
+    let root = crate::common::repo_root();
+    for file in ["rockbuild-nightly.yml", "rockbuild-release.yml"] {
+        let text = std::fs::read_to_string(root.join("workflows").join(file)).expect("read");
+        let workflow: yaml_serde::Value = yaml_serde::from_str(&text).expect("yaml");
+        let input = &workflow["on"]["workflow_dispatch"]["inputs"]["full-tests"];
+        assert_eq!(input["type"].as_str(), Some("boolean"), "{file}");
+        assert_eq!(input["default"].as_bool(), Some(false), "{file}");
+        let step = &workflow["jobs"]["matrix"]["steps"][1];
+        assert_eq!(
+            step["env"]["ROCKBUILD_FULL_TESTS"].as_str(),
+            Some("${{ inputs.full-tests }}"),
+            "{file}"
+        );
+    }
+    let mut env = TestEnv::new();
+    let mut configs = Vec::new();
+    for value in ["true", "false", ""] {
+        env.set("ROCKBUILD_FULL_TESTS", value);
+        let run = env
+            .rockbuild()
+            .args(["matrix", "--json", "--release-type", "nightly"])
+            .args(["--pytorch-ref", "nightly"])
+            .args([
+                "--amdgpu-families",
+                "gfx94X-dcgpu",
+                "--python-version",
+                "3.12",
+            ])
+            .assert()
+            .success();
+        let matrix: serde_json::Value =
+            serde_json::from_slice(&run.get_output().stdout).expect("stdout is JSON");
+        configs.push(format!(
+            "{value:?}: {}",
+            matrix["refs"]["include"][0]["families"]["include"][0]["reports"]["include"][0]
+                ["expect"]
+        ));
+    }
+    insta::assert_snapshot!(configs.join("\n"), @r#"
+    "true": "gpu-smoke=1,quick=1,default=6,distributed=3,inductor=2"
+    "false": "gpu-smoke=1,quick=1"
+    "": "gpu-smoke=1,quick=1"
+    "#);
+}
+
+/// Without `--json`, `matrix` prints the summary for people on stdout; the step outputs still
+/// get the JSON, which is what the workflows read.
+#[test]
+fn matrix_prints_a_summary_without_json() {
+    let mut env = TestEnv::new();
+    let outputs = env.path("github_output");
+    env.set("GITHUB_OUTPUT", outputs.to_str().expect("utf-8"));
+    let run = env
+        .rockbuild()
+        .args(["matrix", "--release-type", "ci"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
+    insta::assert_snapshot!(stdout, @r"
+    ref           family        targets  python  build runner               test jobs (config×shards on runner)  promote
+    ------------  ------------  -------  ------  -------------------------  -----------------------------------  -------
+    release/2.12  gfx94X-dcgpu  gfx942   3.12    aws-linux-scale-rocm-prod  -                                    no
+
+    builds: 1 per-family, 1 multi-arch (one per ref and Python); this matrix is per-family
+    ");
+    let written = std::fs::read_to_string(&outputs).expect("outputs");
+    let matrix = written
+        .lines()
+        .find_map(|l| l.strip_prefix("matrix="))
+        .expect("a matrix output");
+    let matrix: serde_json::Value = serde_json::from_str(matrix).expect("JSON");
+    assert_eq!(matrix["release_type"], "ci");
+}
+
+/// docs/ci.md's flow in a repository of its own: `ci generate` reads the repository's
+/// configs/, the generated matrix step reads them too (a runner label changed in the table is
+/// what the next run uses, with nothing to regenerate), and an edit that changes the workflows
+/// (a family dropped from the table, which the release workflow lists) is what `--check`
+/// names.
+#[test]
+fn the_repositorys_tables_are_what_ci_generate_and_the_matrix_step_read() {
+    let env = TestEnv::new();
+    let repo = env.path("repo");
+    std::fs::create_dir_all(repo.join("configs")).expect("mkdir");
+    for table in ["families.yaml", "releases.yaml"] {
+        std::fs::copy(
+            crate::common::repo_root().join("configs").join(table),
+            repo.join("configs").join(table),
+        )
+        .expect("copy");
+    }
+    let generate = |extra: &[&str]| {
+        let mut command = env.rockbuild();
+        command
+            .current_dir(&repo)
+            .args(["ci", "generate"])
+            .args(extra);
+        command.assert()
+    };
+    let run = generate(&[]).success();
+    assert!(
+        String::from_utf8_lossy(&run.get_output().stderr)
+            .contains("tables: configs/families.yaml, configs/releases.yaml\n"),
+        "{:?}",
+        run.get_output()
+    );
+    let families = repo.join("configs/families.yaml");
+    let text = std::fs::read_to_string(&families).expect("read");
+    let relabelled = text.replace(
+        "test-runner: linux-gfx1151-gpu-rocm",
+        "test-runner: lab-strix-halo",
+    );
+    assert_ne!(relabelled, text);
+    std::fs::write(&families, &relabelled).expect("edit");
+    generate(&["--check"]).success();
+    // The nightly workflow's matrix step, as it runs in the checked-out repository.
+    let nightly: yaml_serde::Value = yaml_serde::from_str(
+        &std::fs::read_to_string(repo.join("workflows/rockbuild-nightly.yml")).expect("read"),
+    )
+    .expect("yaml");
+    let steps = nightly["jobs"]["matrix"]["steps"]
+        .as_sequence()
+        .expect("steps");
+    assert_eq!(
+        steps[0]["with"]["sparse-checkout"].as_str(),
+        Some("configs"),
+        "the matrix job checks out the tables"
+    );
+    let line = steps[1]["run"].as_str().expect("a run line");
+    let args: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(args[0], "rockbuild", "{line}");
+    let outputs = env.path("github_output");
+    env.rockbuild()
+        .current_dir(&repo)
+        .env("GITHUB_OUTPUT", &outputs)
+        .args(&args[1..])
+        .assert()
+        .success();
+    let written = std::fs::read_to_string(&outputs).expect("outputs");
+    assert!(written.contains("\"runs_on\":\"lab-strix-halo\""), "{line}");
+    // Dropping a family changes the release workflow's list of families.
+    let cut = relabelled
+        .find("\n  gfx125X-dcgpu:")
+        .expect("the last family");
+    std::fs::write(&families, &relabelled[..cut]).expect("edit");
+    let stale = generate(&["--check"]).code(5);
+    let stderr = String::from_utf8_lossy(&stale.get_output().stderr);
+    assert!(
+        stderr.contains(
+            "the committed workflows differ from `rockbuild ci generate`: rockbuild-release.yml;"
+        ),
+        "{stderr}"
     );
 }

@@ -9,6 +9,7 @@
 //! few forms the workflows use; any other is an error), the build image's `/opt/python`
 //! (this machine's Python 3.11), the OIDC credentials step (it hands the job the S3 server's
 //! keys, as configure-aws-credentials exports the role's), a checkout cache that always misses,
+//! the checkout of the repository's tables (this test's tables put in the job's `configs/`),
 //! and no GPU (`ROCKBUILD_ALLOW_NO_GPU`: GPU checks are reported as skipped, never passed).
 
 use std::collections::BTreeMap;
@@ -226,7 +227,23 @@ impl Harness {
         let workflow_env = pairs(&caller["env"]);
         let matrix_job = &jobs[0];
         assert_eq!(matrix_job["id"], "matrix");
+        // The caller runs on its schedule: a dispatch input it declares reads as empty.
+        let mut inputs = Map::new();
+        for (event, body) in caller["on"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| (&p[0], &p[1]))
+        {
+            if event == "workflow_dispatch" {
+                for input in body[0][1].as_array().into_iter().flatten() {
+                    let name = input[0].as_str().expect("input name");
+                    inputs.insert(name.to_string(), Value::String(String::new()));
+                }
+            }
+        }
         let scope = Scope {
+            inputs,
             attempt: 1,
             ..Scope::default()
         };
@@ -498,6 +515,17 @@ impl Harness {
                 match run["action"]["repo"].as_str().expect("repo") {
                     "actions/upload-artifact" => self.upload(workspace, &with, scope.attempt),
                     "actions/download-artifact" => self.download(workspace, &with),
+                    // The repository at the run's commit, as far as the job reads it: its
+                    // tables, which are this test's.
+                    "actions/checkout" => {
+                        assert_eq!(with["sparse-checkout"], "configs", "{with:?}");
+                        let configs = workspace.join("configs");
+                        std::fs::create_dir_all(&configs).expect("mkdir");
+                        for table in ["families.yaml", "releases.yaml"] {
+                            std::fs::copy(self.env.path(table), configs.join(table)).expect("copy");
+                        }
+                        true
+                    }
                     "aws-actions/configure-aws-credentials" => {
                         assert!(
                             with["role-to-assume"].starts_with("arn:aws:iam::"),

@@ -17,9 +17,10 @@ fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
     found
 }
 
-/// The shipped workflows, linted where they run (copied to `.github/workflows/` of a
-/// repository, as docs/ci.md says, so actionlint follows their calls of each other), and
-/// rockbuild's own CI (this repository's .github/workflows/).
+/// The shipped workflows and the multi-arch ones (`ci generate --multi-arch`), linted where
+/// they run (in `.github/workflows/` of a repository, as docs/ci.md says, so actionlint
+/// follows their calls of each other), and rockbuild's own CI (this repository's
+/// .github/workflows/).
 #[test]
 fn workflows_pass_actionlint_schema_and_zizmor() {
     let env = TestEnv::new();
@@ -31,6 +32,19 @@ fn workflows_pass_actionlint_schema_and_zizmor() {
         std::fs::copy(&shipped, &copy).expect("copy");
         workflows.push(copy);
     }
+    let multi_arch = env.path("multi-arch/.github/workflows");
+    env.rockbuild()
+        .args(["ci", "generate", "--multi-arch", "--output-dir"])
+        .arg(&multi_arch)
+        .assert()
+        .success();
+    let mut generated: Vec<PathBuf> = std::fs::read_dir(&multi_arch)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    generated.sort();
+    assert_eq!(generated.len(), 4, "{generated:?}");
+    workflows.extend(generated);
     workflows.extend(files(".github/workflows", ".yml"));
     for workflow in workflows {
         run_ok(env.command(tools_bin().join("actionlint")).arg(&workflow));

@@ -990,6 +990,57 @@ fn print_skips_and_dry_run_show_what_a_run_would_do() {
     );
 }
 
+/// A multi-arch set (the lock's record says so) is tested with the device wheels of the
+/// family under test: torch's host wheel alone has no kernels (TheRock RELEASES.md installs
+/// `torch[device-gfxNNN]`); a family the set has no device wheels for is refused.
+#[test]
+fn a_multi_arch_set_is_tested_with_the_familys_device_extras() {
+    let world = World::new("release/2.9");
+    let mut lock = read_json(&world.lock);
+    lock["build"] = serde_json::json!({
+        "sdk_version": SDK,
+        "targets": ["gfx906", "gfx1030"],
+        "mode": "multi-arch",
+        "versions": {"torch": TORCH},
+    });
+    let multi = world.env.path("multi-arch.lock.json");
+    std::fs::write(&multi, serde_json::to_string(&lock).expect("json")).expect("write");
+    let multi = multi.to_str().expect("utf-8");
+    let requirement = |family: &[&str]| {
+        let plan = world
+            .test(&[&["--dry-run", "--json", "--lock", multi][..], family].concat())
+            .assert()
+            .success();
+        let plan: Value = serde_json::from_str(&stdout(&plan)).expect("json plan");
+        plan["install"]["requirements"][0].clone()
+    };
+    assert_eq!(
+        requirement(&["--amdgpu-family", "gfx103X-all"]),
+        Value::from(format!("torch[device-gfx1030]=={TORCH}"))
+    );
+    assert_eq!(
+        requirement(&[]),
+        Value::from(format!("torch[device-all]=={TORCH}"))
+    );
+    let other = world
+        .test(&[
+            "--dry-run",
+            "--lock",
+            multi,
+            "--amdgpu-family",
+            "gfx94X-dcgpu",
+        ])
+        .assert()
+        .failure();
+    assert!(
+        stderr(&other).contains(
+            "the lock's multi-arch set has device wheels for gfx906,gfx1030 only, none of this family's targets"
+        ),
+        "{}",
+        stderr(&other)
+    );
+}
+
 #[test]
 fn bad_inputs_are_errors_that_say_what_to_do() {
     let world = World::new("main");

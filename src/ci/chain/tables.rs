@@ -4,16 +4,31 @@
 
 use crate::ci::parts::{LIGHT_RUNNER, Runs};
 
-/// One argument of a `rockbuild` call: a word written as it is, or a `$VAR` of the step's env.
+/// One argument of a `rockbuild` call: a word written as it is, or a `$VAR` of the step's env,
+/// or words that only one mode of the chain passes.
 #[derive(Clone, Copy, Debug)]
 pub enum Word {
     Lit(&'static str),
     Var(&'static str),
+    /// Only in the per-family chain.
+    PerFamily(&'static [Word]),
+    /// Only in the multi-arch chain.
+    MultiArch(&'static [Word]),
 }
 
-use Word::{Lit, Var};
+use Word::{Lit, MultiArch, PerFamily, Var};
 
-/// `<kind>-<ref slug>-<family><rest>`: the name of an artifact of the chain.
+// Texts of the tables may hold these placeholders, which `resolve` fills per mode:
+// - `{chain}`: what the chain is named by in job and artifact names: the family
+//   (`${{ inputs.family }}`), or `multi-arch` (its input is every family of the set);
+// - `{family}`: the family a smoke, test or report row is for: the chain's, or the row's
+//   (`${{ matrix.family }}`) in a multi-arch chain, whose tests fan out per family;
+// - `{family-part}`: `-<row's family>` in a multi-arch chain's per-family artifact and report
+//   names (nothing in a per-family chain, whose names have the family already);
+// - `{family-dir}`: `/<family>` where a per-family chain's store paths name the family (the
+//   multi-arch set has one index for every family).
+
+/// `<kind>-<ref slug>-<chain><rest>`: the name of an artifact of the chain.
 #[derive(Clone, Copy, Debug)]
 pub struct Artifact {
     pub kind: &'static str,
@@ -86,7 +101,11 @@ pub const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
         "string",
         "the ref as it appears in artifact names",
     ),
-    ("family", "string", "GPU family of configs/families.yaml"),
+    (
+        "family",
+        "string",
+        "GPU family of configs/families.yaml (multi-arch: every family of the set, ; separated)",
+    ),
     (
         "release-type",
         "string",
@@ -171,7 +190,7 @@ pub const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
     ),
 ];
 
-/// What the file's header says the chain is.
+/// What the file's header says the per-family chain is.
 pub const HEADER: [&str; 6] = [
     "One family's chain for one PyTorch ref, called once per row of `rockbuild matrix`:",
     "lock -> build (per Python, build image, the family's build runner) -> stage (this",
@@ -179,6 +198,17 @@ pub const HEADER: [&str; 6] = [
     "runner in the test image -> test report (per Python) -> promote. No job needs",
     "another chain's, so one family's failure never blocks another's promotion; the",
     "chains of one family take turns on its release index's lease (--lease-wait).",
+];
+
+/// What the file's header says the multi-arch chain is.
+pub const MULTI_ARCH_HEADER: [&str; 7] = [
+    "One multi-arch set for one PyTorch ref, called once per row of `rockbuild matrix",
+    "--multi-arch`: lock (every family's targets) -> build (per Python, once for all",
+    "targets, split into host and per-target device wheels) -> stage (one index) -> smoke",
+    "(per family and Python, with that family's device extras) and test (per row), each on",
+    "its family's GPU runner in the test image -> test report (per family and Python) ->",
+    "promote (the whole set, host and device wheels together). The refs' sets take turns",
+    "on the release index's lease (--lease-wait).",
 ];
 
 /// The platform tag wheels built in the build image get (its glibc is 2.28).
@@ -206,7 +236,7 @@ const STORE_ENV: Pairs = &[
 
 const LOCK_JOB: JobRow = JobRow {
     id: "lock",
-    name: "Lock ${{ inputs.family }} at ${{ inputs.pytorch-ref }}",
+    name: "Lock {chain} at ${{ inputs.pytorch-ref }}",
     needs: &[],
     runs: Runs {
         on: LIGHT_RUNNER,
@@ -234,6 +264,8 @@ const LOCK_JOB: JobRow = JobRow {
                 Var("PYTORCH_REF"),
                 Lit("--amdgpu-family"),
                 Var("FAMILY"),
+                // The union of every family's targets is longer than a per-family list.
+                MultiArch(&[Lit("--allow-many-targets")]),
                 Lit("--release-type"),
                 Var("RELEASE_TYPE"),
                 Lit("--index-url"),
@@ -252,7 +284,7 @@ const LOCK_JOB: JobRow = JobRow {
 
 const BUILD_JOB: JobRow = JobRow {
     id: "build",
-    name: "Build ${{ inputs.family }} for Python ${{ matrix.python }}",
+    name: "Build {chain} for Python ${{ matrix.python }}",
     needs: &["lock"],
     runs: Runs {
         on: "${{ inputs.build-runs-on }}",
@@ -321,6 +353,9 @@ const BUILD_JOB: JobRow = JobRow {
                 Lit(RECORD),
                 Lit("--output-dir"),
                 Lit("out"),
+                // Once for every target of the lock, then the split into host and device
+                // wheels.
+                MultiArch(&[Lit("--multi-arch"), Lit("--allow-many-targets")]),
             ],
         },
         StepRow::Run {
@@ -343,7 +378,7 @@ const BUILD_JOB: JobRow = JobRow {
 
 const STAGE_JOB: JobRow = JobRow {
     id: "stage",
-    name: "Stage ${{ inputs.family }}",
+    name: "Stage {chain}",
     needs: &["build"],
     runs: Runs {
         on: LIGHT_RUNNER,
@@ -356,8 +391,8 @@ const STAGE_JOB: JobRow = JobRow {
     oidc: true,
     // Computed once, when this job runs: a re-run of a later job reads the prefix of the
     // attempt that staged; a re-run of this job stages to a fresh one. `stage --family` puts
-    // the wheels under `<to>/<family>/`.
-    outputs: &[("prefix", "${{ env.STAGING_PREFIX }}/${{ inputs.family }}")],
+    // a family's wheels under `<to>/<family>/`; a multi-arch set is one index.
+    outputs: &[("prefix", "${{ env.STAGING_PREFIX }}{family-dir}")],
     env: &[
         (
             "STAGING_PREFIX",
@@ -391,8 +426,7 @@ const STAGE_JOB: JobRow = JobRow {
                 Lit("out"),
                 Lit("--to"),
                 Var("STAGING"),
-                Lit("--family"),
-                Var("FAMILY"),
+                PerFamily(&[Lit("--family"), Var("FAMILY")]),
                 Lit("--lock"),
                 Lit(RECORD),
                 Lit("--index-url"),
@@ -409,7 +443,7 @@ const STAGE_JOB: JobRow = JobRow {
 
 const SMOKE_JOB: JobRow = JobRow {
     id: "smoke",
-    name: "Smoke ${{ inputs.family }} ${{ matrix.python }}",
+    name: "Smoke {family} ${{ matrix.python }}",
     needs: &["stage"],
     runs: Runs {
         on: "${{ matrix.runs_on }}",
@@ -431,7 +465,11 @@ const SMOKE_JOB: JobRow = JobRow {
                 ("STAGING_INDEX", STAGING_INDEX),
                 ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
                 ("PYTHON", PYTHON),
-                ("REPORT", "reports/smoke-${{ matrix.python }}.json"),
+                ("FAMILY", "{family}"),
+                (
+                    "REPORT",
+                    "reports/smoke{family-part}-${{ matrix.python }}.json",
+                ),
             ],
             args: &[
                 Lit("smoke"),
@@ -445,13 +483,16 @@ const SMOKE_JOB: JobRow = JobRow {
                 Var("PYTHON"),
                 Lit("--report"),
                 Var("REPORT"),
+                // This family's device wheels go in with the host wheels
+                // (`torch[device-gfxNNN]`), from the one index.
+                MultiArch(&[Lit("--targets"), Var("FAMILY")]),
             ],
         },
         StepRow::When(
             "always()",
             &StepRow::Upload {
                 name: "Keep the smoke report",
-                artifact: artifact("smoke", "-${{ matrix.python }}"),
+                artifact: artifact("smoke", "{family-part}-${{ matrix.python }}"),
                 paths: "reports/",
             },
         ),
@@ -460,7 +501,7 @@ const SMOKE_JOB: JobRow = JobRow {
 
 const TEST_JOB: JobRow = JobRow {
     id: "test",
-    name: "Test ${{ inputs.family }} ${{ matrix.python }} ${{ matrix.test_config }} ${{ matrix.shard }}/${{ matrix.num_shards }}",
+    name: "Test {family} ${{ matrix.python }} ${{ matrix.test_config }} ${{ matrix.shard }}/${{ matrix.num_shards }}",
     needs: &["stage"],
     runs: Runs {
         on: "${{ matrix.runs_on }}",
@@ -515,7 +556,7 @@ const TEST_JOB: JobRow = JobRow {
                 name: "Keep the results",
                 artifact: artifact(
                     "test",
-                    "-${{ matrix.python }}-${{ matrix.suite }}-${{ matrix.shard }}",
+                    "{family-part}-${{ matrix.python }}-${{ matrix.suite }}-${{ matrix.shard }}",
                 ),
                 paths: "test-results/",
             },
@@ -525,7 +566,7 @@ const TEST_JOB: JobRow = JobRow {
 
 const REPORT_JOB: JobRow = JobRow {
     id: "report",
-    name: "Test report ${{ inputs.family }} ${{ matrix.python }}",
+    name: "Test report {family} ${{ matrix.python }}",
     needs: &["smoke", "test"],
     runs: Runs {
         on: LIGHT_RUNNER,
@@ -541,19 +582,22 @@ const REPORT_JOB: JobRow = JobRow {
     steps: &[
         StepRow::Download {
             name: "Fetch the smoke report of this Python",
-            artifact: artifact("smoke", "-${{ matrix.python }}"),
+            artifact: artifact("smoke", "{family-part}-${{ matrix.python }}"),
             path: "reports",
         },
         StepRow::Download {
             name: "Fetch the shards of this Python",
-            artifact: artifact("test", "-${{ matrix.python }}-*"),
+            artifact: artifact("test", "{family-part}-${{ matrix.python }}-*"),
             path: "test-results",
         },
         StepRow::Run {
             name: "Combine the shards (a missing or cancelled shard fails the report)",
             env: &[
                 ("EXPECT", "${{ matrix.expect }}"),
-                ("REPORT", "reports/test-${{ matrix.python }}.json"),
+                (
+                    "REPORT",
+                    "reports/test{family-part}-${{ matrix.python }}.json",
+                ),
             ],
             args: &[
                 Lit("test-report"),
@@ -566,7 +610,7 @@ const REPORT_JOB: JobRow = JobRow {
         },
         StepRow::Upload {
             name: "Keep the reports",
-            artifact: artifact("reports", "-${{ matrix.python }}"),
+            artifact: artifact("reports", "{family-part}-${{ matrix.python }}"),
             paths: "reports/",
         },
     ],
@@ -574,7 +618,7 @@ const REPORT_JOB: JobRow = JobRow {
 
 const PROMOTE_JOB: JobRow = JobRow {
     id: "promote",
-    name: "Promote ${{ inputs.family }}",
+    name: "Promote {chain}",
     needs: &["stage", "report"],
     runs: Runs {
         on: LIGHT_RUNNER,
@@ -599,7 +643,7 @@ const PROMOTE_JOB: JobRow = JobRow {
             name: "Promote the tested set (default deny)",
             env: &[
                 ("STAGING", STAGING),
-                ("RELEASE", "${{ inputs.release-url }}/${{ inputs.family }}"),
+                ("RELEASE", "${{ inputs.release-url }}{family-dir}"),
                 ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
             ],
             args: &[
@@ -642,7 +686,7 @@ pub const TEST_ENV: Pairs = &[
     ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
     ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
     ("PYTHON", PYTHON),
-    ("FAMILY", "${{ inputs.family }}"),
+    ("FAMILY", "{family}"),
     ("SUITE", "${{ matrix.suite }}"),
     ("SHARD", "${{ matrix.shard }}"),
     ("NUM_SHARDS", "${{ matrix.num_shards }}"),
