@@ -15,6 +15,7 @@ mod apex;
 mod audio;
 mod env;
 mod error;
+mod options;
 pub mod step;
 mod steps;
 mod torch;
@@ -36,6 +37,7 @@ use crate::wheel::verify::WheelExpectation;
 
 pub use env::{append_flags, cmake_list, common_env, prepend_path};
 pub use error::Error;
+pub use options::{OptionValues, ProjectOptions, RecipeOption};
 pub use step::{Action, EnvDiff, Step, VenvUse};
 pub use steps::Steps;
 
@@ -122,6 +124,12 @@ pub trait Recipe: Send + Sync {
     fn not_built_on(&self, platform: Platform) -> Option<&'static str> {
         let _ = platform;
         None
+    }
+
+    /// The options this recipe answers ([`RecipeOption`]): a build passes each one's value
+    /// as given (on, off or unset) in [`RecipeInput::options`], and the recipe decides.
+    fn options(&self) -> &'static [RecipeOption] {
+        &[]
     }
 
     /// Known failures of this project's build.
@@ -421,8 +429,6 @@ pub struct Shared<'a> {
     pub suffix: &'a str,
     pub build_number: u32,
     pub clean: bool,
-    /// `--[no-]enable-pytorch-flash-attention`, as given.
-    pub flash_attention: Option<bool>,
     /// The compiler cache's launcher variables (`CMAKE_<LANG>_COMPILER_LAUNCHER`, …).
     pub compiler_env: &'a [(String, String)],
     pub base_env: &'a Environment,
@@ -452,6 +458,8 @@ pub struct RecipeInput<'a> {
     pub build_version: &'a str,
     /// By recipe name: the wheels of this build that the recipe pins ([`Recipe::pins`]).
     pub pinned: &'a BTreeMap<&'static str, Pin>,
+    /// The values given to the recipe's options ([`Recipe::options`]).
+    pub options: ProjectOptions<'a>,
     pub shared: &'a Shared<'a>,
 }
 

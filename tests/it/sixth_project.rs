@@ -15,7 +15,9 @@ use rockbuild::cli::Cli;
 use rockbuild::context::Context;
 use rockbuild::exit::ExitStatus;
 use rockbuild::recipes::Error;
-use rockbuild::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Recipes, Steps};
+use rockbuild::recipes::{
+    EnvDiff, ProjectSteps, Recipe, RecipeInput, RecipeOption, Recipes, Steps,
+};
 use rockbuild::wheel::verify::WheelExpectation;
 
 use crate::common::git::RepoBuilder;
@@ -31,6 +33,14 @@ const SDK_VERSION: &str = "7.10.0a20251124";
 /// The recipe of the sixth project: a torch extension built with `python -m build` against
 /// the torch installed in the venv, requiring exactly that torch.
 struct TorchExtension;
+
+/// The sixth project's own option, declared here alone: whether its wheel requires exactly the
+/// torch of the build (setup.py's TORCH_REQUIREMENT) or any torch.
+const PIN_TORCH: RecipeOption = RecipeOption {
+    name: "pin-torch",
+    reference_flag: None,
+    about: "require exactly the torch of the build; unset: on",
+};
 
 impl Recipe for TorchExtension {
     fn name(&self) -> &'static str {
@@ -55,7 +65,11 @@ impl Recipe for TorchExtension {
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
         env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-        if let Some(torch) = input.pinned.get("torch") {
+        if let Some(torch) = input
+            .pinned
+            .get("torch")
+            .filter(|_| input.options.get(&PIN_TORCH) != Some(false))
+        {
             env.insert("TORCH_REQUIREMENT".into(), torch.requirement());
         }
         let mut steps = Steps::new(input, env);
@@ -69,6 +83,10 @@ impl Recipe for TorchExtension {
         );
         steps.collect(&input.path("dist"));
         Ok(steps.finish())
+    }
+
+    fn options(&self) -> &'static [RecipeOption] {
+        &[PIN_TORCH]
     }
 
     fn wheel(&self) -> WheelExpectation {
@@ -229,6 +247,17 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     for name in ["audio", "vision", "triton", "apex"] {
         build.extend(["--skip", name]);
     }
+    // The recipe's own option is known to the generic flag with no edit outside the recipe:
+    // a misspelt one is refused naming what the recipe declares, before anything is built.
+    let mut misspelt = build.clone();
+    misspelt.extend(["--recipe-option", "ops.pin-torh=on"]);
+    let error = run(&ctx, &recipes, &misspelt).expect_err("no such option");
+    assert_eq!(
+        rockbuild::diagnostics::render(&error),
+        "error: --recipe-option ops.pin-torh=on: project 'ops' has no option `pin-torh` (did you mean `pin-torch`?); its recipe `torch-extension` declares pin-torch"
+    );
+    assert!(!out.exists(), "nothing built");
+    build.extend(["--recipe-option", "ops.pin-torch=on"]);
     succeeds(&ctx, &recipes, &build);
 
     let torch = only_wheel(&out, "torch");

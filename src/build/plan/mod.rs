@@ -210,7 +210,6 @@ pub fn assemble(
         suffix: &suffix,
         build_number: settings.build_number,
         clean: settings.clean,
-        flash_attention: settings.flash_attention,
         compiler_env: &compiler_env,
         base_env: &settings.base_env,
     };
@@ -351,6 +350,7 @@ fn project_plan(
             files: &snapshot.files,
             build_version: &version.build,
             pinned: &pinned,
+            options: settings.options.of(&project.name),
             shared,
         },
         source_date_epoch(recipes::common_env(shared), settings, &snapshot.source),

@@ -10,7 +10,7 @@ use crate::build::inspect::{ProjectSnapshot, Snapshot};
 use crate::build::select::Selection;
 use crate::build::targets::{TargetRequest, family_of_index};
 use crate::env_vars::Environment;
-use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
+use crate::recipes::{CheckoutFiles, OptionValues, Recipes, SdkFacts};
 use crate::sdk::SdkInfo;
 use crate::settings::build::{BuildSettings, SdkSettings};
 use crate::settings::{Source, Sourced};
@@ -47,7 +47,7 @@ fn settings() -> BuildSettings {
         release_type: ReleaseType::Nightly,
         version_suffix: None,
         build_number: 1,
-        flash_attention: None,
+        options: OptionValues::default(),
         compiler_cache: CompilerCache::None,
         clean: false,
         jobs: 3,
@@ -576,7 +576,13 @@ fn plan_for_a_family_inferred_from_the_index_without_triton() {
 
     // Forcing flash-attention on without triton is refused by torch's recipe.
     let forced = BuildSettings {
-        flash_attention: Some(true),
+        options: OptionValues::resolve(
+            &recipes,
+            &inferred.stack,
+            &[("enable-pytorch-flash-attention", Some(true))],
+            &[],
+        )
+        .expect("options"),
         ..inferred.clone()
     };
     insta::assert_snapshot!(
