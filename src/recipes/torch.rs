@@ -204,7 +204,9 @@ impl Recipe for Torch {
             steps.require_msvc();
         }
         steps.clean(dir);
-        steps.uninstall(&input.project.wheel);
+        if let Some(wheel) = &input.project.wheel {
+            steps.uninstall(wheel);
+        }
         if windows {
             windows_dlls(input, &mut steps);
         }

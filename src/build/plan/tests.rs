@@ -200,6 +200,7 @@ fn world_of<'a>(
     Snapshot {
         sdk,
         projects,
+        sources: BTreeMap::new(),
         notes: vec![],
     }
 }
@@ -723,12 +724,12 @@ fn what_the_plan_refuses() {
 fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan {
     ProjectPlan {
         name: name.into(),
-        dist: name.into(),
+        dist: Some(name.into()),
         recipe: "bare",
         priority,
         dir: PathBuf::from("/src").join(name),
         version: "1.0".into(),
-        wheel_glob: String::new(),
+        wheel_glob: None,
         after: needs
             .iter()
             .map(|n| Dependency {
