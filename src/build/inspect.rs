@@ -138,7 +138,10 @@ pub fn checkouts<'a>(
                 }
             }
         };
-        let source = source::inspect(name, &selected.dir, selected.locked, recipe.generates())?;
+        // A project left out is what is there: its wheel of an earlier build is used, so its
+        // checkout is not held to the lock (a local commit since does not stop the build).
+        let locked = selected.locked.filter(|_| reuse.is_none());
+        let source = source::inspect(name, &selected.dir, locked, recipe.generates())?;
         let files = CheckoutFiles {
             files: read_files(name, &selected.dir, recipe.reads())?,
             ignored: source::ignored(&selected.dir, recipe.generates()),
