@@ -558,6 +558,10 @@ pub struct BuildArgs {
     pub enable_pytorch_flash_attention: bool,
     #[arg(long, overrides_with = "enable_pytorch_flash_attention", hide = true)]
     pub no_enable_pytorch_flash_attention: bool,
+    /// Set an option a project's recipe declares (`torch.flash-attention=off`); unset, the
+    /// recipe decides (repeatable)
+    #[arg(long = "recipe-option", value_name = "PROJECT.OPTION=on|off")]
+    pub recipe_options: Vec<String>,
     /// Local version suffix (default: derived from the installed rocm version)
     #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
     pub version_suffix: Option<String>,

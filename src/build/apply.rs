@@ -25,17 +25,19 @@ pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
         mode: plan.mode.mode,
         release_type: plan.release_type.as_str().to_string(),
         version_suffix: plan.suffix.clone(),
+        // The record names wheels: a source component has no version in it.
         versions: plan
             .projects
             .iter()
+            .filter(|p| p.dist.is_some())
             .map(|p| (p.name.clone(), p.version.clone()))
             .collect(),
         stems: plan
             .projects
             .iter()
-            .map(|p| {
-                let dist = crate::wheel::filename::escape_name(&p.dist);
-                (p.name.clone(), format!("{dist}-{}", p.version))
+            .filter_map(|p| {
+                let dist = crate::wheel::filename::escape_name(p.dist.as_deref()?);
+                Some((p.name.clone(), format!("{dist}-{}", p.version)))
             })
             .collect(),
     }

@@ -239,19 +239,22 @@ fn run_project(
     let duration = clock.elapsed();
     match result {
         Ok((status, wheel)) => {
+            // A source component names itself: it has no wheel.
+            let what = wheel
+                .as_ref()
+                .map_or(project.name.as_str(), |w| w.name.as_str());
             task.finish(match status {
-                Status::Cached => format!("cached {} (inputs unchanged)", wheel.name),
+                Status::Cached => format!("cached {what} (inputs unchanged)"),
                 Status::Reused => format!(
-                    "reused {} (left out: {})",
-                    wheel.name,
+                    "reused {what} (left out: {})",
                     project.reuse.as_ref().map_or("", |r| r.flag.as_str())
                 ),
-                _ => format!("built {} in {:.0}s", wheel.name, duration.as_secs_f64()),
+                _ => format!("built {what} in {:.0}s", duration.as_secs_f64()),
             });
             ProjectOutcome {
                 name: project.name.clone(),
                 status,
-                wheel: Some(wheel),
+                wheel,
                 started,
                 duration,
                 error: None,
@@ -281,7 +284,7 @@ fn build_or_reuse(
     project: &ProjectPlan,
     previous: Option<&BuildReport>,
     task: &Task,
-) -> anyhow::Result<(Status, WheelFile)> {
+) -> anyhow::Result<(Status, Option<WheelFile>)> {
     if let Some(reused) = &project.reuse {
         task.phase("using the wheel of an earlier build");
         let path = plan.output_dir.join(&reused.wheel);
@@ -302,7 +305,7 @@ fn build_or_reuse(
             size: reused.size,
         };
         install_if_missing(ctx, plan, project, task, &wheel)?;
-        return Ok((Status::Reused, wheel));
+        return Ok((Status::Reused, Some(wheel)));
     }
     if !plan.clean
         && let (Some(previous), Some(fingerprint)) = (previous, project.fingerprint.as_deref())
@@ -318,7 +321,7 @@ fn build_or_reuse(
                 size,
             };
             install_if_missing(ctx, plan, project, task, &wheel)?;
-            return Ok((Status::Cached, wheel));
+            return Ok((Status::Cached, Some(wheel)));
         }
     }
     // A fresh log per run: the previous run's output would only mislead.
@@ -329,9 +332,11 @@ fn build_or_reuse(
     for step in &project.steps {
         run_step(ctx, plan, project, step, task, &mut wheel)?;
     }
-    wheel
-        .ok_or_else(|| anyhow::anyhow!("{}: the plan has no collect step", project.name))
-        .map(|w| (Status::Built, w))
+    // A source component's build (its steps, often none) leaves no wheel.
+    if wheel.is_none() && project.dist.is_some() {
+        anyhow::bail!("{}: the plan has no collect step", project.name);
+    }
+    Ok((Status::Built, wheel))
 }
 
 /// Dependants build against the installed wheel: a wheel taken from an earlier build is
@@ -347,9 +352,10 @@ fn install_if_missing(
         .steps
         .iter()
         .find(|s| matches!(s.action, Action::InstallWheel(_)))
+        && let Some(dist) = &project.dist
         && plan
             .venv
-            .installed_version(&project.dist)
+            .installed_version(dist)
             .and_then(|v| version::normalize("installed", &v).ok())
             .as_deref()
             != Some(project.version.as_str())
@@ -525,7 +531,12 @@ pub fn collect(
     dist_dir: &Path,
     output_dir: &Path,
 ) -> anyhow::Result<WheelFile> {
-    let dist = escape_name(&project.dist);
+    let dist = escape_name(project.dist.as_deref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: its recipe makes no wheel, but its plan collects one",
+            project.name
+        )
+    })?);
     let mut all: Vec<String> = match fs_err::read_dir(dist_dir) {
         Ok(entries) => entries
             .filter_map(Result::ok)
@@ -625,12 +636,12 @@ mod tests {
     fn plan(dir: &Path) -> ProjectPlan {
         ProjectPlan {
             name: "vision".into(),
-            dist: "torchvision".into(),
+            dist: Some("torchvision".into()),
             recipe: "vision",
             priority: 3,
             dir: dir.to_path_buf(),
             version: "0.25.0a0+rocm7.10.0".into(),
-            wheel_glob: String::new(),
+            wheel_glob: None,
             after: vec![],
             venv: Default::default(),
             env: Default::default(),

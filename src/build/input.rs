@@ -13,6 +13,7 @@ use super::targets::TargetRequest;
 use crate::env_vars::Environment;
 use crate::lock::Lock;
 use crate::platform::Platform;
+use crate::recipes::OptionValues;
 use crate::sdk::Venv;
 use crate::sdk::install::{InstallSettings, Installer};
 use crate::stack::{FamilyTable, Stack};
@@ -34,8 +35,8 @@ pub struct BuildSettings {
     /// `--version-suffix` (unset: derived from the SDK version, as the reference).
     pub version_suffix: Option<String>,
     pub build_number: u32,
-    /// `--[no-]enable-pytorch-flash-attention`.
-    pub flash_attention: Option<bool>,
+    /// The recipes' options as given (`--recipe-option`, the reference's flags for them).
+    pub options: OptionValues,
     pub compiler_cache: CompilerCache,
     pub clean: bool,
     pub jobs: usize,

@@ -12,7 +12,7 @@ use super::select::{self, LeftOutBy, Role};
 use super::source::{self, SourceState};
 use crate::build::input::BuildSettings;
 use crate::lock::LockedProject;
-use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
+use crate::recipes::{Artifact, CheckoutFiles, Recipes, SdkFacts};
 use crate::stack::Project;
 
 /// What the plan is computed from, besides the settings.
@@ -20,6 +20,8 @@ use crate::stack::Project;
 pub struct Snapshot<'a> {
     pub sdk: SdkFacts,
     pub projects: Vec<ProjectSnapshot<'a>>,
+    /// By recipe name: the checkouts of the source components, built or left out.
+    pub sources: BTreeMap<String, PathBuf>,
     /// Things a reader of the plan should know (placeholders, ignored inputs).
     pub notes: Vec<String>,
 }
@@ -54,6 +56,7 @@ pub struct Reused {
 /// The selected checkouts, and notes on projects left out with no wheel to use.
 pub struct Checkouts<'a> {
     pub projects: Vec<ProjectSnapshot<'a>>,
+    pub sources: BTreeMap<String, PathBuf>,
     pub notes: Vec<String>,
 }
 
@@ -69,6 +72,7 @@ pub fn checkouts<'a>(
     let selected = select::select(&settings.stack, &settings.selection, lock, Path::is_dir)?;
     let previous = BuildReport::read(&settings.output_dir);
     let mut projects = Vec::new();
+    let mut sources = BTreeMap::new();
     let mut notes = Vec::new();
     for selected in selected {
         let recipe = recipes.of(&settings.stack, selected.project)?;
@@ -89,6 +93,18 @@ pub fn checkouts<'a>(
                 settings.platform
             ));
             continue;
+        }
+        if recipe.artifact() == Artifact::Source {
+            sources
+                .entry(recipe.name().to_string())
+                .or_insert_with(|| selected.dir.clone());
+            // Left out, a source component is its checkout as it is: nothing of it is built.
+            if let Role::LeftOut { flag, .. } = &selected.role {
+                notes.push(format!(
+                    "{name} is left out ({flag}): its checkout is used as it is (it makes no wheel)"
+                ));
+                continue;
+            }
         }
         let reuse = match &selected.role {
             Role::Build => None,
@@ -122,7 +138,10 @@ pub fn checkouts<'a>(
                 }
             }
         };
-        let source = source::inspect(name, &selected.dir, selected.locked, recipe.generates())?;
+        // A project left out is what is there: its wheel of an earlier build is used, so its
+        // checkout is not held to the lock (a local commit since does not stop the build).
+        let locked = selected.locked.filter(|_| reuse.is_none());
+        let source = source::inspect(name, &selected.dir, locked, recipe.generates())?;
         let files = CheckoutFiles {
             files: read_files(name, &selected.dir, recipe.reads())?,
             ignored: source::ignored(&selected.dir, recipe.generates()),
@@ -136,7 +155,11 @@ pub fn checkouts<'a>(
             reuse,
         });
     }
-    Ok(Checkouts { projects, notes })
+    Ok(Checkouts {
+        projects,
+        sources,
+        notes,
+    })
 }
 
 /// Each file's text, `None` when it does not exist; read as the checkout's content (a

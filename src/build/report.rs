@@ -80,7 +80,9 @@ pub struct CompilerCacheReport {
 #[serde(rename_all = "snake_case")]
 pub struct ProjectReport {
     pub status: Status,
-    pub dist: String,
+    /// `None`: a source component, which makes no wheel.
+    #[serde(default)]
+    pub dist: Option<String>,
     pub version: String,
     /// Wheel file name in the output directory.
     #[serde(default)]
@@ -382,7 +384,7 @@ mod tests {
     fn project(after: &[&str], seconds: f64) -> ProjectReport {
         ProjectReport {
             status: Status::Built,
-            dist: "d".into(),
+            dist: Some("d".into()),
             version: "1".into(),
             wheel: Some("d-1-py3-none-any.whl".into()),
             sha256: None,

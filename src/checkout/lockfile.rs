@@ -123,6 +123,10 @@ pub fn build_record(
         for (name, resolved) in selection.projects.iter().zip(resolved) {
             let project = &selection.stack.projects[name];
             let recipe = recipes.of(&selection.stack, project)?;
+            // The record names wheels: a project that makes none has no version in it.
+            let Some(wheel) = &project.wheel else {
+                continue;
+            };
             let files = files_at(recipe.reads(), resolved).with_context(|| {
                 format!("'{name}': reading the files its wheel version comes from")
             })?;
@@ -145,7 +149,7 @@ pub fn build_record(
                     build_number: facts.build_number,
                 })?
                 .wheel;
-            let dist = crate::wheel::filename::escape_name(&project.wheel);
+            let dist = crate::wheel::filename::escape_name(wheel);
             stems.insert(name.clone(), format!("{dist}-{version}"));
             versions.insert(name.clone(), version);
         }

@@ -20,12 +20,14 @@ pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
     // The checkouts first: a mistyped directory fails before an SDK is installed.
     let inspect::Checkouts {
         projects,
+        sources,
         mut notes,
     } = inspect::checkouts(&settings, recipes)?;
     let sdk = sdk_facts::obtain(ctx, &settings, &recipes.sdk_dirs(), &mut notes)?;
     let world = Snapshot {
         sdk,
         projects,
+        sources,
         notes,
     };
     let plan = plan::assemble(&settings, recipes, &world)?;
@@ -34,9 +36,11 @@ pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
         let targets = &plan.targets;
         lock.lock
             .expect_targets(&lock.path, &targets.source.to_string(), &targets.targets)?;
+        // The lock names the versions of wheels.
         let versions = plan
             .projects
             .iter()
+            .filter(|p| p.dist.is_some())
             .map(|p| (p.name.as_str(), p.version.as_str()));
         lock.lock
             .expect_versions(&lock.path, "the build plan", versions)?;

@@ -26,7 +26,7 @@ pub fn run(args: SmokeArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         selected
             .iter()
             .flat_map(|s| {
-                std::iter::once(&s.project.wheel)
+                std::iter::once(&s.wheel)
                     .chain(s.devices.iter().map(|d| &d.name))
                     .map(|name| format!("{name}=={}", s.version))
             })

@@ -26,6 +26,9 @@ pub enum Error {
     /// A recipe refuses the combination it was given.
     #[error("{project}: {message}")]
     Recipe { project: String, message: String },
+    /// A `--recipe-option` naming no project, no option of its recipe, or no on/off value.
+    #[error("--recipe-option {given}: {message}")]
+    Option { given: String, message: String },
 }
 
 impl HasExitStatus for Error {
@@ -34,7 +37,8 @@ impl HasExitStatus for Error {
             Error::Config(_)
             | Error::VersionSource { .. }
             | Error::Version(_)
-            | Error::Recipe { .. } => ExitStatus::Usage,
+            | Error::Recipe { .. }
+            | Error::Option { .. } => ExitStatus::Usage,
         }
     }
 }

@@ -15,6 +15,7 @@ mod apex;
 mod audio;
 mod env;
 mod error;
+mod options;
 pub mod step;
 mod steps;
 mod torch;
@@ -36,16 +37,36 @@ use crate::wheel::verify::WheelExpectation;
 
 pub use env::{append_flags, cmake_list, common_env, prepend_path};
 pub use error::Error;
+pub use options::{OptionValues, ProjectOptions, RecipeOption};
 pub use step::{Action, EnvDiff, Step, VenvUse};
 pub use steps::Steps;
 
 /// A known failure of one recipe's build: a text its failed step prints, and the fix.
 pub type Hint = (&'static str, &'static str);
 
+/// What a project makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Artifact {
+    /// A wheel: built, verified, staged, imported by `smoke`, a column of `compat`.
+    Wheel,
+    /// A source tree other projects of the stack build against, with no wheel of its own
+    /// (as PyTorch's ROCm build compiles composable_kernel's headers from its source tree,
+    /// `third_party/composable_kernel`): locked, checked out and handed to the recipes that
+    /// build against it ([`RecipeInput::source_dir`]); its recipe's steps, often none, are its
+    /// build; verify, stage, compat and smoke pass it by.
+    Source,
+}
+
 /// One project kind of the stack. Implemented once per project, in a file of its own.
 pub trait Recipe: Send + Sync {
     /// The name stack.yaml gives in `recipe:`.
     fn name(&self) -> &'static str;
+
+    /// What the project makes; stack.yaml names a wheel (`wheel:`, `smoke:`) exactly when it
+    /// is one.
+    fn artifact(&self) -> Artifact {
+        Artifact::Wheel
+    }
 
     /// Files of the checkout the recipe reads (relative paths); the inspection reads each one
     /// (or notes it absent) before the plan is made, so planning reads nothing itself.
@@ -124,6 +145,12 @@ pub trait Recipe: Send + Sync {
         None
     }
 
+    /// The options this recipe answers ([`RecipeOption`]): a build passes each one's value
+    /// as given (on, off or unset) in [`RecipeInput::options`], and the recipe decides.
+    fn options(&self) -> &'static [RecipeOption] {
+        &[]
+    }
+
     /// Known failures of this project's build.
     fn failure_hints(&self) -> &'static [Hint] {
         &[]
@@ -182,7 +209,7 @@ impl Recipes {
     /// The recipe a project of `stack` names; an unknown name is an error at its line.
     pub fn of(&self, stack: &Stack, project: &Project) -> Result<&dyn Recipe, Error> {
         if let Some(recipe) = self.recipes.iter().find(|r| r.name() == project.recipe) {
-            return Ok(recipe.as_ref());
+            return artifact_agrees(stack, project, recipe.as_ref()).map(|()| recipe.as_ref());
         }
         let names: Vec<&str> = self.recipes.iter().map(|r| r.name()).collect();
         let hint = crate::stack::source::did_you_mean(&project.recipe, names.iter().copied())
@@ -199,6 +226,17 @@ impl Recipes {
                 names.join(", ")
             ),
         }))
+    }
+
+    /// The stack's projects that make wheels, in stack order.
+    pub fn wheel_projects<'a>(&self, stack: &'a Stack) -> Result<Vec<&'a Project>, Error> {
+        let mut out = Vec::new();
+        for project in stack.projects.values() {
+            if self.of(stack, project)?.artifact() == Artifact::Wheel {
+                out.push(project);
+            }
+        }
+        Ok(out)
     }
 
     /// The recipe the reference's per-project flags of `name` belong to.
@@ -237,7 +275,10 @@ impl Recipes {
         let mut out = BTreeMap::new();
         for project in stack.projects.values() {
             let recipe = self.of(stack, project)?;
-            let mut names = vec![normalize_name(&project.wheel)];
+            let Some(wheel) = &project.wheel else {
+                continue;
+            };
+            let mut names = vec![normalize_name(wheel)];
             for name in recipe.upstream_wheels() {
                 let name = normalize_name(name);
                 if !names.contains(&name) {
@@ -269,16 +310,44 @@ impl Recipes {
         let mut out = BTreeMap::new();
         for project in stack.projects.values() {
             let recipe = self.of(stack, project)?;
+            let Some(wheel) = &project.wheel else {
+                continue;
+            };
             let mut expectation = recipe.wheel();
             for pinned in recipe.pins() {
-                for other in stack.projects.values().filter(|p| p.recipe == *pinned) {
-                    expectation.pins.insert(normalize_name(&other.wheel));
+                let wheels = stack.projects.values().filter(|p| p.recipe == *pinned);
+                for other in wheels.filter_map(|p| p.wheel.as_deref()) {
+                    expectation.pins.insert(normalize_name(other));
                 }
             }
-            out.insert(normalize_name(&project.wheel), expectation);
+            out.insert(normalize_name(wheel), expectation);
         }
         Ok(out)
     }
+}
+
+/// The recipe's artifact and the stack's entry agree: a wheel is named (`wheel:`) exactly when
+/// the recipe makes one.
+fn artifact_agrees(stack: &Stack, project: &Project, recipe: &dyn Recipe) -> Result<(), Error> {
+    let message = match (recipe.artifact(), &project.wheel) {
+        (Artifact::Wheel, None) => format!(
+            "project '{}' names recipe `{}`, which makes a wheel: name it with `wheel:` (its distribution name) and `smoke:`",
+            project.name,
+            recipe.name()
+        ),
+        (Artifact::Source, Some(wheel)) => format!(
+            "project '{}' names wheel `{wheel}`, but its recipe `{}` makes no wheel (a source tree other projects build against): drop `wheel:` and `smoke:`",
+            project.name,
+            recipe.name()
+        ),
+        _ => return Ok(()),
+    };
+    Err(Error::Config(crate::stack::ConfigError {
+        file: stack.source_name.clone(),
+        line: project.recipe_line,
+        column: None,
+        message,
+    }))
 }
 
 /// What the inspection read of a checkout for its recipe.
@@ -421,8 +490,6 @@ pub struct Shared<'a> {
     pub suffix: &'a str,
     pub build_number: u32,
     pub clean: bool,
-    /// `--[no-]enable-pytorch-flash-attention`, as given.
-    pub flash_attention: Option<bool>,
     /// The compiler cache's launcher variables (`CMAKE_<LANG>_COMPILER_LAUNCHER`, …).
     pub compiler_env: &'a [(String, String)],
     pub base_env: &'a Environment,
@@ -452,12 +519,22 @@ pub struct RecipeInput<'a> {
     pub build_version: &'a str,
     /// By recipe name: the wheels of this build that the recipe pins ([`Recipe::pins`]).
     pub pinned: &'a BTreeMap<&'static str, Pin>,
+    /// The values given to the recipe's options ([`Recipe::options`]).
+    pub options: ProjectOptions<'a>,
+    /// By recipe name: the checkouts of the build's source components ([`Artifact::Source`]).
+    pub sources: &'a BTreeMap<String, PathBuf>,
     pub shared: &'a Shared<'a>,
 }
 
 impl RecipeInput<'_> {
     pub fn path(&self, relative: &str) -> PathBuf {
         self.dir.join(relative)
+    }
+
+    /// The checkout of the source component of recipe `recipe` this recipe builds against
+    /// ([`Recipe::builds_against`]); `None` when the stack or the build has none.
+    pub fn source_dir(&self, recipe: &str) -> Option<&Path> {
+        self.sources.get(recipe).map(PathBuf::as_path)
     }
 }
 
@@ -490,6 +567,70 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "stack.yaml:8: project 'torch' names recipe `torhc`, which this rockbuild does not have (did you mean `torch`?); recipes: torch, audio, vision, triton, apex"
+        );
+    }
+
+    #[test]
+    fn the_recipe_says_whether_the_project_is_a_wheel() {
+        let text = "schema: 1\nprojects:\n  torch:\n    checkout-dir: pytorch\n    origin: file:///o\n    ref: main\n    recipe: torch\n    hipify: {mode: off}\n";
+        let stack = Stack::parse(&ConfigSource {
+            name: "stack.yaml".into(),
+            text: text.into(),
+        })
+        .expect("parses");
+        let error = Recipes::builtin()
+            .of(&stack, &stack.projects["torch"])
+            .err()
+            .expect("torch makes a wheel");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:7: project 'torch' names recipe `torch`, which makes a wheel: name it with `wheel:` (its distribution name) and `smoke:`"
+        );
+
+        /// A source component: a tree others build against.
+        struct Headers;
+        impl Recipe for Headers {
+            fn name(&self) -> &'static str {
+                "headers"
+            }
+            fn artifact(&self) -> Artifact {
+                Artifact::Source
+            }
+            fn start_priority(&self) -> u8 {
+                0
+            }
+            fn steps(&self, input: &RecipeInput<'_>, env: EnvDiff) -> Result<ProjectSteps, Error> {
+                Ok(Steps::new(input, env).finish())
+            }
+        }
+        let recipes = Recipes::builtin().with(Headers);
+        let named = Stack::parse(&ConfigSource {
+            name: "stack.yaml".into(),
+            text: text.replace(
+                "recipe: torch",
+                "recipe: headers\n    wheel: headers\n    smoke: pass",
+            ),
+        })
+        .expect("parses");
+        let error = recipes
+            .of(&named, &named.projects["torch"])
+            .err()
+            .expect("headers make no wheel");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:7: project 'torch' names wheel `headers`, but its recipe `headers` makes no wheel (a source tree other projects build against): drop `wheel:` and `smoke:`"
+        );
+        let plain = Stack::parse(&ConfigSource {
+            name: "stack.yaml".into(),
+            text: text.replace("recipe: torch", "recipe: headers"),
+        })
+        .expect("parses");
+        assert!(recipes.wheel_projects(&plain).expect("known").is_empty());
+        assert!(
+            recipes
+                .wheel_expectations(&plain)
+                .expect("known")
+                .is_empty()
         );
     }
 

@@ -7,8 +7,8 @@ use super::EnvDiff;
 use super::Error;
 use super::step::FileIn;
 use super::{
-    Hint, Pin, ProjectSteps, Recipe, RecipeInput, Steps, VersionInput, Versions, append_flags,
-    prepend_path, version_txt,
+    Hint, Pin, ProjectSteps, Recipe, RecipeInput, RecipeOption, Steps, VersionInput, Versions,
+    append_flags, prepend_path, version_txt,
 };
 use crate::env_vars;
 use crate::platform::Platform;
@@ -95,6 +95,13 @@ pub fn rocm_init_py(platform: Platform, sdk_version: &str) -> String {
 
 /// PyTorch.
 pub struct Torch;
+
+/// Whether torch builds flash and memory-efficient attention (aotriton), F21.
+pub(super) const FLASH_ATTENTION: RecipeOption = RecipeOption {
+    name: "flash-attention",
+    reference_flag: Some("enable-pytorch-flash-attention"),
+    about: "build flash and memory-efficient attention (USE_FLASH_ATTENTION, USE_MEM_EFF_ATTENTION); unset: on when a target has aotriton kernels and, on Linux, triton is built",
+};
 
 const REQUIREMENTS: &str = "requirements.txt";
 const BUILD_REQUIREMENTS: &str = "requirements-build.txt";
@@ -197,7 +204,9 @@ impl Recipe for Torch {
             steps.require_msvc();
         }
         steps.clean(dir);
-        steps.uninstall(&input.project.wheel);
+        if let Some(wheel) = &input.project.wheel {
+            steps.uninstall(wheel);
+        }
         if windows {
             windows_dlls(input, &mut steps);
         }
@@ -258,6 +267,10 @@ impl Recipe for Torch {
         }
     }
 
+    fn options(&self) -> &'static [RecipeOption] {
+        &[FLASH_ATTENTION]
+    }
+
     fn failure_hints(&self) -> &'static [Hint] {
         &[(
             "supported by aotriton",
@@ -270,13 +283,13 @@ impl Recipe for Torch {
     }
 }
 
-/// F21: an explicit flag wins (on Linux, on needs triton in the same build: aotriton builds
+/// F21 (build_prod_wheels.py, "Enable/disable flash attention"): an explicit value wins (on Linux, on needs triton in the same build: aotriton builds
 /// its kernels with it); on Linux without a triton build, off; else (and always on Windows,
 /// where aotriton does not need triton) on when a target has aotriton kernels.
 fn flash_attention(input: &RecipeInput<'_>, with_triton: bool) -> Result<bool, Error> {
     let shared = input.shared;
     let needs_triton = shared.platform == Platform::Linux;
-    match shared.flash_attention {
+    match input.options.get(&FLASH_ATTENTION) {
         Some(true) if needs_triton && !with_triton => Err(Error::Recipe {
             project: input.project.name.clone(),
             message: "--enable-pytorch-flash-attention needs triton in the same build on Linux (aotriton builds its kernels with it): build triton too (--build triton) or drop the flag".into(),

@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::env_vars::{self, Environment};
 use crate::lock::{self, Lock};
 use crate::platform::Platform;
-use crate::recipes::Recipes;
+use crate::recipes::{OptionValues, Recipes};
 use crate::sdk::Venv;
 use crate::stack::{FamilyTable, IndexLayout, Stack};
 
@@ -45,6 +45,7 @@ impl BuildSettings {
             pytorch_build_number,
             enable_pytorch_flash_attention,
             no_enable_pytorch_flash_attention,
+            recipe_options,
             version_suffix,
             release_type,
             use_ccache,
@@ -130,6 +131,20 @@ impl BuildSettings {
         };
         infer_family(&mut targets, sdk_args.index_url.as_deref(), &families);
 
+        // The reference's flag for torch's option is the torch recipe's to interpret.
+        let options = OptionValues::resolve(
+            recipes,
+            &stack,
+            &[(
+                "enable-pytorch-flash-attention",
+                flag(
+                    enable_pytorch_flash_attention,
+                    no_enable_pytorch_flash_attention,
+                ),
+            )],
+            &recipe_options,
+        )
+        .map_err(Error::Recipes)?;
         let compiler_cache = CompilerCache::locate(
             use_ccache,
             use_sccache,
@@ -149,10 +164,7 @@ impl BuildSettings {
             release_type,
             version_suffix,
             build_number: pytorch_build_number,
-            flash_attention: flag(
-                enable_pytorch_flash_attention,
-                no_enable_pytorch_flash_attention,
-            ),
+            options,
             compiler_cache,
             clean,
             jobs,

@@ -59,18 +59,21 @@ impl CompatSettings {
     }
 }
 
-/// The report's columns: every project of the stack in its order, named by its recipe.
+/// The report's columns: every project of the stack that makes a wheel, in its order, named
+/// by its recipe.
 pub fn columns(stack: &Stack, recipes: &Recipes) -> Result<Vec<Column>, crate::recipes::Error> {
     let mut names = recipes.distribution_names(stack)?;
-    stack
-        .projects
-        .values()
+    recipes
+        .wheel_projects(stack)?
+        .into_iter()
         .map(|project| {
             let recipe = recipes.of(stack, project)?;
             Ok(Column {
                 name: recipe
                     .compat_column()
-                    .map_or_else(|| project.wheel.clone(), str::to_string),
+                    .or(project.wheel.as_deref())
+                    .unwrap_or(&project.name)
+                    .to_string(),
                 project: project.name.clone(),
                 distributions: names.remove(&project.name).unwrap_or_default(),
             })

@@ -150,11 +150,14 @@ fn expect_devices(
         return Ok(());
     };
     for project in recipes.split_projects(stack)? {
-        let Some(expected) = expect.wheels.versions.get(&normalize_name(&project.wheel)) else {
+        let Some(wheel) = &project.wheel else {
+            continue;
+        };
+        let Some(expected) = expect.wheels.versions.get(&normalize_name(wheel)) else {
             continue;
         };
         for target in &build.targets {
-            let name = format!("{}-{target}", device_prefix(&project.wheel));
+            let name = format!("{}-{target}", device_prefix(wheel));
             expect.devices.insert(
                 normalize_name(&name),
                 ExpectedDevice {
@@ -181,15 +184,21 @@ fn expect_lock(
     };
     expect.wheels.targets = build.targets.clone();
     for (project, version) in &build.versions {
-        let wheel = stack
-            .projects
-            .get(project)
-            .map(|p| normalize_name(&p.wheel))
-            .ok_or_else(|| verify::Error::LockProject {
-                lock: lock_path.to_path_buf(),
-                project: project.clone(),
-                stack: stack.source_name.clone(),
-            })?;
+        // The lock names the versions of wheels only: a project of the stack that makes none
+        // has no version there (an old lock's entry for one is passed by).
+        let wheel = match stack.projects.get(project) {
+            Some(p) => match &p.wheel {
+                Some(wheel) => normalize_name(wheel),
+                None => continue,
+            },
+            None => {
+                return Err(verify::Error::LockProject {
+                    lock: lock_path.to_path_buf(),
+                    project: project.clone(),
+                    stack: stack.source_name.clone(),
+                });
+            }
+        };
         let version = Version::from_str(version).map_err(|e| verify::Error::LockVersion {
             lock: lock_path.to_path_buf(),
             project: project.clone(),

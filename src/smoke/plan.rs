@@ -155,7 +155,7 @@ pub fn plan(
     );
     for item in selected {
         let name = &item.project.name;
-        let wheel = &item.project.wheel;
+        let wheel = &item.wheel;
         let import = steps
             .python()
             .label(format!("smoke: import {wheel}"))
@@ -172,7 +172,7 @@ pub fn plan(
         let smoke = steps
             .python()
             .label(format!("smoke: {name}"))
-            .args(["-I", "-c", &item.project.smoke])
+            .args(["-I", "-c", &item.smoke])
             .log_to(settings.log_dir.join(format!("{name}-smoke.log")))
             .timeout(CHECK_TIMEOUT);
         add(
@@ -336,11 +336,13 @@ mod tests {
             .iter()
             .map(|name| {
                 let project = stack.projects[*name].clone();
-                let file = format!("{}-1.0-cp311-cp311-linux_x86_64.whl", project.wheel);
+                let wheel = project.wheel.clone().expect("a wheel");
+                let file = format!("{wheel}-1.0-cp311-cp311-linux_x86_64.whl");
                 Selected {
+                    smoke: project.smoke.clone().expect("smoke code"),
                     version: "1.0".into(),
                     files: vec![RemoteFile {
-                        url: format!("http://127.0.0.1:8000/{}/{file}", project.wheel),
+                        url: format!("http://127.0.0.1:8000/{wheel}/{file}"),
                         filename: file,
                         sha256: Some("a".repeat(64)),
                         requires_python: None,
@@ -350,6 +352,7 @@ mod tests {
                     }],
                     devices: Vec::new(),
                     project,
+                    wheel,
                 }
             })
             .collect();

@@ -14,6 +14,9 @@ use crate::stack::{Project, Stack};
 #[derive(Clone, Debug)]
 pub struct Selected {
     pub project: Project,
+    /// The project's wheel (distribution name) and its smoke code.
+    pub wheel: String,
+    pub smoke: String,
     pub version: String,
     /// Every file of that version (pip picks the one matching this interpreter).
     pub files: Vec<RemoteFile>,
@@ -41,6 +44,13 @@ pub fn select(
     let mut selected = Vec::new();
     let mut notes = Vec::new();
     for project in stack.projects.values() {
+        let (Some(wheel), Some(smoke)) = (&project.wheel, &project.smoke) else {
+            notes.push(format!(
+                "{}: makes no wheel; nothing to install",
+                project.name
+            ));
+            continue;
+        };
         let locked = versions.and_then(|v| v.get(&project.name));
         if versions.is_some() && locked.is_none() {
             notes.push(format!(
@@ -50,9 +60,9 @@ pub fn select(
             continue;
         }
         let files = client
-            .project(&project.wheel)
+            .project(wheel)
             .map_err(|source| Error::Page {
-                wheel: project.wheel.clone(),
+                wheel: wheel.clone(),
                 url: client.display_url(),
                 source,
             })?
@@ -81,7 +91,7 @@ pub fn select(
                 if !available.iter().any(|(v, _)| *v == wanted) {
                     let have: Vec<&str> = available.iter().map(|(_, text)| text.as_str()).collect();
                     return Err(Error::NotOnIndex {
-                        wheel: project.wheel.clone(),
+                        wheel: wheel.clone(),
                         version: version.clone(),
                         url: client.display_url(),
                         have: if have.is_empty() {
@@ -97,8 +107,8 @@ pub fn select(
                 Some((newest, _)) => newest.clone(),
                 None => {
                     notes.push(format!(
-                        "{}: no {} wheels on the index; not tested",
-                        project.name, project.wheel
+                        "{}: no {wheel} wheels on the index; not tested",
+                        project.name
                     ));
                     continue;
                 }
@@ -111,9 +121,11 @@ pub fn select(
             })
             .collect();
         check_hashes(&files, client)?;
-        let devices = devices(project, &version, client, device_targets)?;
+        let devices = devices(wheel, &version, client, device_targets)?;
         selected.push(Selected {
             project: project.clone(),
+            wheel: wheel.clone(),
+            smoke: smoke.clone(),
             version: version.to_string(),
             files,
             devices,
@@ -124,7 +136,7 @@ pub fn select(
             wheels: stack
                 .projects
                 .values()
-                .map(|p| p.wheel.as_str())
+                .filter_map(|p| p.wheel.as_deref())
                 .collect::<Vec<_>>()
                 .join(", "),
             url: client.display_url(),
@@ -148,12 +160,12 @@ fn check_hashes(files: &[RemoteFile], client: &IndexClient) -> Result<(), Error>
 /// packages of ships whole (triton, audio, apex): nothing to add. One that has them but not
 /// for this version and target is an error: its host wheel would run without its kernels.
 fn devices(
-    project: &Project,
+    wheel: &str,
     version: &pep440_rs::Version,
     client: &IndexClient,
     targets: &[String],
 ) -> Result<Vec<Device>, Error> {
-    let prefix = crate::wheel::split::device_prefix(&project.wheel);
+    let prefix = crate::wheel::split::device_prefix(wheel);
     let mut devices = Vec::new();
     for target in targets {
         let name = crate::wheel::split::device::device_name(&prefix, target);
@@ -180,7 +192,7 @@ fn devices(
             have.dedup();
             return Err(Error::DeviceNotOnIndex {
                 device: name,
-                product: project.wheel.clone(),
+                product: wheel.to_string(),
                 version: version.to_string(),
                 url: client.display_url(),
                 have: if have.is_empty() {
@@ -200,7 +212,7 @@ fn devices(
 pub fn requirements(selected: &[Selected], with_hashes: bool) -> String {
     let mut out = String::new();
     for item in selected {
-        let lines = std::iter::once((&item.project.wheel, &item.files))
+        let lines = std::iter::once((&item.wheel, &item.files))
             .chain(item.devices.iter().map(|d| (&d.name, &d.files)));
         for (name, files) in lines {
             let _ = write!(out, "{name}=={}", item.version);
@@ -235,6 +247,8 @@ mod tests {
         };
         let selected = vec![Selected {
             project: stack.projects["torch"].clone(),
+            wheel: "torch".into(),
+            smoke: "import torch".into(),
             version: "2.9.0+rocm7.0.0".into(),
             files: vec![
                 file("torch-2.9.0+rocm7.0.0-cp311-cp311-linux_x86_64.whl", 'a'),

@@ -107,8 +107,10 @@ pub struct Project {
     /// Other origins presets may name (torch's `rocm-fork`), by name.
     pub origins: IndexMap<String, String>,
     pub default_ref: String,
-    /// The distribution name of the wheel it builds.
-    pub wheel: String,
+    /// The distribution name of the wheel it builds; `None`: it makes no wheel, as its recipe
+    /// answers ([`crate::recipes::Artifact`]: a source tree other projects build against), and
+    /// the stages that deal in wheels (verify, stage, compat, smoke) pass it by.
+    pub wheel: Option<String>,
     /// The name of the build recipe that builds it (`recipes`). Checked against the
     /// recipes rockbuild has when a build or a verification needs it, not at load: checkout
     /// and lock do not build.
@@ -118,8 +120,9 @@ pub struct Project {
     pub submodules: bool,
     pub pin: PinSource,
     pub hipify: HipifyPolicy,
-    /// Python code run by `rockbuild smoke` after installing the set.
-    pub smoke: String,
+    /// Python code run by `rockbuild smoke` after installing the set; given exactly when
+    /// `wheel` is.
+    pub smoke: Option<String>,
 }
 
 /// The whole stack, validated, projects in file order.
@@ -150,14 +153,16 @@ struct ProjectEntry {
     origins: IndexMap<String, String>,
     #[serde(rename = "ref")]
     default_ref: String,
-    wheel: String,
+    #[serde(default)]
+    wheel: Option<String>,
     recipe: String,
     #[serde(default = "default_true")]
     submodules: bool,
     #[serde(default)]
     pinned_by: Option<PinnedByEntry>,
     hipify: HipifyEntry,
-    smoke: String,
+    #[serde(default)]
+    smoke: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -297,14 +302,29 @@ fn validate_project(
             format!("project name `{name}` is not a name: {reason}"),
         ));
     }
-    if let Err(reason) = check_name(&entry.wheel) {
+    if let Some(wheel) = &entry.wheel
+        && let Err(reason) = check_name(wheel)
+    {
         return Err(source.error_at(
             &at(&["wheel"]),
-            format!(
-                "wheel `{}` is not a distribution name: {reason}",
-                entry.wheel
-            ),
+            format!("wheel `{wheel}` is not a distribution name: {reason}"),
         ));
+    }
+    // A wheel is imported by `smoke`; a project without one has nothing to import.
+    match (&entry.wheel, &entry.smoke) {
+        (Some(_), None) => {
+            return Err(source.error_at(
+                &["projects", name],
+                format!("project '{name}' names its wheel but no `smoke:` (the Python `rockbuild smoke` runs to import it)"),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(source.error_at(
+                &at(&["smoke"]),
+                format!("project '{name}' has `smoke:` but no `wheel:`: a project that makes no wheel has nothing to import; drop `smoke:` or name its wheel"),
+            ));
+        }
+        _ => {}
     }
     // Paths of files in the project's tree stay inside it.
     let mut paths: Vec<(Vec<&str>, &str)> = Vec::new();
@@ -606,6 +626,35 @@ projects:
                 stack.projects["audio"].recipe_line
             ),
             ("audoi", Some(16))
+        );
+    }
+
+    #[test]
+    fn a_wheel_and_its_smoke_code_come_together() {
+        let minimal = MINIMAL.replace("TORCHY", "torch");
+        let error = parse(&minimal.replacen("    smoke: pass\n", "", 1)).expect_err("no smoke");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:3: project 'torch' names its wheel but no `smoke:` (the Python `rockbuild smoke` runs to import it)"
+        );
+        let error = parse(&minimal.replacen("    wheel: torch\n", "", 1)).expect_err("no wheel");
+        assert_eq!(
+            error.to_string(),
+            "stack.yaml:9: project 'torch' has `smoke:` but no `wheel:`: a project that makes no wheel has nothing to import; drop `smoke:` or name its wheel"
+        );
+        // Neither: a project that makes no wheel (its recipe says whether that is right).
+        let stack = parse(&minimal.replacen("    wheel: torch\n", "", 1).replacen(
+            "    smoke: pass\n",
+            "",
+            1,
+        ))
+        .expect("a component that is not a wheel");
+        assert_eq!(
+            (
+                &stack.projects["torch"].wheel,
+                &stack.projects["torch"].smoke
+            ),
+            (&None, &None)
         );
     }
 

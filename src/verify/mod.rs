@@ -72,7 +72,7 @@ impl Expectations {
             stack_wheels: stack
                 .projects
                 .values()
-                .map(|p| normalize_name(&p.wheel))
+                .filter_map(|p| p.wheel.as_deref().map(normalize_name))
                 .collect(),
             index_url: None,
             memory_budget: DEFAULT_MEMORY_BUDGET,

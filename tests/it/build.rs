@@ -1039,8 +1039,24 @@ fn builds_the_sample_stack_for_two_targets() {
         "{stderr}"
     );
 
-    // `--build vision` builds vision alone and takes the rest from the cache.
+    // `--build vision` builds vision alone and takes the rest from the cache. A project left
+    // out is what is there: triton's checkout moved on past the lock's commit (a local commit)
+    // is not held to the lock, as its wheel of the earlier build is used.
     edit("# another local edit\n");
+    crate::common::git::git_in(
+        &world.root.join("triton"),
+        &[
+            "-c",
+            "user.name=dev",
+            "-c",
+            "user.email=dev@example.com",
+            "commit",
+            "--allow-empty",
+            "-q",
+            "-m",
+            "local work",
+        ],
+    );
     let output = world
         .build_cmd("build")
         .args(["--build", "vision", "--lock"])

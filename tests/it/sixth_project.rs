@@ -15,7 +15,10 @@ use rockbuild::cli::Cli;
 use rockbuild::context::Context;
 use rockbuild::exit::ExitStatus;
 use rockbuild::recipes::Error;
-use rockbuild::recipes::{EnvDiff, ProjectSteps, Recipe, RecipeInput, Recipes, Steps};
+use rockbuild::recipes::{
+    Artifact, EnvDiff, ProjectSteps, Recipe, RecipeInput, RecipeOption, Recipes, Steps,
+    VersionInput, Versions,
+};
 use rockbuild::wheel::verify::WheelExpectation;
 
 use crate::common::git::RepoBuilder;
@@ -32,6 +35,14 @@ const SDK_VERSION: &str = "7.10.0a20251124";
 /// the torch installed in the venv, requiring exactly that torch.
 struct TorchExtension;
 
+/// The sixth project's own option, declared here alone: whether its wheel requires exactly the
+/// torch of the build (setup.py's TORCH_REQUIREMENT) or any torch.
+const PIN_TORCH: RecipeOption = RecipeOption {
+    name: "pin-torch",
+    reference_flag: None,
+    about: "require exactly the torch of the build; unset: on",
+};
+
 impl Recipe for TorchExtension {
     fn name(&self) -> &'static str {
         "torch-extension"
@@ -42,7 +53,7 @@ impl Recipe for TorchExtension {
     }
 
     fn builds_against(&self) -> &'static [&'static str] {
-        &["torch"]
+        &["torch", "composable-kernel"]
     }
 
     fn pins(&self) -> &'static [&'static str] {
@@ -55,7 +66,17 @@ impl Recipe for TorchExtension {
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
         env.insert("BUILD_VERSION".into(), input.build_version.to_string());
-        if let Some(torch) = input.pinned.get("torch") {
+        if let Some(ck) = input.source_dir("composable-kernel") {
+            env.insert(
+                "CK_INCLUDE_DIR".into(),
+                ck.join("include").display().to_string(),
+            );
+        }
+        if let Some(torch) = input
+            .pinned
+            .get("torch")
+            .filter(|_| input.options.get(&PIN_TORCH) != Some(false))
+        {
             env.insert("TORCH_REQUIREMENT".into(), torch.requirement());
         }
         let mut steps = Steps::new(input, env);
@@ -71,12 +92,67 @@ impl Recipe for TorchExtension {
         Ok(steps.finish())
     }
 
+    fn options(&self) -> &'static [RecipeOption] {
+        &[PIN_TORCH]
+    }
+
     fn wheel(&self) -> WheelExpectation {
         WheelExpectation {
             links_hip_runtime: true,
             ..WheelExpectation::default()
         }
     }
+}
+
+/// A component that is not a wheel: a header-only source tree another project compiles
+/// against, as PyTorch's ROCm build compiles composable_kernel's headers
+/// (third_party/composable_kernel/include). Its build is nothing; its checkout is what it
+/// gives.
+struct ComposableKernel;
+
+impl Recipe for ComposableKernel {
+    fn name(&self) -> &'static str {
+        "composable-kernel"
+    }
+
+    fn artifact(&self) -> Artifact {
+        Artifact::Source
+    }
+
+    fn reads(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// composable_kernel's version is its CMakeLists.txt's `project(... VERSION 1.1.0)`; the
+    /// stand-in states it here, as nothing records a source tree's version but the lock's
+    /// commit.
+    fn version(&self, _input: &VersionInput<'_>) -> Result<Versions, Error> {
+        Ok(Versions {
+            build: "1.1.0".into(),
+            wheel: "1.1.0".into(),
+        })
+    }
+
+    fn start_priority(&self) -> u8 {
+        0
+    }
+
+    fn steps(&self, input: &RecipeInput<'_>, env: EnvDiff) -> Result<ProjectSteps, Error> {
+        Ok(Steps::new(input, env).finish())
+    }
+}
+
+/// composable_kernel's stand-in as a git origin: one header under include/ck_tile, as
+/// composable_kernel lays out its tile headers (include/ck_tile/core/...).
+fn composable_kernel_origin(env: &TestEnv) -> String {
+    let repo = RepoBuilder::new(env, "composable_kernel");
+    repo.write(
+        "include/ck_tile/scale.hpp",
+        "// composable_kernel stand-in: one device function.\n#pragma once\n#include <hip/hip_runtime.h>\n\nnamespace ck_tile {\n__host__ __device__ inline float scale(float x, float factor) { return x * factor; }\n}  // namespace ck_tile\n",
+    );
+    repo.commit("composable_kernel headers");
+    repo.publish();
+    repo.url()
 }
 
 /// The fixture project as a git origin.
@@ -101,11 +177,12 @@ fn torch_ops_origin(env: &TestEnv) -> String {
     repo.url()
 }
 
-/// The sample stack's config with the sixth project's entry appended.
-fn six_project_stack(env: &TestEnv, sample_stack: &Path, origin: &str) -> PathBuf {
+/// The sample stack's config with the sixth project's entry appended, and the component it
+/// compiles against (no `wheel:`, no `smoke:`: it makes no wheel).
+fn six_project_stack(env: &TestEnv, sample_stack: &Path, origin: &str, ck: &str) -> PathBuf {
     let mut text = std::fs::read_to_string(sample_stack).expect("read the sample stack");
     text.push_str(&format!(
-        "\n  ops:\n    checkout-dir: torch_ops\n    origin: \"{origin}\"\n    ref: main\n    wheel: torch_ops\n    recipe: torch-extension\n    submodules: false\n    hipify: {{mode: off}}\n    smoke: \"import torch_ops\"\n"
+        "\n  ops:\n    checkout-dir: torch_ops\n    origin: \"{origin}\"\n    ref: main\n    wheel: torch_ops\n    recipe: torch-extension\n    submodules: false\n    hipify: {{mode: off}}\n    smoke: \"import torch_ops\"\n\n  ck:\n    checkout-dir: composable_kernel\n    origin: \"{ck}\"\n    ref: main\n    recipe: composable-kernel\n    submodules: false\n    hipify: {{mode: off}}\n"
     ));
     let path = env.path("six.yaml");
     std::fs::write(&path, text).expect("write the stack");
@@ -134,7 +211,12 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     env.set("PIP_FIND_LINKS", wheelhouse().display().to_string());
     let server = serve(&sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]));
     let origins = sample_origins(&env);
-    let stack = six_project_stack(&env, &origins.stack_yaml, &torch_ops_origin(&env));
+    let stack = six_project_stack(
+        &env,
+        &origins.stack_yaml,
+        &torch_ops_origin(&env),
+        &composable_kernel_origin(&env),
+    );
     let stack_arg = stack.display().to_string();
     let root = env.path("root");
     let root_arg = root.display().to_string();
@@ -154,6 +236,8 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
         "torch",
         "--project",
         "ops",
+        "--project",
+        "ck",
         "--lock",
         &lock_arg,
         "--index-url",
@@ -181,7 +265,9 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
 
     // From here on, the registry with the recipe added, as `main` would pass it.
     let ctx = Context::with_environment(env.vars().clone(), env.root().to_path_buf());
-    let recipes = Recipes::builtin().with(TorchExtension);
+    let recipes = Recipes::builtin()
+        .with(TorchExtension)
+        .with(ComposableKernel);
 
     // lock: torch and torch_ops, their wheel versions named by their recipes up front.
     succeeds(&ctx, &recipes, &lock_args);
@@ -191,6 +277,12 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     assert_eq!(locked["build"]["versions"]["ops"], ops_version.as_str());
     assert!(
         locked["projects"]["ops"]["commit"].is_string(),
+        "{locked:#}"
+    );
+    // The component is locked at a commit, and has no wheel version.
+    assert!(locked["projects"]["ck"]["commit"].is_string(), "{locked:#}");
+    assert!(
+        locked["build"]["versions"].get("ck").is_none(),
         "{locked:#}"
     );
 
@@ -209,6 +301,10 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
         ],
     );
     assert!(root.join("torch_ops/setup.py").is_file());
+    assert!(
+        root.join("composable_kernel/include/ck_tile/scale.hpp")
+            .is_file()
+    );
     let root_lock = root.join("rockbuild.lock.json").display().to_string();
 
     // build against the lock: torch and torch_ops only (generic --skip).
@@ -229,6 +325,17 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     for name in ["audio", "vision", "triton", "apex"] {
         build.extend(["--skip", name]);
     }
+    // The recipe's own option is known to the generic flag with no edit outside the recipe:
+    // a misspelt one is refused naming what the recipe declares, before anything is built.
+    let mut misspelt = build.clone();
+    misspelt.extend(["--recipe-option", "ops.pin-torh=on"]);
+    let error = run(&ctx, &recipes, &misspelt).expect_err("no such option");
+    assert_eq!(
+        rockbuild::diagnostics::render(&error),
+        "error: --recipe-option ops.pin-torh=on: project 'ops' has no option `pin-torh` (did you mean `pin-torch`?); its recipe `torch-extension` declares pin-torch"
+    );
+    assert!(!out.exists(), "nothing built");
+    build.extend(["--recipe-option", "ops.pin-torch=on"]);
     succeeds(&ctx, &recipes, &build);
 
     let torch = only_wheel(&out, "torch");
@@ -254,14 +361,29 @@ fn a_sixth_project_is_locked_built_verified_staged_and_listed_through_its_recipe
     // The builds of the two were ordered by the recipe's edge: torch installed first.
     let log = std::fs::read_to_string(out.join("logs/ops.log")).expect("ops log");
     assert!(log.contains("collected"), "{log}");
+    // torch_ops compiled against the component's headers, handed to it by its recipe.
+    let ck_include = root.join("composable_kernel/include");
+    assert!(
+        log.contains(&format!("-I{}", ck_include.display())) && log.contains("-DTORCH_OPS_WITH_CK"),
+        "{log}"
+    );
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out.join("build-report.json")).expect("report"),
     )
     .expect("JSON");
     assert_eq!(
         report["projects"]["ops"]["after"],
-        serde_json::json!(["torch"])
+        serde_json::json!(["torch", "ck"])
     );
+    // The component was built as nothing, and left no wheel.
+    assert_eq!(report["projects"]["ck"]["status"], "built", "{report:#}");
+    assert!(report["projects"]["ck"]["wheel"].is_null(), "{report:#}");
+    let wheels: Vec<String> = std::fs::read_dir(&out)
+        .expect("out")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".whl"))
+        .collect();
+    assert_eq!(wheels.len(), 2, "{wheels:?}");
     assert!(
         report["projects"]["ops"]["start_seconds"].as_f64()
             >= report["projects"]["torch"]["duration_seconds"].as_f64()

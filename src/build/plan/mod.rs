@@ -77,8 +77,9 @@ impl Dependency {
 #[derive(Clone, Debug)]
 pub struct ProjectPlan {
     pub name: String,
-    /// Distribution name of the wheel (`torch`, `torchaudio`, ...).
-    pub dist: String,
+    /// Distribution name of the wheel (`torch`, `torchaudio`, ...); `None`: a source
+    /// component, which makes no wheel.
+    pub dist: Option<String>,
     /// The recipe that builds it.
     pub recipe: &'static str,
     /// Among projects ready at once, lower starts first ([`recipes::Recipe::start_priority`]).
@@ -86,8 +87,8 @@ pub struct ProjectPlan {
     pub dir: PathBuf,
     /// The version the wheel carries (normalized PEP 440).
     pub version: String,
-    /// `torch-2.10.0a0+rocm7.10.0-*.whl`.
-    pub wheel_glob: String,
+    /// `torch-2.10.0a0+rocm7.10.0-*.whl`; `None` for a source component.
+    pub wheel_glob: Option<String>,
     /// Projects that run before this one starts, each with its reasons.
     pub after: Vec<Dependency>,
     /// What the project does to the venv (the largest use of its steps).
@@ -179,19 +180,20 @@ pub fn assemble(
         }
         versions.push(version);
     }
-    // By recipe: the project of this build it names, and its wheel. With two projects of one
-    // recipe, the first in the stack is the one others build against.
-    let mut provided: BTreeMap<&str, (&str, Pin)> = BTreeMap::new();
+    // By recipe: the project of this build it names, and its wheel (none for a source
+    // component). With two projects of one recipe, the first in the stack is the one others
+    // build against.
+    let mut provided: BTreeMap<&str, (&str, Option<Pin>)> = BTreeMap::new();
     for (snapshot, version) in world.projects.iter().zip(&versions) {
         provided
             .entry(snapshot.project.recipe.as_str())
             .or_insert_with(|| {
                 (
                     snapshot.project.name.as_str(),
-                    Pin {
-                        dist: snapshot.project.wheel.clone(),
+                    snapshot.project.wheel.as_ref().map(|dist| Pin {
+                        dist: dist.clone(),
                         version: version.wheel.clone(),
-                    },
+                    }),
                 )
             });
     }
@@ -210,15 +212,15 @@ pub fn assemble(
         suffix: &suffix,
         build_number: settings.build_number,
         clean: settings.clean,
-        flash_attention: settings.flash_attention,
         compiler_env: &compiler_env,
         base_env: &settings.base_env,
     };
     let mut notes = world.notes.clone();
     let mut projects: Vec<ProjectPlan> = Vec::new();
     for (snapshot, version) in world.projects.iter().zip(&versions) {
-        let (project, project_notes) =
-            project_plan(settings, recipes, &shared, &provided, snapshot, version)?;
+        let (project, project_notes) = project_plan(
+            settings, recipes, &shared, &provided, world, snapshot, version,
+        )?;
         notes.extend(
             project_notes
                 .into_iter()
@@ -256,16 +258,20 @@ pub fn assemble(
             .zip(&projects)
             .map(|(snapshot, plan)| {
                 let recipe = recipes.of(&settings.stack, snapshot.project)?;
-                Ok(recipe.device_split().map(|overlay| SplitPlan {
-                    project: plan.name.clone(),
-                    wheel_glob: plan.wheel_glob.clone(),
-                    spec: SplitSpec {
-                        device_prefix: mode::device_prefix(&plan.dist),
-                        overlay_root: format!("{overlay}/"),
-                        device_requires: mode::device_requires(&sdk.info.version),
-                        compression: Compression::Zstd,
-                    },
-                }))
+                let wheel = plan.dist.as_deref().zip(plan.wheel_glob.as_ref());
+                Ok(recipe
+                    .device_split()
+                    .zip(wheel)
+                    .map(|(overlay, (dist, glob))| SplitPlan {
+                        project: plan.name.clone(),
+                        wheel_glob: glob.clone(),
+                        spec: SplitSpec {
+                            device_prefix: mode::device_prefix(dist),
+                            overlay_root: format!("{overlay}/"),
+                            device_requires: mode::device_requires(&sdk.info.version),
+                            compression: Compression::Zstd,
+                        },
+                    }))
             })
             .filter_map(Result::transpose)
             .collect::<Result<_, Error>>()?,
@@ -320,7 +326,8 @@ fn project_plan(
     settings: &BuildSettings,
     recipes: &Recipes,
     shared: &Shared<'_>,
-    provided: &BTreeMap<&str, (&str, Pin)>,
+    provided: &BTreeMap<&str, (&str, Option<Pin>)>,
+    world: &Snapshot<'_>,
     snapshot: &ProjectSnapshot<'_>,
     version: &Versions,
 ) -> Result<(ProjectPlan, Vec<String>), Error> {
@@ -329,7 +336,12 @@ fn project_plan(
     let pinned: BTreeMap<&'static str, Pin> = recipe
         .pins()
         .iter()
-        .filter_map(|name| provided.get(name).map(|(_, pin)| (*name, pin.clone())))
+        .filter_map(|name| {
+            provided
+                .get(name)
+                .and_then(|(_, pin)| pin.clone())
+                .map(|pin| (*name, pin))
+        })
         .collect();
     // Building against a project of this build, or pinning its wheel, means waiting for it;
     // without one in the build, the wheel already in the venv is used (or pinned as given).
@@ -351,6 +363,8 @@ fn project_plan(
             files: &snapshot.files,
             build_version: &version.build,
             pinned: &pinned,
+            options: settings.options.of(&project.name),
+            sources: &world.sources,
             shared,
         },
         source_date_epoch(recipes::common_env(shared), settings, &snapshot.source),
@@ -362,11 +376,13 @@ fn project_plan(
         priority: recipe.start_priority(),
         dir: snapshot.dir.clone(),
         version: version.wheel.clone(),
-        wheel_glob: format!(
-            "{}-{}-*.whl",
-            crate::wheel::filename::escape_name(&project.wheel),
-            version.wheel
-        ),
+        wheel_glob: project.wheel.as_ref().map(|dist| {
+            format!(
+                "{}-{}-*.whl",
+                crate::wheel::filename::escape_name(dist),
+                version.wheel
+            )
+        }),
         after,
         venv: steps.steps.iter().map(|s| s.venv).max().unwrap_or_default(),
         env: steps.env,

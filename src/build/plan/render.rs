@@ -141,12 +141,12 @@ struct SdkView<'a> {
 #[derive(Serialize)]
 struct ProjectView<'a> {
     name: &'a str,
-    dist: &'a str,
+    dist: Option<&'a str>,
     recipe: &'a str,
     dir: String,
     commit: Option<&'a str>,
     version: &'a str,
-    wheel: &'a str,
+    wheel: Option<&'a str>,
     targets: Vec<&'a str>,
     after: &'a [Dependency],
     venv: VenvUse,
@@ -196,12 +196,12 @@ impl Plan {
                 .iter()
                 .map(|p| ProjectView {
                     name: &p.name,
-                    dist: &p.dist,
+                    dist: p.dist.as_deref(),
                     recipe: p.recipe,
                     dir: p.dir.display().to_string(),
                     commit: p.source.head.as_deref(),
                     version: &p.version,
-                    wheel: &p.wheel_glob,
+                    wheel: p.wheel_glob.as_deref(),
                     targets: self.targets.targets.iter().map(|t| t.as_str()).collect(),
                     after: &p.after,
                     venv: p.venv,
@@ -334,7 +334,12 @@ impl Plan {
         let _ = writeln!(
             out,
             "{} {} -> {}",
-            project.name, project.version, project.wheel_glob
+            project.name,
+            project.version,
+            project
+                .wheel_glob
+                .as_deref()
+                .unwrap_or("its source tree (no wheel)")
         );
         let _ = writeln!(out, "  recipe {}", project.recipe);
         let _ = writeln!(out, "  dir    {}", project.dir.display());
@@ -415,7 +420,7 @@ impl Plan {
             ),
             "collect" => format!(
                 "collect exactly one {} from {} into {}",
-                project.wheel_glob,
+                project.wheel_glob.as_deref().unwrap_or("wheel"),
                 view.path.unwrap_or_default(),
                 self.output_dir.display()
             ),

@@ -10,7 +10,7 @@ use crate::build::inspect::{ProjectSnapshot, Snapshot};
 use crate::build::select::Selection;
 use crate::build::targets::{TargetRequest, family_of_index};
 use crate::env_vars::Environment;
-use crate::recipes::{CheckoutFiles, Recipes, SdkFacts};
+use crate::recipes::{CheckoutFiles, OptionValues, Recipes, SdkFacts};
 use crate::sdk::SdkInfo;
 use crate::settings::build::{BuildSettings, SdkSettings};
 use crate::settings::{Source, Sourced};
@@ -47,7 +47,7 @@ fn settings() -> BuildSettings {
         release_type: ReleaseType::Nightly,
         version_suffix: None,
         build_number: 1,
-        flash_attention: None,
+        options: OptionValues::default(),
         compiler_cache: CompilerCache::None,
         clean: false,
         jobs: 3,
@@ -200,6 +200,7 @@ fn world_of<'a>(
     Snapshot {
         sdk,
         projects,
+        sources: BTreeMap::new(),
         notes: vec![],
     }
 }
@@ -576,7 +577,13 @@ fn plan_for_a_family_inferred_from_the_index_without_triton() {
 
     // Forcing flash-attention on without triton is refused by torch's recipe.
     let forced = BuildSettings {
-        flash_attention: Some(true),
+        options: OptionValues::resolve(
+            &recipes,
+            &inferred.stack,
+            &[("enable-pytorch-flash-attention", Some(true))],
+            &[],
+        )
+        .expect("options"),
         ..inferred.clone()
     };
     insta::assert_snapshot!(
@@ -717,12 +724,12 @@ fn what_the_plan_refuses() {
 fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan {
     ProjectPlan {
         name: name.into(),
-        dist: name.into(),
+        dist: Some(name.into()),
         recipe: "bare",
         priority,
         dir: PathBuf::from("/src").join(name),
         version: "1.0".into(),
-        wheel_glob: String::new(),
+        wheel_glob: None,
         after: needs
             .iter()
             .map(|n| Dependency {

@@ -140,7 +140,9 @@ impl Recipe for Triton {
             .map_or_else(|| input.dir.to_path_buf(), PathBuf::from);
         let mut steps = Steps::new(input, env);
         steps.clean(&setup);
-        steps.uninstall(&input.project.wheel);
+        if let Some(wheel) = &input.project.wheel {
+            steps.uninstall(wheel);
+        }
         steps.install_requirements(REQUIREMENTS);
         steps.build("build wheel", &["setup.py", "bdist_wheel"], &setup);
         steps.collect(&setup.join("dist"));
