@@ -27,7 +27,8 @@ pub use crate::version::ReleaseType;
     about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
              build, verify, stage and promote",
     max_term_width = 100,
-    after_long_help = crate::exit::help_text(),
+    after_help = crate::exit::help_text(),
+    disable_help_flag = true,
     mut_args = |arg| with_env("", arg),
     mut_subcommands = |verb| verb_with_env("", verb)
 )]
@@ -50,6 +51,18 @@ pub struct GlobalArgs {
     /// Log format for stderr: `text` for people, `json` for machines
     #[arg(long, value_enum, default_value = "text", global = true)]
     pub log_format: LogFormat,
+    /// Colour in log lines (`auto`: on a terminal, unless NO_COLOR is set)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        global = true
+    )]
+    pub color: clap::ColorChoice,
+    /// Print help
+    #[arg(short, long, action = clap::ArgAction::HelpShort, global = true)]
+    help: Option<bool>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -826,11 +839,7 @@ pub struct StageArgs {
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub input: PathBuf,
     /// Family the set was built for (stages under <to>/<family>/)
-    #[arg(
-        long = "amdgpu-family",
-        visible_alias = "family",
-        value_name = "FAMILY"
-    )]
+    #[arg(long = "amdgpu-family", value_name = "FAMILY")]
     pub family: Option<String>,
     /// Lock whose versions the wheels must match
     #[arg(long, value_name = "FILE")]
@@ -999,7 +1008,7 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "REF[,REF]")]
     pub pytorch_ref: Option<String>,
     /// GPU families to build, `;` or `,` separated (default, or empty: the release type's)
-    #[arg(long, value_name = "FAM[;FAM]")]
+    #[arg(long = "amdgpu-family", value_name = "FAM[;FAM]")]
     pub amdgpu_families: Option<String>,
     /// Python versions to build, comma separated: some of the release type's (default, or
     /// empty: all of them)
@@ -1242,7 +1251,7 @@ impl clap::builder::TypedValueParser for EnvBool {
 /// [`options`]; a switch that reads one gets [`EnvBool`], the one place every boolean variable
 /// of every verb is declared lenient.
 fn with_env(verb: &str, arg: clap::Arg) -> clap::Arg {
-    let arg = options::attach(verb, arg);
+    let arg = options::with_aliases(options::attach(verb, arg));
     if arg.get_env().is_some() && matches!(arg.get_action(), clap::ArgAction::SetTrue) {
         arg.value_parser(EnvBool)
     } else {
@@ -1258,6 +1267,8 @@ fn verb_with_env(parent: &str, command: clap::Command) -> clap::Command {
     };
     let nested = verb.clone();
     command
+        // The global `-h, --help` (compact, as every verb's help is) stands in for clap's own.
+        .disable_help_flag(true)
         .mut_args(move |arg| with_env(&verb, arg))
         .mut_subcommands(move |sub| verb_with_env(&nested, sub))
 }

@@ -18,11 +18,13 @@ pub struct Context {
 
 impl Context {
     /// Captures the environment, sets up logging and signal handling.
-    /// `quiet`, `verbose` and `log_format` are the global flags.
-    pub fn new(quiet: bool, verbose: u8, log_format: LogFormat) -> Self {
+    /// `quiet`, `verbose`, `log_format` and `color` are the global flags.
+    pub fn new(quiet: bool, verbose: u8, log_format: LogFormat, color: clap::ColorChoice) -> Self {
         let env = Environment::capture();
         let ui = Ui::new(&env, quiet, log_format);
-        init_logging(&env, &ui, quiet, verbose, log_format);
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let ansi = colour(color, &env, terminal);
+        init_logging(&env, &ui, quiet, verbose, log_format, ansi);
         crate::fault::arm(env.get(env_vars::ROCKBUILD_FAULT));
         let runner = Runner::new(env);
         if let Err(error) = runner.install_signal_handlers() {
@@ -63,7 +65,24 @@ impl Context {
     }
 }
 
-fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format: LogFormat) {
+/// Whether log lines are coloured: `--color always` or `never` as told; `auto` on a terminal
+/// unless NO_COLOR is set (no-color.org).
+fn colour(color: clap::ColorChoice, env: &Environment, terminal: bool) -> bool {
+    match color {
+        clap::ColorChoice::Always => true,
+        clap::ColorChoice::Never => false,
+        clap::ColorChoice::Auto => terminal && env.get(env_vars::NO_COLOR).is_none(),
+    }
+}
+
+fn init_logging(
+    env: &Environment,
+    ui: &Ui,
+    quiet: bool,
+    verbose: u8,
+    log_format: LogFormat,
+    ansi: bool,
+) {
     let default_level = match (quiet, verbose) {
         (true, _) => "error",
         // The AWS SDK warns with its debug structures (a region or credentials provider of
@@ -76,7 +95,6 @@ fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format
         .non_empty(env_vars::ROCKBUILD_LOG)
         .and_then(|spec| EnvFilter::try_new(spec).ok())
         .unwrap_or_else(|| EnvFilter::new(default_level));
-    let no_color = env.get(env_vars::NO_COLOR).is_some();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(crate::redact::RedactingWriter::new(
@@ -85,9 +103,26 @@ fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format
         ))
         .with_target(false)
         .without_time()
-        .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+        .with_ansi(ansi);
     let _ = match log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_follows_the_color_flag_then_the_terminal_and_no_color() {
+        use clap::ColorChoice::{Always, Auto, Never};
+        let plain = Environment::from_pairs([("HOME", "/h")]);
+        let no_color = Environment::from_pairs([("NO_COLOR", "1")]);
+        assert!(colour(Always, &no_color, false));
+        assert!(!colour(Never, &plain, true));
+        assert!(colour(Auto, &plain, true));
+        assert!(!colour(Auto, &plain, false));
+        assert!(!colour(Auto, &no_color, true));
+    }
 }

@@ -99,9 +99,15 @@ fn write_args(out: &mut String, command: &clap::Command, heading: &str) {
     }
     out.push_str("\n| option | description | default | environment |\n|---|---|---|---|\n");
     for arg in args {
+        let aliases: String = arg
+            .get_visible_aliases()
+            .unwrap_or_default()
+            .iter()
+            .map(|alias| format!(", `--{alias}`"))
+            .collect();
         let name = match (arg.get_long(), arg.get_short()) {
-            (Some(long), Some(short)) => format!("`-{short}`, `--{long}`"),
-            (Some(long), None) => format!("`--{long}`"),
+            (Some(long), Some(short)) => format!("`-{short}`, `--{long}`{aliases}"),
+            (Some(long), None) => format!("`--{long}`{aliases}"),
             (None, _) => format!(
                 "`{}`",
                 arg.get_value_names()

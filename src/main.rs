@@ -8,7 +8,12 @@ use rockbuild::{cli, commands, context, diagnostics};
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     let global = &cli.global;
-    let ctx = context::Context::new(global.quiet, global.verbose, global.log_format);
+    let ctx = context::Context::new(
+        global.quiet,
+        global.verbose,
+        global.log_format,
+        global.color,
+    );
     // The one registry of project knowledge for the whole run: every stage asks it.
     let recipes = Recipes::builtin();
     let status = match commands::run(cli.command, &ctx, &recipes) {

@@ -71,12 +71,12 @@ const fn all_but(
 pub const ENV_OPTIONS: &[EnvOption] = &[
     all("ROCKBUILD_ALLOW_LINUX_TAG", "allow-linux-tag"),
     all("ROCKBUILD_ALLOW_NO_GPU", "allow-no-gpu"),
-    all("ROCKBUILD_AMDGPU_FAMILIES", "amdgpu-families"),
     all("ROCKBUILD_AMDGPU_FAMILY", "amdgpu-family"),
     all("ROCKBUILD_BREAK_LEASE", "break-lease"),
     // `--jobs` of build counts projects, of checkout and lock submodule fetches.
     only("ROCKBUILD_BUILD_JOBS", "jobs", &["build", "plan"]),
     all(env_vars::ROCKBUILD_CACHE_DIR, "cache-dir"),
+    all("ROCKBUILD_COLOR", "color"),
     all("ROCKBUILD_CONFIG", "config"),
     all("ROCKBUILD_DEPTH", "depth"),
     all("ROCKBUILD_EXTRA_INDEX_URL", "extra-index-url"),
@@ -166,6 +166,23 @@ impl EnvOption {
     /// Whether this variable sets `--flag` of `verb` (`""` for the global options).
     pub fn sets(&self, verb: &str, flag: &str) -> bool {
         self.flag == flag && (verb.is_empty() || self.verbs.covers(verb))
+    }
+}
+
+/// Other spellings of a flag, accepted wherever it is: the family flag is `--amdgpu-family`
+/// in every verb (as TheRock's scripts spell it); `--family` and `--amdgpu-families` (the
+/// matrix's old name, TheRock's workflow input) are aliases.
+const ALIASES: &[(&str, &[&str])] = &[("amdgpu-family", &["family", "amdgpu-families"])];
+
+/// Gives an argument the other spellings of its flag.
+pub fn with_aliases(arg: clap::Arg) -> clap::Arg {
+    let aliases = ALIASES
+        .iter()
+        .find(|(flag, _)| arg.get_long() == Some(*flag))
+        .map(|(_, aliases)| *aliases);
+    match aliases {
+        Some(aliases) => arg.visible_aliases(aliases.iter().copied()),
+        None => arg,
     }
 }
 
