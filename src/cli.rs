@@ -39,6 +39,22 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// A usage error as one JSON line (`--log-format json`, or its variable, was given on the
+    /// command line that did not parse, so it is read leniently), else `None`: clap prints it.
+    pub fn usage_error_json(error: &clap::Error) -> Option<String> {
+        use clap::CommandFactory;
+        let asked = Cli::command()
+            .ignore_errors(true)
+            .try_get_matches()
+            .ok()
+            .and_then(|matches| matches.get_one::<LogFormat>("log_format").copied());
+        (error.use_stderr() && asked == Some(LogFormat::Json)).then(|| {
+            crate::ui::json_line(crate::ui::Level::Error, &error.render().to_string(), None)
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {

@@ -18,7 +18,11 @@ fn render_cli() -> String {
          Every flag that takes a value can also be set through the environment variable shown.\n\
          Precedence: default < environment < flag. A switch's variable takes `1`/`0`, `true`/`false`,\n\
          `yes`/`no` or `on`/`off` in any case, and an empty value counts as unset (as GitHub\n\
-         Actions passes an input nobody set).\n",
+         Actions passes an input nobody set).\n\n\
+         stdout carries data only (plans, JSON, tables a script reads); what is for people goes to\n\
+         stderr. With `--log-format json` every line on stderr is one JSON object, usage errors\n\
+         included: `{\"level\":\"INFO\",\"fields\":{\"message\":\"…\"}}` (`WARN` and `ERROR` for\n\
+         warnings and errors; a line of one project's progress also has `fields.task`).\n",
     );
     let command = Cli::command();
     write_args(&mut out, &command, "Global options");

@@ -10,13 +10,13 @@ fn help(args: &[&str]) -> String {
 
 #[track_caller]
 fn help_in(env: &TestEnv, args: &[&str]) -> String {
-    // Help shows the variables that are set; the harness sets this one for its test wheels.
-    let output = env
-        .rockbuild()
-        .env_remove("ROCKBUILD_ALLOW_LINUX_TAG")
-        .args(args)
-        .output()
-        .expect("runs");
+    // Help shows the values of the variables that are set; the harness sets some (the cache
+    // directory, linux tags for its test wheels).
+    let mut command = env.rockbuild();
+    for option in rockbuild::cli::options::ENV_OPTIONS {
+        command.env_remove(option.var);
+    }
+    let output = command.args(args).output().expect("runs");
     assert!(output.status.success(), "{args:?}: {output:?}");
     String::from_utf8(output.stdout).expect("utf-8")
 }
