@@ -6,7 +6,12 @@ use std::path::{Path, PathBuf};
 use tracing_subscriber::EnvFilter;
 
 use crate::env_vars::{self, Environment};
-use crate::exec::Runner;
+use crate::exec::{Heartbeat, Runner};
+
+/// Silence after which a running step is reported (and again as often while it stays
+/// silent): long enough that a step printing progress never shows it, short enough that a
+/// quiet compile is not mistaken for a hang.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(60);
 use crate::ui::{LogFormat, Ui};
 
 #[derive(Clone, Debug)]
@@ -26,7 +31,11 @@ impl Context {
         let ansi = colour(color, &env, terminal);
         init_logging(&env, &ui, quiet, verbose, log_format, ansi);
         crate::fault::arm(env.get(env_vars::ROCKBUILD_FAULT));
-        let runner = Runner::new(env);
+        let status = ui.clone();
+        let runner = Runner::new(env).with_heartbeat(Heartbeat {
+            every: HEARTBEAT,
+            sink: std::sync::Arc::new(move |line: &str| status.status(line)),
+        });
         if let Err(error) = runner.install_signal_handlers() {
             ui.warn(format!("could not install signal handlers: {error}"));
         }
