@@ -1,11 +1,14 @@
 //! The command line. Flag names follow TheRock's scripts so existing invocations keep working.
-//! Every value-taking flag can also be set through `ROCKBUILD_<FLAG>` (upper snake case of the
-//! long name; a unit test enforces the rule). Precedence: default < environment < flag.
+//! Flags can also be set through `ROCKBUILD_<FLAG>` (upper snake case of the long name; a unit
+//! test enforces the rule): the variables are not declared here but in the one table of
+//! [`options`], which attaches each to its flags. Precedence: default < environment < flag.
 //! docs/cli.md is generated from these definitions (src/docgen.rs).
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+pub mod options;
 
 use crate::context::Context;
 use crate::platform::Platform;
@@ -24,15 +27,32 @@ pub use crate::version::ReleaseType;
     about = "Build ROCm PyTorch wheels: check out the stack at consistent pins, install the ROCm SDK, \
              build, verify, stage and promote",
     max_term_width = 100,
-    after_long_help = crate::exit::help_text(),
-    mut_args = env_bool,
-    mut_subcommands = env_bools
+    after_help = crate::exit::help_text(),
+    disable_help_flag = true,
+    mut_args = |arg| with_env("", arg),
+    mut_subcommands = |verb| verb_with_env("", verb)
 )]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// A usage error as one JSON line (`--log-format json`, or its variable, was given on the
+    /// command line that did not parse, so it is read leniently), else `None`: clap prints it.
+    pub fn usage_error_json(error: &clap::Error) -> Option<String> {
+        use clap::CommandFactory;
+        let asked = Cli::command()
+            .ignore_errors(true)
+            .try_get_matches()
+            .ok()
+            .and_then(|matches| matches.get_one::<LogFormat>("log_format").copied());
+        (error.use_stderr() && asked == Some(LogFormat::Json)).then(|| {
+            crate::ui::json_line(crate::ui::Level::Error, &error.render().to_string(), None)
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -42,17 +62,23 @@ pub struct GlobalArgs {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Only errors and data on stdout
-    #[arg(short, long, global = true, env = "ROCKBUILD_QUIET")]
+    #[arg(short, long, global = true)]
     pub quiet: bool,
     /// Log format for stderr: `text` for people, `json` for machines
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    pub log_format: LogFormat,
+    /// Colour in log lines (`auto`: on a terminal, unless NO_COLOR is set)
     #[arg(
         long,
         value_enum,
-        default_value = "text",
-        global = true,
-        env = "ROCKBUILD_LOG_FORMAT"
+        value_name = "WHEN",
+        default_value = "auto",
+        global = true
     )]
-    pub log_format: LogFormat,
+    pub color: clap::ColorChoice,
+    /// Print help
+    #[arg(short, long, action = clap::ArgAction::HelpShort, global = true)]
+    help: Option<bool>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,10 +151,10 @@ pub struct CiGenerateArgs {
     #[arg(long, requires = "dry_run")]
     pub json: bool,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
     /// Release table to use instead of the built-in configs/releases.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    #[arg(long, value_name = "FILE")]
     pub releases: Option<PathBuf>,
     /// Multi-arch chains: one set per ref built for every family's targets, tested per
     /// family (default: the family table's index layout)
@@ -140,10 +166,10 @@ pub struct CiGenerateArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigArgs {
     /// Stack definition to use instead of the built-in configs/stack.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_CONFIG")]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
 }
 
@@ -178,8 +204,7 @@ pub struct NetworkArgs {
         value_parser = positive::<u64>,
         long,
         value_name = "SECS",
-        default_value_t = 1800,
-        env = "ROCKBUILD_FETCH_TIMEOUT"
+        default_value_t = 1800
     )]
     pub fetch_timeout: u64,
     /// Seconds without any progress before a transfer is stopped (watchdog)
@@ -187,8 +212,7 @@ pub struct NetworkArgs {
         value_parser = positive::<u64>,
         long,
         value_name = "SECS",
-        default_value_t = 300,
-        env = "ROCKBUILD_STALL_TIMEOUT"
+        default_value_t = 300
     )]
     pub stall_timeout: u64,
     /// Attempts for a transfer that stalls or fails with a transient error (backoff 2s, 4s,
@@ -197,8 +221,7 @@ pub struct NetworkArgs {
         value_parser = positive::<u32>,
         long,
         value_name = "N",
-        default_value_t = 3,
-        env = "ROCKBUILD_FETCH_ATTEMPTS"
+        default_value_t = 3
     )]
     pub fetch_attempts: u32,
 }
@@ -212,10 +235,10 @@ pub struct SelectionArgs {
     #[arg(long = "project", value_name = "NAME")]
     pub projects: Vec<String>,
     /// Ref (branch, tag or full SHA) for torch, or for the single --project
-    #[arg(long, value_name = "REF", env = "ROCKBUILD_REPO_HASHTAG")]
+    #[arg(long, value_name = "REF")]
     pub repo_hashtag: Option<String>,
     /// Origin URL for torch, or for the single --project
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_GITREPO_ORIGIN")]
+    #[arg(long, value_name = "URL")]
     pub gitrepo_origin: Option<String>,
     /// Origin URL override for any project (repeatable)
     #[arg(long = "origin", value_name = "NAME=URL")]
@@ -224,23 +247,18 @@ pub struct SelectionArgs {
     #[arg(long = "hashtag", value_name = "NAME=REF")]
     pub hashtags: Vec<String>,
     /// Pin triton to the release branch release/X.Y.x from torch's triton_version.txt
-    #[arg(long, env = "ROCKBUILD_RELEASE")]
+    #[arg(long)]
     pub release: bool,
     /// A project pinned by related_commits without a row there is an error
-    #[arg(long, env = "ROCKBUILD_REQUIRE_RELATED_COMMIT")]
+    #[arg(long)]
     pub require_related_commit: bool,
     /// Reproduce the commits of a lock (or of a TheRock source manifest)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FROM_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub from_lock: Option<PathBuf>,
     /// Reproduce the commits of a TheRock source manifest downloaded from an http(s) URL (as
     /// checkout_from_manifest.py --manifest-url); each request waits up to --stall-timeout,
     /// tried --fetch-attempts times
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "ROCKBUILD_MANIFEST_URL",
-        conflicts_with = "from_lock"
-    )]
+    #[arg(long, value_name = "URL", conflicts_with = "from_lock")]
     pub manifest_url: Option<String>,
     /// Fetch submodules (default)
     #[arg(long, overrides_with = "no_submodules")]
@@ -249,18 +267,18 @@ pub struct SelectionArgs {
     #[arg(long, overrides_with = "submodules")]
     pub no_submodules: bool,
     /// Shallow fetch depth
-    #[arg(value_parser = positive::<u32>, long, value_name = "N", env = "ROCKBUILD_DEPTH")]
+    #[arg(value_parser = positive::<u32>, long, value_name = "N")]
     pub depth: Option<u32>,
     /// Parallel submodule fetches per repository
-    #[arg(value_parser = positive::<usize>, long, value_name = "N", default_value_t = 8, env = "ROCKBUILD_JOBS")]
+    #[arg(value_parser = positive::<usize>, long, value_name = "N", default_value_t = 8)]
     pub jobs: usize,
     /// Cache of git mirrors (one per origin) and hipify results; safe to share between
     /// checkouts and to restore in CI (default: $XDG_CACHE_HOME/rockbuild, else
     /// ~/.cache/rockbuild)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Version presets to use instead of the built-in configs/presets.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_PRESETS")]
+    #[arg(long, value_name = "FILE")]
     pub presets: Option<PathBuf>,
     #[command(flatten)]
     pub network: NetworkArgs,
@@ -271,12 +289,7 @@ pub struct CheckoutArgs {
     #[command(flatten)]
     pub selection: SelectionArgs,
     /// Directory holding one checkout per project (pytorch/, pytorch_audio/, ...)
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "ROCKBUILD_ROOT_CHECKOUT_DIR",
-        conflicts_with = "checkout_dir"
-    )]
+    #[arg(long, value_name = "DIR", conflicts_with = "checkout_dir")]
     pub root_checkout_dir: Option<PathBuf>,
     /// Checkout directory of the single --project
     #[arg(long, value_name = "DIR")]
@@ -294,7 +307,7 @@ pub struct CheckoutArgs {
     #[arg(long, overrides_with = "commit_hipify")]
     pub no_commit_hipify: bool,
     /// Python that runs the hipify scripts (default: python3 on PATH)
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// Discard uncommitted changes that hipify did not make
     #[arg(long)]
@@ -302,10 +315,10 @@ pub struct CheckoutArgs {
     /// Fail when hipify leaves CUDA-only includes (default: report them in the summary, the
     /// report and the lock, and go on; `hipify: leftover-cuda: refuse` in the stack config
     /// does this for one project)
-    #[arg(long, env = "ROCKBUILD_STRICT")]
+    #[arg(long)]
     pub strict: bool,
     /// Where to write the lock (default: <root>/rockbuild.lock.json)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Resolve and print the plan (per project: fetch, repair or up to date) and stop
     #[arg(long)]
@@ -324,58 +337,42 @@ pub struct CheckoutArgs {
 pub struct LockBuildArgs {
     /// Package index the SDK will be installed from: the newest `rocm` matching
     /// --rocm-sdk-version there is locked
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Extra find-links page or directory for the SDK
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_FIND_LINKS")]
+    #[arg(long, value_name = "URL")]
     pub find_links: Option<String>,
     /// Version specifier of the `rocm` package (e.g. `==7.10.0a20251124`)
-    #[arg(
-        long,
-        value_name = "SPEC",
-        default_value = ">1.0",
-        env = "ROCKBUILD_ROCM_SDK_VERSION"
-    )]
+    #[arg(long, value_name = "SPEC", default_value = ">1.0")]
     pub rocm_sdk_version: String,
     /// Only final SDK versions (default: pre-releases allowed)
     #[arg(long)]
     pub no_pre: bool,
     /// gfx targets, comma separated
-    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    #[arg(long, value_name = "gfxA,gfxB")]
     pub pytorch_rocm_arch: Option<String>,
     /// GPU families, `;` separated, expanded through the family table
-    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    #[arg(long, value_name = "FAM[;FAM]")]
     pub amdgpu_family: Option<String>,
     /// Refuse target lists longer than this
     #[arg(
         value_parser = positive::<usize>,
         long,
         value_name = "N",
-        default_value_t = 8,
-        env = "ROCKBUILD_MAX_TARGETS"
+        default_value_t = 8
     )]
     pub max_targets: usize,
     /// Allow target lists longer than --max-targets
     #[arg(long)]
     pub allow_many_targets: bool,
     /// Release channel (decides version suffixes)
-    #[arg(
-        long,
-        value_enum,
-        default_value = "nightly",
-        env = "ROCKBUILD_RELEASE_TYPE"
-    )]
+    #[arg(long, value_enum, default_value = "nightly")]
     pub release_type: ReleaseType,
     /// Local version suffix (default: derived from the locked SDK version)
-    #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
+    #[arg(long, value_name = "S")]
     pub version_suffix: Option<String>,
     /// PYTORCH_BUILD_NUMBER / BUILD_NUMBER
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1,
-        env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
-    )]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub pytorch_build_number: u32,
 }
 
@@ -384,7 +381,7 @@ pub struct PresetsArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Version presets to print instead of the built-in configs/presets.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_PRESETS")]
+    #[arg(long, value_name = "FILE")]
     pub presets: Option<PathBuf>,
 }
 
@@ -394,10 +391,10 @@ pub struct LockArgs {
     pub selection: SelectionArgs,
     /// Directory whose existing torch checkout provides pins for projects pinned by it,
     /// when torch itself is not selected
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub root_checkout_dir: Option<PathBuf>,
     /// Where to write the lock
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: PathBuf,
     #[command(flatten)]
     pub build: LockBuildArgs,
@@ -413,25 +410,20 @@ pub struct LockArgs {
 #[derive(Debug, Args, Clone)]
 pub struct SdkArgs {
     /// Virtual environment to install into (default: $VIRTUAL_ENV, else <output-dir>/venv)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
+    #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Package index to install the SDK from (PEP 503); `auto`: the index of this machine's GPU
     /// family (`rockbuild detect`)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Extra find-links page or directory
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_FIND_LINKS")]
+    #[arg(long, value_name = "URL")]
     pub find_links: Option<String>,
     /// Cache directory owned by rockbuild for SDK downloads
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_PIP_CACHE_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub pip_cache_dir: Option<PathBuf>,
     /// Version specifier of the `rocm` package (e.g. `==7.10.0a20251124`)
-    #[arg(
-        long,
-        value_name = "SPEC",
-        default_value = ">1.0",
-        env = "ROCKBUILD_ROCM_SDK_VERSION"
-    )]
+    #[arg(long, value_name = "SPEC", default_value = ">1.0")]
     pub rocm_sdk_version: String,
     /// Allow pre-release SDK versions (default)
     #[arg(long, overrides_with = "no_pre")]
@@ -440,14 +432,14 @@ pub struct SdkArgs {
     #[arg(long, overrides_with = "pre")]
     pub no_pre: bool,
     /// Extra extras of the `rocm` package, comma separated (e.g. device-gfx942)
-    #[arg(long, value_name = "LIST", env = "ROCKBUILD_ROCM_EXTRAS")]
+    #[arg(long, value_name = "LIST")]
     pub rocm_extras: Option<String>,
     /// Installer to use
-    #[arg(long, value_enum, default_value = "pip", env = "ROCKBUILD_INSTALLER")]
+    #[arg(long, value_enum, default_value = "pip")]
     pub installer: Installer,
     /// Interpreter that creates the venv, and so the CPython the wheels are built for (e.g.
     /// /opt/python/cp312-cp312/bin/python in the build image; default: python3 on PATH)
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// Seconds one request to the SDK index may wait for an answer (the preflight, and pip's
     /// `--timeout` / uv's UV_HTTP_TIMEOUT)
@@ -455,18 +447,12 @@ pub struct SdkArgs {
         value_parser = positive::<u64>,
         long,
         value_name = "SECS",
-        default_value_t = 60,
-        env = "ROCKBUILD_INDEX_TIMEOUT"
+        default_value_t = 60
     )]
     pub index_timeout: u64,
     /// Retries of a request to the SDK index that timed out or could not connect (pip's
     /// `--retries`, uv's UV_HTTP_RETRIES)
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 2,
-        env = "ROCKBUILD_INDEX_RETRIES"
-    )]
+    #[arg(long, value_name = "N", default_value_t = 2)]
     pub index_retries: u32,
 }
 
@@ -475,10 +461,10 @@ pub struct InstallRocmArgs {
     #[command(flatten)]
     pub sdk: SdkArgs,
     /// Lock whose SDK version the install must match (and whose index it uses without --index-url)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Directory for the default venv and logs when --venv and $VIRTUAL_ENV are unset
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
     /// Print the install plan (version, sources, commands) without reading any index or
     /// changing anything
@@ -491,15 +477,15 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Where wheels, logs and the build report go
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub output_dir: PathBuf,
     /// Install the ROCm SDK first
-    #[arg(long, env = "ROCKBUILD_INSTALL_ROCM")]
+    #[arg(long)]
     pub install_rocm: bool,
     #[command(flatten)]
     pub sdk: SdkArgs,
     /// Directory holding the project checkouts
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub root_checkout_dir: Option<PathBuf>,
     /// Checkout of a project of the stack, by its name there (overrides the root; repeatable)
     #[arg(long = "dir", value_name = "NAME=DIR")]
@@ -515,15 +501,15 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub reference: ReferenceProjectArgs,
     /// The lock written by checkout (default: <root>/rockbuild.lock.json when present)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// gfx targets, comma separated (beats PYTORCH_ROCM_ARCH and --amdgpu-family); `auto`: the
     /// targets of this machine's GPUs (`rockbuild detect`)
-    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    #[arg(long, value_name = "gfxA,gfxB")]
     pub pytorch_rocm_arch: Option<String>,
     /// GPU families to build for, `;` separated, expanded through the family table; `auto`:
     /// the families of this machine's GPUs (`rockbuild detect`)
-    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    #[arg(long, value_name = "FAM[;FAM]")]
     pub amdgpu_family: Option<String>,
     /// Take the targets from `rocm-sdk targets` (only when asked: TheRock#4687)
     #[arg(long)]
@@ -531,27 +517,21 @@ pub struct BuildArgs {
     /// Multi-arch: build once for every target, then split torch's and torchvision's fat
     /// wheels into a host wheel and one device wheel per target (`torch[device-gfxNNN]`), as
     /// TheRock's releases are (default: the family table's index layout, else the lock's)
-    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    #[arg(long)]
     pub multi_arch: bool,
     /// Refuse target lists longer than this (TheRock#3442)
     #[arg(
         value_parser = positive::<usize>,
         long,
         value_name = "N",
-        default_value_t = 8,
-        env = "ROCKBUILD_MAX_TARGETS"
+        default_value_t = 8
     )]
     pub max_targets: usize,
     /// Build even when the target list is longer than --max-targets
     #[arg(long)]
     pub allow_many_targets: bool,
     /// PYTORCH_BUILD_NUMBER / BUILD_NUMBER
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1,
-        env = "ROCKBUILD_PYTORCH_BUILD_NUMBER"
-    )]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub pytorch_build_number: u32,
     /// Force flash-attention on (default: on when a target supports it and triton is built)
     #[arg(long, overrides_with = "no_enable_pytorch_flash_attention")]
@@ -563,21 +543,16 @@ pub struct BuildArgs {
     #[arg(long = "recipe-option", value_name = "PROJECT.OPTION=on|off")]
     pub recipe_options: Vec<String>,
     /// Local version suffix (default: derived from the installed rocm version)
-    #[arg(long, value_name = "S", env = "ROCKBUILD_VERSION_SUFFIX")]
+    #[arg(long, value_name = "S")]
     pub version_suffix: Option<String>,
     /// Release channel
-    #[arg(
-        long,
-        value_enum,
-        default_value = "nightly",
-        env = "ROCKBUILD_RELEASE_TYPE"
-    )]
+    #[arg(long, value_enum, default_value = "nightly")]
     pub release_type: ReleaseType,
     /// Compile through ccache
     #[arg(long, conflicts_with = "use_sccache")]
     pub use_ccache: bool,
     /// Compile through sccache (HIP device code too, via HIP_CLANG_LAUNCHER)
-    #[arg(long, env = "ROCKBUILD_USE_SCCACHE")]
+    #[arg(long)]
     pub use_sccache: bool,
     /// With --use-sccache: do not route hipcc's clang through sccache
     #[arg(long, requires = "use_sccache")]
@@ -590,8 +565,7 @@ pub struct BuildArgs {
         value_parser = positive::<usize>,
         long,
         value_name = "N",
-        default_value_t = 3,
-        env = "ROCKBUILD_BUILD_JOBS"
+        default_value_t = 3
     )]
     pub jobs: usize,
     /// Print the plan and stop (same as `rockbuild plan`)
@@ -602,7 +576,7 @@ pub struct BuildArgs {
     pub json: bool,
     /// The platform to plan for (default: this machine's); a plan for another platform is
     /// printed here and built there
-    #[arg(long, value_enum, value_name = "PLATFORM", env = "ROCKBUILD_PLATFORM")]
+    #[arg(long, value_enum, value_name = "PLATFORM")]
     pub platform: Option<Platform>,
 }
 
@@ -705,15 +679,10 @@ impl ReferenceProjectArgs {
 pub struct DetectArgs {
     /// Directory under which the kernel's sys/ tree is read (KFD topology, PCI devices); a
     /// copy or a fake tree can stand in for a machine
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "/",
-        env = "ROCKBUILD_SYSFS_ROOT"
-    )]
+    #[arg(long, value_name = "DIR", default_value = "/")]
     pub sysfs_root: PathBuf,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
     /// Print the detection as JSON
     #[arg(long)]
@@ -723,31 +692,31 @@ pub struct DetectArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Virtual environment with the ROCm SDK (default: $VIRTUAL_ENV, else <output-dir>/venv)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_VENV")]
+    #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Where wheels and logs will go (default: the working directory)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
     /// Directory holding the project checkouts (default: the working directory)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_ROOT_CHECKOUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub root_checkout_dir: Option<PathBuf>,
     /// rockbuild's cache directory (default: ~/.cache/rockbuild)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_CACHE_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Lock to check the SDK, targets and index against (default: <root>/rockbuild.lock.json)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// gfx targets hipcc must compile for (default: the lock's)
-    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_PYTORCH_ROCM_ARCH")]
+    #[arg(long, value_name = "gfxA,gfxB")]
     pub pytorch_rocm_arch: Option<String>,
     /// GPU families whose targets hipcc must compile for
-    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    #[arg(long, value_name = "FAM[;FAM]")]
     pub amdgpu_family: Option<String>,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
     /// Package index the SDK comes from (default: the lock's)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Only look for the device libraries; do not compile a test kernel
     #[arg(long)]
@@ -757,8 +726,7 @@ pub struct DoctorArgs {
         value_parser = positive::<u64>,
         long,
         value_name = "SECS",
-        default_value_t = 10,
-        env = "ROCKBUILD_NETWORK_TIMEOUT"
+        default_value_t = 10
     )]
     pub network_timeout: u64,
     /// Print the report as JSON
@@ -772,7 +740,7 @@ pub struct CompatArgs {
     #[arg(value_name = "VENV|WHEEL|DIR", required = true)]
     pub paths: Vec<PathBuf>,
     /// Lock whose versions, SDK and targets the stack must match (exit 5 when it does not)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -787,21 +755,21 @@ pub struct VerifyArgs {
     #[arg(value_name = "WHEEL|DIR", required = true)]
     pub paths: Vec<PathBuf>,
     /// Lock whose versions and targets the wheels must match
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// gfx targets every GPU library must contain, comma separated
-    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
+    #[arg(long, value_name = "gfxA,gfxB")]
     pub targets: Option<String>,
     /// Index that must provide every pinned dependency not in the set: the ROCm SDK's, whose
     /// wheels in the set must be the bytes it publishes (default: the lock's)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Print the report as JSON on stdout
     #[arg(long)]
     pub json: bool,
     /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
     /// and retags)
-    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    #[arg(long)]
     pub allow_linux_tag: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -811,13 +779,13 @@ pub struct VerifyArgs {
 #[derive(Debug, Args, Clone)]
 pub struct StoreArgs {
     /// S3 endpoint URL (for S3-compatible servers)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_S3_ENDPOINT")]
+    #[arg(long, value_name = "URL")]
     pub s3_endpoint: Option<String>,
     /// S3 region
-    #[arg(long, value_name = "REGION", env = "ROCKBUILD_S3_REGION")]
+    #[arg(long, value_name = "REGION")]
     pub s3_region: Option<String>,
     /// Use path-style S3 addressing (needed by most S3-compatible servers)
-    #[arg(long, env = "ROCKBUILD_S3_PATH_STYLE")]
+    #[arg(long)]
     pub s3_path_style: bool,
     /// When the S3 client computes and checks checksums (`when-required` for servers such as
     /// garage that reject the SDK's checksum trailers)
@@ -825,21 +793,19 @@ pub struct StoreArgs {
         long,
         value_enum,
         value_name = "MODE",
-        default_value = "when-supported",
-        env = "ROCKBUILD_S3_CHECKSUMS"
+        default_value = "when-supported"
     )]
     pub s3_checksums: S3ChecksumMode,
     /// Copies and uploads above this many bytes go multipart (S3 CopyObject and PutObject stop
     /// at 5 GiB)
-    #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, env = "ROCKBUILD_MULTIPART_THRESHOLD")]
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 30)]
     pub multipart_threshold: u64,
     /// Parallel uploads or copies
     #[arg(
         value_parser = positive::<usize>,
         long,
         value_name = "N",
-        default_value_t = 8,
-        env = "ROCKBUILD_TRANSFER_JOBS"
+        default_value_t = 8
     )]
     pub transfer_jobs: usize,
     /// Attempts per transfer that fails with a transient error (backoff 1s, 2s, ...)
@@ -847,8 +813,7 @@ pub struct StoreArgs {
         value_parser = positive::<u32>,
         long,
         value_name = "N",
-        default_value_t = 3,
-        env = "ROCKBUILD_TRANSFER_ATTEMPTS"
+        default_value_t = 3
     )]
     pub transfer_attempts: u32,
     /// Seconds an S3 request may wait to connect and then for each read of its answer
@@ -858,8 +823,7 @@ pub struct StoreArgs {
         long,
         value_name = "SECONDS",
         default_value_t = 60,
-        value_parser = clap::value_parser!(u64).range(1..),
-        env = "ROCKBUILD_S3_TIMEOUT"
+        value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub s3_timeout: u64,
     /// Attempts per S3 request (the first included) before its failure is reported
@@ -868,13 +832,12 @@ pub struct StoreArgs {
         long,
         value_name = "N",
         default_value_t = 3,
-        value_parser = clap::value_parser!(u32).range(1..),
-        env = "ROCKBUILD_S3_ATTEMPTS"
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub s3_attempts: u32,
     /// Take the store prefix's lease even when another run holds it (a stale lease: its run
     /// is gone). The run it is taken from stops before writing index pages.
-    #[arg(long, env = "ROCKBUILD_BREAK_LEASE")]
+    #[arg(long)]
     pub break_lease: bool,
     /// Seconds an S3 lease stays valid; an expired lease is taken over without --break-lease
     #[arg(
@@ -882,53 +845,37 @@ pub struct StoreArgs {
         long,
         value_name = "SECONDS",
         default_value_t = 6 * 3600,
-        value_parser = clap::value_parser!(u64).range(60..),
-        env = "ROCKBUILD_LEASE_TTL"
+        value_parser = clap::value_parser!(u64).range(60..)
     )]
     pub lease_ttl: u64,
     /// Seconds to wait for the prefix's lease while another run holds it, before exiting 7
     /// (0: refuse at once)
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 0,
-        env = "ROCKBUILD_LEASE_WAIT"
-    )]
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub lease_wait: u64,
 }
 
 #[derive(Debug, Args)]
 pub struct StageArgs {
     /// Staging store: a directory, file://, or s3://bucket/prefix
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_STAGE_TO")]
+    #[arg(long, value_name = "URL")]
     pub to: String,
     /// Directory holding the built wheels
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "out",
-        env = "ROCKBUILD_INPUT"
-    )]
+    #[arg(long, value_name = "DIR", default_value = "out")]
     pub input: PathBuf,
     /// Family the set was built for (stages under <to>/<family>/)
-    #[arg(
-        long = "amdgpu-family",
-        visible_alias = "family",
-        value_name = "FAMILY",
-        env = "ROCKBUILD_AMDGPU_FAMILY"
-    )]
+    #[arg(long = "amdgpu-family", value_name = "FAMILY")]
     pub family: Option<String>,
     /// Lock whose versions the wheels must match
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// gfx targets every GPU library must contain (default: the lock's build record, else
     /// the --amdgpu-family's targets)
-    #[arg(long, value_name = "gfxA,gfxB", env = "ROCKBUILD_TARGETS")]
+    #[arg(long, value_name = "gfxA,gfxB")]
     pub targets: Option<String>,
     /// Index of the ROCm SDK the set pins: pins outside the set must resolve there, and the
     /// SDK wheels they pin are brought from there (default: the index the lock's build
     /// record installed the SDK from)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Verify, then print exactly what would be uploaded and written
     #[arg(long)]
@@ -938,7 +885,7 @@ pub struct StageArgs {
     pub json: bool,
     /// Accept `linux_<arch>` platform tags (local builds; CI builds in the manylinux image
     /// and retags)
-    #[arg(long, env = "ROCKBUILD_ALLOW_LINUX_TAG")]
+    #[arg(long)]
     pub allow_linux_tag: bool,
     #[command(flatten)]
     pub store: StoreArgs,
@@ -964,33 +911,28 @@ pub struct IndexArgs {
 #[derive(Debug, Args)]
 pub struct SmokeArgs {
     /// Index to install the set from
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: String,
     /// Lock naming the set (versions) to install (default: the newest of each project)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Where to write the test report (JSON)
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "smoke-report.json",
-        env = "ROCKBUILD_REPORT"
-    )]
+    #[arg(long, value_name = "FILE", default_value = "smoke-report.json")]
     pub report: PathBuf,
     /// Extra index for dependencies outside the set (e.g. the ROCm SDK)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub extra_index_url: Vec<String>,
     /// Directory for the smoke venv, emptied first if it holds one (default: a temporary one)
     #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Python used to create the venv
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// The GPU targets this runner tests, comma separated, or a family: from a multi-arch
     /// index, each product's device wheel of each target (`amd-torch-device-gfxNNN`, what
     /// `torch[device-gfxNNN]` installs) goes in with the set; `auto`: this machine's GPUs
     /// (`rockbuild detect`)
-    #[arg(long, value_name = "TARGETS", env = "ROCKBUILD_SMOKE_TARGETS")]
+    #[arg(long, value_name = "TARGETS")]
     pub targets: Option<String>,
     /// Read the set from the index, then print every check and its command
     #[arg(long)]
@@ -1013,17 +955,17 @@ pub enum RewriteTo {
 #[derive(Debug, Args)]
 pub struct PromoteArgs {
     /// Source store (staging)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_PROMOTE_FROM")]
+    #[arg(long, value_name = "URL")]
     pub from: String,
     /// Destination store (release)
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_PROMOTE_TO")]
+    #[arg(long, value_name = "URL")]
     pub to: String,
     /// Passing evidence for exactly these wheels (rockbuild JSON or JUnit XML), or a directory
     /// of them; repeatable
     #[arg(long = "test-report", value_name = "FILE|DIR")]
     pub test_reports: Vec<PathBuf>,
     /// Waivers (owner, reason, expiry) for missing or failing evidence
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_WAIVER")]
+    #[arg(long, value_name = "FILE")]
     pub waiver: Option<PathBuf>,
     /// Promote pre-release builds as release candidates (rc1) or final releases: the tested
     /// wheels are rewritten with the new version, verified, then uploaded
@@ -1036,12 +978,12 @@ pub struct PromoteArgs {
     #[arg(long, requires = "dry_run")]
     pub json: bool,
     /// Lock the set was built from: every wheel's version must be the one it names
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// Index of the ROCm SDK the promoted set carries: its staged SDK wheels must be the
     /// bytes it publishes (default: the lock's index); with --rewrite-version, the index of
     /// the promoted SDK release, whose wheels replace the staged ones
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
@@ -1053,7 +995,7 @@ pub struct RetagArgs {
     #[arg(value_name = "WHEEL|DIR", required = true)]
     pub paths: Vec<PathBuf>,
     /// The manylinux tag to give them, e.g. manylinux_2_28_x86_64 (the build image's glibc)
-    #[arg(long, value_name = "TAG", env = "ROCKBUILD_PLATFORM")]
+    #[arg(long, value_name = "TAG")]
     pub platform: String,
     /// Print what would be retagged (or refused) and change nothing
     #[arg(long)]
@@ -1084,31 +1026,31 @@ pub struct FatWheelArgs {
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
     /// Release type: its row of the release table decides refs, families, Pythons and tests
-    #[arg(long, value_enum, env = "ROCKBUILD_RELEASE_TYPE")]
+    #[arg(long, value_enum)]
     pub release_type: ReleaseType,
     /// PyTorch refs to build, comma separated (default, or empty: the release type's)
-    #[arg(long, value_name = "REF[,REF]", env = "ROCKBUILD_PYTORCH_REF")]
+    #[arg(long, value_name = "REF[,REF]")]
     pub pytorch_ref: Option<String>,
     /// GPU families to build, `;` or `,` separated (default, or empty: the release type's)
-    #[arg(long, value_name = "FAM[;FAM]", env = "ROCKBUILD_AMDGPU_FAMILIES")]
+    #[arg(long = "amdgpu-family", value_name = "FAM[;FAM]")]
     pub amdgpu_families: Option<String>,
     /// Python versions to build, comma separated: some of the release type's (default, or
     /// empty: all of them)
-    #[arg(long, value_name = "3.X[,3.Y]", env = "ROCKBUILD_PYTHON_VERSION")]
+    #[arg(long, value_name = "3.X[,3.Y]")]
     pub python_version: Option<String>,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
     /// Release table to use instead of the built-in configs/releases.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_RELEASES")]
+    #[arg(long, value_name = "FILE")]
     pub releases: Option<PathBuf>,
     /// Multi-arch: one build per ref and Python for every family's targets, tests still per
     /// family (default: the family table's index layout)
-    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    #[arg(long)]
     pub multi_arch: bool,
     /// Also run the release table's `full-tests` (PyTorch's full suite, per ref) on top of the
     /// release type's own tests
-    #[arg(long, env = "ROCKBUILD_FULL_TESTS")]
+    #[arg(long)]
     pub full_tests: bool,
     /// Print the matrix as JSON on stdout instead of the summary (`$GITHUB_OUTPUT` gets it
     /// either way)
@@ -1121,30 +1063,25 @@ pub struct MatrixArgs {
 pub struct TestArgs {
     /// Index under test (the staging index): torch and the dependencies it has are installed
     /// from it, and the report names every file installed from it
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
     /// Extra index for what the index under test does not have (pytest, numpy, ...); repeatable
-    #[arg(long, value_name = "URL", env = "ROCKBUILD_EXTRA_INDEX_URL")]
+    #[arg(long, value_name = "URL")]
     pub extra_index_url: Vec<String>,
     /// Directory or page of wheels pip may also install from (pip --find-links); repeatable
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_TEST_FIND_LINKS")]
+    #[arg(long, value_name = "PATH")]
     pub find_links: Vec<String>,
     /// Lock naming the torch version and commit under test (default: the newest torch on the
     /// index, and no commit check)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_LOCK")]
+    #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// PyTorch checkout at the tested version, without hipify or submodules: its test/run_test.py
     /// runs the tests
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_PYTORCH_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub pytorch_dir: Option<PathBuf>,
     /// Which tests: default, quick (the default config's core modules), distributed, inductor
     /// (run_test.py) or gpu-smoke (built in)
-    #[arg(
-        long,
-        value_enum,
-        default_value = "default",
-        env = "ROCKBUILD_TEST_CONFIG"
-    )]
+    #[arg(long, value_enum, default_value = "default")]
     pub test_config: TestConfig,
     /// Run shard N of M (1-based), as run_test.py --shard N M
     #[arg(long, num_args = 2, value_names = ["N", "M"])]
@@ -1156,20 +1093,14 @@ pub struct TestArgs {
     #[arg(long, num_args = 1.., value_name = "TEST")]
     pub exclude: Vec<String>,
     /// Seconds one test may run before pytest-timeout stops it (0: no limit)
-    #[arg(
-        long,
-        value_name = "SECS",
-        default_value_t = 900,
-        env = "ROCKBUILD_TIMEOUT"
-    )]
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
     pub timeout: u64,
     /// Seconds one run_test.py invocation may run before rockbuild stops it
     #[arg(
         value_parser = positive::<u64>,
         long,
         value_name = "SECS",
-        default_value_t = 6 * 3600,
-        env = "ROCKBUILD_RUN_TIMEOUT"
+        default_value_t = 6 * 3600
     )]
     pub run_timeout: u64,
     /// Stop at the first failing test module (run_test.py without --keep-going)
@@ -1181,7 +1112,7 @@ pub struct TestArgs {
     pub allow_version_mismatch: bool,
     /// GPU family under test: which devices are used (gfx94X-dcgpu: targets starting with
     /// gfx94; gfx950-dcgpu: gfx950) and which skip-list sections apply
-    #[arg(long, value_name = "FAMILY", env = "ROCKBUILD_AMDGPU_FAMILY")]
+    #[arg(long, value_name = "FAMILY")]
     pub amdgpu_family: Option<String>,
     /// PyTorch version whose skip lists apply (default: the wheel's major.minor)
     #[arg(long, value_name = "X.Y")]
@@ -1198,10 +1129,10 @@ pub struct TestArgs {
     #[arg(long, value_enum)]
     pub gpu_policy: Option<GpuPolicy>,
     /// Run even without a usable GPU: GPU checks are reported as skipped, never as passed
-    #[arg(long, env = "ROCKBUILD_ALLOW_NO_GPU")]
+    #[arg(long)]
     pub allow_no_gpu: bool,
     /// Directory of skip-list files to use instead of the built-in configs/skip-tests
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_SKIP_LISTS")]
+    #[arg(long, value_name = "DIR")]
     pub skip_lists: Option<PathBuf>,
     /// Run only the tests the skip lists name (do they pass again?)
     #[arg(long)]
@@ -1217,20 +1148,20 @@ pub struct TestArgs {
     pub no_exclude_quantization: bool,
     /// pip requirements file for the test venv besides the wheels (default: the list in
     /// configs/pytorch-tests.yaml)
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_TEST_REQUIREMENTS")]
+    #[arg(long, value_name = "FILE")]
     pub test_requirements: Option<PathBuf>,
     /// Where the shard's results go: shard.json, junit/, logs/ (default:
     /// test-results/<config>-<N>-<M>)
-    #[arg(long, value_name = "DIR", env = "ROCKBUILD_OUTPUT_DIR")]
+    #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
     /// Directory for the test venv, emptied first if it holds one (default: a temporary one)
     #[arg(long, value_name = "DIR")]
     pub venv: Option<PathBuf>,
     /// Python used to create the venv
-    #[arg(long, value_name = "PATH", env = "ROCKBUILD_PYTHON")]
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// Family table to use instead of the built-in configs/families.yaml
-    #[arg(long, value_name = "FILE", env = "ROCKBUILD_FAMILIES")]
+    #[arg(long, value_name = "FILE")]
     pub families: Option<PathBuf>,
     /// Print which skip lists and sections apply to this run and why, then exit
     #[arg(long)]
@@ -1256,12 +1187,7 @@ pub struct TestReportArgs {
     #[arg(long, value_name = "CONFIG[=SHARDS]", value_delimiter = ',')]
     pub expect: Vec<String>,
     /// Where to write the combined test report (JSON) that promote reads
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "test-report.json",
-        env = "ROCKBUILD_REPORT"
-    )]
+    #[arg(long, value_name = "FILE", default_value = "test-report.json")]
     pub report: PathBuf,
     /// Also write the Markdown summary to this file (it goes to $GITHUB_STEP_SUMMARY anyway)
     #[arg(long, value_name = "FILE")]
@@ -1349,9 +1275,11 @@ impl clap::builder::TypedValueParser for EnvBool {
     }
 }
 
-/// A switch that also reads an environment variable gets [`EnvBool`]: the one place every
-/// boolean variable of every verb is declared lenient.
-fn env_bool(arg: clap::Arg) -> clap::Arg {
+/// An argument of `verb` (`""`: the global options) gets its variable from the table of
+/// [`options`]; a switch that reads one gets [`EnvBool`], the one place every boolean variable
+/// of every verb is declared lenient.
+fn with_env(verb: &str, arg: clap::Arg) -> clap::Arg {
+    let arg = options::with_aliases(options::attach(verb, arg));
     if arg.get_env().is_some() && matches!(arg.get_action(), clap::ArgAction::SetTrue) {
         arg.value_parser(EnvBool)
     } else {
@@ -1359,9 +1287,18 @@ fn env_bool(arg: clap::Arg) -> clap::Arg {
     }
 }
 
-/// [`env_bool`] over a verb's arguments and those of its own subcommands.
-fn env_bools(command: clap::Command) -> clap::Command {
-    command.mut_args(env_bool).mut_subcommands(env_bools)
+/// [`with_env`] over a verb's arguments and those of its own subcommands (`ci generate`).
+fn verb_with_env(parent: &str, command: clap::Command) -> clap::Command {
+    let verb = match parent {
+        "" => command.get_name().to_string(),
+        parent => format!("{parent} {}", command.get_name()),
+    };
+    let nested = verb.clone();
+    command
+        // The global `-h, --help` (compact, as every verb's help is) stands in for clap's own.
+        .disable_help_flag(true)
+        .mut_args(move |arg| with_env(&verb, arg))
+        .mut_subcommands(move |sub| verb_with_env(&nested, sub))
 }
 
 #[cfg(test)]

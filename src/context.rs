@@ -6,7 +6,12 @@ use std::path::{Path, PathBuf};
 use tracing_subscriber::EnvFilter;
 
 use crate::env_vars::{self, Environment};
-use crate::exec::Runner;
+use crate::exec::{Heartbeat, Runner};
+
+/// Silence after which a running step is reported (and again as often while it stays
+/// silent): long enough that a step printing progress never shows it, short enough that a
+/// quiet compile is not mistaken for a hang.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(60);
 use crate::ui::{LogFormat, Ui};
 
 #[derive(Clone, Debug)]
@@ -18,13 +23,19 @@ pub struct Context {
 
 impl Context {
     /// Captures the environment, sets up logging and signal handling.
-    /// `quiet`, `verbose` and `log_format` are the global flags.
-    pub fn new(quiet: bool, verbose: u8, log_format: LogFormat) -> Self {
+    /// `quiet`, `verbose`, `log_format` and `color` are the global flags.
+    pub fn new(quiet: bool, verbose: u8, log_format: LogFormat, color: clap::ColorChoice) -> Self {
         let env = Environment::capture();
         let ui = Ui::new(&env, quiet, log_format);
-        init_logging(&env, &ui, quiet, verbose, log_format);
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let ansi = colour(color, &env, terminal);
+        init_logging(&env, &ui, quiet, verbose, log_format, ansi);
         crate::fault::arm(env.get(env_vars::ROCKBUILD_FAULT));
-        let runner = Runner::new(env);
+        let status = ui.clone();
+        let runner = Runner::new(env).with_heartbeat(Heartbeat {
+            every: HEARTBEAT,
+            sink: std::sync::Arc::new(move |line: &str| status.status(line)),
+        });
         if let Err(error) = runner.install_signal_handlers() {
             ui.warn(format!("could not install signal handlers: {error}"));
         }
@@ -63,7 +74,24 @@ impl Context {
     }
 }
 
-fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format: LogFormat) {
+/// Whether log lines are coloured: `--color always` or `never` as told; `auto` on a terminal
+/// unless NO_COLOR is set (no-color.org).
+fn colour(color: clap::ColorChoice, env: &Environment, terminal: bool) -> bool {
+    match color {
+        clap::ColorChoice::Always => true,
+        clap::ColorChoice::Never => false,
+        clap::ColorChoice::Auto => terminal && env.get(env_vars::NO_COLOR).is_none(),
+    }
+}
+
+fn init_logging(
+    env: &Environment,
+    ui: &Ui,
+    quiet: bool,
+    verbose: u8,
+    log_format: LogFormat,
+    ansi: bool,
+) {
     let default_level = match (quiet, verbose) {
         (true, _) => "error",
         // The AWS SDK warns with its debug structures (a region or credentials provider of
@@ -76,7 +104,6 @@ fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format
         .non_empty(env_vars::ROCKBUILD_LOG)
         .and_then(|spec| EnvFilter::try_new(spec).ok())
         .unwrap_or_else(|| EnvFilter::new(default_level));
-    let no_color = env.get(env_vars::NO_COLOR).is_some();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(crate::redact::RedactingWriter::new(
@@ -85,9 +112,26 @@ fn init_logging(env: &Environment, ui: &Ui, quiet: bool, verbose: u8, log_format
         ))
         .with_target(false)
         .without_time()
-        .with_ansi(!no_color && std::io::IsTerminal::is_terminal(&std::io::stderr()));
+        .with_ansi(ansi);
     let _ = match log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_follows_the_color_flag_then_the_terminal_and_no_color() {
+        use clap::ColorChoice::{Always, Auto, Never};
+        let plain = Environment::from_pairs([("HOME", "/h")]);
+        let no_color = Environment::from_pairs([("NO_COLOR", "1")]);
+        assert!(colour(Always, &no_color, false));
+        assert!(!colour(Never, &plain, true));
+        assert!(colour(Auto, &plain, true));
+        assert!(!colour(Auto, &plain, false));
+        assert!(!colour(Auto, &no_color, true));
+    }
 }

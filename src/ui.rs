@@ -4,6 +4,12 @@
 //! printed as a plain line. In GitHub Actions failures also become `::error::` annotations and
 //! summaries are appended to `$GITHUB_STEP_SUMMARY`.
 //!
+//! With `--log-format json` every line on stderr is one JSON object, in the shape tracing's
+//! JSON lines have (`{"level":"INFO","fields":{"message":…}}`, a task's lines with its name in
+//! `fields.task`): status lines, tables and summaries (one object each, line breaks inside
+//! the message), warnings, errors. Workflow commands are text for the runner, so they are not
+//! written then; the same facts are in the objects.
+//!
 //! In GitHub Actions this is also the one place text from outside (a wheel's METADATA, a file
 //! name, a test name, a lease's host, a waiver's reason, a repository's files) is made harmless
 //! where it is printed: the runner reads any output line that starts with `::` (after spaces)
@@ -36,7 +42,42 @@ pub struct Ui {
     bars: std::sync::Arc<std::sync::Mutex<Vec<ProgressBar>>>,
     quiet: bool,
     github: bool,
+    json: bool,
     step_summary: Option<PathBuf>,
+}
+
+/// How important a line on stderr is (`level` of a JSON line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "ERROR",
+            Level::Warn => "WARN",
+            Level::Info => "INFO",
+        }
+    }
+}
+
+/// One JSON line for stderr, in the shape of tracing's JSON lines: the message and, for a
+/// task's line, the task's name.
+pub fn json_line(level: Level, message: &str, task: Option<&str>) -> String {
+    let mut fields = serde_json::Map::new();
+    // The level says it is an error; the text's own `error: ` would say it twice.
+    let message = match level {
+        Level::Error => message.strip_prefix("error: ").unwrap_or(message),
+        _ => message,
+    };
+    fields.insert("message".into(), message.trim_end_matches('\n').into());
+    if let Some(task) = task {
+        fields.insert("task".into(), task.into());
+    }
+    serde_json::json!({ "level": level.as_str(), "fields": fields }).to_string()
 }
 
 impl Ui {
@@ -51,6 +92,7 @@ impl Ui {
             bars: std::sync::Arc::default(),
             quiet,
             github: env.in_github_actions(),
+            json: log_format == LogFormat::Json,
             step_summary: env
                 .non_empty(env_vars::GITHUB_STEP_SUMMARY)
                 .map(PathBuf::from),
@@ -68,19 +110,21 @@ impl Ui {
     /// A status line for people.
     pub fn status(&self, message: impl AsRef<str>) {
         if !self.quiet {
-            self.eprintln(message.as_ref());
+            self.eprintln_at(Level::Info, message.as_ref());
         }
     }
 
     /// An error as the user reads it (message, causes, hints), on stderr whatever `--quiet`.
     pub fn error(&self, text: &str) {
-        self.eprintln(text);
+        self.eprintln_at(Level::Error, text);
     }
 
     /// A warning the user can act on.
     pub fn warn(&self, message: impl AsRef<str>) {
         let message = message.as_ref();
-        if self.github {
+        if self.json {
+            self.eprintln_at(Level::Warn, message);
+        } else if self.github {
             self.command(&format!("::warning::{}", escape_annotation(message)));
         } else {
             self.eprintln(&format!("warning: {message}"));
@@ -90,7 +134,11 @@ impl Ui {
     /// Something the user should know that is not a problem (GitHub: a notice annotation).
     pub fn note(&self, message: impl AsRef<str>) {
         let message = message.as_ref();
-        if self.github {
+        if self.json {
+            if !self.quiet {
+                self.eprintln_at(Level::Info, message);
+            }
+        } else if self.github {
             self.command(&format!("::notice::{}", escape_annotation(message)));
         } else if !self.quiet {
             self.eprintln(&format!("note: {message}"));
@@ -99,7 +147,7 @@ impl Ui {
 
     /// Reports a failure; in GitHub Actions also as an error annotation.
     pub fn error_annotation(&self, title: &str, message: &str) {
-        if self.github {
+        if self.github && !self.json {
             self.command(&format!(
                 "::error title={}::{}",
                 escape_property(title),
@@ -110,7 +158,9 @@ impl Ui {
 
     /// Prints a block folded under a title in GitHub Actions logs.
     pub fn group(&self, title: &str, body: &str) {
-        if self.github {
+        if self.json {
+            self.eprintln_at(Level::Info, &format!("{title}\n{body}"));
+        } else if self.github {
             self.command(&format!("::group::{}", escape_annotation(title)));
             self.eprintln(body);
             self.command("::endgroup::");
@@ -175,11 +225,21 @@ impl Ui {
             live: !self.multi.is_hidden(),
             quiet: self.quiet,
             github: self.github,
+            json: self.json,
             started: Instant::now(),
         }
     }
 
-    /// Prints text for people on stderr (made harmless for the GitHub runner).
+    /// Prints text for people on stderr at a level (one JSON object with `--log-format json`).
+    fn eprintln_at(&self, level: Level, text: &str) {
+        if self.json {
+            self.eprintln(&json_line(level, text, None));
+        } else {
+            self.eprintln(text);
+        }
+    }
+
+    /// Prints a line on stderr (made harmless for the GitHub runner).
     fn eprintln(&self, text: &str) {
         let text = self.safe(text);
         self.multi.suspend(|| {
@@ -249,6 +309,7 @@ pub struct Task {
     live: bool,
     quiet: bool,
     github: bool,
+    json: bool,
     started: Instant,
 }
 
@@ -265,7 +326,11 @@ impl Task {
 
     /// A line for a log (no live line): `  <name>: <message>`, made harmless for the runner.
     fn print(&self, message: &str) {
-        let line = format!("  {}: {message}", self.name);
+        let line = if self.json {
+            json_line(Level::Info, message, Some(&self.name))
+        } else {
+            format!("  {}: {message}", self.name)
+        };
         let line = if self.github {
             ci_safe(&line)
         } else {

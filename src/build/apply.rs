@@ -74,7 +74,7 @@ pub fn apply(
     ctx.ui.status(format!(
         "building {} for {} with rocm {} ({} at a time){reusing}",
         named(&built),
-        plan.targets.cmake_list(),
+        crate::stack::families::join(&plan.targets.targets),
         plan.sdk.info.version,
         plan.jobs
     ));

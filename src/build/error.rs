@@ -184,7 +184,7 @@ impl HasExitStatus for Error {
 
 fn sdk_lacks_targets(missing: &[Target], sdk_targets: &[String], inferred: Option<&str>) -> String {
     let extras: Vec<String> = missing.iter().map(|t| format!("device-{t}")).collect();
-    let listed = sdk_targets.join(";");
+    let listed = sdk_targets.join(",");
     match inferred {
         Some(inferred) => format!(
             "the targets of {inferred} are not all in the ROCm SDK installed from it: `rocm-sdk targets` lists {listed}, not {}; pass --amdgpu-family or --pytorch-rocm-arch with targets it has, or install from the index of the family you mean",

@@ -108,11 +108,6 @@ pub struct TargetChoice {
 }
 
 impl TargetChoice {
-    /// `gfxA;gfxB`: what CMake (and so PYTORCH_ROCM_ARCH) takes.
-    pub fn cmake_list(&self) -> String {
-        cmake_list(&self.targets)
-    }
-
     /// `gfx906,gfx1030 (2 targets, from --pytorch-rocm-arch)`.
     pub fn describe(&self) -> String {
         let count = self.targets.len();
@@ -128,8 +123,6 @@ impl TargetChoice {
         text
     }
 }
-
-pub use crate::recipes::cmake_list;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
@@ -338,7 +331,10 @@ mod tests {
 
     fn resolve_ok(request: &TargetRequest) -> (String, String) {
         let choice = resolve(&table(), request, &[]).expect("resolves");
-        (choice.cmake_list(), choice.source.to_string())
+        (
+            crate::recipes::cmake_list(&choice.targets),
+            choice.source.to_string(),
+        )
     }
 
     #[test]
@@ -400,7 +396,10 @@ mod tests {
         };
         let choice = resolve(&table(), &asked, &sdk).expect("resolves");
         assert_eq!(
-            (choice.cmake_list(), choice.source.to_string()),
+            (
+                crate::recipes::cmake_list(&choice.targets),
+                choice.source.to_string()
+            ),
             (
                 "gfx906;gfx1030".into(),
                 "`rocm-sdk targets` (--arch-from-sdk)".into()

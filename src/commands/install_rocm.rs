@@ -28,7 +28,7 @@ pub fn run(args: InstallRocmArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
         if sdk.targets.is_empty() {
             "(none reported)".to_string()
         } else {
-            sdk.targets.join(";")
+            sdk.targets.join(",")
         }
     ));
     if let Some((path, lock)) = settings.lock.as_mut() {

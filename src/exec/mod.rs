@@ -30,4 +30,4 @@ mod signals;
 
 pub use command::{Cmd, Retry};
 pub use error::ProcessError;
-pub use runner::Runner;
+pub use runner::{Heartbeat, Runner};

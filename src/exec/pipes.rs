@@ -28,6 +28,9 @@ pub(super) struct Limits {
     pub timeout: Option<Duration>,
     /// The no-progress watchdog.
     pub idle: Option<Duration>,
+    /// After this long without output, and again every time as long again passes in
+    /// silence, the watch reports the silence (a heartbeat for the user).
+    pub heartbeat: Option<Duration>,
 }
 
 /// How a watched child ended.
@@ -85,7 +88,8 @@ impl Pipes {
     }
 
     /// Reads until both pipes close or a limit stops the child; every line goes to
-    /// `on_line`, raw stdout bytes to `on_stdout`. The caller stops the tree when the
+    /// `on_line`, raw stdout bytes to `on_stdout`, each [`Limits::heartbeat`] of silence to
+    /// `on_silence` (how long the child has run, how long it has been silent). The caller stops the tree when the
     /// ending is not an exit.
     pub(super) fn watch(
         &self,
@@ -93,11 +97,13 @@ impl Pipes {
         limits: &Limits,
         on_stdout: &mut dyn FnMut(&[u8]),
         on_line: &mut dyn FnMut(Stream, String),
+        on_silence: &mut dyn FnMut(Duration, Duration),
     ) -> std::io::Result<Ending> {
         let start = Instant::now();
         let mut stdout_lines = LineAssembler::default();
         let mut stderr_lines = LineAssembler::default();
         let mut last_progress = Instant::now();
+        let mut last_beat = last_progress;
         let mut exited: Option<(Instant, std::process::ExitStatus)> = None;
         let ending = loop {
             let now = Instant::now();
@@ -111,6 +117,13 @@ impl Pipes {
                 && now.duration_since(last_progress) >= limit
             {
                 break Ending::Stalled;
+            }
+            if let Some(every) = limits.heartbeat
+                && exited.is_none()
+                && now.duration_since(last_progress.max(last_beat)) >= every
+            {
+                on_silence(now.duration_since(start), now.duration_since(last_progress));
+                last_beat = now;
             }
             if let Some((at, status)) = exited
                 && now.duration_since(at) >= ORPHAN_GRACE

@@ -32,6 +32,35 @@ pub struct Output {
 pub struct Runner {
     base: Arc<Environment>,
     children: Arc<ChildRegistry>,
+    heartbeat: Option<Heartbeat>,
+}
+
+/// Where a step that has been silent for a while is reported, and how often: a compile that
+/// runs for minutes without a line (pip builds a wheel quietly) otherwise looks hung.
+#[derive(Clone)]
+pub struct Heartbeat {
+    /// Silence before the first line, and between the lines after it.
+    pub every: Duration,
+    /// Takes each line (the user interface's status line: it honours `--quiet` and
+    /// `--log-format json`).
+    pub sink: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Heartbeat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heartbeat")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `1m 05s`, `42s`: how long a step has run, for a heartbeat line.
+fn running_for(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs();
+    match seconds / 60 {
+        0 => format!("{seconds}s"),
+        minutes => format!("{minutes}m {:02}s", seconds % 60),
+    }
 }
 
 /// What one attempt saw: stdout as data, the last lines, how it ended, how long it took.
@@ -47,7 +76,16 @@ impl Runner {
         Runner {
             base: Arc::new(base),
             children: Arc::new(ChildRegistry::default()),
+            heartbeat: None,
         }
+    }
+
+    /// Reports every step that is silent for `heartbeat.every` (and again each time as long
+    /// again passes without output): its label and how long it has run, never its command
+    /// line or environment.
+    pub fn with_heartbeat(mut self, heartbeat: Heartbeat) -> Self {
+        self.heartbeat = Some(heartbeat);
+        self
     }
 
     /// The start-up environment every child starts from.
@@ -194,7 +232,10 @@ impl Runner {
         let limits = Limits {
             timeout: cmd.timeout,
             idle: cmd.idle_timeout,
+            heartbeat: self.heartbeat.as_ref().map(|h| h.every),
         };
+        // The label is the step's name; masked all the same, as every line is.
+        let label = secrets.mask(&cmd.label);
         let watched = pipes.watch(
             &mut child,
             &limits,
@@ -214,6 +255,15 @@ impl Runner {
                     if tail.len() > TAIL_LINES {
                         tail.pop_front();
                     }
+                }
+            },
+            &mut |elapsed, silent| {
+                if let Some(heartbeat) = &self.heartbeat {
+                    (heartbeat.sink)(&format!(
+                        "{label}: still running after {} (no output for {})",
+                        running_for(elapsed),
+                        running_for(silent)
+                    ));
                 }
             },
         );
@@ -291,6 +341,49 @@ mod tests {
             "PATH",
             "/usr/local/bin:/usr/bin:/bin",
         )]))
+    }
+
+    /// A real child that prints nothing for a while is reported by its label with how long it
+    /// has run, through the runner's heartbeat option; a secret in the label is masked.
+    #[test]
+    fn a_silent_step_gets_a_heartbeat_line() {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&lines);
+        let runner = Runner::new(Environment::from_pairs([
+            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            ("HF_TOKEN", "hunter2"),
+        ]))
+        .with_heartbeat(Heartbeat {
+            every: Duration::from_millis(100),
+            sink: Arc::new(move |line: &str| {
+                if let Ok(mut lines) = seen.lock() {
+                    lines.push(line.to_string());
+                }
+            }),
+        });
+        let cmd = Cmd::new("sh")
+            .args(["-c", "sleep 1"])
+            .label("compile with hunter2");
+        runner.run(&cmd).expect("runs");
+        let lines = lines.lock().expect("lines").clone();
+        let first = lines.first().expect("a heartbeat line for a silent step");
+        assert!(
+            first.starts_with("compile with ****: still running after ")
+                && first.contains(" (no output for "),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.contains("hunter2") && !l.contains("sleep")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn running_time_reads_in_minutes_and_seconds() {
+        assert_eq!(running_for(Duration::from_secs(42)), "42s");
+        assert_eq!(running_for(Duration::from_secs(185)), "3m 05s");
     }
 
     #[test]

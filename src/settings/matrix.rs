@@ -92,7 +92,7 @@ impl MatrixSettings {
         let amdgpu_families = match given(amdgpu_families) {
             Some(list) => Sourced {
                 value: parse_families(&families, &list)?,
-                source: Source::Flag("--amdgpu-families".into()),
+                source: Source::Flag("--amdgpu-family".into()),
             },
             None => Sourced {
                 value: release.families.clone(),

@@ -84,7 +84,7 @@ pub fn render(report: &VerifyReport, targets_text: &str) -> Shown {
                 ", {} GPU librar{}: {}",
                 gpu.len(),
                 if gpu.len() == 1 { "y" } else { "ies" },
-                targets.join(" ")
+                targets.join(",")
             )
         };
         if wheel.ok() && wheel.role == Role::Companion {
@@ -305,7 +305,7 @@ mod tests {
         report.problem_count = 0;
         report.ok = true;
         insta::assert_snapshot!(render(&report, "targets gfx90a,gfx942").text(), @r"
-          ok    torch-2.10.0a0+rocm7.13.0-cp311-cp311-linux_x86_64.whl  (12 files, 1 GPU library: gfx90a gfx942)
+          ok    torch-2.10.0a0+rocm7.13.0-cp311-cp311-linux_x86_64.whl  (12 files, 1 GPU library: gfx90a,gfx942)
         verify: all 1 wheel passed (targets gfx90a,gfx942)
         ");
     }

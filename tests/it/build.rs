@@ -25,7 +25,7 @@ pub(crate) struct World {
     pub(crate) env: TestEnv,
     _server: HttpServer,
     index_url: String,
-    stack_yaml: PathBuf,
+    pub(crate) stack_yaml: PathBuf,
     pub(crate) root: PathBuf,
 }
 
@@ -160,6 +160,9 @@ fn sdk_installs_from_a_local_index_with_pip_and_uv() {
         )),
         "{stderr}"
     );
+    // Targets in human lines are joined with `,`, as --pytorch-rocm-arch takes them (the
+    // SDK's own `rocm-sdk targets` uses `;`).
+    assert!(stderr.contains(", SDK targets gfx906,gfx1030"), "{stderr}");
     let venv = world.out().join("venv");
     assert_eq!(rocm_sdk(&world.env, &venv, &["version"]), SDK_VERSION);
     assert_eq!(rocm_sdk(&world.env, &venv, &["targets"]), "gfx906;gfx1030");
@@ -940,6 +943,20 @@ fn builds_the_sample_stack_for_two_targets() {
             .expect("mtime"),
         modified
     );
+    // The same run with --log-format json: its table and summary are JSON lines too.
+    let output = world
+        .build_cmd("build")
+        .args(["--log-format", "json", "--lock"])
+        .arg(&lock)
+        .output()
+        .expect("rebuild");
+    let stderr = ok(&output);
+    for line in stderr.lines() {
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{stderr}"));
+        assert!(value["fields"]["message"].is_string(), "{line}");
+    }
+    assert!(stderr.contains("cached"), "{stderr}");
 
     // Unchanged sources give unchanged bytes: vision rebuilt from scratch (`--clean`) is the
     // wheel it was, as SOURCE_DATE_EPOCH (its commit's time) fixes the times in the archive.

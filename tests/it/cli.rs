@@ -5,14 +5,18 @@ use crate::common::snapshot;
 
 #[track_caller]
 fn help(args: &[&str]) -> String {
-    let env = TestEnv::new();
-    // Help shows the variables that are set; the harness sets this one for its test wheels.
-    let output = env
-        .rockbuild()
-        .env_remove("ROCKBUILD_ALLOW_LINUX_TAG")
-        .args(args)
-        .output()
-        .expect("runs");
+    help_in(&TestEnv::new(), args)
+}
+
+#[track_caller]
+fn help_in(env: &TestEnv, args: &[&str]) -> String {
+    // Help shows the values of the variables that are set; the harness sets some (the cache
+    // directory, linux tags for its test wheels).
+    let mut command = env.rockbuild();
+    for option in rockbuild::cli::options::ENV_OPTIONS {
+        command.env_remove(option.var);
+    }
+    let output = command.args(args).output().expect("runs");
     assert!(output.status.success(), "{args:?}: {output:?}");
     String::from_utf8(output.stdout).expect("utf-8")
 }
@@ -23,21 +27,86 @@ fn help_lists_every_verb_and_the_exit_codes() {
     snapshot::plain().bind(|| insta::assert_snapshot!("help", text));
 }
 
-#[test]
-fn help_of_each_publishing_verb() {
-    for verb in [
-        "install-rocm",
-        "verify",
-        "stage",
-        "index",
-        "smoke",
-        "promote",
-        "test",
-        "test-report",
-    ] {
-        let text = help(&[verb, "--help"]);
-        snapshot::plain().bind(|| insta::assert_snapshot!(format!("help_{verb}"), text));
+/// Every verb and sub-verb of the command line (`ci generate`), from its definition.
+fn verbs() -> Vec<Vec<String>> {
+    use clap::CommandFactory;
+    fn walk(command: &clap::Command, path: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in command.get_subcommands() {
+            let mut path = path.to_vec();
+            path.push(sub.get_name().to_string());
+            out.push(path.clone());
+            walk(sub, &path, out);
+        }
     }
+    let mut out = Vec::new();
+    walk(&rockbuild::cli::Cli::command(), &[], &mut out);
+    out
+}
+
+/// One help style: every verb's help is the compact one (`-h` and `--help` print the same),
+/// with the global options under their own heading; each is snapshotted whole.
+#[test]
+fn help_of_every_verb() {
+    let verbs = verbs();
+    assert!(verbs.len() >= 20, "{verbs:?}");
+    for verb in verbs {
+        let args = |flag: &'static str| {
+            let mut args: Vec<&str> = verb.iter().map(String::as_str).collect();
+            args.push(flag);
+            args
+        };
+        let env = TestEnv::new();
+        let text = help_in(&env, &args("--help"));
+        assert_eq!(
+            text,
+            help_in(&env, &args("-h")),
+            "{verb:?}: --help and -h differ"
+        );
+        let global = text
+            .split_once("\nGlobal options:\n")
+            .map(|(_, global)| global)
+            .unwrap_or_else(|| panic!("{verb:?}: no Global options heading\n{text}"));
+        for flag in ["--quiet", "--log-format", "--color", "--help"] {
+            assert!(
+                global.contains(flag),
+                "{verb:?}: {flag} not under Global options"
+            );
+        }
+        let name = verb.join("-");
+        snapshot::plain().bind(|| insta::assert_snapshot!(format!("help_{name}"), text));
+    }
+}
+
+/// The family flag is `--amdgpu-family` wherever a verb takes a family; `--family` and
+/// `--amdgpu-families` are its aliases, shown in the help.
+#[test]
+fn the_family_flag_has_one_name() {
+    use clap::CommandFactory;
+    let mut command = rockbuild::cli::Cli::command();
+    command.build();
+    let mut seen = 0;
+    for verb in command.get_subcommands() {
+        for arg in verb.get_arguments() {
+            let names: Vec<&str> = arg
+                .get_long_and_visible_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            if names
+                .iter()
+                .any(|n| *n != "families" && n.contains("famil"))
+            {
+                seen += 1;
+                assert_eq!(
+                    names,
+                    ["amdgpu-family", "family", "amdgpu-families"],
+                    "{}",
+                    verb.get_name()
+                );
+            }
+        }
+    }
+    assert!(seen >= 7, "{seen}");
 }
 
 #[test]

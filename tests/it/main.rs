@@ -22,6 +22,7 @@ mod hostile_content;
 mod hostile_inputs;
 mod hostile_output;
 mod hostile_writers;
+mod json_logs;
 mod local;
 mod manylinux;
 mod module_graph;
