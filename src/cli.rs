@@ -158,7 +158,7 @@ pub struct CiGenerateArgs {
     pub releases: Option<PathBuf>,
     /// Multi-arch chains: one set per ref built for every family's targets, tested per
     /// family (default: the family table's index layout)
-    #[arg(long, env = "ROCKBUILD_MULTI_ARCH")]
+    #[arg(long)]
     pub multi_arch: bool,
 }
 

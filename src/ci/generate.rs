@@ -395,7 +395,7 @@ fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) 
             var("RELEASE_TYPE"),
             lit("--pytorch-ref"),
             var("PYTORCH_REF"),
-            lit("--amdgpu-families"),
+            lit("--amdgpu-family"),
             var("FAMILIES"),
         ],
     );

@@ -382,7 +382,7 @@ impl Matrix {
                 notes.push(format!(
                     "{}: multi-arch set not promoted: its device wheels for {} are never tested \
                      (no test runner), and promotion takes the whole set or nothing; select \
-                     tested families (--amdgpu-families) or promote with a waiver",
+                     tested families (--amdgpu-family) or promote with a waiver",
                     row.pytorch_ref,
                     untested.join(", ")
                 ));

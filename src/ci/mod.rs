@@ -19,12 +19,12 @@ pub enum Error {
     Config(#[from] ConfigError),
     #[error("{table} has no entry for release type '{release_type}'")]
     NoRelease { table: String, release_type: String },
-    #[error("--amdgpu-families: {0}")]
+    #[error("--amdgpu-family: {0}")]
     Family(String),
-    #[error("--amdgpu-families: empty family list")]
+    #[error("--amdgpu-family: empty family list")]
     NoFamilies,
     #[error(
-        "--amdgpu-families: family '{0}' has no linux entry in the family table, so it is not built"
+        "--amdgpu-family: family '{0}' has no linux entry in the family table, so it is not built"
     )]
     NotBuiltOnLinux(String),
     #[error("--python-version: {0}")]
