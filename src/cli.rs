@@ -540,7 +540,7 @@ pub struct BuildArgs {
     pub no_enable_pytorch_flash_attention: bool,
     /// Set an option a project's recipe declares (`torch.flash-attention=off`); unset, the
     /// recipe decides (repeatable)
-    #[arg(long = "recipe-option", value_name = "PROJECT.OPTION=on|off")]
+    #[arg(long = "recipe-option", value_name = "P.OPT=on|off")]
     pub recipe_options: Vec<String>,
     /// Local version suffix (default: derived from the installed rocm version)
     #[arg(long, value_name = "S")]

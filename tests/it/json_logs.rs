@@ -245,7 +245,7 @@ fn json_logs_are_json_on_every_verb() {
 
     // Every verb ran and failed at least once; each succeeded too except where success needs
     // what this world has not (a torch set to smoke, test evidence to promote, shard results,
-    // a Windows SDK, a machine doctor passes): those runs print through the same output.
+    // a Windows SDK): those runs print through the same output.
     let verbs: Vec<String> = {
         use clap::CommandFactory;
         let command = rockbuild::cli::Cli::command();
@@ -261,10 +261,11 @@ fn json_logs_are_json_on_every_verb() {
         }
         verbs
     };
+    // doctor passes or not with this machine's disk and tools; either way its lines are JSON.
     let unsuccessful: Vec<&str> = verbs
         .iter()
         .map(String::as_str)
-        .filter(|v| seen.0.get(*v).is_none_or(|(ok, _)| *ok == 0))
+        .filter(|v| *v != "doctor" && seen.0.get(*v).is_none_or(|(ok, _)| *ok == 0))
         .collect();
     for verb in &verbs {
         let (_, failed) = seen.0.get(verb).copied().unwrap_or_default();
@@ -272,7 +273,7 @@ fn json_logs_are_json_on_every_verb() {
     }
     assert_eq!(
         unsuccessful,
-        ["smoke", "promote", "doctor", "fat-wheel", "test-report"],
+        ["smoke", "promote", "fat-wheel", "test-report"],
         "{:?}",
         seen.0
     );
