@@ -1,23 +1,28 @@
-//! The kpack split against the reference's tools, on the same fat wheel: rockbuild's
-//! `wheel::split::split_wheel` next to rocm-kpack's own Python functions called the way the
-//! reference wheel splitter (rocm-systems `shared/kpack`, `split_python_wheels`) calls them:
-//! `BundledBinary.unbundle` for the code objects, `PackedKernelArchive` with
-//! `ZstdCompressor(3)` for the packs, `kpack_offload_binary` for the host binaries.
+//! The kpack split against the reference's splitter, on the same fat wheels: rockbuild's
+//! `wheel::split::split_wheel` next to `rocm_kpack.wheel_splitter.WheelSplitter` (rocm-systems
+//! `shared/kpack`, the class behind `python -m rocm_kpack.tools.split_python_wheels`), called
+//! with the arguments of TheRock's multi-arch workflow.
 //!
-//! It checks that the outputs are equal and prints the figures for docs/performance.md:
-//! - every transformed host binary: the same bytes;
-//! - every kernel pack: the same table of contents (as a value, and byte for byte), and the
-//!   same decompressed code objects, each pack read by both readers (rockbuild's and
-//!   rocm-kpack's `PackedKernelArchive.read`);
-//! - the time of each split (rockbuild on all cores and on one; the reference serially, as
-//!   `split_python_wheels -j 1`), and the packs' sizes (zstd level 3 against ruzstd's fastest).
+//! It checks that the whole outputs are equal and prints the figures for docs/performance.md:
+//! - the same wheels (file names), the same entries with the same Unix modes in each;
+//! - every entry byte for byte (host binaries, Python files, METADATA of host and device
+//!   wheels, top_level.txt), except: a kernel pack by its table of contents (as a value, all
+//!   but `zstd_size`, the compressed length) and its decompressed code objects, each pack read
+//!   by both readers (rockbuild's and rocm-kpack's `PackedKernelArchive.read`), since the zstd
+//!   streams differ (level 3 against ruzstd's fastest); RECORD by its lines for every entry of
+//!   equal bytes; WHEEL without its `Generator` line;
+//! - the time of each split (rockbuild on all cores and on one; the reference with `-j 1` and
+//!   `-j <cores>`), and the packs' sizes.
 //!
-//! `cargo bench --bench kpack`, with `ROCKBUILD_KPACK_SRC` naming a checkout of
-//! ROCm/rocm-kpack (its `python/` is put on the path; nothing of it is built or installed).
-//! `ROCKBUILD_BENCH_PYTHON` is a Python with `zstandard` and `msgpack` (default: a venv made
-//! in the target directory with both from PyPI); `ROCKBUILD_BENCH_WHEEL` a fat wheel to split
-//! (default: one made here from libraries Debian's hipcc compiles for its 14 targets, cached);
-//! `ROCKBUILD_BENCH_RUNS` the runs per measurement (best kept, default 3).
+//! `benches/kpack-reference.sh` runs it the recorded way (the reference pinned, the sample
+//! stack built multi-arch for gfx906 and gfx1030). By hand: `cargo bench --bench kpack` with
+//! `ROCKBUILD_BENCH_PYTHON` a Python that imports `rocm_kpack.wheel_splitter` and
+//! `rocm_bootstrap` (`ROCKBUILD_KPACK_REFERENCE` says which, printed) and
+//! clang-offload-bundler on PATH; `ROCKBUILD_BENCH_WHEELS` fat wheels to split,
+//! space-separated (one more is always made here, cached: two libraries hipcc compiles for
+//! Debian's 14 targets, gfx90a as xnack+ and xnack-); `ROCKBUILD_BENCH_SDK` the SDK version
+//! the device wheels require; `ROCKBUILD_BENCH_RUNS` the runs per measurement (best kept,
+//! default 3).
 
 // The bench starts the reference as a process and prints its table on stdout.
 #![allow(clippy::disallowed_methods, clippy::print_stdout)]
@@ -29,12 +34,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rockbuild::wheel::kpack::archive::{Compression, Pack};
+use rockbuild::wheel::kpack::msgpack::Value;
 use rockbuild::wheel::split::{SplitSpec, split_wheel};
 
-/// Debian's hipcc (ROCm 5.2) targets.
+/// Debian's hipcc (ROCm 5.2) targets, gfx90a as its two xnack variants (clang takes a
+/// feature on all of a processor's targets or none): the reference packs each apart
+/// (`torch_gfx90a:xnack+.kpack`, `torch_gfx90a:xnack-.kpack`) in gfx90a's one device wheel.
 const TARGETS: &[&str] = &[
-    "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031",
-    "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+    "gfx900", "gfx906", "gfx908", "gfx90a:xnack-", "gfx90a:xnack+", "gfx1010", "gfx1011",
+    "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
 ];
 
 /// A translation unit with `KERNELS` kernels (templates over a seed), so that code objects
@@ -80,75 +88,42 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
     zf.writestr(f"{dist_info}/RECORD", "\n".join(record + [f"{dist_info}/RECORD,,"]) + "\n")
 "#;
 
-/// The reference's split of the wheel's fat binaries, with rocm-kpack's functions in the
-/// order and with the arguments of its wheel splitter: unbundle each fat binary (largest
-/// first; ties by path), one `PackedKernelArchive` per target with `ZstdCompressor(3)` under
-/// the keys `<path>#<n>`, `kpack_offload_binary` with the `@GFXARCH@` search path. The wheel
-/// is unpacked first and the outputs zipped, as the splitter does. Mode `read` prints the
-/// SHA-256 of every code object of the packs given, read with `PackedKernelArchive.read`.
+/// The reference's split, run as TheRock's multi-arch workflow runs it
+/// (`split_python_wheels --device-package-prefix amd-<name>-device --overlay-root <name>/
+/// --device-requires-dist "rocm-sdk-device-@GFXARCH@ == <SDK>" --compression zstd -j <jobs>`):
+/// rocm-kpack's `WheelSplitter` called with those arguments. rocm-kpack needs Python 3.12
+/// (`TemporaryDirectory(delete=False)`); on 3.11 that one keyword is given its 3.12 meaning.
+/// Mode `read` prints the SHA-256 of every code object of the packs given, read with
+/// `PackedKernelArchive.read`.
 const REFERENCE: &str = r#"
-import hashlib, json, os, shutil, sys, tempfile, time, zipfile
-from collections import defaultdict
+import hashlib, json, sys, tempfile, time
 from pathlib import Path
-sys.path.insert(0, str(Path(sys.argv[1]) / "python"))
-from rocm_kpack.artifact_utils import extract_architecture_from_target
-from rocm_kpack.binutils import BundledBinary
-from rocm_kpack.compression import ZstdCompressor
+if sys.version_info < (3, 12):
+    class _TemporaryDirectory(tempfile.TemporaryDirectory):
+        def __init__(self, *args, delete=True, **kwargs):
+            super().__init__(*args, **kwargs)
+            if not delete:
+                self._finalizer.detach()
+    tempfile.TemporaryDirectory = _TemporaryDirectory
 from rocm_kpack.kpack import PackedKernelArchive
-from rocm_kpack.kpack_transform import is_fat_binary, kpack_offload_binary
 
-if sys.argv[2] == "read":
+if sys.argv[1] == "read":
     out = {}
-    for pack in sys.argv[3:]:
+    for pack in sys.argv[2:]:
         archive = PackedKernelArchive.read(Path(pack))
         out[pack] = {f"{b}|{a}": hashlib.sha256(archive.get_kernel(b, a)).hexdigest()
                      for b, arches in archive.toc.items() for a in arches}
     print(json.dumps(out))
     sys.exit(0)
 
-wheel, out, overlay = Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+from rocm_kpack.binutils import Toolchain
+from rocm_kpack.wheel_splitter import WheelSplitter
+wheel, out, prefix, overlay, requires, jobs = sys.argv[1:7]
 start = time.monotonic()
-root = Path(tempfile.mkdtemp(dir=out))
-with zipfile.ZipFile(wheel) as zf:
-    zf.extractall(root)
-group = "torch"
-fat = [p for p in sorted((root / overlay).rglob("*")) if p.is_file() and is_fat_binary(p)]
-fat.sort(key=lambda p: -p.stat().st_size)
-refs = defaultdict(list)
-for path in fat:
-    rel = path.relative_to(root / overlay).as_posix()
-    index = defaultdict(int)
-    with BundledBinary(path).unbundle() as unbundled:
-        for target, file_name in unbundled.target_list:
-            arch = extract_architecture_from_target(target)
-            if arch:
-                refs[arch].append((f"{rel}#{index[arch]}", (unbundled.dest_dir / file_name).read_bytes()))
-                index[arch] += 1
-(out / "kpack").mkdir()
-for arch, kernels in refs.items():
-    archive = PackedKernelArchive(group_name=group, gfx_arch_family=arch, gfx_arches=[arch],
-                                  compressor=ZstdCompressor(compression_level=3))
-    for key, data in kernels:
-        archive.add_kernel(archive.prepare_kernel(relative_path=key, gfx_arch=arch, hsaco_data=data))
-    archive.finalize_archive()
-    archive.write(out / "kpack" / f"{group}_{arch}.kpack")
-(out / "host").mkdir()
-for path in fat:
-    rel = path.relative_to(root / overlay).as_posix()
-    depth = rel.count("/")
-    pattern = "../" * depth + f".kpack/{group}_@GFXARCH@.kpack"
-    target = out / "host" / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    kpack_offload_binary(path, target, kpack_search_paths=[pattern], kernel_name=rel)
-    shutil.copy2(target, path)
-with zipfile.ZipFile(out / "host.whl", "w", zipfile.ZIP_DEFLATED) as zf:
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            zf.write(p, p.relative_to(root).as_posix())
-for arch in refs:
-    with zipfile.ZipFile(out / f"device_{arch}.whl", "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.write(out / "kpack" / f"{group}_{arch}.kpack", f"{overlay}/.kpack/{group}_{arch}.kpack")
-shutil.rmtree(root)
+splitter = WheelSplitter(device_package_prefix=prefix, overlay_root=overlay,
+                         toolchain=Toolchain(), device_requires_dist=[requires],
+                         compression="zstd", compression_level=3, jobs=int(jobs))
+splitter.split(Path(wheel).resolve(), Path(out).resolve())
 print(json.dumps({"seconds": time.monotonic() - start}))
 "#;
 
@@ -173,33 +148,17 @@ fn bench_dir() -> PathBuf {
     dir
 }
 
-/// A Python with zstandard and msgpack: the one given, or a venv made once.
-fn python() -> PathBuf {
-    if let Some(python) = env("ROCKBUILD_BENCH_PYTHON") {
-        return PathBuf::from(python);
-    }
-    let venv = bench_dir().join("venv");
-    let python = rockbuild::Platform::host().venv_python(&venv);
-    if !python.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        run(Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--isolated",
-            "--quiet",
-            "zstandard==0.25.0",
-            "msgpack==1.2.4",
-        ]));
-    }
-    python
+/// The fat wheels: the ones given, then one made from hipcc-compiled libraries.
+fn fat_wheels() -> Vec<PathBuf> {
+    let mut wheels: Vec<PathBuf> = env("ROCKBUILD_BENCH_WHEELS")
+        .map(|w| w.split_whitespace().map(PathBuf::from).collect())
+        .unwrap_or_default();
+    wheels.push(fixture_wheel());
+    wheels
 }
 
-/// The fat wheel: the one given, or one made from hipcc-compiled libraries (cached).
-fn fat_wheel() -> PathBuf {
-    if let Some(wheel) = env("ROCKBUILD_BENCH_WHEEL") {
-        return PathBuf::from(wheel);
-    }
+/// A torch wheel with two libraries compiled for every target Debian's hipcc has (cached).
+fn fixture_wheel() -> PathBuf {
     let dir = bench_dir().join("fixture");
     let wheel = dir.join("torch-2.10.0a0+rocm7.10.0a20251124-cp312-cp312-linux_x86_64.whl");
     if wheel.exists() {
@@ -253,18 +212,24 @@ fn fat_wheel() -> PathBuf {
     wheel
 }
 
-/// The entries of a zip file whose names satisfy `keep`.
-fn unzip(path: &Path, keep: impl Fn(&str) -> bool) -> BTreeMap<String, Vec<u8>> {
+
+/// One zip entry: its bytes and Unix mode.
+struct Member {
+    data: Vec<u8>,
+    mode: Option<u32>,
+}
+
+/// Every entry of a zip file, by name.
+fn unzip(path: &Path) -> BTreeMap<String, Member> {
     let mut zip = zip::ZipArchive::new(fs_err::File::open(path).expect("open")).expect("zip");
     let mut out = BTreeMap::new();
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).expect("entry");
         let name = entry.name().expect("name").to_string();
-        if keep(&name) {
-            let mut data = Vec::new();
-            entry.read_to_end(&mut data).expect("read");
-            out.insert(name, data);
-        }
+        let mode = entry.unix_mode();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).expect("read");
+        out.insert(name, Member { data, mode });
     }
     out
 }
@@ -277,147 +242,295 @@ fn best(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
     (0..runs).map(|_| f()).min().unwrap_or_default()
 }
 
+/// What two splits of one wheel were found to share.
+#[derive(Default)]
+struct Equal {
+    wheels: usize,
+    files: usize,
+    binaries: usize,
+    packs: usize,
+    code_objects: usize,
+    our_pack_bytes: usize,
+    their_pack_bytes: usize,
+    /// The reference's RECORDs that do not list themselves.
+    records_without_self: usize,
+    /// The reference's RECORD lines with a hex digest (the spec's form is urlsafe base64).
+    hex_record_lines: usize,
+}
+
+/// The wheels of the reference's output directory (it leaves its staging directories there).
+fn wheels_in(dir: &Path) -> BTreeMap<String, PathBuf> {
+    fs_err::read_dir(dir)
+        .expect("reference outputs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), p))
+        .collect()
+}
+
+/// A pack's table of contents without `zstd_size`, the length of its compressed blob (the
+/// one field a different zstd encoder changes).
+fn without_zstd_size(toc: &Value) -> Value {
+    match toc {
+        Value::Map(fields) => Value::Map(
+            fields
+                .iter()
+                .filter(|(k, _)| *k != Value::Str("zstd_size".into()))
+                .cloned()
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// RECORD as path → line.
+fn record_lines(data: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(data)
+        .lines()
+        .map(|l| (l.rsplitn(3, ',').last().unwrap_or(l).to_string(), l.to_string()))
+        .collect()
+}
+
+/// The whole outputs, wheel by wheel and entry by entry: the same wheel file names, entry names
+/// and Unix modes; every entry byte for byte, except that a pack is compared by its table (as
+/// a value, all but the compressed size) and its decompressed code objects (the zstd streams
+/// differ: level 3 against ruzstd's fastest), RECORD by its lines for the entries whose bytes
+/// are equal (digest and size; the reference writes hex digests where it regenerates a RECORD,
+/// and its device wheels leave out RECORD's own line: both counted), and WHEEL without its
+/// `Generator` line.
+fn compare(split: &rockbuild::wheel::split::Split, theirs: &Path) -> (Equal, Vec<PathBuf>) {
+    let mut ours: BTreeMap<String, PathBuf> = std::iter::once(&split.host)
+        .chain(split.devices.iter().map(|d| &d.path))
+        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), p.clone()))
+        .collect();
+    let theirs = wheels_in(theirs);
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "the wheels' file names differ"
+    );
+    let mut equal = Equal::default();
+    let mut our_packs = Vec::new();
+    for (name, their_path) in &theirs {
+        let (a, b) = (
+            unzip(&ours.remove(name).expect("same names")),
+            unzip(their_path),
+        );
+        assert_eq!(
+            a.keys().collect::<Vec<_>>(),
+            b.keys().collect::<Vec<_>>(),
+            "{name}: the entries differ"
+        );
+        let mut same_bytes = Vec::new();
+        for (entry, ours) in &a {
+            let theirs = &b[entry];
+            assert_eq!(ours.mode, theirs.mode, "{name}: {entry}: Unix modes differ");
+            if entry.ends_with(".kpack") {
+                let (p, q) = (
+                    Pack::parse(&ours.data).expect("ours parses"),
+                    Pack::parse(&theirs.data).expect("theirs parses"),
+                );
+                // The tables agree in everything but the size of the compressed blobs.
+                assert_eq!(
+                    without_zstd_size(&p.toc),
+                    without_zstd_size(&q.toc),
+                    "{name}: {entry}: tables of contents differ"
+                );
+                let objects = p.code_objects().expect("ours decompress");
+                assert_eq!(
+                    objects,
+                    q.code_objects().expect("theirs decompress"),
+                    "{name}: {entry}: code objects differ"
+                );
+                equal.packs += 1;
+                equal.code_objects += objects.len();
+                equal.our_pack_bytes += ours.data.len();
+                equal.their_pack_bytes += theirs.data.len();
+                our_packs.push((entry.clone(), ours.data.clone()));
+            } else if entry.ends_with(".dist-info/RECORD") {
+                let (p, mut q) = (record_lines(&ours.data), record_lines(&theirs.data));
+                // The reference writes a device wheel's RECORD after hashing the tree, so the
+                // file does not list itself; the wheel spec (and rockbuild) lists it, unhashed.
+                if !q.contains_key(entry) && p.get(entry).is_some_and(|l| l.ends_with(",,")) {
+                    q.insert(entry.clone(), p[entry].clone());
+                    equal.records_without_self += 1;
+                }
+                assert_eq!(
+                    p.keys().collect::<Vec<_>>(),
+                    q.keys().collect::<Vec<_>>(),
+                    "{name}: RECORD lists other files"
+                );
+                // Each line names the file's digest and size: rockbuild in the spec's form
+                // (urlsafe base64), the reference as SHA-256 hex when it wrote the RECORD.
+                for path in &same_bytes {
+                    let bytes = &a[path].data;
+                    let spec = format!(
+                        "{path},{},{}",
+                        rockbuild::wheel::record::record_hash(bytes),
+                        bytes.len()
+                    );
+                    let hex = format!("{path},sha256={},{}", sha256(bytes), bytes.len());
+                    assert_eq!(p[path], spec, "{name}: rockbuild's RECORD line of {path}");
+                    if q[path] == hex {
+                        equal.hex_record_lines += 1;
+                    } else {
+                        assert_eq!(q[path], spec, "{name}: the reference's RECORD line of {path}");
+                    }
+                }
+                equal.files += 1;
+            } else if entry.ends_with(".dist-info/WHEEL") {
+                let lines = |d: &[u8]| {
+                    String::from_utf8_lossy(d)
+                        .lines()
+                        .filter(|l| !l.starts_with("Generator:"))
+                        .map(String::from)
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(lines(&ours.data), lines(&theirs.data), "{name}: {entry}");
+                equal.files += 1;
+            } else {
+                assert_eq!(
+                    sha256(&ours.data),
+                    sha256(&theirs.data),
+                    "{name}: {entry}: the bytes differ"
+                );
+                if split.fat_binaries.contains(entry) {
+                    equal.binaries += 1;
+                }
+                same_bytes.push(entry.clone());
+                equal.files += 1;
+            }
+        }
+        equal.wheels += 1;
+    }
+    let dir = tempfile::tempdir_in(bench_dir()).expect("pack dir");
+    let paths = our_packs
+        .into_iter()
+        .map(|(entry, data)| {
+            let path = dir.path().join(entry.replace('/', "_"));
+            fs_err::write(&path, data).expect("pack copy");
+            path
+        })
+        .collect();
+    std::mem::forget(dir);
+    (equal, paths)
+}
+
+/// rocm-kpack reads rockbuild's packs: every code object rockbuild wrote, by key and target.
+fn reference_reads(python: &Path, packs: &[PathBuf]) -> usize {
+    let read = run(Command::new(python)
+        .args(["-c", REFERENCE, "read"])
+        .args(packs));
+    let read: serde_json::Value = serde_json::from_str(&read).expect("json");
+    let mut objects = 0;
+    for path in packs {
+        let data = fs_err::read(path).expect("pack");
+        let listed = &read[path.to_string_lossy().as_ref()];
+        for ((binary, arch), object) in Pack::parse(&data)
+            .expect("parses")
+            .code_objects()
+            .expect("decompress")
+        {
+            assert_eq!(
+                listed[format!("{binary}|{arch}")].as_str(),
+                Some(sha256(&object).as_str()),
+                "rocm-kpack reads {binary} {arch} differently"
+            );
+            objects += 1;
+        }
+    }
+    objects
+}
+
 fn main() {
-    let Some(kpack_src) = env("ROCKBUILD_KPACK_SRC") else {
-        println!("ROCKBUILD_KPACK_SRC is not set: give a checkout of ROCm/rocm-kpack");
+    let Some(python) = env("ROCKBUILD_BENCH_PYTHON").map(PathBuf::from) else {
+        println!(
+            "run benches/kpack-reference.sh, or set ROCKBUILD_BENCH_PYTHON to a Python that \
+             imports rocm_kpack.wheel_splitter and rocm_bootstrap"
+        );
         return;
     };
+    let reference = env("ROCKBUILD_KPACK_REFERENCE").unwrap_or_else(|| "(not recorded)".into());
+    let sdk = env("ROCKBUILD_BENCH_SDK").unwrap_or_else(|| "7.10.0a20251124".into());
     let runs: usize = env("ROCKBUILD_BENCH_RUNS")
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
-    let python = python();
-    let wheel = fat_wheel();
-    let spec = SplitSpec {
-        device_prefix: "amd-torch-device".into(),
-        overlay_root: "torch".into(),
-        device_requires: vec!["rocm-sdk-device-@GFXARCH@ == 7.10.0a20251124".into()],
-        compression: Compression::Zstd,
-    };
-    let work = tempfile::tempdir_in(bench_dir()).expect("work dir");
-
-    // rockbuild, on every core and on one.
-    let ours = work.path().join("rockbuild");
-    let split_once = |threads: usize, dir: &Path| {
-        let _ = fs_err::remove_dir_all(dir);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("pool");
-        let start = Instant::now();
-        let split = pool
-            .install(|| split_wheel(&wheel, dir, &spec))
-            .expect("rockbuild split");
-        (start.elapsed(), split)
-    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ours_all = best(runs, || split_once(cores, &ours).0);
-    let ours_one = best(runs, || split_once(1, &ours).0);
-    let (_, split) = split_once(cores, &ours);
-
-    // The reference.
-    let theirs = work.path().join("reference");
-    let mut reference_time = Duration::MAX;
-    for _ in 0..runs {
-        let _ = fs_err::remove_dir_all(&theirs);
-        fs_err::create_dir_all(&theirs).expect("reference dir");
-        let start = Instant::now();
-        run(Command::new(&python)
-            .args(["-c", REFERENCE, &kpack_src])
-            .arg(&wheel)
-            .arg(&theirs)
-            .arg("torch"));
-        reference_time = reference_time.min(start.elapsed());
-    }
-
-    // Host binaries: byte for byte.
-    let host = unzip(&split.host, |n| split.fat_binaries.iter().any(|f| f == n));
-    let mut binaries_equal = 0;
-    for (name, data) in &host {
-        let reference = fs_err::read(theirs.join("host").join(name.trim_start_matches("torch/")))
-            .expect("reference binary");
-        assert_eq!(
-            sha256(data),
-            sha256(&reference),
-            "{name}: the transformed binaries differ"
-        );
-        binaries_equal += 1;
-    }
-    // Packs: tables and code objects, each read by both readers.
-    let mut packs_equal = 0;
-    let mut objects_equal = 0;
-    let (mut our_bytes, mut their_bytes) = (0usize, 0usize);
-    let mut our_packs = Vec::new();
-    for device in &split.devices {
-        for (name, data) in unzip(&device.path, |n| n.ends_with(".kpack")) {
-            let file = Path::new(&name).file_name().expect("name").to_owned();
-            let reference = fs_err::read(theirs.join("kpack").join(&file)).expect("reference pack");
-            let (a, b) = (
-                Pack::parse(&data).expect("ours parses"),
-                Pack::parse(&reference).expect("theirs parses"),
-            );
-            assert_eq!(a.toc, b.toc, "{name}: tables of contents differ");
-            let toc_bytes = |pack: &[u8]| {
-                let at = u64::from_le_bytes(pack[8..16].try_into().expect("8 bytes")) as usize;
-                pack[at..].to_vec()
-            };
-            assert_eq!(
-                toc_bytes(&data),
-                toc_bytes(&reference),
-                "{name}: table bytes"
-            );
-            let (ours, theirs_objects) = (
-                a.code_objects().expect("ours decompress"),
-                b.code_objects().expect("theirs decompress"),
-            );
-            assert_eq!(ours, theirs_objects, "{name}: code objects differ");
-            objects_equal += ours.len();
-            packs_equal += 1;
-            our_bytes += data.len();
-            their_bytes += reference.len();
-            let path = work.path().join(&file);
-            fs_err::write(&path, &data).expect("pack copy");
-            our_packs.push((path, ours));
-        }
-    }
-    // rocm-kpack reads rockbuild's packs.
-    let read = run(Command::new(&python)
-        .args(["-c", REFERENCE, &kpack_src, "read"])
-        .args(our_packs.iter().map(|(p, _)| p)));
-    let read: serde_json::Value = serde_json::from_str(&read).expect("json");
-    for (path, objects) in &our_packs {
-        let listed = &read[path.to_string_lossy().as_ref()];
-        for ((binary, arch), data) in objects {
-            assert_eq!(
-                listed[format!("{binary}|{arch}")].as_str(),
-                Some(sha256(data).as_str()),
-                "rocm-kpack reads {binary} {arch} differently"
-            );
-        }
-    }
-
-    let wheel_mb = fs_err::metadata(&wheel).expect("wheel").len() as f64 / 1e6;
-    println!("fat wheel: {} ({wheel_mb:.1} MB)", wheel.display());
-    println!(
-        "equal: {binaries_equal} host binaries (bytes), {packs_equal} packs (tables, bytes), \
-         {objects_equal} code objects (both readers)"
-    );
-    println!(
-        "packs: rockbuild {our_bytes} bytes, reference {their_bytes} bytes ({:.2}x)",
-        our_bytes as f64 / their_bytes as f64
-    );
     let secs = |d: Duration| d.as_secs_f64();
-    println!(
-        "reference (rocm-kpack functions, serial): {:.2} s",
-        secs(reference_time)
-    );
-    println!(
-        "rockbuild, {cores} threads: {:.2} s ({:.3}x)",
-        secs(ours_all),
-        secs(ours_all) / secs(reference_time)
-    );
-    println!(
-        "rockbuild, 1 thread: {:.2} s ({:.3}x)",
-        secs(ours_one),
-        secs(ours_one) / secs(reference_time)
-    );
+    println!("reference: {reference}");
+    println!("| wheel | equal | rockbuild {cores} threads | rockbuild 1 thread | reference -j {cores} | reference -j 1 | packs: rockbuild / reference bytes |");
+    println!("|---|---|---|---|---|---|---|");
+    for wheel in fat_wheels() {
+        let name = rockbuild::wheel::filename::WheelFilename::parse(
+            &wheel.file_name().expect("name").to_string_lossy(),
+        )
+        .expect("a wheel file name")
+        .name
+        .to_string();
+        let spec = SplitSpec {
+            device_prefix: format!("amd-{name}-device"),
+            overlay_root: name.clone(),
+            device_requires: vec![format!("rocm-sdk-device-@GFXARCH@ == {sdk}")],
+            compression: Compression::Zstd,
+        };
+        let work = tempfile::tempdir_in(bench_dir()).expect("work dir");
+        let ours = work.path().join("rockbuild");
+        let split_once = |threads: usize| {
+            let _ = fs_err::remove_dir_all(&ours);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool");
+            let start = Instant::now();
+            let split = pool
+                .install(|| split_wheel(&wheel, &ours, &spec))
+                .expect("rockbuild split");
+            (start.elapsed(), split)
+        };
+        let ours_all = best(runs, || split_once(cores).0);
+        let ours_one = best(runs, || split_once(1).0);
+        let (_, split) = split_once(cores);
+
+        let theirs = work.path().join("reference");
+        let reference_once = |jobs: usize| {
+            let _ = fs_err::remove_dir_all(&theirs);
+            let start = Instant::now();
+            run(Command::new(&python)
+                .args(["-c", REFERENCE])
+                .arg(&wheel)
+                .arg(&theirs)
+                .args([&spec.device_prefix, &format!("{name}/"), &spec.device_requires[0]])
+                .arg(jobs.to_string()));
+            start.elapsed()
+        };
+        // With -j > 1 the reference adds code objects to a pack in the order its worker
+        // processes finish, so its packs' ordinals vary run to run; -j 1 is its defined order
+        // (largest binary first), the one compared, so it runs last.
+        let theirs_all = best(runs, || reference_once(cores));
+        let theirs_one = best(runs, || reference_once(1));
+
+        let (equal, packs) = compare(&split, &theirs);
+        let read = reference_reads(&python, &packs);
+        assert_eq!(read, equal.code_objects, "rocm-kpack read every code object");
+        let ratio = |d: Duration| format!("{:.2} s ({:.2}x)", secs(d), secs(d) / secs(theirs_one));
+        println!(
+            "| {} ({:.1} MB) | {} wheels, {} files ({} host binaries) byte for byte, {} packs (tables; {} code objects, read by both); reference RECORDs: {} without their own line, {} lines with hex digests | {} | {} | {} | {:.2} s (1.00x) | {} / {} ({:.2}x) |",
+            wheel.file_name().expect("name").to_string_lossy(),
+            fs_err::metadata(&wheel).expect("wheel").len() as f64 / 1e6,
+            equal.wheels,
+            equal.files,
+            equal.binaries,
+            equal.packs,
+            equal.code_objects,
+            equal.records_without_self,
+            equal.hex_record_lines,
+            ratio(ours_all),
+            ratio(ours_one),
+            ratio(theirs_all),
+            secs(theirs_one),
+            equal.our_pack_bytes,
+            equal.their_pack_bytes,
+            equal.our_pack_bytes as f64 / equal.their_pack_bytes as f64,
+        );
+    }
 }

@@ -181,12 +181,7 @@ impl ZipOut {
             compressed: compressed.len() as u64,
             size: data.len() as u64,
             offset: self.offset,
-            // A regular file keeps its template's mode; anything else becomes rw-r--r--.
-            external_attributes: if (template.external_attributes >> 16) & 0o170000 == 0o100000 {
-                template.external_attributes
-            } else {
-                0o100644 << 16
-            },
+            external_attributes: file_attributes(template.external_attributes),
         };
         self.local_header(&record)?;
         self.write(compressed)?;
@@ -278,9 +273,29 @@ impl ZipOut {
     }
 }
 
+/// The attributes of a written entry: a regular file keeps its template's; permissions without
+/// a file type (what Python's `zipfile.writestr` writes, `0o600`) are a regular file with
+/// those permissions, as an unpacker makes it; anything else becomes rw-r--r--.
+fn file_attributes(template: u32) -> u32 {
+    let mode = template >> 16;
+    match mode & 0o170000 {
+        0o100000 => template,
+        0 if mode & 0o7777 != 0 => (0o100000 | (mode & 0o7777)) << 16,
+        _ => 0o100644 << 16,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_entries_are_regular_files_keeping_their_permissions() {
+        // An executable, zipfile.writestr's bare 0o600, a symlink, nothing at all.
+        let modes = [0o100755 << 16, 0o600 << 16, 0o120777 << 16, 0];
+        let written: Vec<u32> = modes.iter().map(|m| file_attributes(*m) >> 16).collect();
+        assert_eq!(written, [0o100755, 0o100600, 0o100644, 0o100644]);
+    }
 
     #[test]
     fn copies_entries_raw_and_writes_a_strictly_valid_archive() {
