@@ -41,8 +41,21 @@ use rockbuild::wheel::split::{SplitSpec, split_wheel};
 /// feature on all of a processor's targets or none): the reference packs each apart
 /// (`torch_gfx90a:xnack+.kpack`, `torch_gfx90a:xnack-.kpack`) in gfx90a's one device wheel.
 const TARGETS: &[&str] = &[
-    "gfx900", "gfx906", "gfx908", "gfx90a:xnack-", "gfx90a:xnack+", "gfx1010", "gfx1011",
-    "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+    "gfx900",
+    "gfx906",
+    "gfx908",
+    "gfx90a:xnack-",
+    "gfx90a:xnack+",
+    "gfx1010",
+    "gfx1011",
+    "gfx1012",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1033",
+    "gfx1034",
+    "gfx1035",
+    "gfx1036",
 ];
 
 /// A translation unit with `KERNELS` kernels (templates over a seed), so that code objects
@@ -212,7 +225,6 @@ fn fixture_wheel() -> PathBuf {
     wheel
 }
 
-
 /// One zip entry: its bytes and Unix mode.
 struct Member {
     data: Vec<u8>,
@@ -264,7 +276,12 @@ fn wheels_in(dir: &Path) -> BTreeMap<String, PathBuf> {
         .expect("reference outputs")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), p))
+        .map(|p| {
+            (
+                p.file_name().expect("name").to_string_lossy().into_owned(),
+                p,
+            )
+        })
         .collect()
 }
 
@@ -287,7 +304,12 @@ fn without_zstd_size(toc: &Value) -> Value {
 fn record_lines(data: &[u8]) -> BTreeMap<String, String> {
     String::from_utf8_lossy(data)
         .lines()
-        .map(|l| (l.rsplitn(3, ',').last().unwrap_or(l).to_string(), l.to_string()))
+        .map(|l| {
+            (
+                l.rsplitn(3, ',').last().unwrap_or(l).to_string(),
+                l.to_string(),
+            )
+        })
         .collect()
 }
 
@@ -301,7 +323,12 @@ fn record_lines(data: &[u8]) -> BTreeMap<String, String> {
 fn compare(split: &rockbuild::wheel::split::Split, theirs: &Path) -> (Equal, Vec<PathBuf>) {
     let mut ours: BTreeMap<String, PathBuf> = std::iter::once(&split.host)
         .chain(split.devices.iter().map(|d| &d.path))
-        .map(|p| (p.file_name().expect("name").to_string_lossy().into_owned(), p.clone()))
+        .map(|p| {
+            (
+                p.file_name().expect("name").to_string_lossy().into_owned(),
+                p.clone(),
+            )
+        })
         .collect();
     let theirs = wheels_in(theirs);
     assert_eq!(
@@ -374,7 +401,10 @@ fn compare(split: &rockbuild::wheel::split::Split, theirs: &Path) -> (Equal, Vec
                     if q[path] == hex {
                         equal.hex_record_lines += 1;
                     } else {
-                        assert_eq!(q[path], spec, "{name}: the reference's RECORD line of {path}");
+                        assert_eq!(
+                            q[path], spec,
+                            "{name}: the reference's RECORD line of {path}"
+                        );
                     }
                 }
                 equal.files += 1;
@@ -458,7 +488,9 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let secs = |d: Duration| d.as_secs_f64();
     println!("reference: {reference}");
-    println!("| wheel | equal | rockbuild {cores} threads | rockbuild 1 thread | reference -j {cores} | reference -j 1 | packs: rockbuild / reference bytes |");
+    println!(
+        "| wheel | equal | rockbuild {cores} threads | rockbuild 1 thread | reference -j {cores} | reference -j 1 | packs: rockbuild / reference bytes |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for wheel in fat_wheels() {
         let name = rockbuild::wheel::filename::WheelFilename::parse(
@@ -499,7 +531,11 @@ fn main() {
                 .args(["-c", REFERENCE])
                 .arg(&wheel)
                 .arg(&theirs)
-                .args([&spec.device_prefix, &format!("{name}/"), &spec.device_requires[0]])
+                .args([
+                    &spec.device_prefix,
+                    &format!("{name}/"),
+                    &spec.device_requires[0],
+                ])
                 .arg(jobs.to_string()));
             start.elapsed()
         };
@@ -511,7 +547,10 @@ fn main() {
 
         let (equal, packs) = compare(&split, &theirs);
         let read = reference_reads(&python, &packs);
-        assert_eq!(read, equal.code_objects, "rocm-kpack read every code object");
+        assert_eq!(
+            read, equal.code_objects,
+            "rocm-kpack read every code object"
+        );
         let ratio = |d: Duration| format!("{:.2} s ({:.2}x)", secs(d), secs(d) / secs(theirs_one));
         println!(
             "| {} ({:.1} MB) | {} wheels, {} files ({} host binaries) byte for byte, {} packs (tables; {} code objects, read by both); reference RECORDs: {} without their own line, {} lines with hex digests | {} | {} | {} | {:.2} s (1.00x) | {} / {} ({:.2}x) |",
