@@ -630,6 +630,47 @@ mod tests {
     }
 
     #[test]
+    fn judges_the_layout_as_the_loader_would() {
+        let mut good = image(b"KERNEL32.dll");
+        let opt = 0x98;
+        for (at, value) in [(32, 0x1000u32), (36, 0x200), (56, 0x2000), (60, 0x200)] {
+            good[opt + at..opt + at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        assert_eq!(
+            layout_problems(&good).expect("parses"),
+            Vec::<String>::new()
+        );
+        let problems = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut bytes = good.clone();
+            edit(&mut bytes);
+            layout_problems(&bytes).expect("parses").join("; ")
+        };
+        assert_eq!(
+            problems(&|b| b[opt + 64] = 1),
+            "CheckSum 0x00000001 is not the image's (0x0000a76e)"
+        );
+        assert_eq!(
+            problems(&|b| b[opt + 56..opt + 60].copy_from_slice(&0x1000u32.to_le_bytes())),
+            "SizeOfImage 0x1000 does not cover the sections (they end at 0x1200)"
+        );
+        assert_eq!(
+            problems(&|b| b[opt + 36..opt + 40].copy_from_slice(&0x300u32.to_le_bytes())),
+            "FileAlignment 0x300 is not a power of two"
+        );
+        let section = opt + 112 + 128;
+        assert_eq!(
+            problems(&|b| b[section + 20..section + 24].copy_from_slice(&0x100u32.to_le_bytes())),
+            "section .idata's data at 0x100 is not aligned to FileAlignment 0x200; section \
+             .idata's data at 0x100 lies in the headers"
+        );
+        assert_eq!(
+            problems(&|b| b[section + 12..section + 16].copy_from_slice(&0x1800u32.to_le_bytes())),
+            "section .idata at RVA 0x1800 is not aligned to SectionAlignment 0x1000; the import \
+             directory (40 bytes at RVA 0x1000) is not in a section's file data"
+        );
+    }
+
+    #[test]
     fn refuses_hostile_headers_by_name() {
         let good = image(b"KERNEL32.dll");
         let error = |edit: &dyn Fn(&mut Vec<u8>)| {
