@@ -35,6 +35,8 @@
 //! The result is checked by rockbuild's own PE reader ([`crate::wheel::pe::layout_problems`])
 //! before it is returned.
 
+use std::borrow::Cow;
+
 use super::Marker;
 
 pub const MARKER_SECTION: &[u8; 8] = b".kpackrf";
@@ -126,9 +128,10 @@ impl Section {
     }
 }
 
-/// A parsed PE32+ image held for editing.
-struct Pe {
-    data: Vec<u8>,
+/// A parsed PE32+ image: borrowed to be read, owned to be edited (a torch DLL is gigabytes:
+/// reading it must not copy it).
+struct Pe<'a> {
+    data: Cow<'a, [u8]>,
     /// File offsets of the COFF file header, the optional header and the section table.
     coff: u64,
     optional: u64,
@@ -145,9 +148,9 @@ fn round_up(value: u64, align: u64) -> u64 {
     }
 }
 
-impl Pe {
+impl<'a> Pe<'a> {
     /// `Ok(None)` when the file is not a PE32+ image.
-    fn parse(data: Vec<u8>) -> Result<Option<Pe>, TransformError> {
+    fn parse(data: Cow<'a, [u8]>) -> Result<Option<Pe<'a>>, TransformError> {
         let u32_at = |at: u64| -> Option<u32> {
             let at = usize::try_from(at).ok()?;
             data.get(at..at + 4)
@@ -256,7 +259,7 @@ impl Pe {
     }
 
     fn put_u32(&mut self, at: u64, value: u32) {
-        self.data[at as usize..at as usize + 4].copy_from_slice(&value.to_le_bytes());
+        self.data.to_mut()[at as usize..at as usize + 4].copy_from_slice(&value.to_le_bytes());
     }
 
     fn image_base(&self) -> u64 {
@@ -306,7 +309,7 @@ impl Pe {
     fn write_section(&mut self, index: usize) {
         let s = self.sections[index];
         let at = self.table + index as u64 * SECTION_HEADER;
-        self.data[at as usize..at as usize + 8].copy_from_slice(&s.name);
+        self.data.to_mut()[at as usize..at as usize + 8].copy_from_slice(&s.name);
         for (field, value) in [
             (8, s.virtual_size),
             (12, s.rva),
@@ -347,9 +350,10 @@ impl Pe {
             self.section_alignment(),
         );
         let raw_size = round_up(content.len() as u64, file_alignment);
-        self.data.resize(raw_offset as usize, 0);
-        self.data.extend_from_slice(content);
-        self.data.resize((raw_offset + raw_size) as usize, 0);
+        let data = self.data.to_mut();
+        data.resize(raw_offset as usize, 0);
+        data.extend_from_slice(content);
+        data.resize((raw_offset + raw_size) as usize, 0);
         let section = Section {
             name: *name,
             virtual_size: content.len() as u64,
@@ -364,7 +368,7 @@ impl Pe {
         self.put_u32(headers_end + 36, characteristics);
         let count = self.sections.len() as u16;
         let at = (self.coff + 2) as usize;
-        self.data[at..at + 2].copy_from_slice(&count.to_le_bytes());
+        self.data.to_mut()[at..at + 2].copy_from_slice(&count.to_le_bytes());
         let size_of_image = rva + round_up(content.len() as u64, self.section_alignment());
         self.put_u32(self.optional + 56, size_of_image as u32);
         Ok(index)
@@ -446,7 +450,9 @@ impl Pe {
                 }
             }
         }
-        self.data.drain(cut as usize..(cut + size) as usize);
+        self.data
+            .to_mut()
+            .drain(cut as usize..(cut + size) as usize);
         Ok(size)
     }
 }
@@ -461,14 +467,18 @@ fn whole_pages(rva: u64, size: u64) -> Option<(u64, u64)> {
 /// The `.hip_fat` section of a PE32+ image: `Ok(None)` when it has none, is the host image of
 /// a split (its `.hip_fat` keeps only the bytes around the pages that were cut) or is no PE32+
 /// image (HIP device code is 64-bit only).
-pub fn fatbin_section(data: &[u8]) -> Result<Option<Vec<u8>>, TransformError> {
-    let Some(pe) = Pe::parse(data.to_vec())? else {
+pub fn fatbin_section(data: &[u8]) -> Result<Option<&[u8]>, TransformError> {
+    let Some(pe) = Pe::parse(Cow::Borrowed(data))? else {
         return Ok(None);
     };
     if pe.find(MARKER_SECTION).is_some() {
         return Ok(None);
     }
-    Ok(pe.find(FATBIN_SECTION).map(|i| pe.content(i).to_vec()))
+    Ok(pe.find(FATBIN_SECTION).map(|i| {
+        let s = pe.sections[i];
+        // Within the file: parse checked every section's data against it.
+        &data[s.raw_offset as usize..(s.raw_offset + s.raw_size.min(s.virtual_size)) as usize]
+    }))
 }
 
 /// Transforms the fat image `data`: its device code is to be found through `search_paths`
@@ -479,7 +489,7 @@ pub fn transform(
     search_paths: &[String],
     kernel_name: &str,
 ) -> Result<Transformed, TransformError> {
-    let mut pe = Pe::parse(data.to_vec())?.ok_or(TransformError::NotPe32Plus)?;
+    let mut pe = Pe::parse(Cow::Owned(data.to_vec()))?.ok_or(TransformError::NotPe32Plus)?;
     let fatbin = pe.find(FATBIN_SECTION).ok_or(TransformError::NotFat)?;
     if pe.find(MARKER_SECTION).is_some() {
         return Err(TransformError::AlreadySplit);
@@ -514,7 +524,8 @@ pub fn transform(
         {
             return Err(TransformError::Unrelocated(index));
         }
-        pe.data[(at + 8) as usize..(at + 16) as usize].copy_from_slice(&marker_va.to_le_bytes());
+        pe.data.to_mut()[(at + 8) as usize..(at + 16) as usize]
+            .copy_from_slice(&marker_va.to_le_bytes());
         pe.put_u32(at, HIPK);
         pe.put_u32(at + 16, index as u32);
     }
@@ -551,7 +562,7 @@ pub fn transform(
         return Err(TransformError::Verify(problems.join("; ")));
     }
     Ok(Transformed {
-        data: pe.data,
+        data: pe.data.into_owned(),
         wrappers,
         bytes_removed,
         marker_rva,
@@ -560,7 +571,7 @@ pub fn transform(
 
 /// Reads the `.kpackrf` marker of a host image, `None` when it has none.
 pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
-    let pe = Pe::parse(data.to_vec())
+    let pe = Pe::parse(Cow::Borrowed(data))
         .map_err(|e| e.to_string())?
         .ok_or("not a PE32+ image")?;
     let Some(index) = pe.find(MARKER_SECTION) else {

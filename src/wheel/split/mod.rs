@@ -354,7 +354,7 @@ fn read_fat_binary(
         let Some(section) = pe::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
             return Ok(None);
         };
-        let objects = offload::code_objects(&section).map_err(fail)?;
+        let objects = offload::code_objects(section).map_err(fail)?;
         let t = pe::transform(&data, &search, under).map_err(|e| fail(e.to_string()))?;
         (objects, t.data, t.bytes_removed)
     } else {
