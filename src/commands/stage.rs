@@ -18,6 +18,7 @@ use crate::wheel::companion::Role;
 pub fn run(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<ExitStatus> {
     let settings = StageSettings::resolve(args, ctx, recipes)?;
     announce_targets(ctx, &settings);
+    sdk_index_answers(&settings)?;
     let wheels = verify::collect(std::slice::from_ref(&settings.input))?;
     let report = verify::run(ctx, &wheels, &settings.expect)?;
     // The companions the set pins are downloaded here and uploaded from here.
@@ -52,7 +53,30 @@ pub fn run(args: StageArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
         &settings.store,
     )?;
     let from = settings.targets.as_ref().map(|t| t.source.to_string());
-    let plan = stage::plan(&settings.input, from, &report, publication, &found)?;
+    let plan =
+        stage::plan(&settings.input, from, &report, publication, &found).map_err(|error| {
+            match error {
+                publish::Error::Conflicts {
+                    verb,
+                    dest,
+                    nothing,
+                    conflicts,
+                    restage: _,
+                } => publish::Error::Conflicts {
+                    verb,
+                    dest,
+                    nothing,
+                    conflicts,
+                    // The command line as typed (a word that is not UTF-8: no hint).
+                    restage: std::env::args_os()
+                        .map(std::ffi::OsString::into_string)
+                        .collect::<Result<Vec<String>, _>>()
+                        .ok()
+                        .and_then(|argv| stage::restage_command(&argv, &settings.to, &report)),
+                },
+                other => other,
+            }
+        })?;
     let Some(mut lease) = lease else {
         ctx.ui.data(&match settings.json {
             true => serde_json::to_string_pretty(&plan)?,
@@ -104,5 +128,28 @@ fn announce_targets(ctx: &Context, settings: &StageSettings) {
             "no GPU targets to check (give --targets, --amdgpu-family or a lock with a build record): \
              libraries are checked for HIP code, not for which targets it covers",
         ),
+    }
+}
+
+/// The SDK's index answers before anything is verified: without it the set's SDK pins cannot
+/// be resolved nor its SDK wheels brought, and a connection that fails is a cause of its own
+/// (a stopped server, the network) with its own fix, not a failure of the wheel that pins it.
+fn sdk_index_answers(settings: &StageSettings) -> Result<(), publish::Error> {
+    let Some(url) = &settings.expect.index_url else {
+        return Ok(());
+    };
+    let Ok(client) = crate::index::client::IndexClient::new(url) else {
+        // A malformed URL is verify's to report, with the rest of the set.
+        return Ok(());
+    };
+    match client.project(crate::sdk::ROCM_DIST) {
+        Err(crate::index::Error::Transfer { message, .. }) => Err(publish::Error::SdkIndex {
+            url: client.display_url(),
+            from: settings.index_from.clone(),
+            message,
+            dest: settings.dest.to_string(),
+            fix: crate::index::reach::unreachable_fix(url),
+        }),
+        _ => Ok(()),
     }
 }

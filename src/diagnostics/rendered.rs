@@ -124,6 +124,14 @@ fn verify_and_publish_errors() {
             }],
         }
         .into(),
+        Error::SdkIndex {
+            url: "http://127.0.0.1:52967/sdk/simple/".into(),
+            from: "build.index_url of /work/src/rockbuild.lock.json, where install-rocm installed the SDK from".into(),
+            message: "could not read http://127.0.0.1:52967/sdk/simple/rocm/: error sending request: tcp connect error: Connection refused (os error 111) (attempt 3 of 3; each request waits up to 120s)".into(),
+            dest: "/work/staging".into(),
+            fix: crate::index::reach::unreachable_fix("http://127.0.0.1:52967/sdk/simple/"),
+        }
+        .into(),
         Error::Conflicts {
             verb: "stage",
             dest: "file:///srv/staging".into(),
@@ -134,6 +142,10 @@ fn verify_and_publish_errors() {
                 new: "d".repeat(64),
                 spelled: None,
             }],
+            restage: Some(
+                "rockbuild stage --input /work/out --to /srv/staging-5d0c29a1 --lock /work/src/rockbuild.lock.json"
+                    .into(),
+            ),
         }
         .into(),
         Error::Conflicts {
@@ -146,6 +158,7 @@ fn verify_and_publish_errors() {
                 new: "b".repeat(64),
                 spelled: None,
             }],
+            restage: None,
         }
         .into(),
         crate::verify::Error::from(CompanionError::NotOnIndex {

@@ -551,7 +551,7 @@ fn index(facts: &Facts, expect: &Expectations) -> Check {
             "index",
             Status::Fail,
             format!("{} ({from}) is not reachable: {why}", index.url),
-            Some("check the network, proxy settings (HTTPS_PROXY) and the URL".into()),
+            Some(crate::index::reach::unreachable_fix(&index.url)),
         ),
     }
 }

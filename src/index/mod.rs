@@ -14,6 +14,7 @@
 pub mod client;
 mod error;
 pub mod ordering;
+pub mod reach;
 pub mod readable;
 pub mod render;
 pub mod scan;

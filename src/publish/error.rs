@@ -29,6 +29,17 @@ pub enum Error {
         wheel: PathBuf,
         missing: &'static str,
     },
+    #[error(
+        "the ROCm SDK's index {url} ({from}) cannot be read: {message}\nstage brings the SDK \
+         wheels the set pins from that index, so nothing was uploaded to {dest}; {fix}"
+    )]
+    SdkIndex {
+        url: String,
+        from: String,
+        message: String,
+        dest: String,
+        fix: String,
+    },
     #[error("listing the destination: {0}")]
     List(StoreError),
     #[error(
@@ -56,13 +67,15 @@ pub enum Error {
     #[error(
         "refusing to {verb} to {dest}: published objects are never replaced, and nothing was {nothing}{}\n{}",
         bullets(conflicts),
-        next_step(verb)
+        next_step(verb, restage.as_deref())
     )]
     Conflicts {
         verb: &'static str,
         dest: String,
         nothing: &'static str,
         conflicts: Vec<Conflict>,
+        /// The command that stages the same set under a prefix of its own (stage only).
+        restage: Option<String>,
     },
     #[error("{0}\nthe index pages were not changed; fix the cause and run the same command again")]
     Transfer(TransferError),
@@ -106,20 +119,29 @@ impl HasExitStatus for Error {
                 _ => ExitStatus::Failure,
             },
             Error::Lease(error) => error.exit_status(),
-            Error::Unverified { .. } | Error::List(_) => ExitStatus::Failure,
+            Error::Unverified { .. } | Error::List(_) | Error::SdkIndex { .. } => {
+                ExitStatus::Failure
+            }
         }
     }
 }
 
 /// What to do when a set meets files published under its names with other bytes (a rebuild
 /// of the same versions, say): the command that gets it published.
-fn next_step(verb: &str) -> &'static str {
-    if verb == "promote" {
-        "a promoted file is final: build the set again under a version not yet released (a new \
-         --version-suffix), then stage, test and promote that"
-    } else {
-        "to publish a rebuild of the same versions, stage it under another prefix (--to), or \
-         build it under a version not yet published (a new --version-suffix) and stage that"
+fn next_step(verb: &str, restage: Option<&str>) -> String {
+    match (verb, restage) {
+        ("promote", _) => "a promoted file is final: build the set again under a version not yet \
+                           released (a new --version-suffix), then stage, test and promote that"
+            .into(),
+        (_, Some(command)) => format!(
+            "to stage this rebuild, give it a prefix of its own (named after the set, so running \
+             this again is safe):\n  {command}\nor build it under a version not yet published (a \
+             new --version-suffix) and stage that"
+        ),
+        (_, None) => "to publish a rebuild of the same versions, stage it under another prefix \
+                      (--to), or build it under a version not yet published (a new \
+                      --version-suffix) and stage that"
+            .into(),
     }
 }
 

@@ -167,6 +167,7 @@ pub fn plan(publication: Publication, dest: &Destination) -> Result<PublishPlan,
             dest: dest.url.clone(),
             nothing: transfer.done(),
             conflicts,
+            restage: None,
         });
     }
     // The destination's projects after publishing: each gets its pages rewritten.

@@ -90,6 +90,55 @@ pub fn publication(report: &VerifyReport, input: &Path, dest: &str) -> Result<Pu
     })
 }
 
+/// The command that stages a refused set under a prefix of its own: `argv` as it was typed
+/// (its first word spelled `rockbuild`), with `--to` set to `<to>-<set id>`. The set id is the
+/// first 8 hex digits of the SHA-256 over the set's file names and digests, so one set always
+/// gets one prefix (following the hint twice stages once) and another rebuild another one: no
+/// existence check, which S3 would need a listing for. `None` when a word cannot be quoted
+/// for a shell.
+pub fn restage_command(argv: &[String], to: &str, report: &VerifyReport) -> Option<String> {
+    let files = report
+        .wheels
+        .iter()
+        .map(|w| (w.file.as_str(), w.sha256.as_deref().unwrap_or("")))
+        .collect();
+    command_with_prefix(argv, to, files)
+}
+
+fn command_with_prefix(argv: &[String], to: &str, mut files: Vec<(&str, &str)>) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    files.sort_unstable();
+    let mut hasher = Sha256::new();
+    for (file, sha256) in files {
+        hasher.update(format!("{file} {sha256}\n").as_bytes());
+    }
+    let id = hex::encode(hasher.finalize());
+    let prefix = format!("{}-{}", to.trim_end_matches('/'), &id[..8]);
+    let mut words: Vec<String> = vec!["rockbuild".into()];
+    let mut replaced = false;
+    let mut rest = argv.iter().skip(1);
+    while let Some(word) = rest.next() {
+        if word == "--to" {
+            rest.next();
+            words.extend(["--to".into(), prefix.clone()]);
+            replaced = true;
+        } else if word.starts_with("--to=") {
+            words.push(format!("--to={prefix}"));
+            replaced = true;
+        } else {
+            words.push(word.clone());
+        }
+    }
+    if !replaced {
+        words.extend(["--to".into(), prefix]);
+    }
+    let quoted: Result<Vec<String>, _> = words
+        .iter()
+        .map(|w| shlex::try_quote(w).map(|q| q.into_owned()))
+        .collect();
+    quoted.ok().map(|words| words.join(" "))
+}
+
 /// Plans the stage: the verified wheels and what publishing them into `dest` does.
 pub fn plan(
     input: &Path,
@@ -191,7 +240,63 @@ fn what_failed(failed: usize, wheels: usize, set_problems: usize, input: &str) -
 
 #[cfg(test)]
 mod tests {
-    use super::what_failed;
+    use super::{command_with_prefix, what_failed};
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn a_refused_restage_gets_a_prefix_named_after_its_set() {
+        let set = vec![("torch-1.whl", "aa"), ("vision-1.whl", "bb")];
+        let command = |words: &[&str], to: &str, set: Vec<(&str, &str)>| {
+            command_with_prefix(&argv(words), to, set).expect("quotable")
+        };
+        let given = [
+            "target/debug/rockbuild",
+            "stage",
+            "--input",
+            "out dir",
+            "--to",
+            "staging/",
+            "--allow-linux-tag",
+        ];
+        let first = command(&given, "staging/", set.clone());
+        let prefix = first
+            .split(" --to staging-")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .expect("a new --to");
+        assert_eq!(prefix.len(), 8, "{first}");
+        assert_eq!(
+            first,
+            format!("rockbuild stage --input 'out dir' --to staging-{prefix} --allow-linux-tag")
+        );
+        // The same set, listed in another order: the same prefix; another set: another one.
+        let reversed = set.iter().rev().copied().collect();
+        assert_eq!(command(&given, "staging/", reversed), first);
+        assert_ne!(
+            command(
+                &given,
+                "staging/",
+                vec![("torch-1.whl", "aa"), ("vision-1.whl", "cc")]
+            ),
+            first
+        );
+        // `--to=URL`, and a --to taken from ROCKBUILD_STAGE_TO (not on the command line).
+        assert_eq!(
+            command(
+                &["rockbuild", "stage", "--to=s3://b/staging"],
+                "s3://b/staging",
+                set.clone()
+            ),
+            format!("rockbuild stage '--to=s3://b/staging-{prefix}'")
+        );
+        assert_eq!(
+            command(&["rockbuild", "stage"], "s3://b/staging", set),
+            format!("rockbuild stage --to s3://b/staging-{prefix}")
+        );
+    }
 
     #[test]
     fn the_refusal_counts_wheel_and_set_problems() {

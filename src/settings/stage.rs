@@ -20,6 +20,10 @@ pub struct StageSettings {
     pub input: PathBuf,
     /// The staging store (the family's prefix under `--to` with `--amdgpu-family`).
     pub dest: StoreUrl,
+    /// `--to` as it was given (a refused re-stage suggests a prefix beside it).
+    pub to: String,
+    /// Where the SDK's index (`expect.index_url`) came from, as an error names it.
+    pub index_from: String,
     pub expect: Expectations,
     /// The targets every GPU library must carry, and where they came from.
     pub targets: Option<Sourced<Vec<Target>>>,
@@ -67,6 +71,14 @@ impl StageSettings {
             let given = table.targets(list).map_err(verify::Error::Targets)?;
             Lock::read(&path)?.expect_targets(&path, "--targets", &given)?;
         }
+        let index_from = match (&index_url, &lock) {
+            (Some(_), _) => "--index-url".to_string(),
+            (None, Some(path)) => format!(
+                "build.index_url of {}, where install-rocm installed the SDK from",
+                ctx.absolute(path).display()
+            ),
+            (None, None) => String::new(),
+        };
         let (mut expect, mut targets) = expectations(
             ctx,
             recipes,
@@ -91,6 +103,8 @@ impl StageSettings {
         Ok(StageSettings {
             input: ctx.absolute(&input),
             dest,
+            to,
+            index_from,
             expect,
             targets,
             store: store_settings(store),

@@ -799,3 +799,216 @@ fn auto_takes_targets_and_the_index_from_detection() {
     let output = plan(&workspace, &["--amdgpu-family", "auto"]);
     insta::assert_snapshot!("auto_no_gpu", transcript(&workspace.env, &output));
 }
+
+// ---- the walk ---------------------------------------------------------------------------
+
+/// One command of docs/local.md's `console walk` blocks, and the exit status the doc gives
+/// it (`# exits N` after the command; 0 when it says none).
+struct WalkStep {
+    line: String,
+    exit: i32,
+}
+
+fn walk_steps() -> Vec<WalkStep> {
+    let doc = std::fs::read_to_string(crate::common::repo_root().join("docs/local.md"))
+        .expect("docs/local.md");
+    let mut steps = Vec::new();
+    let mut inside = false;
+    for line in doc.lines() {
+        if let Some(fence) = line.strip_prefix("```") {
+            inside = fence.trim() == "console walk";
+            continue;
+        }
+        if let (true, Some(command)) = (inside, line.strip_prefix("$ ")) {
+            let exit = command
+                .split_once("# exits ")
+                .map_or(0, |(_, n)| n.trim().parse().expect("`# exits N`"));
+            steps.push(WalkStep {
+                line: command.to_string(),
+                exit,
+            });
+        }
+    }
+    steps
+}
+
+/// The world `scripts/quickstart` leaves, made by its own steps (the SDK's index as a
+/// `file://` directory, lock, checkout --from-lock, install-rocm, build, stage), without the
+/// smoke, test and promote that leave nothing the walk reads. Returns its directory.
+fn quickstart_world(env: &TestEnv) -> std::path::PathBuf {
+    let qs = env.path("quickstart");
+    let origins = crate::common::sample::sample_origins_in(env, &qs);
+    std::os::unix::fs::symlink(
+        sdk_index(SDK_VERSION, &["gfx906", "gfx1030"]),
+        qs.join("sdk"),
+    )
+    .expect("the SDK's directory");
+    let index = format!("file://{}/sdk/simple/", qs.display());
+    let lock = qs.join("src/rockbuild.lock.json");
+    let ok = |command: &mut assert_cmd::Command| {
+        let output = command.output().expect("runs");
+        assert!(output.status.success(), "{}", transcript(env, &output));
+    };
+    ok(env
+        .rockbuild()
+        .args(["lock", "--config"])
+        .arg(&origins.stack_yaml)
+        .args(["--repo-hashtag", "release/2.9", "--index-url", &index])
+        .args(["--pytorch-rocm-arch", TARGETS, "--lock"])
+        .arg(qs.join("rockbuild.lock.json")));
+    ok(env
+        .rockbuild()
+        .args(["checkout", "--config"])
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(qs.join("src"))
+        .arg("--from-lock")
+        .arg(qs.join("rockbuild.lock.json")));
+    ok(env
+        .rockbuild()
+        .args(["install-rocm", "--index-url", &index, "--output-dir"])
+        .arg(qs.join("out"))
+        .arg("--lock")
+        .arg(&lock));
+    ok(env
+        .rockbuild()
+        .env("PIP_NO_INDEX", "1")
+        .env("PIP_FIND_LINKS", wheelhouse())
+        .args(["build", "--config"])
+        .arg(&origins.stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(qs.join("src"))
+        .arg("--output-dir")
+        .arg(qs.join("out")));
+    ok(env
+        .rockbuild()
+        .arg("stage")
+        .arg("--input")
+        .arg(qs.join("out"))
+        .arg("--to")
+        .arg(qs.join("staging"))
+        .arg("--lock")
+        .arg(&lock)
+        .arg("--allow-linux-tag"));
+    qs
+}
+
+/// docs/local.md §6 as written, on the quickstart's leftovers: each command of its walk
+/// blocks runs from the repository root (a line's `export` carries into the ones after it)
+/// with the exit status the doc gives it, and every command rockbuild prints for the user to
+/// run (an indented `rockbuild …` line) is run as printed and must succeed.
+#[test]
+fn the_walk_on_the_quickstarts_leftovers() {
+    let mut env = TestEnv::new();
+    let qs = quickstart_world(&env);
+    env.set("QUICKSTART_DIR", qs.display().to_string());
+    // The doc's flags say everything; nothing from the harness decides for them.
+    env.unset("ROCKBUILD_ALLOW_LINUX_TAG");
+    let steps = walk_steps();
+    assert!(steps.len() >= 5, "the walk blocks of docs/local.md");
+    // `rockbuild` is the binary under test, as the doc's alias makes it, with the PATH the
+    // world was built under (the build cache keys it).
+    let mut exports = format!(
+        "rockbuild() {{ {} \"$@\"; }}\n",
+        env!("CARGO_BIN_EXE_rockbuild")
+    );
+    let mut said = String::new();
+    let shown = |text: &str| text.replace(&qs.display().to_string(), "$QS");
+    let run = |exports: &str, line: &str| {
+        env.command("bash")
+            .current_dir(crate::common::repo_root())
+            .arg("-c")
+            .arg(format!("set -e\n{exports}\n{line}"))
+            .output()
+            .expect("bash")
+    };
+    let mut hints = 0;
+    for step in &steps {
+        if step.line.starts_with("export ") {
+            exports.push_str(&step.line);
+            exports.push('\n');
+            said.push_str(&format!("$ {}\n", step.line));
+            continue;
+        }
+        let output = run(&exports, &step.line);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        said.push_str(&format!(
+            "$ {}\n{}[exit {}]\n",
+            step.line,
+            shown(&text),
+            output
+                .status
+                .code()
+                .map_or("signal".into(), |c| c.to_string())
+        ));
+        assert_eq!(
+            output.status.code(),
+            Some(step.exit),
+            "the walk so far:\n{said}"
+        );
+        let rows = |status: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.split_whitespace().nth(1) == Some(status))
+                .filter_map(|l| l.split_whitespace().next())
+                // The table's rows, not the progress lines (`vision: built …`).
+                .filter(|project| !project.ends_with(':'))
+                .map(str::to_string)
+                .collect()
+        };
+        if step.line.starts_with("rockbuild build ") {
+            if step.line.contains("--build vision") {
+                assert_eq!(rows("built"), ["vision"], "{}", shown(&text));
+                assert_eq!(rows("reused").len(), 4, "{}", shown(&text));
+            } else {
+                assert_eq!(
+                    rows("cached").len(),
+                    5,
+                    "the cache, reused: {}",
+                    shown(&text)
+                );
+            }
+        }
+        // Every command rockbuild tells the user to run, run as printed.
+        for hint in text
+            .lines()
+            .filter(|l| l.starts_with(' ') && l.trim_start().starts_with("rockbuild "))
+        {
+            let hint = hint.trim();
+            hints += 1;
+            for attempt in ["", " (again)"] {
+                let followed = run(&exports, hint);
+                let out = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&followed.stdout),
+                    String::from_utf8_lossy(&followed.stderr)
+                );
+                said.push_str(&format!(
+                    "$ {}   # printed above{attempt}\n{}[exit {}]\n",
+                    shown(hint),
+                    shown(&out),
+                    followed
+                        .status
+                        .code()
+                        .map_or("signal".into(), |c| c.to_string())
+                ));
+                assert!(
+                    followed.status.success(),
+                    "{hint}{attempt}:\n{}",
+                    shown(&out)
+                );
+            }
+        }
+    }
+    assert!(
+        hints > 0,
+        "the refused stage prints the command to run:\n{said}"
+    );
+    assert!(
+        said.contains("(0 objects uploaded, 0 B; 16 already there)"),
+        "the re-stage command run twice stages once:\n{said}"
+    );
+}
