@@ -396,8 +396,9 @@ mod tests {
             },
         );
         let lists: Vec<Vec<String>> = shards.iter().map(|(_, l)| names(l)).collect();
-        // a: 3 pytest shards of 433.3 s; the limit (1900 % 950 = 0 -> 950) moves b, c and
-        // the unknown d off shard 2 once it is over it.
+        // a: 3 pytest shards of 433.3 s, each to the least loaded shard (the first on ties),
+        // then b and c; once shard 2 is over the limit (1900 % 950 = 0, so 950 s), d (no
+        // time: round-robin) may only go to shard 1.
         assert_eq!(
             lists,
             [

@@ -29,6 +29,7 @@ mod module_graph;
 mod platform_seam;
 mod publish;
 mod sample;
+mod sharding;
 mod sixth_project;
 mod split;
 mod stacks;
