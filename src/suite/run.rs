@@ -428,7 +428,7 @@ fn prepare_times(
         },
     };
     steps.ctx.ui.note(format!(
-        "{why}: run_test.py's default sharding applies (round robin)"
+        "no test times: {why}; run_test.py's default sharding applies (round robin)"
     ));
     steps.record(LABEL, "times", Outcome::Skipped, why.clone(), started);
     facts.unavailable = Some(why);

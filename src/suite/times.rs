@@ -227,7 +227,7 @@ pub fn plan(
         (None, Some(why)) => (
             "none".to_string(),
             Some(format!(
-                "no test times ({why}): run_test.py's default sharding applies (round robin, as \
+                "no test times: {why}; run_test.py's default sharding applies (round robin, as \
                  upstream's without test-times.json)"
             )),
         ),
@@ -313,14 +313,18 @@ impl TimesPlan {
             let _ = writeln!(out, "  NOTE: {note}");
         }
         for tests in &self.shards {
+            let estimate = if self.note.is_none() && !self.will_export {
+                format!(", est. {:.1} min", tests.estimate_secs / 60.0)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "  {}: {} of {} test{}, est. {:.1} min (run_test.py's blocklists may drop more)",
+                "  {}: {} of {} test{}{estimate} (run_test.py's own blocklists may drop some)",
                 tests.label,
                 tests.tests.len(),
                 tests.of,
                 crate::ui::plural(tests.of),
-                tests.estimate_secs / 60.0
             );
             for test in &tests.tests {
                 let _ = writeln!(out, "    {test}");
