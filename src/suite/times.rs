@@ -67,8 +67,9 @@ pub struct TimesPlan {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardTests {
     pub label: String,
-    /// Estimated seconds (0 without times).
-    pub estimate_secs: f64,
+    /// Estimated seconds, when there are times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_secs: Option<f64>,
     /// `test_nn 1/1` per test file or pytest shard, in run order.
     pub tests: Vec<String>,
     /// How many tests the invocation selects over all shards.
@@ -211,7 +212,13 @@ pub fn plan(
         installer: false,
         capture_stdout: false,
     };
+    let sharded = shard.total > 1;
     let (source, note) = match (&facts.file, &facts.unavailable) {
+        // One shard runs every selected test whatever the times say: nothing to export.
+        _ if !sharded => (
+            "not needed (one shard runs every selected test)".to_string(),
+            None,
+        ),
         (Some(loaded), _) => (
             format!(
                 "{} (entry {})",
@@ -278,7 +285,7 @@ pub fn plan(
             };
             ShardTests {
                 label: invocation.label.clone(),
-                estimate_secs,
+                estimate_secs: (sharded && facts.file.is_some()).then_some(estimate_secs),
                 tests: list.iter().map(ToString::to_string).collect(),
                 of: tests.len(),
             }
@@ -288,7 +295,10 @@ pub fn plan(
         build_environment: build_environment.to_string(),
         test_config,
         export,
-        will_export: facts.file.is_none() && facts.unavailable.is_none() && facts.has_export_script,
+        will_export: sharded
+            && facts.file.is_none()
+            && facts.unavailable.is_none()
+            && facts.has_export_script,
         into: checkout.join(shards::TIMES_DIR),
         cache_dir: facts.cache_dir.clone(),
         source,
@@ -313,11 +323,10 @@ impl TimesPlan {
             let _ = writeln!(out, "  NOTE: {note}");
         }
         for tests in &self.shards {
-            let estimate = if self.note.is_none() && !self.will_export {
-                format!(", est. {:.1} min", tests.estimate_secs / 60.0)
-            } else {
-                String::new()
-            };
+            let estimate = tests
+                .estimate_secs
+                .map(|secs| format!(", est. {:.1} min", secs / 60.0))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "  {}: {} of {} test{}{estimate} (run_test.py's own blocklists may drop some)",
@@ -338,5 +347,75 @@ impl TimesPlan {
             note: self.note.clone(),
             shards: self.shards.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn an_invocation_selects_as_run_test_py_does() {
+        let tests = strings(&[
+            "distributed/test_c10d_common",
+            "inductor/test_torchinductor",
+            "nn/test_convolution",
+            "test_jit_legacy",
+            "test_nn",
+            "test_quantization",
+            "test_torch",
+        ]);
+        let default = strings(&[
+            "--exclude-jit-executor",
+            "--exclude-distributed-tests",
+            "--exclude-quantization-tests",
+            "--keep-going",
+            "--shard",
+            "1",
+            "2",
+            "--exclude",
+            "nn/test_convolution",
+            "-k",
+            "not test_a",
+        ]);
+        assert_eq!(
+            selected(&tests, &default),
+            ["inductor/test_torchinductor", "test_nn", "test_torch"]
+        );
+        let distributed = strings(&["--distributed-tests", "--verbose"]);
+        assert_eq!(
+            selected(&tests, &distributed),
+            ["distributed/test_c10d_common"]
+        );
+        let inductor = strings(&[
+            "--include",
+            "test_torch",
+            "test_nn",
+            "--exclude",
+            "inductor",
+        ]);
+        assert_eq!(selected(&tests, &inductor), ["test_nn", "test_torch"]);
+    }
+
+    #[test]
+    fn the_checkouts_modules_are_named_as_discover_tests_names_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for file in [
+            "test/test_nn.py",
+            "test/nn/test_pooling.py",
+            "test/run_test.py",
+            "test/test-reports/test_old.py",
+            "test/__pycache__/test_nn.py",
+            "test/helper_test_x.py",
+        ] {
+            let path = dir.path().join(file);
+            fs_err::create_dir_all(path.parent().expect("parent")).expect("dir");
+            fs_err::write(&path, "").expect("file");
+        }
+        assert_eq!(discover(dir.path()), ["nn/test_pooling", "test_nn"]);
     }
 }
