@@ -1059,6 +1059,41 @@ fn print_skips_and_dry_run_show_what_a_run_would_do() {
         "dry_run_plan_with_test_times",
         normalize(&world, &stdout(&with_times))
     );
+    // A cached file run_test.py could not use (no entry for the build environment and no
+    // `default`: a KeyError in run_test.py) is not handed over; the run exports again.
+    std::fs::write(
+        cache.join("test-times.json"),
+        r#"{"linux-jammy-rocm-py3.10-mi200": {}}"#,
+    )
+    .expect("times");
+    let unusable = world
+        .test(&[
+            "--dry-run",
+            "--lock",
+            world.lock.to_str().expect("utf-8"),
+            "--shard",
+            "2",
+            "3",
+            "--amdgpu-family",
+            "gfx94X-dcgpu",
+        ])
+        .assert()
+        .success();
+    assert!(
+        stderr(&unusable).contains(&format!(
+            "the cached test times are unusable ({}: no default times for \
+             linux-noble-rocm-py3.12-mi300 and no `default` entry (run_test.py would stop with a \
+             KeyError)); the run exports them again",
+            cache.join("test-times.json").display()
+        )),
+        "{}",
+        stderr(&unusable)
+    );
+    assert!(
+        stdout(&unusable).contains("exported when the run starts"),
+        "{}",
+        stdout(&unusable)
+    );
 
     // The quick subset (TheRock #6536): run_test.py's default config on its modules only.
     let quick = world
