@@ -411,26 +411,26 @@ mod tests {
     #[test]
     fn the_times_file_entry_follows_run_test_py() {
         let text = r#"{"env": {"default": {"x": 1}}, "default": {"inductor": {"y": 2}, "default": {"z": 3.5}}}"#;
-        let exact = file_times(text, "env", "default").unwrap();
+        let exact = file_times(text, "env", "default").expect("times");
         assert_eq!(
             (exact.pick, exact.seconds),
             (Some(Pick::Exact), times(&[("x", 1.0)]))
         );
-        let config = file_times(text, "other", "inductor").unwrap();
+        let config = file_times(text, "other", "inductor").expect("times");
         assert_eq!(config.pick, Some(Pick::DefaultEnvironment));
-        let fallback = file_times(text, "other", "distributed").unwrap();
+        let fallback = file_times(text, "other", "distributed").expect("times");
         assert_eq!(
             (fallback.pick, fallback.seconds),
             (Some(Pick::DefaultDefault), times(&[("z", 3.5)]))
         );
         assert!(
             file_times(r#"{"env": {}}"#, "other", "default")
-                .unwrap_err()
+                .expect_err("an error")
                 .contains("KeyError")
         );
         assert!(
             file_times(r#"{"default": {"default": {"x": "slow"}}}"#, "e", "default")
-                .unwrap_err()
+                .expect_err("an error")
                 .contains("x: \"slow\" is not a number")
         );
         assert!(
