@@ -9,10 +9,14 @@ use anyhow::Context as _;
 use super::Error;
 use super::input::TestSettings;
 use super::plan::{self, SourceFacts, VenvState, WheelFacts, World};
+use super::times::{self, TimesFacts};
 use crate::context::Context;
 use crate::env_vars;
 use crate::index::client::IndexClient;
 use crate::sourced::Source;
+
+/// The cache's directory of exported test times (one directory per torch commit).
+pub const TIMES_CACHE: &str = "test-times";
 
 /// What the run needs to know before planning: the sources and the torch to install. A dry
 /// run reads no index: without a lock, the torch version stays a placeholder.
@@ -50,6 +54,7 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
             })
         }
     };
+    let times = times_facts(settings, ctx, source.as_ref())?;
     let locked = settings
         .lock
         .as_ref()
@@ -90,7 +95,58 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
             })
             .collect(),
         sdk: None,
+        times,
     })
+}
+
+/// The checkout's test modules and this ref's cached test times (the cache holds what the
+/// checkout's export wrote, under the torch commit).
+fn times_facts(
+    settings: &TestSettings,
+    ctx: &Context,
+    source: Option<&SourceFacts>,
+) -> anyhow::Result<TimesFacts> {
+    let Some(source) = source else {
+        return Ok(TimesFacts::default());
+    };
+    let cache_dir = source.commit.as_ref().map(|commit| {
+        crate::sdk::cache_root(ctx.env())
+            .join(TIMES_CACHE)
+            .join(commit)
+    });
+    let build_environment = settings
+        .test_env
+        .iter()
+        .find(|(name, _)| *name == env_vars::BUILD_ENVIRONMENT)
+        .map(|(_, value)| value.value.clone())
+        .unwrap_or_default();
+    let mut facts = TimesFacts {
+        cache_dir: cache_dir.clone(),
+        tests: times::discover(&source.dir),
+        has_export_script: source.dir.join(times::EXPORT_SCRIPT).is_file(),
+        ..TimesFacts::default()
+    };
+    if let Some(dir) = &cache_dir {
+        match times::load(dir, &build_environment, settings.config.run_test_config()) {
+            Ok(Some(file)) => {
+                facts.file = Some(times::Loaded {
+                    times: file,
+                    from: format!("cached for commit {}", short(source.commit.as_deref())),
+                });
+            }
+            Ok(None) => {}
+            // The cache only saves the export: a file there that run_test.py could not use
+            // is exported again (and replaced when the export succeeds).
+            Err(why) => ctx.ui.warn(format!(
+                "the cached test times are unusable ({why}); the run exports them again"
+            )),
+        }
+    }
+    Ok(facts)
+}
+
+fn short(commit: Option<&str>) -> &str {
+    commit.map_or("unknown", |c| &c[..c.len().min(12)])
 }
 
 /// The newest torch version the index offers.

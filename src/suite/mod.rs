@@ -6,6 +6,8 @@
 //! * [`gpu`]: the device query and the choice of GPUs before torch is imported;
 //! * [`catalog`]: test configs, shard counts, `BUILD_ENVIRONMENT`, requirements;
 //! * [`runtest`]: run_test.py's command lines;
+//! * [`times`]: the test times run_test.py balances shards with, exported once per ref;
+//! * [`shards`]: run_test.py's sharding rule, so a plan shows a shard's tests;
 //! * [`sdk_env`]: the ROCm SDK's test environment (`rocm-sdk init`, ROCM_HOME, its clang);
 //! * [`input`]: what a shard is asked to do (`settings::test` resolves it);
 //! * [`inspect`]: the test sources and the torch to install, as found;
@@ -24,8 +26,10 @@ pub mod report;
 pub mod run;
 pub mod runtest;
 pub mod sdk_env;
+pub mod shards;
 pub mod skips;
 pub mod summary;
+pub mod times;
 
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::stack::ConfigError;

@@ -16,6 +16,7 @@ use super::input::{Requirements, TestSettings};
 use super::runtest::{self, RunTestInputs, Shard};
 use super::sdk_env::{self, SdkPaths};
 use super::skips::{self, KMode, MajorMinor, RunFacts, SkipSelection};
+use super::times::{self, TimesFacts, TimesPlan};
 use crate::env_vars::{self, Environment};
 use crate::exec::Cmd;
 use crate::platform::Platform;
@@ -52,7 +53,7 @@ pub struct WheelFacts {
 }
 
 /// What the command found before planning.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct World {
     pub source: Option<SourceFacts>,
     /// `None` when not known (--print-skips without an index).
@@ -67,6 +68,8 @@ pub struct World {
     pub sdk_inherited: Vec<(String, String)>,
     /// What the installed `rocm-sdk` answered (known once the run asked it).
     pub sdk: Option<SdkPaths>,
+    /// The test times run_test.py balances shards with, and the checkout's test modules.
+    pub times: TimesFacts,
 }
 
 /// What the venv directory holds before the run: the venv is always made fresh, and only a
@@ -130,6 +133,7 @@ pub enum StepKind {
     Preflight,
     Sdk,
     Gpu,
+    Times,
     Run,
 }
 
@@ -140,6 +144,7 @@ impl StepKind {
             StepKind::Preflight => "preflight",
             StepKind::Sdk => "sdk",
             StepKind::Gpu => "gpu",
+            StepKind::Times => "times",
             StepKind::Run => "run",
         }
     }
@@ -235,7 +240,7 @@ pub struct SkipPlan {
     pub excluded_modules: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TestPlan {
     pub config: TestConfig,
     pub shard: Shard,
@@ -257,6 +262,8 @@ pub struct TestPlan {
     pub gpu: GpuPlan,
     pub skips: SkipPlan,
     pub env: Vec<EnvLine>,
+    /// The test times and the shard's tests (run_test.py configs).
+    pub times: Option<TimesPlan>,
     pub steps: Vec<Step>,
 }
 
@@ -375,10 +382,30 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
         visible.as_ref(),
         sdk_env.as_ref(),
     );
-    let (junit_from, steps) = if runs_run_test {
-        run_test_steps(settings, world, &python, k.as_deref(), &present_hangs)?
+    let (junit_from, steps, times) = if runs_run_test {
+        let (junit_from, steps, invocations) =
+            run_test_steps(settings, world, &python, k.as_deref(), &present_hangs)?;
+        let times = world.source.as_ref().map(|source| {
+            let build_environment = settings
+                .test_env
+                .iter()
+                .find(|(name, _)| *name == env_vars::BUILD_ENVIRONMENT)
+                .map(|(_, value)| value.value.as_str())
+                .unwrap_or_default();
+            times::plan(
+                &world.times,
+                &source.dir,
+                &python,
+                build_environment,
+                settings.config,
+                settings.shard,
+                &invocations,
+            )
+        });
+        (junit_from, steps, times)
     } else {
-        smoke_steps(settings, world, gpu, &python)
+        let (junit_from, steps) = smoke_steps(settings, world, gpu, &python);
+        (junit_from, steps, None)
     };
 
     Ok(TestPlan {
@@ -435,6 +462,7 @@ pub fn plan(settings: &TestSettings, world: &World, gpu: &GpuState) -> Result<Te
             excluded_modules: present_hangs,
         },
         env,
+        times,
         steps,
     })
 }
@@ -617,7 +645,7 @@ fn run_test_steps(
     python: &Path,
     k: Option<&str>,
     present_hangs: &[String],
-) -> Result<(PathBuf, Vec<Step>), Error> {
+) -> Result<(PathBuf, Vec<Step>, Vec<runtest::Invocation>), Error> {
     let mut steps = Vec::new();
     let source = world.source.as_ref().ok_or_else(|| Error::Flag {
         flag: "--pytorch-dir",
@@ -686,16 +714,16 @@ fn run_test_steps(
         });
     }
     let count = invocations.len();
-    for (index, invocation) in invocations.into_iter().enumerate() {
+    for (index, invocation) in invocations.iter().enumerate() {
         let mut args = vec![source.dir.join("test/run_test.py").display().to_string()];
-        args.extend(invocation.args);
+        args.extend(invocation.args.iter().cloned());
         let log = if count == 1 {
             "run_test.log".into()
         } else {
             format!("run_test-{}.log", index + 1)
         };
         steps.push(run_step(
-            invocation.label,
+            invocation.label.clone(),
             python,
             args,
             &source.dir,
@@ -704,7 +732,7 @@ fn run_test_steps(
             settings,
         ));
     }
-    Ok((junit_from, steps))
+    Ok((junit_from, steps, invocations))
 }
 
 /// The GPU smoke suite under pytest: once per candidate device once they are known, and where
@@ -1157,6 +1185,13 @@ the ROCm SDK's test environment, from the installed rocm[devel] (as the referenc
                 "\nthe GPU smoke suite is written to {}",
                 suite.display()
             );
+        }
+        if let Some(times) = &self.times {
+            times.to_text(&mut out, self.shard);
+            if times.will_export {
+                let _ = writeln!(out, "  the export, after the setup:");
+                step_text(&mut out, 0, &times.export);
+            }
         }
         out.push_str("\nsteps:\n");
         for (index, step) in self.steps.iter().enumerate() {

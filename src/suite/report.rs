@@ -84,6 +84,9 @@ pub struct ShardReport {
     /// Why the runner could not run the suite: nothing was tested (not a test failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfit: Option<String>,
+    /// Where the test times came from and the shard's tests as run_test.py computes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<super::times::TimesRecord>,
     pub steps: Vec<Check>,
     /// JUnit files of the run, relative to the shard's directory.
     pub junit: Vec<String>,

@@ -17,6 +17,8 @@ use super::report::{
     SourceRecord,
 };
 use super::sdk_env::{self, SdkEnvRecord, SdkPaths};
+use super::shards::{TEST_CLASS_TIMES_FILE, TEST_TIMES_FILE};
+use super::times::{self, TimesFacts, TimesPlan};
 use crate::context::Context;
 use crate::exec::{Cmd, ProcessError};
 use crate::index::client::IndexClient;
@@ -221,11 +223,11 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         &mut gpu_notes,
     );
     let selected = !matches!(gpu_state, GpuState::Pending);
-    let plan = if selected {
-        plan::plan(settings, &world, &gpu_state)?
-    } else {
-        plan
+    let world = World {
+        times: prepare_times(&mut steps, &plan, &world, selected)?,
+        ..world
     };
+    let plan = plan::plan(settings, &world, &gpu_state)?;
     if let Some(suite) = &plan.smoke_suite {
         crate::fsutil::write_atomic(suite, GPU_SMOKE_SUITE.as_bytes())?;
     } else if plan.junit_from.exists() {
@@ -310,6 +312,7 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         }),
         runner: Some(settings.runner.clone()),
         unfit: plan.unfit.clone(),
+        times: plan.times.as_ref().map(TimesPlan::record),
         steps: list,
         junit: junit_paths,
     };
@@ -323,6 +326,116 @@ pub fn run(ctx: &Context, settings: &TestSettings, world: &World) -> anyhow::Res
         junit,
         interrupted,
     })
+}
+
+/// Hands run_test.py this ref's test times where it reads them: the cache's, else what the
+/// checkout's export writes (then cached for the next shard of the ref). The checkout's
+/// earlier files are removed first, so run_test.py reads exactly these. Without usable times
+/// run_test.py's default sharding applies: a note (in the plan, the report, the summary),
+/// never a failure.
+fn prepare_times(
+    steps: &mut Steps<'_>,
+    plan: &TestPlan,
+    world: &World,
+    ready: bool,
+) -> anyhow::Result<TimesFacts> {
+    let mut facts = world.times.clone();
+    let Some(times) = &plan.times else {
+        return Ok(facts);
+    };
+    const LABEL: &str = "test times";
+    let files = [TEST_TIMES_FILE, TEST_CLASS_TIMES_FILE];
+    for name in files {
+        let stale = times.into.join(name);
+        if stale.exists() {
+            fs_err::remove_file(&stale)?;
+        }
+    }
+    let started = jiff::Timestamp::now();
+    if plan.shard.total <= 1 {
+        return Ok(facts);
+    }
+    if let (Some(loaded), Some(cache)) = (&facts.file, &times.cache_dir) {
+        fs_err::create_dir_all(&times.into)?;
+        for name in files {
+            if cache.join(name).is_file() {
+                crate::fsutil::copy(&cache.join(name), &times.into.join(name))?;
+            }
+        }
+        let detail = format!("{} ({})", loaded.from, cache.display());
+        steps.record(LABEL, "times", Outcome::Passed, detail, started);
+        return Ok(facts);
+    }
+    if !times.will_export {
+        let detail = times.note.clone().unwrap_or_default();
+        steps.record(LABEL, "times", Outcome::Skipped, detail, started);
+        return Ok(facts);
+    }
+    if !ready || steps.interrupted.is_some() {
+        steps.skip(&times.export);
+        return Ok(facts);
+    }
+    let cmd = plan.command(steps.ctx.env(), &times.export, &steps.log_dir);
+    steps.task.phase(LABEL.to_string());
+    let why = match steps.ctx.runner.run(&cmd) {
+        Err(ProcessError::Interrupted { signal, .. }) => {
+            steps.interrupted = Some(signal);
+            let detail = format!("interrupted by signal {signal}");
+            steps.record(LABEL, "times", Outcome::Cancelled, detail, started);
+            return Ok(facts);
+        }
+        Err(error) => format!("the export failed: {error}"),
+        Ok(_) => match times::load(&times.into, &times.build_environment, &times.test_config) {
+            Ok(Some(file)) => {
+                if let Some(cache) = &times.cache_dir {
+                    fs_err::create_dir_all(cache)?;
+                    for name in files {
+                        let exported = times.into.join(name);
+                        if exported.is_file() {
+                            crate::fsutil::write_atomic(
+                                &cache.join(name),
+                                &fs_err::read(&exported)?,
+                            )?;
+                        }
+                    }
+                }
+                let from = match &times.cache_dir {
+                    Some(cache) => format!(
+                        "exported by {} (cached in {})",
+                        times::EXPORT_SCRIPT,
+                        cache.display()
+                    ),
+                    None => format!(
+                        "exported by {} (not cached: the sources' commit is unknown)",
+                        times::EXPORT_SCRIPT
+                    ),
+                };
+                steps.record(LABEL, "times", Outcome::Passed, from.clone(), started);
+                facts.file = Some(times::Loaded { times: file, from });
+                return Ok(facts);
+            }
+            Ok(None) => format!(
+                "{} wrote no {TEST_TIMES_FILE} (it could not download test-infra's stats)",
+                times::EXPORT_SCRIPT
+            ),
+            Err(why) => {
+                // Unusable for run_test.py (it would stop with a KeyError): not handed over.
+                for name in files {
+                    let bad = times.into.join(name);
+                    if bad.exists() {
+                        fs_err::remove_file(&bad)?;
+                    }
+                }
+                format!("the exported times are unusable: {why}")
+            }
+        },
+    };
+    steps.ctx.ui.note(format!(
+        "no test times: {why}; run_test.py's default sharding applies (round robin)"
+    ));
+    steps.record(LABEL, "times", Outcome::Skipped, why.clone(), started);
+    facts.unavailable = Some(why);
+    Ok(facts)
 }
 
 /// The runner's GPUs and driver against what the suite needs: an unfit runner stops the run

@@ -318,6 +318,9 @@ fn assemble(
                 runner.sysfs_root
             ));
         }
+        if let Some(note) = shard.report.times.as_ref().and_then(|t| t.note.as_ref()) {
+            notes.push(format!("{label}: {note}"));
+        }
         let (line, shard_failures) = judge(shard);
         if let Some(counts) = &line.counts {
             sum.add(counts);
@@ -834,6 +837,7 @@ mod tests {
                 sdk_env: None,
                 runner: None,
                 unfit: None,
+                times: None,
                 steps: Vec::new(),
                 junit: vec!["junit/python-pytest/test_nn/test_nn-1.xml".into()],
             },

@@ -30,6 +30,7 @@ mod option_variables;
 mod platform_seam;
 mod publish;
 mod sample;
+mod sharding;
 mod sixth_project;
 mod split;
 mod split_windows;

@@ -19,6 +19,17 @@ use crate::common::{TestEnv, repo_root, run_ok, wheelhouse};
 const SDK: &str = "7.10.0a20251124";
 const TORCH: &str = "2.9.0+rocm7.10.0a20251124";
 
+/// A test-times.json as test-infra's generated stats have it (build environment, then test
+/// config, then seconds per test file), for the sample's modules.
+const SAMPLE_TIMES: &str = r#"{
+  "linux-noble-rocm-py3.12-mi300": {
+    "default": {"test_nn": 1150.5, "test_torch": 420.25, "test_ops": 380.0, "test_cuda": 95.5,
+                "test_modules": 60.0, "inductor/test_torchinductor": 300.0},
+    "inductor": {"inductor/test_torchinductor": 900.0}
+  },
+  "default": {"default": {"test_nn": 10.0}}
+}"#;
+
 /// The sample torch's test sources, its wheel and the SDK's on one staging index.
 struct World {
     env: TestEnv,
@@ -38,6 +49,9 @@ impl World {
         let runner = env.path("runner");
         crate::common::sysfs::no_gpu(&runner);
         env.set("ROCKBUILD_SYSFS_ROOT", runner.to_str().expect("utf-8"));
+        // test-infra's stats out of reach wherever the tests run (a proxy nothing listens on):
+        // the sample's export_test_times.py behaves as upstream's does offline.
+        env.set("https_proxy", "http://127.0.0.1:9");
         let origins = sample_origins(&env);
         let lock = env.path("src/rockbuild.lock.json");
         // The tested sources, checked out as the reference does for tests.
@@ -256,6 +270,20 @@ fn normalize(world: &World, text: &str) -> String {
         .join("\n")
 }
 
+/// The test modules the shard's plan listed (`inductor/test_torchinductor` as
+/// `inductor.test_torchinductor`, as the JUnit directories name them), sorted.
+fn planned_modules(shard: &Value) -> Vec<String> {
+    let mut modules: Vec<String> = shard["times"]["shards"][0]["tests"]
+        .as_array()
+        .expect("planned tests")
+        .iter()
+        .filter_map(|t| t.as_str()?.split(' ').next().map(|m| m.replace('/', ".")))
+        .collect();
+    modules.sort();
+    modules.dedup();
+    modules
+}
+
 /// The test modules a shard's JUnit files cover (`test_torch`, `inductor.test_torchinductor`).
 fn junit_modules(shard: &Value) -> Vec<String> {
     let mut modules: Vec<String> = shard["junit"]
@@ -312,6 +340,69 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
         serde_json::json!(["nn/test_convolution"])
     );
     assert_eq!(one["source"]["version"], "2.9.0");
+    // No test times (the export could not download them): run_test.py's default sharding,
+    // with a note, and the shards ran what the plan listed.
+    for shard in [&one, &two] {
+        let times = &shard["times"];
+        assert!(
+            times["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("wrote no test-times.json")
+                    && n.contains("run_test.py's default sharding applies")),
+            "{times}"
+        );
+        assert_eq!(planned_modules(shard), junit_modules(shard), "{times}");
+    }
+    let export = one["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|step| step["kind"] == "times")
+        .expect("the export step");
+    assert_eq!(export["result"], "skipped", "{export}");
+
+    // With this ref's times in the cache, the shard runs what run_test.py balances with them
+    // (the sample's run_test.py follows upstream's rule), which the plan listed.
+    let commit = read_json(&world.lock)["projects"]["torch"]["commit"]
+        .as_str()
+        .expect("torch commit")
+        .to_string();
+    let cache = world.env.path("rockbuild-cache/test-times").join(&commit);
+    std::fs::create_dir_all(&cache).expect("cache");
+    std::fs::write(cache.join("test-times.json"), SAMPLE_TIMES).expect("times");
+    world
+        .test(&[
+            "--lock",
+            world.lock.to_str().expect("utf-8"),
+            "--shard",
+            "1",
+            "2",
+            "--allow-no-gpu",
+            "--output-dir",
+            "timed/default-1-2",
+        ])
+        .assert()
+        .success();
+    let timed = world.shard("timed/default-1-2");
+    assert!(timed["times"]["note"].is_null(), "{}", timed["times"]);
+    assert_eq!(
+        timed["times"]["source"],
+        format!(
+            "cached for commit {} (entry linux-noble-rocm-py3.12-mi300 / default)",
+            &commit[..12]
+        )
+    );
+    assert_eq!(planned_modules(&timed), junit_modules(&timed));
+    assert_ne!(
+        planned_modules(&timed),
+        planned_modules(&one),
+        "balanced by the times"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.sources.join(".additional_ci_files/test-times.json"))
+            .expect("handed to run_test.py"),
+        SAMPLE_TIMES
+    );
     // The evidence: every file installed from the index under test, SDK included.
     assert_eq!(
         crate::common::tested_wheel_names(&one),
@@ -940,6 +1031,69 @@ fn print_skips_and_dry_run_show_what_a_run_would_do() {
         .assert()
         .success();
     insta::assert_snapshot!("dry_run_plan", normalize(&world, &stdout(&plan)));
+
+    // With this ref's test times in the cache (what an earlier shard's export wrote), the plan
+    // shows the shard's tests as run_test.py balances them: the MI300 times of the default
+    // config, test_nn split into two pytest shards.
+    let commit = read_json(&world.lock)["projects"]["torch"]["commit"]
+        .as_str()
+        .expect("torch commit")
+        .to_string();
+    let cache = world.env.path("rockbuild-cache/test-times").join(&commit);
+    std::fs::create_dir_all(&cache).expect("cache");
+    std::fs::write(cache.join("test-times.json"), SAMPLE_TIMES).expect("times");
+    let with_times = world
+        .test(&[
+            "--dry-run",
+            "--lock",
+            world.lock.to_str().expect("utf-8"),
+            "--shard",
+            "2",
+            "3",
+            "--amdgpu-family",
+            "gfx94X-dcgpu",
+        ])
+        .assert()
+        .success();
+    insta::assert_snapshot!(
+        "dry_run_plan_with_test_times",
+        normalize(&world, &stdout(&with_times))
+    );
+    // A cached file run_test.py could not use (no entry for the build environment and no
+    // `default`: a KeyError in run_test.py) is not handed over; the run exports again.
+    std::fs::write(
+        cache.join("test-times.json"),
+        r#"{"linux-jammy-rocm-py3.10-mi200": {}}"#,
+    )
+    .expect("times");
+    let unusable = world
+        .test(&[
+            "--dry-run",
+            "--lock",
+            world.lock.to_str().expect("utf-8"),
+            "--shard",
+            "2",
+            "3",
+            "--amdgpu-family",
+            "gfx94X-dcgpu",
+        ])
+        .assert()
+        .success();
+    assert!(
+        stderr(&unusable).contains(&format!(
+            "the cached test times are unusable ({}: no default times for \
+             linux-noble-rocm-py3.12-mi300 and no `default` entry (run_test.py would stop with a \
+             KeyError)); the run exports them again",
+            cache.join("test-times.json").display()
+        )),
+        "{}",
+        stderr(&unusable)
+    );
+    assert!(
+        stdout(&unusable).contains("exported when the run starts"),
+        "{}",
+        stdout(&unusable)
+    );
 
     // The quick subset (TheRock #6536): run_test.py's default config on its modules only.
     let quick = world

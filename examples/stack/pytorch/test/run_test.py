@@ -23,17 +23,33 @@ Like the real one:
   * without --keep-going the run stops at the first failing module; exit status 1 when any
     module failed.
 
-Simplified: modules are sharded round-robin in sorted order (the real one balances shards with
-test-times.json), failed tests are not retried, and modules run one after another (no pool).
+  * --shard N M follows run_test.py's sharding (`load_test_times_from_file`, then
+    tools/testing/test_selections.py `calculate_shards` with sort_by_time=False, as for its
+    "tests to run" batch): the times are <root>/.additional_ci_files/test-times.json's
+    [BUILD_ENVIRONMENT][TEST_CONFIG] entry, else ["default"][TEST_CONFIG], else
+    ["default"]["default"]; without the file it warns and every test has no time. The tests
+    are taken in name order; a test longer than 600 s becomes ceil(t / 600) pytest shards;
+    a test with a time goes to the shard with the least estimated time (the first on ties),
+    one without goes round-robin; serial tests fill the first shards and leave the last one
+    once it is over the estimated limit.
+
+Simplified: failed tests are not retried, modules run one after another (every test is serial,
+as with PYTORCH_TEST_RUN_EVERYTHING_IN_SERIAL=1), a pytest shard of a long module runs the
+whole module, and there are no platform blocklists.
 """
 
 import argparse
+import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 TEST_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TEST_DIR.parent
+TEST_TIMES = REPO_ROOT / ".additional_ci_files" / "test-times.json"
+THRESHOLD = 600
 JIT_EXECUTOR_TESTS = ["test_jit_profiling", "test_jit_legacy", "test_jit_fuser_legacy"]
 
 
@@ -93,8 +109,58 @@ def selected_tests(options):
     if options.shard:
         which, total = options.shard
         assert 0 < which <= total, "Selected shard must be less than or equal to total number of shards"
-        tests = sorted(tests)[which - 1 :: total]
+        shards = shard_tests(sorted(tests), total, load_test_times())
+        tests = [name for name, _, _ in shards[which - 1]]
+        listed = " ".join(f"{name} {part}/{parts}" for name, part, parts in shards[which - 1])
+        print(f"Shard {which}/{total}: {listed}", file=sys.stderr, flush=True)
+        # A module split into pytest shards runs once here.
+        tests = list(dict.fromkeys(tests))
     return tests
+
+
+def load_test_times():
+    if not TEST_TIMES.exists():
+        print(f"::warning:: Failed to find test times file `{TEST_TIMES}`. Using round robin sharding.", file=sys.stderr)
+        return {}
+    stats = json.loads(TEST_TIMES.read_text())
+    environment = stats.get(os.environ.get("BUILD_ENVIRONMENT"), {})
+    config = os.environ.get("TEST_CONFIG")
+    if config in environment:
+        print("Found test times from artifacts", file=sys.stderr)
+        return environment[config]
+    if config in stats["default"]:
+        return stats["default"][config]
+    return stats["default"]["default"]
+
+
+def shard_tests(tests, count, times):
+    # Every test is serial here, so a shard's estimate is the sum of its tests' times.
+    pieces = []
+    for name in tests:
+        seconds = times.get(name)
+        parts = math.ceil(seconds / THRESHOLD) if seconds is not None and seconds > THRESHOLD else 1
+        for part in range(parts):
+            pieces.append((name, part + 1, parts, None if seconds is None else seconds / parts))
+    total = sum(seconds or 0 for *_, seconds in pieces)
+    per_shard = total / count
+    limit = total % per_shard if per_shard else 0.0
+    if limit <= 0.01:
+        limit = per_shard
+    shards = [[] for _ in range(count)]
+    loads = [0.0] * count
+    usable = count
+    next_round_robin = 0
+    for name, part, parts, seconds in pieces:
+        if count > 1 and loads[-1] > limit:
+            usable = count - 1
+        if seconds is None:
+            target = next_round_robin % usable
+            next_round_robin += 1
+        else:
+            target = min(range(usable), key=lambda index: loads[index])
+        shards[target].append((name, part, parts))
+        loads[target] += seconds or 0
+    return shards
 
 
 def report_path(test):
