@@ -513,7 +513,7 @@ mod tests {
 
     use super::*;
     use crate::ci::releases::DEFAULT_RELEASES;
-    use crate::ci::workflow::{Arg, StepRun, is_shell_safe};
+    use crate::ci::workflow::{Arg, Shell, StepRun, is_shell_safe};
     use crate::stack::ConfigSource;
 
     fn tables(releases: &str) -> (FamilyTable, ReleaseTable) {
@@ -622,6 +622,68 @@ mod tests {
             }
         }
         assert!(count > 10, "{count} steps");
+    }
+
+    /// The Windows chain, in both modes: its build, smoke and test jobs run on the Windows
+    /// runners the matrix names, with no container, in PowerShell, and put rockbuild on PATH
+    /// before any step calls it; the row's CPython is setup-python's, never the image's. Its
+    /// lock, stage, report and promote jobs run on Linux in the build image, as the Linux
+    /// chain's do.
+    #[test]
+    fn windows_chains_run_rockbuild_where_they_installed_it() {
+        for mode in [BuildMode::PerFamily, BuildMode::MultiArch] {
+            let plan = generated(mode);
+            let chain = plan
+                .workflows
+                .iter()
+                .find(|w| w.file == WINDOWS_CHAIN_FILE)
+                .expect("a Windows chain");
+            let mut on_windows = Vec::new();
+            for job in &chain.jobs {
+                let JobBody::Steps {
+                    runs_on,
+                    container,
+                    shell,
+                    steps,
+                    ..
+                } = &job.body
+                else {
+                    panic!("{}: a chain job has steps", job.id);
+                };
+                if container.is_some() {
+                    assert_eq!(runs_on, LIGHT_RUNNER, "{}", job.id);
+                    assert_eq!(*shell, Shell::Posix, "{}", job.id);
+                    continue;
+                }
+                on_windows.push(job.id.as_str());
+                assert_eq!(*shell, Shell::Pwsh, "{}", job.id);
+                let on_path = steps
+                    .iter()
+                    .position(|s| matches!(s.run, StepRun::AddToPath { .. }))
+                    .expect("rockbuild put on PATH");
+                let first_call = steps
+                    .iter()
+                    .position(|s| matches!(s.run, StepRun::Rockbuild { .. }))
+                    .expect("a rockbuild step");
+                assert!(on_path < first_call, "{}", job.id);
+                for step in steps {
+                    for (key, value) in &step.env {
+                        assert!(!value.contains("/opt/python"), "{}: {key}", job.id);
+                    }
+                }
+            }
+            assert_eq!(on_windows, ["build", "smoke", "test"], "{mode}");
+        }
+        // The callers of the Linux-only pull-request type have no Windows call.
+        let pr = shipped();
+        let pr = pr.workflows.iter().find(|w| w.file == "rockbuild-pr.yml");
+        let jobs: Vec<&str> = pr
+            .expect("the pull-request caller")
+            .jobs
+            .iter()
+            .map(|j| j.id.as_str())
+            .collect();
+        assert_eq!(jobs, ["matrix", "chain"]);
     }
 
     /// docs/ci.md's table of repository variables is [`VARIABLES`].

@@ -533,6 +533,26 @@ mod tests {
         }
     }
 
+    /// PowerShell reads `a,b` as an array and `@x` as splatting: such literals are quoted;
+    /// a variable is `$env:NAME`, one argument whatever it holds.
+    #[test]
+    fn pwsh_command_lines() {
+        let args = [
+            Arg::Literal("--expect".into()),
+            Arg::Literal("smoke=1,quick=1".into()),
+            Arg::Literal("@file".into()),
+            Arg::Var("PYTHON".into()),
+        ];
+        assert_eq!(
+            command_line("rockbuild", &args, Shell::Pwsh),
+            "rockbuild --expect 'smoke=1,quick=1' '@file' $env:PYTHON"
+        );
+        assert_eq!(
+            command_line("rockbuild", &args, Shell::Posix),
+            "rockbuild --expect smoke=1,quick=1 @file \"$PYTHON\""
+        );
+    }
+
     #[test]
     fn shell_words() {
         assert!(is_shell_safe("--root-checkout-dir"));

@@ -313,7 +313,7 @@ pub const WINDOWS_PYTHON: &str = "${{ steps.python.outputs.python-path }}";
 /// line limit (`rockbuild plan` notes a root longer than 12 characters).
 const WINDOWS_ROOT: &str = "B:/src";
 /// The toolchain the Windows jobs build rockbuild with: Cargo.toml's `rust-version`.
-pub const RUST_TOOLCHAIN: &str = "1.95";
+const RUST_TOOLCHAIN: &str = env!("CARGO_PKG_RUST_VERSION");
 /// libuv for gloo, built from source as the reference does (v1.47.0, PyTorch's own Windows
 /// source build), into the workspace; `libuv_ROOT` is how torch's CMake finds it.
 const LIBUV_ROOT: &str = "${{ github.workspace }}\\libuv-install";
