@@ -1,7 +1,9 @@
 //! The workflows `rockbuild ci generate` writes: a pure function of the family and release
 //! tables. One reusable workflow runs one family's chain for one ref; three callers compute the
 //! matrix with `rockbuild matrix` and call it once per chain (nightly on a schedule, a release
-//! on manual dispatch, a pull request for the `ci` release type's one small family).
+//! on manual dispatch, a pull request for the `ci` release type's one small family). Where a
+//! release type a caller runs has a `windows:` column, a second reusable workflow runs the
+//! Windows chains, and the caller calls it once per Windows row of the matrix.
 //!
 //! Every step is one `rockbuild` call or one action pinned by commit SHA. Values from the
 //! workflow reach commands through the step's env, never through expressions in the command
@@ -18,17 +20,19 @@ use super::parts::{
 use super::releases::ReleaseTable;
 use super::workflow::{Arg, Concurrency, Job, JobBody, Step, Workflow, Yaml};
 use crate::lock::mode::BuildMode;
+use crate::platform::Platform;
 use crate::stack::FamilyTable;
 use crate::version::ReleaseType;
 
-pub use super::chain::CHAIN_FILE;
+pub use super::chain::{CHAIN_FILE, WINDOWS_CHAIN_FILE};
 
 /// When the nightly run starts (UTC), after TheRock's nightly SDK is published.
 const NIGHTLY_CRON: &str = "0 6 * * *";
 
 /// Repository variables a fork sets (docs/ci.md): the chain input each becomes, its name,
-/// what it holds.
-pub const VARIABLES: [(&str, &str, &str); 12] = [
+/// what it holds. A chain is passed those of its inputs (the Windows chain has no test image,
+/// the Linux chain no rockbuild to install).
+pub const VARIABLES: [(&str, &str, &str); 14] = [
     (
         "build-image",
         "ROCKBUILD_BUILD_IMAGE",
@@ -37,7 +41,19 @@ pub const VARIABLES: [(&str, &str, &str); 12] = [
     (
         "test-image",
         "ROCKBUILD_TEST_IMAGE",
-        "test image (dockerfiles/test.Dockerfile), by digest",
+        "test image (dockerfiles/test.Dockerfile), by digest (Linux chains)",
+    ),
+    (
+        "rockbuild-repository",
+        "ROCKBUILD_REPOSITORY",
+        "git URL of rockbuild, which the Windows jobs build with `cargo install` (Windows \
+         chains)",
+    ),
+    (
+        "rockbuild-rev",
+        "ROCKBUILD_REV",
+        "commit of rockbuild the Windows jobs build, as the images pin the Linux jobs' \
+         (Windows chains)",
     ),
     (
         "rocm-index-url",
@@ -149,18 +165,30 @@ pub fn plan(
         .filter(|f| f.linux.is_some())
         .map(|f| f.name.as_str())
         .collect();
-    Ok(CiPlan {
-        workflows: vec![
-            chain::workflow(mode),
-            nightly_workflow(mode),
-            release_workflow(mode, &release_types, &family_names),
-            pull_request_workflow(mode, ci.families.join(", ")),
-        ],
-    })
+    let nightly_windows = need(ReleaseType::Nightly)?.windows;
+    let any_windows = <ReleaseType as clap::ValueEnum>::value_variants()
+        .iter()
+        .filter_map(|t| releases.release(*t))
+        .any(|r| r.windows);
+    let mut workflows = vec![chain::workflow(mode, Platform::Linux)];
+    if any_windows {
+        workflows.push(chain::workflow(mode, Platform::Windows));
+    }
+    workflows.extend([
+        nightly_workflow(mode, nightly_windows),
+        release_workflow(mode, &release_types, &family_names, any_windows),
+        pull_request_workflow(mode, ci.families.join(", "), ci.windows),
+    ]);
+    Ok(CiPlan { workflows })
 }
 
-/// The `with:` of a caller's chain job: the matrix row's values and the repository variables.
-fn chain_with(sccache: bool) -> Vec<(String, String)> {
+/// The `with:` of a caller's chain job: the matrix row's values and the repository variables
+/// the chain of `platform` takes.
+fn chain_with(sccache: bool, platform: Platform) -> Vec<(String, String)> {
+    let sccache_prefix = match platform {
+        Platform::Linux => "${{ needs.matrix.outputs.sccache-prefix }}",
+        Platform::Windows => "${{ needs.matrix.outputs.windows-sccache-prefix }}",
+    };
     let mut with: Vec<(&str, String)> = vec![
         ("pytorch-ref", "${{ matrix.pytorch_ref }}".into()),
         ("ref-slug", "${{ matrix.ref_slug }}".into()),
@@ -188,13 +216,13 @@ fn chain_with(sccache: bool) -> Vec<(String, String)> {
                 "false".to_string()
             },
         ),
-        (
-            "sccache-prefix",
-            "${{ needs.matrix.outputs.sccache-prefix }}".into(),
-        ),
+        ("sccache-prefix", sccache_prefix.into()),
     ];
+    let inputs = chain::inputs(platform);
     for (input, variable, _) in VARIABLES {
-        with.push((input, format!("${{{{ vars.{variable} }}}}")));
+        if inputs.contains(&input) {
+            with.push((input, format!("${{{{ vars.{variable} }}}}")));
+        }
     }
     with.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
@@ -229,8 +257,31 @@ fn chains_of(mode: BuildMode) -> &'static str {
     }
 }
 
-/// The matrix job and the chain calls, for any caller.
-fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
+/// The matrix job and the chain calls, for any caller; with `windows`, the calls of the
+/// Windows chain too.
+fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool, windows: bool) -> Vec<Job> {
+    let mut outputs = vec![
+        ("chains", "${{ steps.matrix.outputs.chains }}"),
+        ("release-type", "${{ steps.matrix.outputs.release_type }}"),
+        ("publish", "${{ steps.matrix.outputs.publish }}"),
+        (
+            "sccache-prefix",
+            "${{ steps.matrix.outputs.sccache_prefix }}",
+        ),
+    ];
+    if windows {
+        outputs.extend([
+            (
+                "windows-chains",
+                "${{ steps.matrix.outputs.windows_chains }}",
+            ),
+            ("windows", "${{ steps.matrix.outputs.windows }}"),
+            (
+                "windows-sccache-prefix",
+                "${{ steps.matrix.outputs.windows_sccache_prefix }}",
+            ),
+        ]);
+    }
     let matrix = job(
         "matrix",
         "Matrix",
@@ -242,15 +293,7 @@ fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
                 gpu: false,
                 timeout: 10,
             },
-            &[
-                ("chains", "${{ steps.matrix.outputs.chains }}"),
-                ("release-type", "${{ steps.matrix.outputs.release_type }}"),
-                ("publish", "${{ steps.matrix.outputs.publish }}"),
-                (
-                    "sccache-prefix",
-                    "${{ steps.matrix.outputs.sccache_prefix }}",
-                ),
-            ],
+            &outputs,
             &[],
             vec![
                 checkout_tables(),
@@ -272,7 +315,7 @@ fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
         &["matrix"],
         JobBody::Call {
             uses: format!("./.github/workflows/{CHAIN_FILE}"),
-            with: chain_with(sccache),
+            with: chain_with(sccache, Platform::Linux),
         },
     );
     chain.matrix = Some("${{ fromJSON(needs.matrix.outputs.chains) }}".into());
@@ -280,7 +323,25 @@ fn caller_jobs(mode: BuildMode, matrix_step: Step, sccache: bool) -> Vec<Job> {
     // caller grants it too (the build job asks for it, for sccache), but passes
     // `sccache: false`, so no job there asks for a token; GitHub gives forks none anyway.
     chain.permissions = pairs(&[("id-token", "write")]);
-    vec![matrix, chain]
+    let mut jobs = vec![matrix, chain];
+    if windows {
+        let mut call = job(
+            "windows",
+            &format!("{name} on Windows"),
+            &["matrix"],
+            JobBody::Call {
+                uses: format!("./.github/workflows/{WINDOWS_CHAIN_FILE}"),
+                with: chain_with(sccache, Platform::Windows),
+            },
+        );
+        // GitHub refuses a matrix with no rows: a run that selects no family with a windows
+        // entry has no Windows chains, and skips the call.
+        call.condition = Some("needs.matrix.outputs.windows == 'true'".into());
+        call.matrix = Some("${{ fromJSON(needs.matrix.outputs.windows-chains) }}".into());
+        call.permissions = pairs(&[("id-token", "write")]);
+        jobs.push(call);
+    }
+    jobs
 }
 
 /// The dispatch input that adds the release table's full suite (`matrix --full-tests`), as
@@ -304,7 +365,7 @@ fn full_tests_input() -> (&'static str, Yaml) {
 /// `false` from a dispatch, empty (unset) on a schedule.
 const FULL_TESTS_ENV: (&str, &str) = ("ROCKBUILD_FULL_TESTS", "${{ inputs.full-tests }}");
 
-fn nightly_workflow(mode: BuildMode) -> Workflow {
+fn nightly_workflow(mode: BuildMode, windows: bool) -> Workflow {
     let step = matrix_step(
         mode,
         &[FULL_TESTS_ENV],
@@ -335,11 +396,16 @@ fn nightly_workflow(mode: BuildMode) -> Workflow {
             cancel_in_progress: false,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(mode, step, true),
+        jobs: caller_jobs(mode, step, true, windows),
     }
 }
 
-fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) -> Workflow {
+fn release_workflow(
+    mode: BuildMode,
+    release_types: &[&str],
+    families: &[&str],
+    windows: bool,
+) -> Workflow {
     let input = |description: &str, required: bool| {
         vec![
             ("description", Yaml::str(description)),
@@ -413,11 +479,11 @@ fn release_workflow(mode: BuildMode, release_types: &[&str], families: &[&str]) 
             cancel_in_progress: false,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(mode, step, true),
+        jobs: caller_jobs(mode, step, true, windows),
     }
 }
 
-fn pull_request_workflow(mode: BuildMode, families: String) -> Workflow {
+fn pull_request_workflow(mode: BuildMode, families: String, windows: bool) -> Workflow {
     let step = matrix_step(mode, &[], vec![lit("--release-type"), lit("ci")]);
     let what = format!(
         "Pull requests: the ci release type ({families}), built and verified in the build image;"
@@ -437,7 +503,7 @@ fn pull_request_workflow(mode: BuildMode, families: String) -> Workflow {
             cancel_in_progress: true,
         }),
         env: pairs(&[("NO_COLOR", "1")]),
-        jobs: caller_jobs(mode, step, false),
+        jobs: caller_jobs(mode, step, false, windows),
     }
 }
 
@@ -447,7 +513,7 @@ mod tests {
 
     use super::*;
     use crate::ci::releases::DEFAULT_RELEASES;
-    use crate::ci::workflow::{Arg, StepRun, is_shell_safe};
+    use crate::ci::workflow::{Arg, Shell, StepRun, is_shell_safe};
     use crate::stack::ConfigSource;
 
     fn tables(releases: &str) -> (FamilyTable, ReleaseTable) {
@@ -556,6 +622,68 @@ mod tests {
             }
         }
         assert!(count > 10, "{count} steps");
+    }
+
+    /// The Windows chain, in both modes: its build, smoke and test jobs run on the Windows
+    /// runners the matrix names, with no container, in PowerShell, and put rockbuild on PATH
+    /// before any step calls it; the row's CPython is setup-python's, never the image's. Its
+    /// lock, stage, report and promote jobs run on Linux in the build image, as the Linux
+    /// chain's do.
+    #[test]
+    fn windows_chains_run_rockbuild_where_they_installed_it() {
+        for mode in [BuildMode::PerFamily, BuildMode::MultiArch] {
+            let plan = generated(mode);
+            let chain = plan
+                .workflows
+                .iter()
+                .find(|w| w.file == WINDOWS_CHAIN_FILE)
+                .expect("a Windows chain");
+            let mut on_windows = Vec::new();
+            for job in &chain.jobs {
+                let JobBody::Steps {
+                    runs_on,
+                    container,
+                    shell,
+                    steps,
+                    ..
+                } = &job.body
+                else {
+                    panic!("{}: a chain job has steps", job.id);
+                };
+                if container.is_some() {
+                    assert_eq!(runs_on, LIGHT_RUNNER, "{}", job.id);
+                    assert_eq!(*shell, Shell::Posix, "{}", job.id);
+                    continue;
+                }
+                on_windows.push(job.id.as_str());
+                assert_eq!(*shell, Shell::Pwsh, "{}", job.id);
+                let on_path = steps
+                    .iter()
+                    .position(|s| matches!(s.run, StepRun::AddToPath { .. }))
+                    .expect("rockbuild put on PATH");
+                let first_call = steps
+                    .iter()
+                    .position(|s| matches!(s.run, StepRun::Rockbuild { .. }))
+                    .expect("a rockbuild step");
+                assert!(on_path < first_call, "{}", job.id);
+                for step in steps {
+                    for (key, value) in &step.env {
+                        assert!(!value.contains("/opt/python"), "{}: {key}", job.id);
+                    }
+                }
+            }
+            assert_eq!(on_windows, ["build", "smoke", "test"], "{mode}");
+        }
+        // The callers of the Linux-only pull-request type have no Windows call.
+        let pr = shipped();
+        let pr = pr.workflows.iter().find(|w| w.file == "rockbuild-pr.yml");
+        let jobs: Vec<&str> = pr
+            .expect("the pull-request caller")
+            .jobs
+            .iter()
+            .map(|j| j.id.as_str())
+            .collect();
+        assert_eq!(jobs, ["matrix", "chain"]);
     }
 
     /// docs/ci.md's table of repository variables is [`VARIABLES`].

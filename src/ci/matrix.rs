@@ -7,11 +7,15 @@
 //! (Python × test configuration × shard, on the family's runner). A family is never given a
 //! runner it does not have: without a test runner it has no test rows and is not promoted, and
 //! the matrix says so in `notes`.
+//!
+//! A release type with a `windows:` column has Windows chains beside the Linux ones, of the
+//! same shape, for the families with a windows entry, on their windows runners (`windows`).
 
 use serde::Serialize;
 
 use super::Error;
 use super::releases::{Python, Release, RunnerKind};
+use crate::platform::Platform;
 use crate::stack::families::{Family, PlatformEntry};
 use crate::stack::{FamilyTable, families};
 use crate::version::ReleaseType;
@@ -42,6 +46,10 @@ pub struct Matrix {
     /// Key prefix of the compiler cache in the sccache bucket (per release type, F32).
     pub sccache_prefix: String,
     pub refs: Include<RefRow>,
+    /// The Windows chains: empty unless the release type has a `windows:` column.
+    pub windows: Include<RefRow>,
+    /// The Windows chains' key prefix in the sccache bucket (MSVC objects never hit Linux's).
+    pub windows_sccache_prefix: String,
     /// Why something the tables mention is not in the matrix.
     pub notes: Vec<String>,
 }
@@ -128,19 +136,14 @@ fn suite_of(config: &str) -> &str {
     if config == SMOKE { "gpu-smoke" } else { config }
 }
 
-/// Computes the matrix. Errors only when nothing at all would be built or a matrix exceeds
-/// what GitHub runs.
+/// Computes the matrix. Errors only when nothing at all would be built on Linux or a matrix
+/// exceeds what GitHub runs.
 pub fn plan(
     release: &Release,
     table: &FamilyTable,
     selection: &Selection,
 ) -> Result<Matrix, Error> {
     let mut notes = Notes::default();
-    let chosen: Vec<(&Family, &PlatformEntry)> = table
-        .families()
-        .filter(|f| selection.families.contains(&f.name))
-        .filter_map(|f| f.linux.as_ref().map(|linux| (f, linux)))
-        .collect();
     if !release.publish {
         notes.push(format!(
             "release type '{}' does not publish: wheels are built and verified, nothing is \
@@ -148,42 +151,119 @@ pub fn plan(
             release.release_type.as_str()
         ));
     }
-    for (family, linux) in &chosen {
+    let refs = platform_refs(release, table, selection, Platform::Linux, &mut notes)?;
+    if refs.is_empty() {
+        return Err(Error::NothingToBuild {
+            release_type: release.release_type.as_str().to_string(),
+            families: selection.families.join(", "),
+            refs: selection.refs.join(", "),
+        });
+    }
+    let windows = if release.windows {
+        platform_refs(release, table, selection, Platform::Windows, &mut notes)?
+    } else {
+        Vec::new()
+    };
+    check_size("refs", refs.len())?;
+    check_size("chains", count_chains(&refs))?;
+    check_size("windows chains", count_chains(&windows))?;
+    Ok(Matrix {
+        release_type: release.release_type,
+        publish: release.publish,
+        sccache_prefix: format!("{}/linux/", release.cache),
+        refs: Include { include: refs },
+        windows: Include { include: windows },
+        windows_sccache_prefix: format!("{}/windows/", release.cache),
+        notes: notes.0,
+    })
+}
+
+fn count_chains(refs: &[RefRow]) -> usize {
+    refs.iter().map(|r| r.families.include.len()).sum()
+}
+
+/// How notes name a family or a ref on a platform: as it is on Linux (the default platform of
+/// the matrix), `<it> on windows` otherwise.
+fn on(platform: Platform, what: &str) -> String {
+    match platform {
+        Platform::Linux => what.to_string(),
+        Platform::Windows => format!("{what} on {}", platform.name()),
+    }
+}
+
+/// The refs and chains of one platform: the selected families with an entry for it, each ref
+/// without the families that exclude it there.
+fn platform_refs(
+    release: &Release,
+    table: &FamilyTable,
+    selection: &Selection,
+    platform: Platform,
+    notes: &mut Notes,
+) -> Result<Vec<RefRow>, Error> {
+    let entry = |f: &'_ Family| match platform {
+        Platform::Linux => f.linux.clone(),
+        Platform::Windows => f.windows.clone(),
+    };
+    let selected: Vec<&Family> = table
+        .families()
+        .filter(|f| selection.families.contains(&f.name))
+        .collect();
+    let absent: Vec<&str> = selected
+        .iter()
+        .filter(|f| entry(f).is_none())
+        .map(|f| f.name.as_str())
+        .collect();
+    if platform != Platform::Linux && !absent.is_empty() {
+        notes.push(format!(
+            "{}: no {} entry in the family table: not built there",
+            absent.join(", "),
+            platform.name()
+        ));
+    }
+    let chosen: Vec<(&Family, PlatformEntry)> = selected
+        .into_iter()
+        .filter_map(|f| entry(f).map(|e| (f, e)))
+        .collect();
+    for (family, runners) in &chosen {
         let excluded: Vec<&str> = selection
             .refs
             .iter()
-            .filter(|r| linux.excluded_refs.contains(r))
+            .filter(|r| runners.excluded_refs.contains(r))
             .map(String::as_str)
             .collect();
         if !excluded.is_empty() {
             notes.push(format!(
                 "{}: not built for {} (excluded-refs in the family table)",
-                family.name,
+                on(platform, &family.name),
                 excluded.join(", ")
             ));
         }
         let built = excluded.len() < selection.refs.len();
-        if built && release.publish && linux.test_runner.is_empty() {
+        if built && release.publish && runners.test_runner.is_empty() {
             notes.push(format!(
-                "{}: no linux test-runner in the family table: built and staged, never tested, \
+                "{}: no {} test-runner in the family table: built and staged, never tested, \
                  so never promoted",
-                family.name
+                family.name,
+                platform.name()
             ));
         }
     }
     let mut refs = Vec::new();
     for pytorch_ref in &selection.refs {
         let mut chains = Vec::new();
-        for (family, linux) in &chosen {
-            if linux.excluded_refs.contains(pytorch_ref) {
+        for (family, runners) in &chosen {
+            if runners.excluded_refs.contains(pytorch_ref) {
                 continue;
             }
-            chains.push(chain(release, selection, family, linux, &mut notes)?);
+            chains.push(chain(release, selection, family, runners, notes)?);
         }
         if chains.is_empty() {
-            notes.push(format!(
-                "{pytorch_ref}: every selected family is excluded from this ref; nothing to build"
-            ));
+            if !chosen.is_empty() {
+                notes.push(format!(
+                    "{}: every selected family is excluded from this ref; nothing to build",
+                    on(platform, pytorch_ref)
+                ));
+            }
             continue;
         }
         refs.push(RefRow {
@@ -192,32 +272,14 @@ pub fn plan(
             families: Include { include: chains },
         });
     }
-    if refs.is_empty() {
-        return Err(Error::NothingToBuild {
-            release_type: release.release_type.as_str().to_string(),
-            families: selection.families.join(", "),
-            refs: selection.refs.join(", "),
-        });
-    }
-    check_size("refs", refs.len())?;
-    check_size(
-        "chains",
-        refs.iter().map(|r| r.families.include.len()).sum(),
-    )?;
-    Ok(Matrix {
-        release_type: release.release_type,
-        publish: release.publish,
-        sccache_prefix: format!("{}/linux/", release.cache),
-        refs: Include { include: refs },
-        notes: notes.0,
-    })
+    Ok(refs)
 }
 
 fn chain(
     release: &Release,
     selection: &Selection,
     family: &Family,
-    linux: &PlatformEntry,
+    runners: &PlatformEntry,
     notes: &mut Notes,
 ) -> Result<ChainRow, Error> {
     let build: Vec<BuildRow> = selection
@@ -229,11 +291,11 @@ fn chain(
         })
         .collect();
     let mut test = Vec::new();
-    if release.publish && !linux.test_runner.is_empty() {
+    if release.publish && !runners.test_runner.is_empty() {
         for rule in &release.tests {
             let runs_on = match rule.config.runner {
-                RunnerKind::Test => &linux.test_runner,
-                RunnerKind::MultiGpu => &linux.multi_gpu_runner,
+                RunnerKind::Test => &runners.test_runner,
+                RunnerKind::MultiGpu => &runners.multi_gpu_runner,
             };
             let pythons: Vec<Python> = selection
                 .python
@@ -272,11 +334,11 @@ fn chain(
     check_size("build", build.len())?;
     check_size("test", test.len())?;
     let tested = !test.is_empty();
-    let reports = report_rows(&selection.python, &test, &linux.test_runner);
+    let reports = report_rows(&selection.python, &test, &runners.test_runner);
     Ok(ChainRow {
         family: family.name.clone(),
         targets: families::join(&family.targets),
-        build_runs_on: linux.build_runner.clone(),
+        build_runs_on: runners.build_runner.clone(),
         build: Include { include: build },
         test: Include { include: test },
         reports: Include { include: reports },
@@ -328,148 +390,113 @@ impl Notes {
 }
 
 impl Matrix {
-    /// How many build jobs the matrix runs: one per chain and Python.
+    /// How many Linux build jobs the matrix runs: one per chain and Python.
     pub fn builds(&self) -> usize {
-        self.refs
-            .include
-            .iter()
-            .flat_map(|r| &r.families.include)
-            .map(|c| c.build.include.len())
-            .sum()
+        count_builds(&self.refs.include)
+    }
+
+    /// How many Windows build jobs the matrix runs.
+    pub fn windows_builds(&self) -> usize {
+        count_builds(&self.windows.include)
     }
 
     /// The same release in multi-arch mode, as the reference's release matrix makes it
-    /// (`configure_pytorch_release_matrix.py`): per ref, one chain for every family the ref
-    /// builds (the per-family chains' families, so `excluded-refs` still apply), built once
-    /// per Python for the union of their targets; the tests and the smoke reports still fan
-    /// out per family, each on its own runner and naming its family (whose device extras it
-    /// installs). Promotion takes the whole set or nothing (host and device wheels promoted
-    /// apart broke installs, TheRock#5107), so a set with a family nothing tests is not
-    /// promoted: its device wheels would have no evidence, and the matrix says so.
+    /// (`configure_pytorch_release_matrix.py`, on each platform): per ref, one chain for every
+    /// family the ref builds (the per-family chains' families, so `excluded-refs` still apply),
+    /// built once per Python for the union of their targets; the tests and the smoke reports
+    /// still fan out per family, each on its own runner and naming its family (whose device
+    /// extras it installs). Promotion takes the whole set or nothing (host and device wheels
+    /// promoted apart broke installs, TheRock#5107), so a set with a family nothing tests is
+    /// not promoted: its device wheels would have no evidence, and the matrix says so.
     pub fn multi_arch(mut self) -> Matrix {
         let mut notes = Notes(std::mem::take(&mut self.notes));
-        for row in &mut self.refs.include {
-            let chains = std::mem::take(&mut row.families.include);
-            let Some(first) = chains.first() else {
-                continue;
-            };
-            let mut targets: Vec<String> = Vec::new();
-            for target in chains.iter().flat_map(|c| c.targets.split(',')) {
-                if !targets.iter().any(|t| t == target) {
-                    targets.push(target.to_string());
-                }
-            }
-            let mut test = Vec::new();
-            let mut reports = Vec::new();
-            for chain in &chains {
-                let family = Some(chain.family.clone());
-                test.extend(chain.test.include.iter().cloned().map(|mut t| {
-                    t.family = family.clone();
-                    t
-                }));
-                reports.extend(chain.reports.include.iter().cloned().map(|mut r| {
-                    r.family = family.clone();
-                    r
-                }));
-            }
-            let tested = chains.iter().any(|c| c.tested);
-            let untested: Vec<&str> = chains
-                .iter()
-                .filter(|c| !c.tested)
-                .map(|c| c.family.as_str())
-                .collect();
-            if self.publish && !untested.is_empty() {
-                notes.push(format!(
-                    "{}: multi-arch set not promoted: its device wheels for {} are never tested \
-                     (no test runner), and promotion takes the whole set or nothing; select \
-                     tested families (--amdgpu-family) or promote with a waiver",
-                    row.pytorch_ref,
-                    untested.join(", ")
-                ));
-            }
-            row.families.include = vec![ChainRow {
-                family: chains
-                    .iter()
-                    .map(|c| c.family.as_str())
-                    .collect::<Vec<_>>()
-                    .join(";"),
-                targets: targets.join(","),
-                build_runs_on: first.build_runs_on.clone(),
-                build: first.build.clone(),
-                test: Include { include: test },
-                reports: Include { include: reports },
-                tested,
-                promote: self.publish && tested && untested.is_empty(),
-            }];
-        }
+        merge_sets(
+            &mut self.refs.include,
+            self.publish,
+            Platform::Linux,
+            &mut notes,
+        );
+        merge_sets(
+            &mut self.windows.include,
+            self.publish,
+            Platform::Windows,
+            &mut notes,
+        );
         self.notes = notes.0;
         self
     }
 
-    /// `name=value` lines for `$GITHUB_OUTPUT`: the whole matrix, the refs matrix, and the
-    /// scalars, each on one line (compact JSON never contains a newline).
+    /// `name=value` lines for `$GITHUB_OUTPUT`: the whole matrix, the refs matrix, the Linux
+    /// and the Windows chains, and the scalars, each on one line (compact JSON never contains
+    /// a newline).
     pub fn github_outputs(&self) -> Result<String, serde_json::Error> {
         Ok(format!(
-            "matrix={}\nrefs={}\nchains={}\nrelease_type={}\npublish={}\nsccache_prefix={}\n",
+            "matrix={}\nrefs={}\nchains={}\nwindows_chains={}\nwindows={}\nrelease_type={}\npublish={}\nsccache_prefix={}\nwindows_sccache_prefix={}\n",
             serde_json::to_string(self)?,
             serde_json::to_string(&self.refs)?,
             serde_json::to_string(&self.chains())?,
+            serde_json::to_string(&self.windows_chains())?,
+            !self.windows.include.is_empty(),
             self.release_type.as_str(),
             self.publish,
-            self.sccache_prefix
+            self.sccache_prefix,
+            self.windows_sccache_prefix
         ))
     }
 
-    /// Every chain of every ref, each with its ref: the caller workflows' matrix (one call of
-    /// the chain workflow per row, so no chain waits for another).
+    /// Every Linux chain of every ref, each with its ref: the caller workflows' matrix (one
+    /// call of the chain workflow per row, so no chain waits for another).
     pub fn chains(&self) -> Include<FlatChain> {
-        let include = self
-            .refs
-            .include
-            .iter()
-            .flat_map(|row| {
-                row.families.include.iter().map(|chain| FlatChain {
-                    pytorch_ref: row.pytorch_ref.clone(),
-                    ref_slug: row.ref_slug.clone(),
-                    chain: chain.clone(),
-                })
-            })
-            .collect();
-        Include { include }
+        flatten(&self.refs.include)
     }
 
-    /// A table for people (stderr, the step summary, docs/ci.md): one line per chain.
+    /// Every Windows chain of every ref, each with its ref: the matrix of the callers' calls
+    /// of the Windows chain workflow.
+    pub fn windows_chains(&self) -> Include<FlatChain> {
+        flatten(&self.windows.include)
+    }
+
+    /// A table for people (stderr, the step summary, docs/ci.md): one line per chain, the
+    /// Linux chains first.
     pub fn rows(&self) -> Vec<Vec<String>> {
         let mut rows = Vec::new();
-        for row in &self.refs.include {
-            for chain in &row.families.include {
-                let pythons: Vec<String> = chain
-                    .build
-                    .include
-                    .iter()
-                    .map(|b| b.python.to_string())
-                    .collect();
-                let tests = if chain.tested {
-                    summarize_tests(&chain.test.include)
-                } else {
-                    "-".to_string()
-                };
-                rows.push(vec![
-                    row.pytorch_ref.clone(),
-                    chain.family.clone(),
-                    chain.targets.clone(),
-                    pythons.join(" "),
-                    chain.build_runs_on.clone(),
-                    tests,
-                    if chain.promote { "yes" } else { "no" }.to_string(),
-                ]);
+        let platforms = [
+            (Platform::Linux, &self.refs.include),
+            (Platform::Windows, &self.windows.include),
+        ];
+        for (platform, refs) in platforms {
+            for row in refs {
+                for chain in &row.families.include {
+                    let pythons: Vec<String> = chain
+                        .build
+                        .include
+                        .iter()
+                        .map(|b| b.python.to_string())
+                        .collect();
+                    let tests = if chain.tested {
+                        summarize_tests(&chain.test.include)
+                    } else {
+                        "-".to_string()
+                    };
+                    rows.push(vec![
+                        row.pytorch_ref.clone(),
+                        platform.name().to_string(),
+                        chain.family.clone(),
+                        chain.targets.clone(),
+                        pythons.join(" "),
+                        chain.build_runs_on.clone(),
+                        tests,
+                        if chain.promote { "yes" } else { "no" }.to_string(),
+                    ]);
+                }
             }
         }
         rows
     }
 
-    pub const HEADERS: [&'static str; 7] = [
+    pub const HEADERS: [&'static str; 8] = [
         "ref",
+        "platform",
         "family",
         "targets",
         "python",
@@ -477,6 +504,86 @@ impl Matrix {
         "test jobs (config×shards on runner)",
         "promote",
     ];
+}
+
+fn count_builds(refs: &[RefRow]) -> usize {
+    refs.iter()
+        .flat_map(|r| &r.families.include)
+        .map(|c| c.build.include.len())
+        .sum()
+}
+
+fn flatten(refs: &[RefRow]) -> Include<FlatChain> {
+    let include = refs
+        .iter()
+        .flat_map(|row| {
+            row.families.include.iter().map(|chain| FlatChain {
+                pytorch_ref: row.pytorch_ref.clone(),
+                ref_slug: row.ref_slug.clone(),
+                chain: chain.clone(),
+            })
+        })
+        .collect();
+    Include { include }
+}
+
+/// Each ref's chains of one platform merged into one multi-arch set (see
+/// [`Matrix::multi_arch`]).
+fn merge_sets(refs: &mut [RefRow], publish: bool, platform: Platform, notes: &mut Notes) {
+    for row in refs {
+        let chains = std::mem::take(&mut row.families.include);
+        let Some(first) = chains.first() else {
+            continue;
+        };
+        let mut targets: Vec<String> = Vec::new();
+        for target in chains.iter().flat_map(|c| c.targets.split(',')) {
+            if !targets.iter().any(|t| t == target) {
+                targets.push(target.to_string());
+            }
+        }
+        let mut test = Vec::new();
+        let mut reports = Vec::new();
+        for chain in &chains {
+            let family = Some(chain.family.clone());
+            test.extend(chain.test.include.iter().cloned().map(|mut t| {
+                t.family = family.clone();
+                t
+            }));
+            reports.extend(chain.reports.include.iter().cloned().map(|mut r| {
+                r.family = family.clone();
+                r
+            }));
+        }
+        let tested = chains.iter().any(|c| c.tested);
+        let untested: Vec<&str> = chains
+            .iter()
+            .filter(|c| !c.tested)
+            .map(|c| c.family.as_str())
+            .collect();
+        if publish && !untested.is_empty() {
+            notes.push(format!(
+                "{}: multi-arch set not promoted: its device wheels for {} are never tested \
+                 (no test runner), and promotion takes the whole set or nothing; select \
+                 tested families (--amdgpu-family) or promote with a waiver",
+                on(platform, &row.pytorch_ref),
+                untested.join(", ")
+            ));
+        }
+        row.families.include = vec![ChainRow {
+            family: chains
+                .iter()
+                .map(|c| c.family.as_str())
+                .collect::<Vec<_>>()
+                .join(";"),
+            targets: targets.join(","),
+            build_runs_on: first.build_runs_on.clone(),
+            build: first.build.clone(),
+            test: Include { include: test },
+            reports: Include { include: reports },
+            tested,
+            promote: publish && tested && untested.is_empty(),
+        }];
+    }
 }
 
 /// `smoke×5, default×6 on linux-gfx942-…`: test jobs per configuration and their runners.
@@ -551,6 +658,8 @@ mod tests {
             build_jobs: usize,
             test_jobs: usize,
             promoted_chains: usize,
+            /// Windows: chains, build jobs, test jobs, promoted chains.
+            windows: [usize; 4],
         }
         let cases = [
             // 4 refs × 16 families, gfx90c excluded from 2.13 and 2.14; 9 tested families,
@@ -562,6 +671,10 @@ mod tests {
                 build_jobs: 310,
                 test_jobs: 4 * 9 * 5 * 2,
                 promoted_chains: 36,
+                // 13 families with a windows entry, gfx90c excluded from the three release
+                // branches (as the reference's UNSUPPORTED_AMDGPU_FAMILIES["windows"]); 4 of
+                // them have a windows test runner.
+                windows: [13 * 4 - 3, (13 * 4 - 3) * 5, 4 * 4 * 5 * 2, 4 * 4],
             },
             // No nightly ref; gfx94X-dcgpu adds default 6 + distributed 3 + inductor 2 on 3.12.
             Case {
@@ -571,6 +684,8 @@ mod tests {
                 build_jobs: 230,
                 test_jobs: 3 * (9 * 5 * 2 + 11),
                 promoted_chains: 27,
+                // The datacenter family's full suite has no windows entry to run on.
+                windows: [12 * 3, 12 * 3 * 5, 3 * 4 * 5 * 2, 3 * 4],
             },
             Case {
                 release_type: ReleaseType::Ci,
@@ -579,6 +694,8 @@ mod tests {
                 build_jobs: 1,
                 test_jobs: 0,
                 promoted_chains: 0,
+                // Pull requests build Linux only.
+                windows: [0; 4],
             },
         ];
         for case in cases {
@@ -599,6 +716,22 @@ mod tests {
             assert_eq!(tests, case.test_jobs, "{name} test jobs");
             let promoted = chains.iter().filter(|c| c.promote).count();
             assert_eq!(promoted, case.promoted_chains, "{name} promoted");
+            let windows: Vec<&ChainRow> = matrix
+                .windows
+                .include
+                .iter()
+                .flat_map(|r| &r.families.include)
+                .collect();
+            assert_eq!(
+                [
+                    windows.len(),
+                    matrix.windows_builds(),
+                    windows.iter().map(|c| c.test.include.len()).sum(),
+                    windows.iter().filter(|c| c.promote).count(),
+                ],
+                case.windows,
+                "{name} on windows"
+            );
         }
     }
 
@@ -613,6 +746,33 @@ mod tests {
         let per_family = plan(release, &families, &default_selection(release)).expect("plans");
         let multi = per_family.clone().multi_arch();
         assert_eq!((per_family.builds(), multi.builds()), (310, 20));
+        // Windows as the reference's Windows release matrix: one build per ref and Python,
+        // gfx90c in the nightly ref's set only.
+        assert_eq!(
+            (per_family.windows_builds(), multi.windows_builds()),
+            (245, 20)
+        );
+        let sets: Vec<(&str, bool)> = multi
+            .windows
+            .include
+            .iter()
+            .map(|r| {
+                let set = &r.families.include[0];
+                (
+                    r.pytorch_ref.as_str(),
+                    set.family.split(';').any(|f| f == "gfx90c"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sets,
+            [
+                ("release/2.12", false),
+                ("release/2.13", false),
+                ("release/2.14", false),
+                ("nightly", true)
+            ]
+        );
         for row in &multi.refs.include {
             assert_eq!(row.families.include.len(), 1, "{}", row.pytorch_ref);
             let chain = &row.families.include[0];
@@ -693,7 +853,30 @@ mod tests {
             [
                 "gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted",
                 "gfx90c: not built for release/2.13 (excluded-refs in the family table)",
+                // The release type's `windows:` column: the same families on their windows
+                // entries, which exclude gfx90c from every release branch.
+                "gfx900: no windows test-runner in the family table: built and staged, never tested, so never promoted",
+                "gfx90c on windows: not built for release/2.13 (excluded-refs in the family table)",
             ]
+        );
+        let windows = &matrix.windows.include[0].families.include;
+        let names: Vec<(&str, &str)> = windows
+            .iter()
+            .map(|c| (c.family.as_str(), c.build_runs_on.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("gfx110X-all", "azure-windows-scale-rocm"),
+                ("gfx900", "azure-windows-scale-rocm")
+            ]
+        );
+        assert!(
+            windows[0]
+                .test
+                .include
+                .iter()
+                .all(|t| t.runs_on == "windows-gfx110X-gpu-rocm")
         );
         // No `null` anywhere a runner label is expected.
         let json = serde_json::to_string(&matrix).expect("json");

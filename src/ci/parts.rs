@@ -1,7 +1,7 @@
 //! The small constructors every generated workflow is written with: a `rockbuild` step, a
 //! pinned action, an artifact moved up or down, a job on a runner in an image.
 
-use super::workflow::{Action, Arg, Container, Job, JobBody, Step, StepRun, is_shell_safe};
+use super::workflow::{Action, Arg, Container, Job, JobBody, Shell, Step, StepRun, is_shell_safe};
 
 /// Actions the workflows use, pinned by full commit SHA (the release tag named beside it).
 pub const UPLOAD_ARTIFACT: Action = Action {
@@ -28,6 +28,18 @@ pub const CONFIGURE_AWS_CREDENTIALS: Action = Action {
     repo: "aws-actions/configure-aws-credentials",
     sha: "e6de054238d6b7531b4efff3b6587d9aade6a06c",
     version: "v6.2.3",
+};
+/// The Windows jobs' CPython (the Linux jobs' is in the build and test images).
+pub const SETUP_PYTHON: Action = Action {
+    repo: "actions/setup-python",
+    sha: "5fda3b95a4ea91299a34e894583c3862153e4b97",
+    version: "v7.0.0",
+};
+/// vcvars64 for the job's later steps (what the reference's Windows builds use).
+pub const MSVC_DEV_CMD: Action = Action {
+    repo: "ilammy/msvc-dev-cmd",
+    sha: "0b201ec74fa43914dc39ae48a89fd1d8cb592756",
+    version: "v1.13.0",
 };
 
 /// The hosted runner of the light jobs (matrix, lock, stage, reports, promote): they run in
@@ -57,6 +69,34 @@ pub fn rockbuild(name: &str, env: &[(&str, &str)], args: Vec<Arg>) -> Step {
         condition: None,
         env: pairs(env),
         run: StepRun::Rockbuild { args },
+    }
+}
+
+/// `program ARGS...`: a program of the runner's other than rockbuild.
+pub fn command(name: &str, env: &[(&str, &str)], program: &str, args: Vec<Arg>) -> Step {
+    debug_assert!(is_shell_safe(program), "{program}");
+    Step {
+        id: None,
+        name: name.to_string(),
+        condition: None,
+        env: pairs(env),
+        run: StepRun::Command {
+            program: program.to_string(),
+            args,
+        },
+    }
+}
+
+/// Puts the directory `$var` (of `env`) on the PATH of the job's later steps.
+pub fn add_to_path(name: &str, env: &[(&str, &str)], var: &str) -> Step {
+    Step {
+        id: None,
+        name: name.to_string(),
+        condition: None,
+        env: pairs(env),
+        run: StepRun::AddToPath {
+            var: var.to_string(),
+        },
     }
 }
 
@@ -170,7 +210,27 @@ pub fn steps(
                 .gpu
                 .then(|| "--device=/dev/kfd --device=/dev/dri --group-add video".to_string()),
         }),
+        shell: Shell::Posix,
         timeout_minutes: runs.timeout,
+        outputs: pairs(outputs),
+        env: pairs(env),
+        steps,
+    }
+}
+
+/// A job on a Windows runner: no container (the runner is the machine), PowerShell steps.
+pub fn windows_steps(
+    on: &str,
+    timeout: u32,
+    outputs: &[(&str, &str)],
+    env: &[(&str, &str)],
+    steps: Vec<Step>,
+) -> JobBody {
+    JobBody::Steps {
+        runs_on: on.to_string(),
+        container: None,
+        shell: Shell::Pwsh,
+        timeout_minutes: timeout,
         outputs: pairs(outputs),
         env: pairs(env),
         steps,

@@ -119,6 +119,9 @@ pub struct Release {
     pub publish: bool,
     /// The sccache key prefix's first segment (F32: one cache per kind of build).
     pub cache: String,
+    /// Also built on Windows (the `windows:` column): the same refs, Pythons and tests, for
+    /// the families with a windows entry in the family table, on its runners.
+    pub windows: bool,
 }
 
 /// The whole table, validated.
@@ -238,6 +241,8 @@ struct ReleaseEntry {
     tests: IndexMap<String, TestEntry>,
     publish: bool,
     cache: String,
+    #[serde(default)]
+    windows: bool,
 }
 
 #[derive(Deserialize)]
@@ -334,6 +339,7 @@ impl Checker<'_> {
             tests,
             publish: entry.publish,
             cache: entry.cache,
+            windows: entry.windows,
         })
     }
 
@@ -667,7 +673,7 @@ mod tests {
             ),
             (
                 "  ci:\n    python: [\"3.12\"]\n    pytorch-refs: [main]\n    families: {tier: nightly}\n    publish: false\n    cache: x\n    extra: 1\n",
-                "releases.yaml:14:5: release-types.ci: unknown field `extra`, expected one of `python`, `pytorch-refs`, `families`, `tests`, `publish`, `cache`",
+                "releases.yaml:14:5: release-types.ci: unknown field `extra`, expected one of `python`, `pytorch-refs`, `families`, `tests`, `publish`, `cache`, `windows`",
             ),
         ];
         for (entry, want) in cases {

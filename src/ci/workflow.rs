@@ -1,5 +1,6 @@
-//! GitHub Actions workflows as data: jobs whose steps are either one `rockbuild` call or one
-//! pinned action, rendered to YAML by one small emitter. The same data is what
+//! GitHub Actions workflows as data: jobs whose steps are one `rockbuild` call, one call of
+//! another program with checked arguments, or one pinned action, rendered to YAML by one small
+//! emitter for the job's shell (a POSIX shell on Linux, PowerShell on Windows). The same data is what
 //! `rockbuild ci generate --dry-run --json` prints, so a test can run exactly the calls the
 //! jobs make.
 
@@ -47,6 +48,8 @@ pub enum JobBody {
     Steps {
         runs_on: String,
         container: Option<Container>,
+        /// The shell of the job's `run` steps.
+        shell: Shell,
         timeout_minutes: u32,
         outputs: Vec<(String, String)>,
         env: Vec<(String, String)>,
@@ -57,6 +60,19 @@ pub enum JobBody {
         uses: String,
         with: Vec<(String, String)>,
     },
+}
+
+/// The shell `run` steps are written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    /// GitHub's default on Linux (bash, or sh in a container without it): not written.
+    Posix,
+    /// PowerShell (`defaults.run.shell: pwsh`), on Windows runners. Not Git Bash: the
+    /// reference runs its Windows build under `cmd` because bash's environment breaks it
+    /// ("load bearing", TheRock#827), and PowerShell passes a `$env:` value to a program as
+    /// one argument, never parsing it again.
+    Pwsh,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -81,6 +97,12 @@ pub enum StepRun {
     /// `rockbuild ARGS...`: each value that comes from the workflow is a `$VAR` of the step's
     /// env, never an expression in the command line (no template injection).
     Rockbuild { args: Vec<Arg> },
+    /// Another program on the runner's PATH (`choco`, `cmake`, `cargo`), its arguments checked
+    /// as `rockbuild`'s are.
+    Command { program: String, args: Vec<Arg> },
+    /// Adds the directory a variable of the step's env names to the PATH of the job's later
+    /// steps (`$GITHUB_PATH`).
+    AddToPath { var: String },
     Action {
         action: Action,
         with: Vec<(String, String)>,
@@ -193,16 +215,28 @@ pub fn is_shell_safe(word: &str) -> bool {
 }
 
 impl Arg {
-    fn shell(&self) -> String {
-        match self {
-            Arg::Literal(word) => word.clone(),
-            Arg::Var(name) => format!("\"${name}\""),
+    fn shell(&self, shell: Shell) -> String {
+        match (self, shell) {
+            (Arg::Literal(word), Shell::Posix) => word.clone(),
+            // `,` makes an array in PowerShell and a leading `@` splats.
+            (Arg::Literal(word), Shell::Pwsh) if word.contains([',', '@']) => format!("'{word}'"),
+            (Arg::Literal(word), Shell::Pwsh) => word.clone(),
+            (Arg::Var(name), Shell::Posix) => format!("\"${name}\""),
+            (Arg::Var(name), Shell::Pwsh) => format!("$env:{name}"),
         }
     }
 }
 
+/// One command line: the program and its arguments as `shell` reads them.
+fn command_line(program: &str, args: &[Arg], shell: Shell) -> String {
+    std::iter::once(program.to_string())
+        .chain(args.iter().map(|a| a.shell(shell)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Step {
-    fn to_yaml(&self) -> Yaml {
+    fn to_yaml(&self, shell: Shell) -> Yaml {
         let mut entries = vec![("name", Yaml::str(&self.name))];
         if let Some(id) = &self.id {
             entries.push(("id", Yaml::str(id)));
@@ -215,10 +249,25 @@ impl Step {
                 if !self.env.is_empty() {
                     entries.push(("env", Yaml::pairs(&self.env)));
                 }
-                let words: Vec<String> = std::iter::once("rockbuild".to_string())
-                    .chain(args.iter().map(Arg::shell))
-                    .collect();
-                entries.push(("run", Yaml::str(words.join(" "))));
+                entries.push(("run", Yaml::str(command_line("rockbuild", args, shell))));
+            }
+            StepRun::Command { program, args } => {
+                if !self.env.is_empty() {
+                    entries.push(("env", Yaml::pairs(&self.env)));
+                }
+                entries.push(("run", Yaml::str(command_line(program, args, shell))));
+            }
+            StepRun::AddToPath { var } => {
+                if !self.env.is_empty() {
+                    entries.push(("env", Yaml::pairs(&self.env)));
+                }
+                let line = match shell {
+                    Shell::Posix => format!("echo \"${var}\" >> \"$GITHUB_PATH\""),
+                    Shell::Pwsh => {
+                        format!("Add-Content -LiteralPath $env:GITHUB_PATH -Value $env:{var}")
+                    }
+                };
+                entries.push(("run", Yaml::str(line)));
             }
             StepRun::Action { action, with } => {
                 entries.push((
@@ -267,6 +316,7 @@ impl Job {
             JobBody::Steps {
                 runs_on,
                 container,
+                shell,
                 timeout_minutes,
                 outputs,
                 env,
@@ -286,6 +336,12 @@ impl Job {
                     }
                     entries.push(("container", Yaml::map(c)));
                 }
+                if *shell == Shell::Pwsh {
+                    entries.push((
+                        "defaults",
+                        Yaml::map(vec![("run", Yaml::map(vec![("shell", Yaml::str("pwsh"))]))]),
+                    ));
+                }
                 entries.push(("timeout-minutes", Yaml::Int(u64::from(*timeout_minutes))));
                 if !outputs.is_empty() {
                     entries.push(("outputs", Yaml::pairs(outputs)));
@@ -295,7 +351,7 @@ impl Job {
                 }
                 entries.push((
                     "steps",
-                    Yaml::Seq(steps.iter().map(Step::to_yaml).collect()),
+                    Yaml::Seq(steps.iter().map(|s| s.to_yaml(*shell)).collect()),
                 ));
             }
             JobBody::Call { uses, with } => {
@@ -475,6 +531,26 @@ mod tests {
                 yaml_serde::from_str(&yaml).expect("parses");
             assert_eq!(back["k"], text, "{yaml}");
         }
+    }
+
+    /// PowerShell reads `a,b` as an array and `@x` as splatting: such literals are quoted;
+    /// a variable is `$env:NAME`, one argument whatever it holds.
+    #[test]
+    fn pwsh_command_lines() {
+        let args = [
+            Arg::Literal("--expect".into()),
+            Arg::Literal("smoke=1,quick=1".into()),
+            Arg::Literal("@file".into()),
+            Arg::Var("PYTHON".into()),
+        ];
+        assert_eq!(
+            command_line("rockbuild", &args, Shell::Pwsh),
+            "rockbuild --expect 'smoke=1,quick=1' '@file' $env:PYTHON"
+        );
+        assert_eq!(
+            command_line("rockbuild", &args, Shell::Posix),
+            "rockbuild --expect smoke=1,quick=1 @file \"$PYTHON\""
+        );
     }
 
     #[test]

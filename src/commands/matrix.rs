@@ -19,12 +19,19 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     let settings = MatrixSettings::resolve(args, ctx)?;
     let per_family = matrix::plan(&settings.release, &settings.families, &settings.selection())?;
     let multi_arch = per_family.clone().multi_arch();
-    let counts = format!(
-        "builds: {} per-family, {} multi-arch (one per ref and Python); this matrix is {}",
+    let mut counts = format!(
+        "builds: {} per-family, {} multi-arch (one per ref and Python)",
         per_family.builds(),
         multi_arch.builds(),
-        settings.mode.mode
     );
+    if !per_family.windows.include.is_empty() {
+        counts.push_str(&format!(
+            "; on Windows {} per-family, {} multi-arch",
+            per_family.windows_builds(),
+            multi_arch.windows_builds(),
+        ));
+    }
+    counts.push_str(&format!("; this matrix is {}", settings.mode.mode));
     let matrix = match settings.mode.mode {
         BuildMode::PerFamily => per_family,
         BuildMode::MultiArch => multi_arch,
@@ -46,7 +53,7 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             .and_then(|mut file| file.write_all(lines.as_bytes()))
             .with_context(|| format!("writing the step outputs to ${GITHUB_OUTPUT} ({path})"))?;
     }
-    ctx.ui.step_summary(&summary(&matrix));
+    ctx.ui.step_summary(&summary(&matrix, &counts));
     if settings.json {
         ctx.ui.data(&serde_json::to_string_pretty(&matrix)?)?;
     } else {
@@ -55,11 +62,14 @@ pub fn run(args: MatrixArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn summary(matrix: &Matrix) -> ui::Markdown {
+fn summary(matrix: &Matrix, counts: &str) -> ui::Markdown {
     let mut out = ui::Markdown::lit("### Matrix: ");
     out.push_text(matrix.release_type.as_str())
         .push_lit("\n\n")
-        .push(ui::markdown_table(&Matrix::HEADERS, &matrix.rows()));
+        .push(ui::markdown_table(&Matrix::HEADERS, &matrix.rows()))
+        .push_lit("\n")
+        .push_text(counts)
+        .push_lit("\n");
     for note in &matrix.notes {
         out.push_lit("\n- ").push_text(note);
     }

@@ -38,12 +38,41 @@ fn matrix_writes_step_outputs_that_match_stdout() {
     assert_eq!(values["release_type"], "nightly");
     assert_eq!(values["publish"], "true");
     assert_eq!(values["sccache_prefix"], "nightly/linux/");
+    // The release type's `windows:` column: both families have a windows entry, so the
+    // Windows chain workflow is called once per ref and family.
+    assert_eq!(values["windows"], "true");
+    assert_eq!(values["windows_sccache_prefix"], "nightly/windows/");
+    let windows: serde_json::Value =
+        serde_json::from_str(values["windows_chains"]).expect("windows chains");
+    let rows: Vec<(&str, &str, &str)> = windows["include"]
+        .as_array()
+        .expect("include")
+        .iter()
+        .map(|row| {
+            (
+                row["pytorch_ref"].as_str().expect("ref"),
+                row["family"].as_str().expect("family"),
+                row["build_runs_on"].as_str().expect("runner"),
+            )
+        })
+        .filter(|(r, _, _)| *r == "nightly")
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("nightly", "gfx110X-all", "azure-windows-scale-rocm"),
+            ("nightly", "gfx900", "azure-windows-scale-rocm")
+        ]
+    );
     let stderr = String::from_utf8_lossy(&run.get_output().stderr);
     let notices: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("::notice::"))
         .collect();
-    insta::assert_snapshot!(notices.join("\n"), @"::notice::gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted");
+    insta::assert_snapshot!(notices.join("\n"), @r"
+    ::notice::gfx900: no linux test-runner in the family table: built and staged, never tested, so never promoted
+    ::notice::gfx900: no windows test-runner in the family table: built and staged, never tested, so never promoted
+    ");
 }
 
 #[test]
@@ -116,7 +145,8 @@ fn ci_generate_writes_checks_and_names_stale_files() {
             "rockbuild-chain.yml",
             "rockbuild-nightly.yml",
             "rockbuild-pr.yml",
-            "rockbuild-release.yml"
+            "rockbuild-release.yml",
+            "rockbuild-windows-chain.yml"
         ]
     );
     generate(&["--check"]).success();
@@ -209,9 +239,9 @@ fn matrix_prints_a_summary_without_json() {
         .success();
     let stdout = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
-    ref           family        targets  python  build runner               test jobs (config×shards on runner)  promote
-    ------------  ------------  -------  ------  -------------------------  -----------------------------------  -------
-    release/2.12  gfx94X-dcgpu  gfx942   3.12    aws-linux-scale-rocm-prod  -                                    no
+    ref           platform  family        targets  python  build runner               test jobs (config×shards on runner)  promote
+    ------------  --------  ------------  -------  ------  -------------------------  -----------------------------------  -------
+    release/2.12  linux     gfx94X-dcgpu  gfx942   3.12    aws-linux-scale-rocm-prod  -                                    no
 
     builds: 1 per-family, 1 multi-arch (one per ref and Python); this matrix is per-family
     ");

@@ -43,7 +43,7 @@ fn workflows_pass_actionlint_schema_and_zizmor() {
         .map(|e| e.expect("entry").path())
         .collect();
     generated.sort();
-    assert_eq!(generated.len(), 4, "{generated:?}");
+    assert_eq!(generated.len(), 5, "{generated:?}");
     workflows.extend(generated);
     workflows.extend(files(".github/workflows", ".yml"));
     for workflow in workflows {

@@ -2,7 +2,9 @@
 //! holds, and its steps — written out as data. Nothing here builds anything: `resolve` turns
 //! the rows into jobs and steps.
 
-use crate::ci::parts::{LIGHT_RUNNER, Runs};
+use crate::ci::parts::{LIGHT_RUNNER, MSVC_DEV_CMD, Runs, SETUP_PYTHON};
+use crate::ci::workflow::Action;
+use crate::platform::Platform;
 
 /// One argument of a `rockbuild` call: a word written as it is, or a `$VAR` of the step's env,
 /// or words that only one mode of the chain passes.
@@ -14,9 +16,13 @@ pub enum Word {
     PerFamily(&'static [Word]),
     /// Only in the multi-arch chain.
     MultiArch(&'static [Word]),
+    /// Only in the Linux chain.
+    Linux(&'static [Word]),
+    /// Only in the Windows chain.
+    Windows(&'static [Word]),
 }
 
-use Word::{Lit, MultiArch, PerFamily, Var};
+use Word::{Lit, MultiArch, PerFamily, Var, Windows};
 
 // Texts of the tables may hold these placeholders, which `resolve` fills per mode:
 // - `{chain}`: what the chain is named by in job and artifact names: the family
@@ -26,7 +32,11 @@ use Word::{Lit, MultiArch, PerFamily, Var};
 // - `{family-part}`: `-<row's family>` in a multi-arch chain's per-family artifact and report
 //   names (nothing in a per-family chain, whose names have the family already);
 // - `{family-dir}`: `/<family>` where a per-family chain's store paths name the family (the
-//   multi-arch set has one index for every family).
+//   multi-arch set has one index for every family);
+// - `{python}`: the matrix row's CPython: in the build or test image on Linux, the one
+//   actions/setup-python put on the runner on Windows;
+// - `{platform-part}`: `-windows` in the Windows chain's staging prefix (nothing on Linux), so
+//   the Linux and the Windows chains of one ref and family never stage into one prefix.
 
 /// `<kind>-<ref slug>-<chain><rest>`: the name of an artifact of the chain.
 #[derive(Clone, Copy, Debug)]
@@ -62,12 +72,49 @@ pub enum StepRow {
     },
     /// The checkout cache (actions/cache), keyed by the lock.
     Cache { name: &'static str, with: Pairs },
+    /// A program other than rockbuild, with its env.
+    Command {
+        name: &'static str,
+        env: Pairs,
+        program: &'static str,
+        args: &'static [Word],
+    },
+    /// A pinned action; `id` when later steps read its outputs.
+    Action {
+        name: &'static str,
+        id: Option<&'static str>,
+        action: Action,
+        with: Pairs,
+    },
+    /// The directory `$var` of `env` put on the PATH of the later steps.
+    AddToPath {
+        name: &'static str,
+        env: Pairs,
+        var: &'static str,
+    },
     /// The role of the stores, through OIDC.
     Credentials,
     /// `rockbuild test` on one test row ([`TEST_ENV`], [`test_args`]).
     Test { name: &'static str, sources: bool },
     /// A step that runs only when the condition holds.
     When(&'static str, &'static StepRow),
+    /// A step only the chain of this platform has.
+    Only(Platform, &'static StepRow),
+}
+
+/// Where a job of the Windows chain runs.
+#[derive(Clone, Copy, Debug)]
+pub enum OnWindows {
+    /// On the light Linux runner in the build image, as in the Linux chain: what it does
+    /// (lock, stage, report, promote) reads and writes indexes and stores, the same from any
+    /// host.
+    Linux,
+    /// On the Windows runner named by the job's `runs.on`, with no container: `setup` first
+    /// (the CPython and rockbuild itself), and `env` added to the job's.
+    Runner {
+        setup: &'static [StepRow],
+        env: Pairs,
+    },
 }
 
 /// One job of the chain.
@@ -87,6 +134,8 @@ pub struct JobRow {
     pub outputs: Pairs,
     pub env: Pairs,
     pub steps: &'static [StepRow],
+    /// Where the job runs in the Windows chain.
+    pub windows: OnWindows,
 }
 
 /// The chain's inputs: (name, type, description). Types are GitHub's (`string`, `boolean`).
@@ -190,6 +239,21 @@ pub const CHAIN_INPUTS: [(&str, &str, &str); 25] = [
     ),
 ];
 
+/// The Windows chain's inputs beside the Linux chain's (whose `test-image` it has no use
+/// for): the rockbuild the Windows runners install, as the images carry it on Linux.
+pub const WINDOWS_INPUTS: [(&str, &str, &str); 2] = [
+    (
+        "rockbuild-repository",
+        "string",
+        "git URL of rockbuild, which the Windows jobs install with cargo",
+    ),
+    (
+        "rockbuild-rev",
+        "string",
+        "commit of rockbuild the Windows jobs install (the image's rockbuild on Linux)",
+    ),
+];
+
 /// What the file's header says the per-family chain is.
 pub const HEADER: [&str; 6] = [
     "One family's chain for one PyTorch ref, called once per row of `rockbuild matrix`:",
@@ -211,6 +275,27 @@ pub const MULTI_ARCH_HEADER: [&str; 7] = [
     "on the release index's lease (--lease-wait).",
 ];
 
+/// What the file's header says the per-family Windows chain is.
+pub const WINDOWS_HEADER: [&str; 7] = [
+    "One family's Windows chain for one PyTorch ref, called once per row of the Windows",
+    "chains of `rockbuild matrix`: lock (Linux) -> build (per Python, on the family's",
+    "Windows build runner: CPython, rockbuild, libuv, ninja, sccache, then MSVC) -> stage",
+    "(Linux, this attempt's prefix) -> smoke (per Python) and test (per row) on the family's",
+    "Windows GPU runner -> test report (Linux, per Python) -> promote (Linux, into the same",
+    "release index as the Linux chain, taking turns on its lease). No job needs a Linux",
+    "chain's, so a failure on one platform never blocks the other's promotion.",
+];
+
+/// What the file's header says the multi-arch Windows chain is.
+pub const MULTI_ARCH_WINDOWS_HEADER: [&str; 6] = [
+    "One multi-arch set for one PyTorch ref on Windows, called once per row of the Windows",
+    "chains of `rockbuild matrix --multi-arch`: lock (Linux) -> build (per Python, once for",
+    "every target, split into host and per-target device wheels, on the Windows build runner)",
+    "-> stage (Linux) -> smoke (per family and Python) and test (per row), each on its",
+    "family's Windows GPU runner -> test report (Linux) -> promote (Linux, the whole set).",
+    "Set-up on the Windows runners as in the per-family Windows chain.",
+];
+
 /// The platform tag wheels built in the build image get (its glibc is 2.28).
 const PLATFORM: &str = "manylinux_2_28_x86_64";
 const BUILD_IMAGE: &str = "${{ inputs.build-image }}";
@@ -221,6 +306,143 @@ pub const RECORD: &str = "src/rockbuild.lock.json";
 /// The matrix row's CPython, where the build image keeps its CPythons
 /// (`/opt/python/<cpython>/bin/python`, as manylinux images do).
 pub const PYTHON: &str = "/opt/python/${{ matrix.cpython }}/bin/python";
+/// The matrix row's CPython on a Windows runner: what [`SETUP_PYTHON_STEP`] installed.
+pub const WINDOWS_PYTHON: &str = "${{ steps.python.outputs.python-path }}";
+/// Where the Windows build checks out: short, as the reference's `B:/src` (its Windows
+/// runners' short drive), since compile commands under a long root overrun Windows' command
+/// line limit (`rockbuild plan` notes a root longer than 12 characters).
+const WINDOWS_ROOT: &str = "B:/src";
+/// The toolchain the Windows jobs build rockbuild with: Cargo.toml's `rust-version`.
+const RUST_TOOLCHAIN: &str = env!("CARGO_PKG_RUST_VERSION");
+/// libuv for gloo, built from source as the reference does (v1.47.0, PyTorch's own Windows
+/// source build), into the workspace; `libuv_ROOT` is how torch's CMake finds it.
+const LIBUV_ROOT: &str = "${{ github.workspace }}\\libuv-install";
+/// ninja from Chocolatey at the reference's version: 1.13.1 (PyPI's 1.11.1 hangs and its
+/// 1.13.0 breaks link.exe's response files; the torch recipe uninstalls PyPI's).
+const NINJA: &str = "1.13.1";
+
+/// The CPython of the matrix row, on a Windows runner.
+const SETUP_PYTHON_STEP: StepRow = StepRow::Action {
+    name: "Install CPython ${{ matrix.python }}",
+    id: Some("python"),
+    action: SETUP_PYTHON,
+    with: &[("python-version", "${{ matrix.python }}")],
+};
+
+/// What every Windows job does first: the row's CPython, and rockbuild at the chain's
+/// commit, built once per commit (cached; `cargo install --locked` builds it from its
+/// Cargo.lock) and put on PATH.
+const WINDOWS_SETUP: &[StepRow] = &[
+    SETUP_PYTHON_STEP,
+    StepRow::Action {
+        name: "Restore rockbuild (built once per commit)",
+        id: Some("rockbuild"),
+        action: crate::ci::parts::CACHE,
+        with: &[
+            ("path", ".rockbuild-tool"),
+            ("key", "rockbuild-windows-${{ inputs.rockbuild-rev }}"),
+        ],
+    },
+    StepRow::When(
+        "steps.rockbuild.outputs.cache-hit != 'true'",
+        &StepRow::Command {
+            name: "Install the Rust toolchain rockbuild is built with",
+            env: &[],
+            program: "rustup",
+            args: &[
+                Lit("toolchain"),
+                Lit("install"),
+                Lit(RUST_TOOLCHAIN),
+                Lit("--profile"),
+                Lit("minimal"),
+            ],
+        },
+    ),
+    StepRow::When(
+        "steps.rockbuild.outputs.cache-hit != 'true'",
+        &StepRow::Command {
+            name: "Build rockbuild at the chain's commit",
+            env: &[
+                ("ROCKBUILD_REPOSITORY", "${{ inputs.rockbuild-repository }}"),
+                ("ROCKBUILD_REV", "${{ inputs.rockbuild-rev }}"),
+            ],
+            program: "rustup",
+            args: &[
+                Lit("run"),
+                Lit(RUST_TOOLCHAIN),
+                Lit("cargo"),
+                Lit("install"),
+                Lit("--locked"),
+                Lit("--root"),
+                Lit(".rockbuild-tool"),
+                Lit("--git"),
+                Var("ROCKBUILD_REPOSITORY"),
+                Lit("--rev"),
+                Var("ROCKBUILD_REV"),
+                Lit("rockbuild"),
+            ],
+        },
+    ),
+    StepRow::AddToPath {
+        name: "Put rockbuild on PATH",
+        env: &[("TOOL_BIN", "${{ github.workspace }}\\.rockbuild-tool\\bin")],
+        var: "TOOL_BIN",
+    },
+];
+
+/// libuv is built when the cache does not hold its install.
+const LIBUV_MISSING: &str = "steps.libuv.outputs.cache-hit != 'true'";
+const LIBUV_CLONE: StepRow = StepRow::Command {
+    name: "Fetch libuv 1.47.0",
+    env: &[],
+    program: "git",
+    args: &[
+        Lit("clone"),
+        Lit("--depth"),
+        Lit("1"),
+        Lit("--branch"),
+        Lit("v1.47.0"),
+        Lit("https://github.com/libuv/libuv.git"),
+        Lit("libuv-src"),
+    ],
+};
+const LIBUV_CONFIGURE: StepRow = StepRow::Command {
+    name: "Configure libuv",
+    env: &[],
+    program: "cmake",
+    args: &[
+        Lit("-S"),
+        Lit("libuv-src"),
+        Lit("-B"),
+        Lit("libuv-src/build"),
+        Lit("-DBUILD_TESTING=OFF"),
+    ],
+};
+const LIBUV_BUILD: StepRow = StepRow::Command {
+    name: "Build libuv",
+    env: &[],
+    program: "cmake",
+    args: &[
+        Lit("--build"),
+        Lit("libuv-src/build"),
+        Lit("--config"),
+        Lit("Release"),
+    ],
+};
+const LIBUV_INSTALL: StepRow = StepRow::Command {
+    name: "Install libuv into libuv_ROOT",
+    env: &[("libuv_ROOT", LIBUV_ROOT)],
+    program: "cmake",
+    args: &[
+        Lit("--install"),
+        Lit("libuv-src/build"),
+        Lit("--config"),
+        Lit("Release"),
+        Lit("--prefix"),
+        Var("libuv_ROOT"),
+    ],
+};
+
 const STAGING: &str = "${{ inputs.staging-url }}/${{ needs.stage.outputs.prefix }}";
 const STAGING_INDEX: &str = "${{ inputs.staging-index-url }}/${{ needs.stage.outputs.prefix }}/";
 const RECORD_DOWNLOAD: StepRow = StepRow::Download {
@@ -280,6 +502,7 @@ const LOCK_JOB: JobRow = JobRow {
             paths: LOCK,
         },
     ],
+    windows: OnWindows::Linux,
 };
 
 const BUILD_JOB: JobRow = JobRow {
@@ -322,6 +545,74 @@ const BUILD_JOB: JobRow = JobRow {
                 ("restore-keys", "rockbuild-checkout-"),
             ],
         },
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::Action {
+                name: "Restore libuv",
+                id: Some("libuv"),
+                action: crate::ci::parts::CACHE,
+                with: &[("path", "libuv-install"), ("key", "libuv-1.47.0-windows")],
+            },
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::When(LIBUV_MISSING, &LIBUV_CLONE),
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::When(LIBUV_MISSING, &LIBUV_CONFIGURE),
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::When(LIBUV_MISSING, &LIBUV_BUILD),
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::When(LIBUV_MISSING, &LIBUV_INSTALL),
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::Command {
+                name: "Install ninja 1.13.1",
+                env: &[],
+                program: "choco",
+                args: &[
+                    Lit("install"),
+                    Lit("--no-progress"),
+                    Lit("-y"),
+                    Lit("ninja"),
+                    Lit("--version"),
+                    Lit(NINJA),
+                ],
+            },
+        ),
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::When(
+                "inputs.sccache",
+                &StepRow::Command {
+                    name: "Install sccache",
+                    env: &[],
+                    program: "choco",
+                    args: &[
+                        Lit("install"),
+                        Lit("--no-progress"),
+                        Lit("-y"),
+                        Lit("sccache"),
+                    ],
+                },
+            ),
+        ),
+        // After the installs, so MSVC's tools come first on PATH (the reference's order).
+        StepRow::Only(
+            Platform::Windows,
+            &StepRow::Action {
+                name: "Set up MSVC (vcvars64)",
+                id: None,
+                action: MSVC_DEV_CMD,
+                with: &[],
+            },
+        ),
         StepRow::Run {
             name: "Check out the locked sources",
             env: &[],
@@ -330,14 +621,16 @@ const BUILD_JOB: JobRow = JobRow {
                 Lit("--from-lock"),
                 Lit(LOCK),
                 Lit("--root-checkout-dir"),
-                Lit("src"),
+                Word::Linux(&[Lit("src")]),
+                // A short root on Windows; the lock stays in the workspace with the wheels.
+                Windows(&[Lit(WINDOWS_ROOT), Lit("--lock"), Lit(RECORD)]),
             ],
         },
         StepRow::When("inputs.sccache", &StepRow::Credentials),
         StepRow::Run {
             name: "Install the locked SDK and build every wheel for this Python",
             env: &[
-                ("PYTHON", PYTHON),
+                ("PYTHON", "{python}"),
                 ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
             ],
             args: &[
@@ -348,7 +641,8 @@ const BUILD_JOB: JobRow = JobRow {
                 Lit("--index-url"),
                 Var("ROCM_INDEX_URL"),
                 Lit("--root-checkout-dir"),
-                Lit("src"),
+                Word::Linux(&[Lit("src")]),
+                Windows(&[Lit(WINDOWS_ROOT)]),
                 Lit("--lock"),
                 Lit(RECORD),
                 Lit("--output-dir"),
@@ -358,11 +652,15 @@ const BUILD_JOB: JobRow = JobRow {
                 MultiArch(&[Lit("--multi-arch"), Lit("--allow-many-targets")]),
             ],
         },
-        StepRow::Run {
-            name: "Give the wheels their manylinux tag",
-            env: &[],
-            args: &[Lit("retag"), Lit("--platform"), Lit(PLATFORM), Lit("out")],
-        },
+        // Windows wheels are win_amd64 as built.
+        StepRow::Only(
+            Platform::Linux,
+            &StepRow::Run {
+                name: "Give the wheels their manylinux tag",
+                env: &[],
+                args: &[Lit("retag"), Lit("--platform"), Lit(PLATFORM), Lit("out")],
+            },
+        ),
         StepRow::Run {
             name: "Verify the wheels against the lock",
             env: &[],
@@ -374,6 +672,10 @@ const BUILD_JOB: JobRow = JobRow {
             paths: "out/*.whl\nsrc/rockbuild.lock.json",
         },
     ],
+    windows: OnWindows::Runner {
+        setup: WINDOWS_SETUP,
+        env: &[("libuv_ROOT", LIBUV_ROOT)],
+    },
 };
 
 const STAGE_JOB: JobRow = JobRow {
@@ -396,7 +698,7 @@ const STAGE_JOB: JobRow = JobRow {
     env: &[
         (
             "STAGING_PREFIX",
-            "run-${{ github.run_id }}-${{ github.run_attempt }}/${{ inputs.ref-slug }}",
+            "run-${{ github.run_id }}-${{ github.run_attempt }}/${{ inputs.ref-slug }}{platform-part}",
         ),
         ("ROCKBUILD_S3_ENDPOINT", "${{ inputs.s3-endpoint }}"),
         ("ROCKBUILD_S3_REGION", "${{ inputs.aws-region }}"),
@@ -439,6 +741,7 @@ const STAGE_JOB: JobRow = JobRow {
             paths: RECORD,
         },
     ],
+    windows: OnWindows::Linux,
 };
 
 const SMOKE_JOB: JobRow = JobRow {
@@ -464,7 +767,7 @@ const SMOKE_JOB: JobRow = JobRow {
             env: &[
                 ("STAGING_INDEX", STAGING_INDEX),
                 ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
-                ("PYTHON", PYTHON),
+                ("PYTHON", "{python}"),
                 ("FAMILY", "{family}"),
                 (
                     "REPORT",
@@ -497,6 +800,10 @@ const SMOKE_JOB: JobRow = JobRow {
             },
         ),
     ],
+    windows: OnWindows::Runner {
+        setup: WINDOWS_SETUP,
+        env: &[],
+    },
 };
 
 const TEST_JOB: JobRow = JobRow {
@@ -562,6 +869,10 @@ const TEST_JOB: JobRow = JobRow {
             },
         ),
     ],
+    windows: OnWindows::Runner {
+        setup: WINDOWS_SETUP,
+        env: &[],
+    },
 };
 
 const REPORT_JOB: JobRow = JobRow {
@@ -614,6 +925,7 @@ const REPORT_JOB: JobRow = JobRow {
             paths: "reports/",
         },
     ],
+    windows: OnWindows::Linux,
 };
 
 const PROMOTE_JOB: JobRow = JobRow {
@@ -667,6 +979,7 @@ const PROMOTE_JOB: JobRow = JobRow {
             ],
         },
     ],
+    windows: OnWindows::Linux,
 };
 
 /// The chain's jobs, in the order they are written.
@@ -685,7 +998,7 @@ pub const TEST_ENV: Pairs = &[
     ("STAGING_INDEX", STAGING_INDEX),
     ("PYTHON_INDEX_URL", "${{ inputs.python-index-url }}"),
     ("ROCM_INDEX_URL", "${{ inputs.rocm-index-url }}"),
-    ("PYTHON", PYTHON),
+    ("PYTHON", "{python}"),
     ("FAMILY", "{family}"),
     ("SUITE", "${{ matrix.suite }}"),
     ("SHARD", "${{ matrix.shard }}"),
