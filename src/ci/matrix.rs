@@ -255,7 +255,13 @@ fn platform_refs(
             if runners.excluded_refs.contains(pytorch_ref) {
                 continue;
             }
-            chains.push(chain(release, selection, family, runners, notes)?);
+            chains.push(chain(
+                release,
+                selection,
+                (family, runners),
+                platform,
+                notes,
+            )?);
         }
         if chains.is_empty() {
             if !chosen.is_empty() {
@@ -278,8 +284,8 @@ fn platform_refs(
 fn chain(
     release: &Release,
     selection: &Selection,
-    family: &Family,
-    runners: &PlatformEntry,
+    (family, runners): (&Family, &PlatformEntry),
+    platform: Platform,
     notes: &mut Notes,
 ) -> Result<ChainRow, Error> {
     let build: Vec<BuildRow> = selection
@@ -309,7 +315,8 @@ fn chain(
             if runs_on.is_empty() {
                 notes.push(format!(
                     "{}: no multi-gpu-runner in the family table: test config '{}' skipped",
-                    family.name, rule.config.name
+                    on(platform, &family.name),
+                    rule.config.name
                 ));
                 continue;
             }
@@ -889,7 +896,7 @@ mod tests {
         let table = ReleaseTable::load(
             &ConfigSource {
                 name: "r.yaml".into(),
-                text: "schema: 1\ntest-configs:\n  smoke: {shards: 1}\n  distributed: {shards: 3, runner: multi-gpu}\nrelease-types:\n  nightly:\n    python: [\"3.12\"]\n    pytorch-refs: [nightly]\n    families: {only: [gfx94X-dcgpu, gfx1151]}\n    tests:\n      smoke: {}\n      distributed: {}\n    publish: true\n    cache: nightly\n".into(),
+                text: "schema: 1\ntest-configs:\n  smoke: {shards: 1}\n  distributed: {shards: 3, runner: multi-gpu}\nrelease-types:\n  nightly:\n    python: [\"3.12\"]\n    pytorch-refs: [nightly]\n    families: {only: [gfx94X-dcgpu, gfx1151]}\n    tests:\n      smoke: {}\n      distributed: {}\n    publish: true\n    cache: nightly\n    windows: true\n".into(),
             },
             &families,
         )
@@ -911,9 +918,14 @@ mod tests {
                 ("gfx94X-dcgpu", 3, "linux-gfx942-8gpu-ossci-rocm"),
             ]
         );
+        // On Windows too, and the note says which platform's entry lacks the runner.
         assert_eq!(
             matrix.notes,
-            ["gfx1151: no multi-gpu-runner in the family table: test config 'distributed' skipped"]
+            [
+                "gfx1151: no multi-gpu-runner in the family table: test config 'distributed' skipped",
+                "gfx94X-dcgpu: no windows entry in the family table: not built there",
+                "gfx1151 on windows: no multi-gpu-runner in the family table: test config 'distributed' skipped",
+            ]
         );
     }
 
