@@ -33,6 +33,7 @@ mod sample;
 mod sharding;
 mod sixth_project;
 mod split;
+mod split_windows;
 mod stacks;
 mod suite;
 mod verify;
