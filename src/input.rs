@@ -74,11 +74,12 @@ pub const REPOSITORY_FILE: Limit = Limit {
 /// Why an input could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("cannot read {}: {source}", path.display())]
+    // The I/O error is part of the message, not a cause of its own: printed as a chain, it
+    // would be said twice.
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(
         "{} is {kind}, not a regular file: rockbuild reads a {what} from a regular file only (a FIFO or a device could be read forever); give the path of a file",
@@ -138,15 +139,24 @@ impl HasExitStatus for InputError {
 
 impl InputError {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
-        move |source| InputError::Io {
+        move |error| InputError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
+        }
+    }
+
+    /// What went wrong, for a caller whose own message already names the file: the I/O error
+    /// alone, or the whole message of a file that is not what it should be.
+    pub fn reason(&self) -> String {
+        match self {
+            InputError::Io { error, .. } => error.to_string(),
+            other => other.to_string(),
         }
     }
 
     /// True when the file does not exist (callers that treat a missing file as absent).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, InputError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        matches!(self, InputError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound)
     }
 }
 
@@ -309,6 +319,24 @@ mod tests {
         bytes: 8,
         what: "test file",
     };
+
+    /// A missing file's error, printed with its context as a chain, says the OS's words once
+    /// and still names the file for a caller that only keeps the reason.
+    #[test]
+    fn a_missing_file_is_said_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("missing.yaml");
+        let error = read_text(&path, SMALL).expect_err("missing");
+        assert!(error.is_not_found());
+        let os = std::fs::read(&path).expect_err("gone").to_string();
+        assert_eq!(error.reason(), os);
+        let chain = format!(
+            "{:#}",
+            anyhow::Error::from(error).context("reading config file")
+        );
+        assert_eq!(chain.matches(&os).count(), 1, "{chain}");
+        assert!(chain.contains("missing.yaml"), "{chain}");
+    }
 
     #[test]
     fn regular_files_within_the_limit_are_read() {

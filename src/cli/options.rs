@@ -204,8 +204,7 @@ pub fn attach(verb: &str, arg: clap::Arg) -> clap::Arg {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-    use std::path::Path;
+    use std::collections::BTreeSet;
 
     use clap::CommandFactory;
 
@@ -270,68 +269,5 @@ mod tests {
             read, table,
             "a table entry that sets no flag, or a variable from elsewhere"
         );
-    }
-
-    /// The code of a file without its inline tests and comments.
-    fn code(text: &str) -> String {
-        let mut out = String::new();
-        let lines: Vec<&str> = text.lines().collect();
-        for (index, line) in lines.iter().enumerate() {
-            let next = lines.get(index + 1).map(|l| l.trim()).unwrap_or_default();
-            if line.trim() == "#[cfg(test)]" && next.starts_with("mod ") {
-                break;
-            }
-            if !line.trim_start().starts_with("//") {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out
-    }
-
-    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in fs_err::read_dir(dir).expect("read src") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-
-    /// A variable of the table is spelled out once in the crate's code: in the table, or as
-    /// the `env_vars` constant the table and the code that reads it directly share. The
-    /// workflow generator (src/ci/) is left out: its tables are the text of generated YAML,
-    /// where a job sets the variables for the steps it runs.
-    #[test]
-    fn every_option_variable_is_declared_once() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let mut seen: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for file in files {
-            if file.starts_with(src.join("ci")) {
-                continue;
-            }
-            let text = code(&fs_err::read_to_string(&file).expect("source"));
-            for option in ENV_OPTIONS {
-                let quoted = format!("\"{}\"", option.var);
-                for _ in text.matches(&quoted) {
-                    seen.entry(option.var)
-                        .or_default()
-                        .push(file.display().to_string());
-                }
-            }
-        }
-        for option in ENV_OPTIONS {
-            let places = seen.get(option.var).cloned().unwrap_or_default();
-            assert_eq!(
-                places.len(),
-                1,
-                "{} is spelled out in {places:?}",
-                option.var
-            );
-        }
     }
 }

@@ -36,7 +36,7 @@ pub fn read_pins(path: &Path, stack: &Stack) -> Result<IndexMap<String, Reproduc
     let text =
         crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
             path: path.to_path_buf(),
-            reason: e.to_string(),
+            reason: e.reason(),
         })?;
     let value: serde_json::Value =
         crate::input::strict::json(&text).map_err(|error| Error::NotALock {

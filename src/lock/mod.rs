@@ -429,7 +429,7 @@ impl Lock {
         let text =
             crate::input::read_text(path, crate::input::LOCK).map_err(|e| Error::Unreadable {
                 path: path.to_path_buf(),
-                reason: e.to_string(),
+                reason: e.reason(),
             })?;
         let lock: Lock = crate::input::strict::json(&text).map_err(|error| Error::NotALock {
             path: path.to_path_buf(),

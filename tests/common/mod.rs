@@ -5,11 +5,13 @@
 
 pub mod git;
 pub mod http;
+pub mod json_lines;
 pub mod pyindex;
 pub mod s3;
 pub mod sample;
 pub mod sdk;
 pub mod snapshot;
+pub mod source;
 pub mod sysfs;
 pub mod wheels;
 pub mod windows;

@@ -26,6 +26,7 @@ mod json_logs;
 mod local;
 mod manylinux;
 mod module_graph;
+mod option_variables;
 mod platform_seam;
 mod publish;
 mod sample;

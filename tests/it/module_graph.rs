@@ -5,17 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Every `.rs` file under `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs_err::read_dir(dir).expect("read src") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use crate::common::source::{code_lines, rust_files};
 
 /// The top-level modules (a file `src/x.rs`, a folder `src/x/`, or both) and their files.
 /// `build/` is a module like any other here.
@@ -27,41 +17,15 @@ fn modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
             continue;
         };
         if path.is_dir() {
-            let mut files = Vec::new();
-            rust_files(&path, &mut files);
-            modules.entry(stem.to_string()).or_default().extend(files);
+            modules
+                .entry(stem.to_string())
+                .or_default()
+                .extend(rust_files(&path));
         } else if path.extension().is_some_and(|e| e == "rs") && !["lib", "main"].contains(&stem) {
             modules.entry(stem.to_string()).or_default().push(path);
         }
     }
     modules
-}
-
-/// The code of a file without its tests: a `tests.rs`/`*_tests.rs` file is all test, and an
-/// inline `#[cfg(test)] mod … {` ends the code; comments are dropped.
-fn code_lines(file: &Path) -> Vec<(usize, String)> {
-    let name = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    if name == "tests.rs" || name.ends_with("_tests.rs") {
-        return Vec::new();
-    }
-    let text = fs_err::read_to_string(file).expect("source");
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        let next = lines.get(index + 1).map(|l| l.trim()).unwrap_or_default();
-        if line.trim() == "#[cfg(test)]" && next.starts_with("mod ") && next.ends_with('{') {
-            break;
-        }
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        out.push((index + 1, line.to_string()));
-    }
-    out
 }
 
 /// The modules a line names through `crate::<module>`.

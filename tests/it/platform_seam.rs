@@ -3,7 +3,9 @@
 //! tests, reads Linux's /proc), and none spells a venv layout or a path-list separator itself
 //! (docs/architecture.md, "The platform seam").
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::common::source::rust_files;
 
 /// What only the seam may write, and what to use instead.
 const HOST_ONLY: &[(&str, &str)] = &[
@@ -34,24 +36,12 @@ const HOST_ONLY_AT_RUN_TIME: &[(&str, &str)] = &[
     ("\"/proc/", "a function of platform::host"),
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs_err::read_dir(dir).expect("read src") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn only_the_platform_seam_names_a_host() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let seam = root.join("src/platform");
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("benches"), &mut files);
+    let mut files = rust_files(&root.join("src"));
+    files.extend(rust_files(&root.join("benches")));
     let mut found = Vec::new();
     for file in files.iter().filter(|f| !f.starts_with(&seam)) {
         let text = fs_err::read_to_string(file).expect("source");

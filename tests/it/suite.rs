@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::http::{self, HttpServer};
+use crate::common::json_lines::assert_json_lines;
 use crate::common::sample::sample_origins;
 use crate::common::wheels::WheelBuilder;
 use crate::common::{TestEnv, repo_root, run_ok, wheelhouse};
@@ -386,6 +387,17 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
     );
     let summary: Value = serde_json::from_str(&stdout(&combined)).expect("json summary");
     assert_eq!(summary["result"], "passed");
+    // The same report with JSON logs: its tables and summary are JSON lines too.
+    let logged = world
+        .test_report(&[
+            "test-results",
+            "--expect",
+            "default",
+            "--log-format",
+            "json",
+        ])
+        .success();
+    assert_json_lines("test-report", &logged.get_output().stderr);
     assert_eq!(summary["shards"].as_array().map(Vec::len), Some(2));
     let report = read_json(&world.env.path("test-report.json"));
     assert_eq!(report["kind"], "test");

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::TestEnv;
+use crate::common::json_lines::assert_json_lines;
 use crate::common::snapshot;
 use crate::common::wheels::{HttpServer, WheelBuilder, write_simple_index};
 use crate::common::windows::{Image, Import, pe_image};
@@ -384,6 +385,24 @@ fn the_fat_wheel_carries_the_sdk_verifies_and_installs_alone() {
             serde_json::to_string_pretty(&done).expect("json")
         );
     });
+
+    // The same patch with JSON logs: every stderr line is a JSON object.
+    let logged = env
+        .rockbuild()
+        .arg("fat-wheel")
+        .arg(&thin)
+        .args([
+            "--rocm",
+            "rocm",
+            "--output-dir",
+            "fat-json",
+            "--log-format",
+            "json",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(logged.status.code(), Some(0));
+    assert_json_lines("fat-wheel", &logged.stderr);
 
     // The fat wheel passes verify on its own: no SDK wheels beside it.
     let verified = env

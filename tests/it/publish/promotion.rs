@@ -2,6 +2,7 @@
 //! or shadowing published versions.
 
 use super::*;
+use crate::common::json_lines::assert_json_lines;
 
 #[test]
 fn smoke_then_promote_then_install_from_the_release_index() {
@@ -11,7 +12,15 @@ fn smoke_then_promote_then_install_from_the_release_index() {
     world.stage_by_hand(&staged, &set);
     let server = http::serve(&staged);
 
-    let smoke = world.smoke(&server.url(), "smoke.json").success();
+    // Smoke logs JSON here: its success path speaks it too (json_logs has no torch to smoke).
+    let smoke = world
+        .env
+        .rockbuild()
+        .args(["--log-format", "json", "smoke", "--config", "stack.yaml"])
+        .args(["--index-url", &server.url(), "--report", "smoke.json"])
+        .assert()
+        .success();
+    assert_json_lines("smoke", &smoke.get_output().stderr);
     assert!(
         stderr(&smoke).contains("smoke rock-torch") || stderr(&smoke).contains("smoke torch"),
         "{}",
@@ -106,9 +115,15 @@ fn smoke_then_promote_then_install_from_the_release_index() {
     }
 
     // Again: the same bytes are already there, nothing is copied, the pages are rewritten.
+    // This run logs JSON: a promotion that succeeds speaks it as well as a denied one.
     let again = world
-        .promote("staged", "release", &["--test-report", "smoke.json"])
+        .promote(
+            "staged",
+            "release",
+            &["--test-report", "smoke.json", "--log-format", "json"],
+        )
         .success();
+    assert_json_lines("promote", &again.get_output().stderr);
     assert!(
         stderr(&again).contains("(0 objects copied, 0 B; 4 already there)"),
         "{}",
