@@ -328,7 +328,10 @@ mod tests {
         let path = dir.path().join("missing.yaml");
         let error = read_text(&path, SMALL).expect_err("missing");
         assert!(error.is_not_found());
-        let os = std::fs::read(&path).expect_err("gone").to_string();
+        let os = match &error {
+            InputError::Io { error, .. } => error.to_string(),
+            other => panic!("not an I/O error: {other}"),
+        };
         assert_eq!(error.reason(), os);
         let chain = format!(
             "{:#}",
