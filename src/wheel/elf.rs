@@ -5,7 +5,8 @@ use object::elf;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader as _};
 use object::{Endianness, FileKind};
 
-use crate::wheel::kpack::elf::{MARKER_SECTION, Marker, read_marker};
+use crate::wheel::kpack::Marker;
+use crate::wheel::kpack::elf::{MARKER_SECTION, read_marker};
 use crate::wheel::manylinux::{self, Glibc};
 use crate::wheel::offload::{SectionScan, scan_section};
 

@@ -20,6 +20,8 @@
 //! linked image keeps the long name. Both are read, with the bundle walker ELF files use.
 
 use crate::platform::LibraryFormat;
+use crate::wheel::kpack::Marker;
+use crate::wheel::kpack::pe::{MARKER_SECTION, read_marker};
 use crate::wheel::offload::{SectionScan, scan_section};
 
 /// The native libraries of a Windows wheel are PE/COFF images (the platform seam says which
@@ -37,7 +39,9 @@ const MAX_DESCRIPTORS: usize = 4096;
 /// Windows file names are at most 255 characters.
 const MAX_NAME: usize = 255;
 
+const EXPORT_DIRECTORY: usize = 0;
 const IMPORT_DIRECTORY: usize = 1;
+const BASE_RELOCATION_DIRECTORY: usize = 5;
 const DELAY_IMPORT_DIRECTORY: usize = 13;
 const IMPORT_DESCRIPTOR_SIZE: usize = 20;
 const DELAY_DESCRIPTOR_SIZE: usize = 32;
@@ -51,8 +55,11 @@ pub struct PeInfo {
     pub imports: Vec<String>,
     /// The DLLs it delay-loads (loaded on first call, not when it is loaded).
     pub delay_imports: Vec<String>,
-    /// The offload bundles of its HIP fat binary section, when it has GPU code.
+    /// The offload bundles of its HIP fat binary section, when it has GPU code (not read in
+    /// a host image of a kpack split whose whole pages of device code are gone).
     pub gpu: Option<SectionScan>,
+    /// The `.kpackrf` marker of a host image of a kpack split (or why it cannot be read).
+    pub kpack: Option<Result<Marker, String>>,
 }
 
 impl PeInfo {
@@ -167,6 +174,20 @@ struct Image<'a> {
     sections: Vec<Section>,
     image_base: u64,
     directories: Vec<(u32, u32)>,
+    layout: Layout,
+}
+
+/// The optional header's layout fields (at the same offsets in PE32 and PE32+).
+struct Layout {
+    section_alignment: u64,
+    file_alignment: u64,
+    size_of_image: u64,
+    size_of_headers: u64,
+    checksum: u32,
+    /// File offset of the checksum field (left out of the sum).
+    checksum_at: usize,
+    /// File offset where the section table ends.
+    headers_end: u64,
 }
 
 impl Image<'_> {
@@ -245,6 +266,192 @@ impl Image<'_> {
 
 /// Parses a PE image held in memory.
 pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
+    let image = parse(data)?;
+    let mut info = PeInfo::default();
+    if let Some((rva, _)) = image.directory(IMPORT_DIRECTORY) {
+        image.descriptors(
+            rva,
+            IMPORT_DESCRIPTOR_SIZE,
+            None,
+            "the import directory",
+            |descriptor| {
+                let name = u64::from(le_u32(descriptor, 12));
+                info.imports.push(image.name(name, "an import descriptor")?);
+                Ok(())
+            },
+        )?;
+    }
+    // The delay-load table ends at its null descriptor or at the directory's size, whichever
+    // comes first: GNU ld places dlltool's descriptors without a null one after them.
+    if let Some((rva, size)) = image.directory(DELAY_IMPORT_DIRECTORY) {
+        image.descriptors(
+            rva,
+            DELAY_DESCRIPTOR_SIZE,
+            Some(size),
+            "the delay-load import directory",
+            |descriptor| {
+                let attributes = le_u32(descriptor, 0);
+                let name = u64::from(le_u32(descriptor, 4));
+                // Bit 0 set: the fields are RVAs; clear (Visual C++ 6's format): VAs.
+                let name = if attributes & 1 == 1 {
+                    name
+                } else {
+                    name.checked_sub(image.image_base).ok_or(PeError::Name {
+                        what: "a delay-load descriptor (a VA below the image base)",
+                        rva: name,
+                    })?
+                };
+                info.delay_imports
+                    .push(image.name(name, "a delay-load descriptor")?);
+                Ok(())
+            },
+        )?;
+    }
+    if image.sections.iter().any(|s| s.name == MARKER_SECTION) {
+        // A host image of a kpack split: its marker, and its layout after the surgery.
+        let problems = layout_problems(data)?;
+        info.kpack = Some(if problems.is_empty() {
+            read_marker(data).and_then(|m| m.ok_or_else(|| "no marker".to_string()))
+        } else {
+            Err(format!("its layout is broken: {}", problems.join("; ")))
+        });
+    }
+    let gutted = matches!(&info.kpack, Some(Ok(m)) if m.fatbin_file_bytes == 0);
+    if let Some(section) = image
+        .sections
+        .iter()
+        .find(|s| FATBIN_SECTIONS.contains(&s.name.as_slice()))
+        && !gutted
+    {
+        info.gpu = Some(scan_section(section.data(data)));
+    }
+    Ok(info)
+}
+
+/// What is wrong with an image's layout, as the loader and tools judge it (the checks of
+/// rocm-kpack's `CoffVerifier`, and the checksum): sections whose file data overlap or are
+/// not aligned, sections out of order or overlapping in memory, a section table that does
+/// not fit in `SizeOfHeaders`, export/import/relocation directories outside the file data,
+/// `SizeOfImage` short of the last section, a `FileAlignment` that is not a power of two and a
+/// non-zero `CheckSum` that is not the image's.
+pub fn layout_problems(data: &[u8]) -> Result<Vec<String>, PeError> {
+    let image = parse(data)?;
+    let layout = &image.layout;
+    let mut problems = Vec::new();
+    let name = |s: &Section| String::from_utf8_lossy(&s.name).into_owned();
+    let alignment = layout.file_alignment;
+    if alignment == 0 || !alignment.is_power_of_two() {
+        problems.push(format!(
+            "FileAlignment 0x{alignment:x} is not a power of two"
+        ));
+    }
+    if layout.headers_end > layout.size_of_headers {
+        problems.push(format!(
+            "the section table ends at 0x{:x}, past SizeOfHeaders 0x{:x}",
+            layout.headers_end, layout.size_of_headers
+        ));
+    }
+    let with_data: Vec<&Section> = image.sections.iter().filter(|s| s.raw_size > 0).collect();
+    for (i, a) in with_data.iter().enumerate() {
+        if alignment.is_power_of_two() && a.raw_offset % alignment != 0 {
+            problems.push(format!(
+                "section {}'s data at 0x{:x} is not aligned to FileAlignment 0x{alignment:x}",
+                name(a),
+                a.raw_offset
+            ));
+        }
+        if a.raw_offset < layout.size_of_headers {
+            problems.push(format!(
+                "section {}'s data at 0x{:x} lies in the headers",
+                name(a),
+                a.raw_offset
+            ));
+        }
+        for b in &with_data[i + 1..] {
+            if a.raw_offset < b.raw_offset + b.raw_size && b.raw_offset < a.raw_offset + a.raw_size
+            {
+                problems.push(format!(
+                    "sections {} and {} share file bytes",
+                    name(a),
+                    name(b)
+                ));
+            }
+        }
+    }
+    let mut end = 0;
+    for s in &image.sections {
+        if layout.section_alignment > 0 && s.virtual_address % layout.section_alignment != 0 {
+            problems.push(format!(
+                "section {} at RVA 0x{:x} is not aligned to SectionAlignment 0x{:x}",
+                name(s),
+                s.virtual_address,
+                layout.section_alignment
+            ));
+        }
+        if s.virtual_address < end {
+            problems.push(format!(
+                "section {} at RVA 0x{:x} overlaps or precedes the one before it",
+                name(s),
+                s.virtual_address
+            ));
+        }
+        end = s.virtual_address + s.virtual_size.max(s.raw_size);
+    }
+    let needed = image
+        .sections
+        .iter()
+        .map(|s| s.virtual_address + s.virtual_size.max(s.raw_size))
+        .max()
+        .unwrap_or(0);
+    if layout.size_of_image < needed {
+        problems.push(format!(
+            "SizeOfImage 0x{:x} does not cover the sections (they end at 0x{needed:x})",
+            layout.size_of_image
+        ));
+    }
+    for (index, what) in [
+        (EXPORT_DIRECTORY, "the export directory"),
+        (IMPORT_DIRECTORY, "the import directory"),
+        (BASE_RELOCATION_DIRECTORY, "the base relocation table"),
+    ] {
+        if let Some((rva, size)) = image.directory(index) {
+            match image.offset(u64::from(rva), String::new) {
+                Ok((_, remain)) if remain >= u64::from(size) => {}
+                _ => problems.push(format!(
+                    "{what} ({size} bytes at RVA 0x{rva:x}) is not in a section's file data"
+                )),
+            }
+        }
+    }
+    if layout.checksum != 0 {
+        let sum = checksum(data, layout.checksum_at);
+        if sum != layout.checksum {
+            problems.push(format!(
+                "CheckSum 0x{:08x} is not the image's (0x{sum:08x})",
+                layout.checksum
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+/// The image checksum (imagehlp's `CheckSumMappedFile`): the file's 16-bit words summed with
+/// end-around carry, the checksum field left out, plus the file's length.
+pub fn checksum(data: &[u8], field: usize) -> u32 {
+    let mut sum: u64 = 0;
+    for (i, pair) in data.chunks(2).enumerate() {
+        if (field..field + 4).contains(&(i * 2)) {
+            continue;
+        }
+        sum += u64::from(pair[0]) | pair.get(1).map_or(0, |b| u64::from(*b) << 8);
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum = (sum & 0xffff) + (sum >> 16);
+    (sum + data.len() as u64) as u32
+}
+
+/// The headers and section table of a PE image.
+fn parse(data: &[u8]) -> Result<Image<'_>, PeError> {
     if !data.starts_with(PE_MAGIC) {
         return Err(PeError::NotMz);
     }
@@ -340,61 +547,23 @@ pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
         })?;
         sections.push(section);
     }
-    let image = Image {
+    let field = |at: usize| le_u32(optional, at);
+    let layout = Layout {
+        section_alignment: u64::from(field(32)),
+        file_alignment: u64::from(field(36)),
+        size_of_image: u64::from(field(56)),
+        size_of_headers: u64::from(field(60)),
+        checksum: field(64),
+        checksum_at: (optional_at + 64) as usize,
+        headers_end: table_at + u64::from(section_count) * SECTION_HEADER_SIZE as u64,
+    };
+    Ok(Image {
         file,
         sections,
         image_base,
         directories,
-    };
-
-    let mut info = PeInfo::default();
-    if let Some((rva, _)) = image.directory(IMPORT_DIRECTORY) {
-        image.descriptors(
-            rva,
-            IMPORT_DESCRIPTOR_SIZE,
-            None,
-            "the import directory",
-            |descriptor| {
-                let name = u64::from(le_u32(descriptor, 12));
-                info.imports.push(image.name(name, "an import descriptor")?);
-                Ok(())
-            },
-        )?;
-    }
-    // The delay-load table ends at its null descriptor or at the directory's size, whichever
-    // comes first: GNU ld places dlltool's descriptors without a null one after them.
-    if let Some((rva, size)) = image.directory(DELAY_IMPORT_DIRECTORY) {
-        image.descriptors(
-            rva,
-            DELAY_DESCRIPTOR_SIZE,
-            Some(size),
-            "the delay-load import directory",
-            |descriptor| {
-                let attributes = le_u32(descriptor, 0);
-                let name = u64::from(le_u32(descriptor, 4));
-                // Bit 0 set: the fields are RVAs; clear (Visual C++ 6's format): VAs.
-                let name = if attributes & 1 == 1 {
-                    name
-                } else {
-                    name.checked_sub(image.image_base).ok_or(PeError::Name {
-                        what: "a delay-load descriptor (a VA below the image base)",
-                        rva: name,
-                    })?
-                };
-                info.delay_imports
-                    .push(image.name(name, "a delay-load descriptor")?);
-                Ok(())
-            },
-        )?;
-    }
-    if let Some(section) = image
-        .sections
-        .iter()
-        .find(|s| FATBIN_SECTIONS.contains(&s.name.as_slice()))
-    {
-        info.gpu = Some(scan_section(section.data(data)));
-    }
-    Ok(info)
+        layout,
+    })
 }
 
 /// A `/<decimal offset>` section name's long form in the COFF string table (whose first four
@@ -457,6 +626,47 @@ mod tests {
             inspect(&image(b"amdhip64_7.dll"))
                 .expect("parses")
                 .links_hip_runtime()
+        );
+    }
+
+    #[test]
+    fn judges_the_layout_as_the_loader_would() {
+        let mut good = image(b"KERNEL32.dll");
+        let opt = 0x98;
+        for (at, value) in [(32, 0x1000u32), (36, 0x200), (56, 0x2000), (60, 0x200)] {
+            good[opt + at..opt + at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        assert_eq!(
+            layout_problems(&good).expect("parses"),
+            Vec::<String>::new()
+        );
+        let problems = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut bytes = good.clone();
+            edit(&mut bytes);
+            layout_problems(&bytes).expect("parses").join("; ")
+        };
+        assert_eq!(
+            problems(&|b| b[opt + 64] = 1),
+            "CheckSum 0x00000001 is not the image's (0x0000a76e)"
+        );
+        assert_eq!(
+            problems(&|b| b[opt + 56..opt + 60].copy_from_slice(&0x1000u32.to_le_bytes())),
+            "SizeOfImage 0x1000 does not cover the sections (they end at 0x1200)"
+        );
+        assert_eq!(
+            problems(&|b| b[opt + 36..opt + 40].copy_from_slice(&0x300u32.to_le_bytes())),
+            "FileAlignment 0x300 is not a power of two"
+        );
+        let section = opt + 112 + 128;
+        assert_eq!(
+            problems(&|b| b[section + 20..section + 24].copy_from_slice(&0x100u32.to_le_bytes())),
+            "section .idata's data at 0x100 is not aligned to FileAlignment 0x200; section \
+             .idata's data at 0x100 lies in the headers"
+        );
+        assert_eq!(
+            problems(&|b| b[section + 12..section + 16].copy_from_slice(&0x1800u32.to_le_bytes())),
+            "section .idata at RVA 0x1800 is not aligned to SectionAlignment 0x1000; the import \
+             directory (40 bytes at RVA 0x1000) is not in a section's file data"
         );
     }
 

@@ -1,9 +1,12 @@
 //! Real Windows images for tests: DLLs and extension modules linked by Debian's MinGW-w64
 //! (`x86_64-w64-mingw32-gcc`), importing each other, KERNEL32 and DLLs that are not present
 //! (import libraries made by `dlltool` from a `.def`, as for `amdhip64_7.dll`), some
-//! delay-loaded, and GPU code: an offload bundle made by Debian's `clang-offload-bundler`
-//! from code objects hipcc compiled, put in a `.hip_fat` section (the name MSVC's link and
-//! lld-link give clang's `.hip_fatbin` in an image). Built once per test run and cached
+//! delay-loaded, and GPU code as clang lays out a HIP translation unit's host object
+//! (CGCUDANV.cpp): an offload bundle made by Debian's `clang-offload-bundler` from code
+//! objects hipcc compiled, page-aligned in `.hip_fat`, and its `__CudaFatBinaryWrapper`
+//! (magic `HIPF`, version 1, a pointer to the bundle) in `.hipFatB`, registered by a module
+//! constructor through `__hipRegisterFatBinary` (the names MSVC's link and lld-link give
+//! `.hip_fatbin` and `.hipFatBinSegment` in an image). Built once per test run and cached
 //! (`wheels::cached_build`).
 
 use std::path::PathBuf;
@@ -27,22 +30,54 @@ pub struct Image<'a> {
     pub source: &'a str,
     pub imports: &'a [Import<'a>],
     pub delay_imports: &'a [Import<'a>],
-    /// gfx targets of the HIP kernel whose offload bundle the image carries.
+    /// gfx targets of the HIP kernel whose offload bundle the image carries (its imports
+    /// must then name `__hipRegisterFatBinary`).
     pub gpu_targets: &'a [&'a str],
+    /// Linked as MSVC's link and lld-link write images: no COFF symbol table or DWARF
+    /// sections (`-s`), their default base for a 64-bit DLL (0x180000000, where GNU ld
+    /// derives one from the output's path), no time stamp and no checksum (reproducible bytes).
+    pub stripped: bool,
 }
 
 const HIP_KERNEL: &str = "#include <hip/hip_runtime.h>\n\
 __global__ void scale(float* x, float f) { x[threadIdx.x] *= f; }\n";
 
-/// Points data directory 13 of a PE32+ image at its delay-load descriptors: argv image,
-/// descriptor VA (hex), table size.
-const DELAY_DIRECTORY: &str = "import struct, sys
-path, va, size = sys.argv[1], int(sys.argv[2], 16), int(sys.argv[3])
+/// The bundle where clang puts it: `__hip_fatbin`, 4096-aligned, in `.hip_fat`.
+const HIP_FATBIN: &str = "\t.section .hip_fat,\"dr\"\n\t.p2align 12\n\t.globl __hip_fatbin\n\
+__hip_fatbin:\n\t.incbin \"fat.bin\"\n";
+
+/// The host side of a HIP translation unit: its fat binary wrapper and the module
+/// constructor that registers it with the runtime.
+const HIP_MODULE: &str = "struct wrapper { unsigned magic, version; const void *binary; void *reserved; };\n\
+extern const char __hip_fatbin[];\n\
+__attribute__((section(\".hipFatB\"), used, aligned(8)))\n\
+static const struct wrapper __hip_fatbin_wrapper = { 0x48495046u, 1u, __hip_fatbin, 0 };\n\
+void **__hipRegisterFatBinary(const void *);\n\
+void **__hip_gpubin_handle;\n\
+__attribute__((constructor)) static void __hip_module_ctor(void) {\n\
+  __hip_gpubin_handle = __hipRegisterFatBinary(&__hip_fatbin_wrapper);\n}\n";
+
+/// Finishes a linked PE32+ image as MSVC's link and lld-link would have written it: data
+/// directory 13 pointed at its delay-load descriptors (argv: image, descriptor VA in hex or
+/// empty, table size), and its CheckSum: 0 for a `stripped` image (their default), else
+/// recomputed over the patched bytes as GNU ld computed it over the unpatched ones
+/// (imagehlp's `CheckSumMappedFile`).
+const FINISH: &str = "import struct, sys
+path, va, size, stripped = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1'
 image = bytearray(open(path, 'rb').read())
 optional = struct.unpack_from('<I', image, 0x3c)[0] + 24
 assert struct.unpack_from('<H', image, optional)[0] == 0x20b
 base = struct.unpack_from('<Q', image, optional + 24)[0]
-struct.pack_into('<II', image, optional + 112 + 13 * 8, va - base, size)
+if va:
+    struct.pack_into('<II', image, optional + 112 + 13 * 8, int(va, 16) - base, size)
+struct.pack_into('<I', image, optional + 64, 0)
+if not stripped:
+    total = 0
+    for i in range(0, len(image), 2):
+        total += image[i] | (image[i + 1] << 8 if i + 1 < len(image) else 0)
+        total = (total & 0xffff) + (total >> 16)
+    total = (total & 0xffff) + (total >> 16)
+    struct.pack_into('<I', image, optional + 64, total + len(image))
 open(path, 'wb').write(image)
 ";
 
@@ -62,8 +97,15 @@ pub fn pe_image(image: Image<'_>) -> PathBuf {
             ));
         }
     }
-    script.push_str("x86_64-w64-mingw32-gcc -O1 -c \"$1\" -o image.o\n");
+    script.push_str("x86_64-w64-mingw32-gcc -O1 -c \"$1\" -o image.o\nobjects=image.o\n");
     if !image.gpu_targets.is_empty() {
+        assert!(
+            image
+                .imports
+                .iter()
+                .any(|i| i.functions.contains(&"__hipRegisterFatBinary")),
+            "an image with GPU code imports __hipRegisterFatBinary"
+        );
         script.push_str(&format!("cat > kernel.hip <<'HIP'\n{HIP_KERNEL}HIP\n"));
         let mut bundle_targets = vec!["host-x86_64-pc-windows-msvc".to_string()];
         let mut inputs = vec!["-input=host.o".to_string()];
@@ -78,33 +120,45 @@ pub fn pe_image(image: Image<'_>) -> PathBuf {
         script.push_str(&format!(
             ": > host.o\n/usr/lib/llvm-15/bin/clang-offload-bundler -type=o -targets={} {} \
              -output=fat.bin\n\
-             x86_64-w64-mingw32-objcopy --add-section .hip_fat=fat.bin \
-             --set-section-flags .hip_fat=contents,alloc,load,readonly,data image.o\n",
+             cat > fatbin.s <<'S'\n{HIP_FATBIN}S\n\
+             cat > module.c <<'C'\n{HIP_MODULE}C\n\
+             x86_64-w64-mingw32-as fatbin.s -o fatbin.o\n\
+             x86_64-w64-mingw32-gcc -O1 -c module.c -o module.o\n\
+             objects=\"$objects module.o fatbin.o\"\n",
             bundle_targets.join(","),
             inputs.join(" ")
         ));
     }
     script.push_str(&format!(
         "printf 'LIBRARY {}\\n' > self.def\n\
-         x86_64-w64-mingw32-gcc -shared -o \"$2\" image.o self.def $libs\n",
-        image.name
+         x86_64-w64-mingw32-gcc -shared {}-Wl,-Map=image.map -o \"$2\" $objects self.def $libs\n",
+        image.name,
+        if image.stripped {
+            "-s -Wl,--no-insert-timestamp,--image-base=0x180000000 "
+        } else {
+            ""
+        }
     ));
-    if !image.delay_imports.is_empty() {
-        // GNU ld 2.40 (Debian 12) writes dlltool's delay-load descriptors but leaves the data
-        // directory that points at them (13) empty, which MSVC's link and lld-link fill in:
-        // fill it in as they do, from the descriptor's symbol. GNU ld places each DLL's
-        // descriptor apart (and none null after them), so only one DLL is delay-loaded here.
-        assert!(
-            image.delay_imports.len() <= 1,
-            "one delay-loaded DLL at most"
-        );
-        script.push_str(&format!(
-            "addr=$(x86_64-w64-mingw32-nm \"$2\" | awk '/ __DELAY_IMPORT_DESCRIPTOR_/ {{print $1; exit}}')\n\
-             python3 - \"$2\" \"$addr\" {} <<'PY'\n{DELAY_DIRECTORY}PY\n",
-            image.delay_imports.len() * 32
-        ));
-    }
-    let mut key = vec!["mingw", image.name];
+    // GNU ld 2.40 (Debian 12) writes dlltool's delay-load descriptors but leaves the data
+    // directory that points at them (13) empty, which MSVC's link and lld-link fill in: fill
+    // it in as they do, from the descriptor's symbol (read in the link map: a stripped image
+    // has no symbol table). GNU ld places each DLL's descriptor apart (and none null after
+    // them), so only one DLL is delay-loaded here.
+    assert!(
+        image.delay_imports.len() <= 1,
+        "one delay-loaded DLL at most"
+    );
+    script.push_str(&format!(
+        "addr=$(awk '/ __DELAY_IMPORT_DESCRIPTOR_/ {{print $1; exit}}' image.map)\n\
+         python3 - \"$2\" \"$addr\" {} {} <<'PY'\n{FINISH}PY\n",
+        image.delay_imports.len() * 32,
+        u8::from(image.stripped)
+    ));
+    let mut key = vec![
+        "mingw",
+        image.name,
+        if image.stripped { "stripped" } else { "" },
+    ];
     key.extend(image.gpu_targets);
     let imports: Vec<String> = image
         .imports

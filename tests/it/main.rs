@@ -32,6 +32,7 @@ mod publish;
 mod sample;
 mod sixth_project;
 mod split;
+mod split_windows;
 mod stacks;
 mod suite;
 mod verify;

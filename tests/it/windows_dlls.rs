@@ -28,6 +28,11 @@ pub fn c10_dll() -> PathBuf {
 /// torch_hip.dll: c10.dll, the HIP runtime of the SDK (`amdhip64_7.dll`, ROCm 7's name on
 /// Windows), `extra` DLLs, a delay-loaded `amd_comgr0702.dll`, and device code for `targets`.
 pub fn torch_hip_dll(targets: &[&str], extra: &[Import<'_>]) -> PathBuf {
+    torch_hip_image(targets, extra, false)
+}
+
+/// [`torch_hip_dll`], linked `stripped` or not (see `Image::stripped`).
+pub fn torch_hip_image(targets: &[&str], extra: &[Import<'_>], stripped: bool) -> PathBuf {
     let mut imports = vec![
         Import {
             dll: "c10.dll",
@@ -35,7 +40,7 @@ pub fn torch_hip_dll(targets: &[&str], extra: &[Import<'_>]) -> PathBuf {
         },
         Import {
             dll: "amdhip64_7.dll",
-            functions: &["hipDeviceSynchronize"],
+            functions: &["hipDeviceSynchronize", "__hipRegisterFatBinary"],
         },
     ];
     imports.extend_from_slice(extra);
@@ -65,6 +70,7 @@ pub fn torch_hip_dll(targets: &[&str], extra: &[Import<'_>]) -> PathBuf {
             functions: &["amd_comgr_get_version"],
         }],
         gpu_targets: targets,
+        stripped,
     })
 }
 
@@ -93,7 +99,9 @@ pub fn torch_c_pyd() -> PathBuf {
 pub fn amdhip_dll() -> PathBuf {
     pe_image(Image {
         name: "amdhip64_7.dll",
-        source: "__declspec(dllexport) int hipDeviceSynchronize(void) { return 0; }\n",
+        source: "__declspec(dllexport) int hipDeviceSynchronize(void) { return 0; }\n\
+                 __declspec(dllexport) void **__hipRegisterFatBinary(const void *w) {\n\
+                   return (void **)w;\n}\n",
         ..Image::default()
     })
 }

@@ -22,6 +22,7 @@
 //! segment is added), this writes them in place. The result is checked as the reference's
 //! `ElfVerifier` checks it before it is returned.
 
+use super::Marker;
 use super::msgpack::Value;
 
 pub const MARKER_SECTION: &str = ".rocm_kpack_ref";
@@ -131,14 +132,7 @@ pub fn transform(
     if elf.find_section(MARKER_SECTION).is_some() {
         return Err(TransformError::AlreadySplit);
     }
-    let marker = Value::map([
-        (
-            "kpack_search_paths",
-            Value::Array(search_paths.iter().map(|p| Value::str(p)).collect()),
-        ),
-        ("kernel_name", Value::str(kernel_name)),
-    ])
-    .encode();
+    let marker = super::marker_bytes(search_paths, kernel_name);
     let marker_index = elf.add_section(MARKER_SECTION, &marker)?;
     let marker_vaddr = elf.map_section_to_load(marker_index)?;
 
@@ -214,17 +208,6 @@ pub fn code_object_target(data: &[u8]) -> Result<String, String> {
     Err("no AMDGPU metadata note (code object v2 or older?)".into())
 }
 
-/// The marker of a transformed binary: its search paths and kernel name.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Marker {
-    pub search_paths: Vec<String>,
-    pub kernel_name: String,
-    /// Wrappers whose magic is `HIPK` (each asks the pack for `kernel_name#<index>`).
-    pub wrappers: u64,
-    /// Bytes `.hip_fatbin` still holds in the file (0 when it is `NOBITS`).
-    pub fatbin_file_bytes: u64,
-}
-
 /// Reads the `.rocm_kpack_ref` marker of a host binary, `None` when it has none.
 pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
     let elf = Elf::parse(data.to_vec()).map_err(|e| e.to_string())?;
@@ -232,22 +215,7 @@ pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
         return Ok(None);
     };
     let content = elf.section_bytes(index).map_err(|e| e.to_string())?;
-    let (value, _) = super::msgpack::decode(content).map_err(|e| format!("marker: {e}"))?;
-    let kernel_name = value
-        .get("kernel_name")
-        .and_then(Value::as_str)
-        .ok_or("marker has no kernel_name")?
-        .to_string();
-    let search_paths = value
-        .get("kpack_search_paths")
-        .and_then(Value::as_array)
-        .ok_or("marker has no kpack_search_paths")?
-        .iter()
-        .filter_map(|p| p.as_str().map(str::to_string))
-        .collect::<Vec<_>>();
-    if search_paths.is_empty() {
-        return Err("marker lists no search path".into());
-    }
+    let (search_paths, kernel_name) = super::marker_fields(content)?;
     let mut wrappers = 0;
     if let Some(segment) = elf.find_section(WRAPPER_SECTION) {
         let segment = elf.shdrs[segment];

@@ -4,11 +4,14 @@
 //! amd-torch-device --overlay-root torch/ --device-requires-dist "rocm-sdk-device-@GFXARCH@ ==
 //! <SDK>" --compression zstd`):
 //!
-//! - every ELF file under the overlay root with a `.hip_fatbin` section is a fat binary; its
-//!   code objects (host entries left out) go to the kernel pack of their target, under the key
-//!   `<path under the overlay root>#<n>` (n counts that target's code objects in the binary);
-//! - the binary itself is transformed ([`crate::wheel::kpack::elf::transform`]) to find them
-//!   at `../…/.kpack/<group>_@GFXARCH@.kpack` under the kernel name `<path>`;
+//! - every ELF file under the overlay root with a `.hip_fatbin` section, and every PE image
+//!   (Windows DLL, `.pyd`) with a `.hip_fat` section, is a fat binary; its code objects (host
+//!   entries left out) go to the kernel pack of their target, under the key `<path under the
+//!   overlay root>#<n>` (n counts that target's code objects in the binary);
+//! - the binary itself is transformed ([`crate::wheel::kpack::elf::transform`],
+//!   [`crate::wheel::kpack::pe::transform`]) to find them at
+//!   `../…/.kpack/<group>_@GFXARCH@.kpack` under the kernel name `<path>`; both formats give
+//!   the same pack names, keys and device wheels;
 //! - the host wheel keeps the fat wheel's file name and every other entry, byte for byte; its
 //!   METADATA gains the device extras ([`device::host_metadata`]);
 //! - the device wheel of a target holds `<overlay>/.kpack/<group>_<target>.kpack` (the group
@@ -27,7 +30,7 @@ use rayon::prelude::*;
 use crate::wheel::archive::Entry;
 use crate::wheel::filename::escape_name;
 use crate::wheel::kpack::archive::{Compression, PackWriter};
-use crate::wheel::kpack::elf::{self, TransformError};
+use crate::wheel::kpack::{elf, pe};
 use crate::wheel::metadata::WheelInfo;
 use crate::wheel::offload::{self, CodeObject};
 use crate::wheel::record;
@@ -53,7 +56,7 @@ pub enum SplitError {
     Wheel(String),
     #[error("{}: no '{overlay}/' directory to split (the overlay root of its device packages)", wheel.display())]
     NoOverlay { wheel: PathBuf, overlay: String },
-    #[error("{}: no fat binary under '{overlay}/' (no ELF file with a .hip_fatbin section): nothing to split; was it built for GPU targets, or split already?", wheel.display())]
+    #[error("{}: no fat binary under '{overlay}/' (no ELF file with a .hip_fatbin section, no PE image with a .hip_fat section): nothing to split; was it built for GPU targets, or split already?", wheel.display())]
     NoFatBinaries { wheel: PathBuf, overlay: String },
     #[error("{}: '{path}': {detail}", wheel.display())]
     Binary {
@@ -61,8 +64,6 @@ pub enum SplitError {
         path: String,
         detail: String,
     },
-    #[error("{}: '{path}' is a Windows (PE) fat binary; splitting PE files is not supported yet", wheel.display())]
-    Pe { wheel: PathBuf, path: String },
     #[error("{0}")]
     Metadata(String),
     #[error("the host wheel would replace its input {}: split into another directory", .0.display())]
@@ -100,7 +101,9 @@ struct FatBinary {
     path: String,
     original_size: usize,
     objects: Vec<CodeObject>,
-    transformed: elf::Transformed,
+    /// The host binary after the surgery.
+    transformed: Vec<u8>,
+    bytes_removed: u64,
 }
 
 /// `../` for each directory between `path` and the overlay root, then the pack pattern.
@@ -265,7 +268,7 @@ pub fn split_wheel(wheel: &Path, out_dir: &Path, spec: &SplitSpec) -> Result<Spl
         host: host_path,
         devices,
         fat_binaries: fat.iter().map(|b| b.path.clone()).collect(),
-        bytes_removed: fat.iter().map(|b| b.transformed.bytes_removed).sum(),
+        bytes_removed: fat.iter().map(|b| b.bytes_removed).sum(),
     })
 }
 
@@ -344,24 +347,27 @@ fn read_fat_binary(
     let mut data = head;
     data.reserve(entry.size as usize);
     std::io::Read::read_to_end(&mut reader, &mut data).map_err(|e| fail(e.to_string()))?;
-    if is_pe {
-        if pe_has_fatbin(&data) {
-            return Err(SplitError::Pe {
-                wheel: source.path.to_path_buf(),
-                path: entry.name.clone(),
-            });
-        }
-        return Ok(None);
-    }
-    let Some(section) = elf::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
-        return Ok(None);
-    };
-    let objects = offload::code_objects(section).map_err(fail)?;
     let under = &entry.name[prefix.len()..];
-    let transformed = match elf::transform(&data, &[search_pattern(under, group)], under) {
-        Ok(t) => t,
-        Err(TransformError::NotFat) => return Ok(None),
-        Err(e) => return Err(fail(e.to_string())),
+    let search = [search_pattern(under, group)];
+    // The same split for both formats; only the section names and the surgery differ.
+    let (objects, transformed, bytes_removed) = if is_pe {
+        let Some(section) = pe::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
+            return Ok(None);
+        };
+        let objects = offload::code_objects(section).map_err(fail)?;
+        let t = pe::transform(&data, &search, under).map_err(|e| fail(e.to_string()))?;
+        (objects, t.data, t.bytes_removed)
+    } else {
+        let Some(section) = elf::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
+            return Ok(None);
+        };
+        let objects = offload::code_objects(section).map_err(fail)?;
+        let t = match elf::transform(&data, &search, under) {
+            Ok(t) => t,
+            Err(elf::TransformError::NotFat) => return Ok(None),
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        (objects, t.data, t.bytes_removed)
     };
     Ok(Some(FatBinary {
         index,
@@ -369,32 +375,8 @@ fn read_fat_binary(
         original_size: data.len(),
         objects,
         transformed,
+        bytes_removed,
     }))
-}
-
-/// Whether a PE image has the HIP fat binary section (`.hip_fat`, LLVM's 8-character COFF name
-/// for `.hip_fatbin`).
-fn pe_has_fatbin(data: &[u8]) -> bool {
-    let u32_at = |at: usize| {
-        data.get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
-    let u16_at = |at: usize| {
-        data.get(at..at + 2)
-            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
-    };
-    let Some(pe) = u32_at(0x3c) else { return false };
-    if data.get(pe..pe + 4) != Some(b"PE\0\0") {
-        return false;
-    }
-    let (Some(count), Some(optional)) = (u16_at(pe + 6), u16_at(pe + 20)) else {
-        return false;
-    };
-    let table = pe + 24 + optional;
-    (0..count).any(|i| {
-        data.get(table + 40 * i..table + 40 * i + 8)
-            .is_some_and(|name| name == b".hip_fat")
-    })
 }
 
 fn write_error(path: &Path) -> impl Fn(std::io::Error) -> SplitError + '_ {
@@ -436,7 +418,7 @@ fn write_host(
     let mut out = ZipOut::new(temp.reopen().map_err(&error)?);
     let replaced: BTreeMap<usize, &[u8]> = fat
         .iter()
-        .map(|b| (b.index, b.transformed.data.as_slice()))
+        .map(|b| (b.index, b.transformed.as_slice()))
         .chain([(source.metadata_index, metadata)])
         .collect();
     let mut hashes: BTreeMap<&str, (String, u64)> = BTreeMap::new();

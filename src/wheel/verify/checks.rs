@@ -7,8 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use super::{LibraryReport, NativeFormat, Natives, PackReport, WheelExpectations};
 use crate::wheel::archive::{Archive, DataSpan, Entry};
 use crate::wheel::elf;
+use crate::wheel::kpack::Marker;
 use crate::wheel::kpack::archive::Pack;
-use crate::wheel::kpack::elf::{Marker, code_object_target};
+use crate::wheel::kpack::elf::code_object_target;
 use crate::wheel::offload::SectionScan;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::RecordLine;
@@ -165,20 +166,7 @@ pub(super) fn check_libraries(
             }
         }
         let gpu = gpu_code(&entry, info.gpu.as_ref(), expect, problems);
-        let kpack = match &info.kpack {
-            None => None,
-            Some(Err(detail)) => {
-                problems.push(Problem::KpackReference {
-                    entry: entry.clone(),
-                    detail: detail.clone(),
-                });
-                None
-            }
-            Some(Ok(marker)) => {
-                problems.extend(marker_problems(&entry, marker, &gpu.targets));
-                Some(marker.clone())
-            }
-        };
+        let kpack = kpack_marker(&entry, info.kpack.as_ref(), ".hip_fatbin", &gpu, problems);
         libraries.push(LibraryReport {
             kpack,
             entry,
@@ -196,8 +184,9 @@ pub(super) fn check_libraries(
     for (index, info) in &natives.pes {
         let entry = archive.entries[*index].name.clone();
         let gpu = gpu_code(&entry, info.gpu.as_ref(), expect, problems);
+        let kpack = kpack_marker(&entry, info.kpack.as_ref(), ".hip_fat", &gpu, problems);
         libraries.push(LibraryReport {
-            kpack: None,
+            kpack,
             entry,
             format: NativeFormat::Pe,
             targets: gpu.targets.into_iter().collect(),
@@ -296,9 +285,37 @@ fn gpu_code(
     }
 }
 
+/// The marker of a host library of a kpack split (ELF or PE), its problems pushed.
+fn kpack_marker(
+    entry: &str,
+    marker: Option<&Result<Marker, String>>,
+    fatbin_section: &str,
+    gpu: &GpuCode,
+    problems: &mut Vec<Problem>,
+) -> Option<Marker> {
+    match marker? {
+        Err(detail) => {
+            problems.push(Problem::KpackReference {
+                entry: entry.to_string(),
+                detail: detail.clone(),
+            });
+            None
+        }
+        Ok(marker) => {
+            problems.extend(marker_problems(entry, marker, fatbin_section, &gpu.targets));
+            Some(marker.clone())
+        }
+    }
+}
+
 /// What is wrong with a host library's marker on its own: device code left in the file, no
 /// wrapper redirected, a search path that is not a relative `@GFXARCH@` pattern.
-fn marker_problems(entry: &str, marker: &Marker, found: &BTreeSet<String>) -> Vec<Problem> {
+fn marker_problems(
+    entry: &str,
+    marker: &Marker,
+    fatbin_section: &str,
+    found: &BTreeSet<String>,
+) -> Vec<Problem> {
     let problem = |detail: String| Problem::KpackReference {
         entry: entry.to_string(),
         detail,
@@ -306,7 +323,7 @@ fn marker_problems(entry: &str, marker: &Marker, found: &BTreeSet<String>) -> Ve
     let mut problems = Vec::new();
     if !found.is_empty() || marker.fatbin_file_bytes > 0 {
         problems.push(problem(format!(
-            "it has a kpack marker but still carries device code ({} bytes of .hip_fatbin{})",
+            "it has a kpack marker but still carries device code ({} bytes of {fatbin_section}{})",
             marker.fatbin_file_bytes,
             if found.is_empty() {
                 String::new()

@@ -108,7 +108,7 @@ pub struct LibraryReport {
     pub glibc: Option<crate::wheel::manylinux::Glibc>,
     /// A host library of a kpack split: where its device code is (the set checks the packs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kpack: Option<crate::wheel::kpack::elf::Marker>,
+    pub kpack: Option<crate::wheel::kpack::Marker>,
 }
 
 /// A kernel pack of a device wheel, as verification read it.
