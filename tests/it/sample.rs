@@ -822,7 +822,13 @@ fn sample_stack_builds_with_the_real_entry_points() {
             false,
             // What the SDK ships of the preload list: Debian's HIP runtime and comgr, the
             // wheels' OpenBLAS and the AMD SMI and hipBLAS stand-ins.
-            ["amd_comgr", "amd_smi", "amdhip64", "hipblas", "rocm-openblas"]
+            [
+                "amd_comgr",
+                "amd_smi",
+                "amdhip64",
+                "hipblas",
+                "rocm-openblas"
+            ]
         ])
     );
 
