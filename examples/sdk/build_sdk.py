@@ -18,8 +18,10 @@ Packages (TheRock's multi-arch, kpack-split layout):
                                 command; requires rocm-sdk-core; extras `libraries`,
                                 `devel`, `device-<target>` per target and `device-all`
     rocm-sdk-core               runtime: _rocm_sdk_core/bin/hipcc (wraps Debian's ROCm 5.2
-                                hipcc), share/therock/dist_info.json (the targets)
-    rocm-sdk-libraries          arch-neutral libraries package (the stand-in ships no math libs)
+                                hipcc), share/therock/dist_info.json (the targets),
+                                lib/host-math/lib/librocm-openblas.so.0 (Debian's OpenBLAS),
+                                lib/libamd_smi.so.26 and share/amd_smi/amdsmi (stand-ins)
+    rocm-sdk-libraries          arch-neutral libraries package: lib/libhipblas.so.3 (stand-in)
     rocm-sdk-device-<target>    per-target files overlaid into _rocm_sdk_libraries
     rocm-sdk-devel              the development tree (`rocm-sdk path --root`), created on
                                 first use from a manifest of links (wheels cannot hold links)
@@ -27,8 +29,9 @@ Packages (TheRock's multi-arch, kpack-split layout):
                                 kpack split require it)
 
 The real `rocm` is an sdist; the stand-in ships it as a wheel with the extras that sdist
-would compute, so installing needs no build backend. Only the Python standard library is
-used, and the output is byte-identical for the same inputs (fixed timestamps and order).
+would compute, so installing needs no build backend. The builder uses the Python standard
+library, the C compiler (the stand-in libraries of native/) and patchelf (OpenBLAS's soname);
+the output is byte-identical for the same inputs (fixed timestamps and order).
 """
 
 import argparse
@@ -39,7 +42,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import urllib.parse
 import zipfile
 from pathlib import Path
@@ -63,6 +68,18 @@ TARGET = re.compile(r"^gfx[0-9a-f]{3,5}$")
 
 # Where Debian's ROCm 5.2 toolchain lives; the development tree links to it.
 DEBIAN_LIB = "/usr/lib/x86_64-linux-gnu"
+NATIVE = HERE / "native"
+
+# The SDK's host math library is OpenBLAS with LAPACK, built by TheRock as librocm-openblas
+# (third-party/host-blas) into lib/host-math of rocm-sdk-core. The stand-in carries Debian's
+# OpenBLAS build (the pthread variant, LAPACK included) under that name, its soname set to
+# the real one so that torch links and the preload finds it as it would the real one.
+OPENBLAS = f"{DEBIAN_LIB}/openblas-pthread/libopenblas.so.0"
+OPENBLAS_HEADERS = "/usr/include/x86_64-linux-gnu/openblas-pthread"
+OPENBLAS_FILE = "librocm-openblas.so.0"
+# The stand-in libraries built from native/, named as the real SDK names its files.
+AMD_SMI_FILE = "libamd_smi.so.26"
+HIPBLAS_FILE = "libhipblas.so.3"
 DEVEL_SYMLINKS = {
     "bin/hipcc": "../../_rocm_sdk_core/bin/hipcc",
     "share/therock/dist_info.json": "../../../_rocm_sdk_core/share/therock/dist_info.json",
@@ -82,19 +99,28 @@ DEVEL_SYMLINKS = {
     "lib/cmake/hip-lang": f"{DEBIAN_LIB}/cmake/hip-lang",
     "lib/cmake/amd_comgr": f"{DEBIAN_LIB}/cmake/amd_comgr",
     "lib/cmake/hsa-runtime64": f"{DEBIAN_LIB}/cmake/hsa-runtime64",
+    # The runtime packages' libraries under their development names, as in the real tree.
+    "lib/libamd_smi.so": f"../../_rocm_sdk_core/lib/{AMD_SMI_FILE}",
+    # OpenBLAS_HOME of the torch build: -lrocm-openblas and the CBLAS headers.
+    "lib/host-math/lib/librocm-openblas.so": f"../../../../_rocm_sdk_core/lib/host-math/lib/{OPENBLAS_FILE}",
+    "lib/host-math/include/cblas.h": f"{OPENBLAS_HEADERS}/cblas.h",
+    "lib/host-math/include/f77blas.h": f"{OPENBLAS_HEADERS}/f77blas.h",
+    "lib/host-math/include/openblas_config.h": f"{OPENBLAS_HEADERS}/openblas_config.h",
 }
-# Present in the real tree and read by the torch build (include paths, OpenBLAS_HOME,
-# PKG_CONFIG_PATH); empty in the stand-in but for a note.
+# Present in the real tree and read by the torch build (include paths, PKG_CONFIG_PATH);
+# empty in the stand-in but for a note.
 DEVEL_DIRS = [
     "include/roctracer",
     "lib/rocm_sysdeps/include",
     "lib/rocm_sysdeps/lib/pkgconfig",
-    "lib/host-math/include",
-    "lib/host-math/lib",
 ]
 
 
 class UsageError(Exception):
+    pass
+
+
+class BuildError(Exception):
     pass
 
 
@@ -176,8 +202,55 @@ class Wheel:
                 info.create_system = 3
                 info.external_attr = (0o100000 | mode) << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, data, compresslevel=6)
+                archive.writestr(info, data, compresslevel=compress_level(name))
         return buffer.getvalue()
+
+
+def compress_level(name):
+    """Shared libraries deflate at level 1: OpenBLAS (36 MB) takes seconds at level 6 and is
+    only 15% larger at level 1; everything else at pip's usual level 6."""
+    return 1 if ".so" in name.rsplit("/", 1)[-1] else 6
+
+
+def run_tool(cmd, what):
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise BuildError(f"{what}: cannot run {cmd[0]}: {e}") from None
+    if result.returncode != 0:
+        raise BuildError(f"{what} failed (exit {result.returncode}): {' '.join(cmd)}\n{result.stderr.strip()}")
+
+
+def native_libraries():
+    """{arcname-relative name: bytes} of the shared libraries the SDK carries: the stand-ins
+    compiled from native/ and Debian's OpenBLAS under the SDK's name."""
+    if not os.path.exists(OPENBLAS):
+        raise BuildError(
+            f"Debian's OpenBLAS is missing ({OPENBLAS}); the stand-in SDK carries it as its host "
+            "math library: apt-get install libopenblas0-pthread libopenblas-pthread-dev (scripts/setup)"
+        )
+    cc = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory(prefix="build_sdk-") as work:
+        work = Path(work)
+        built = {}
+        for source, name, libs in [
+            ("amd_smi.c", AMD_SMI_FILE, []),
+            # hipBLAS asks the HIP runtime for the current device: Debian's libamdhip64.
+            ("hipblas.c", HIPBLAS_FILE, [f"-L{DEBIAN_LIB}", "-l:libamdhip64.so.5"]),
+        ]:
+            output = work / name
+            # The file name is the soname (lib<name>.so.<major>), as the real files are named.
+            run_tool(
+                [cc, "-O2", "-fPIC", "-shared", "-Wall", "-o", str(output), str(NATIVE / source),
+                 f"-Wl,-soname,{name}", *libs],
+                f"compiling the stand-in {name}",
+            )
+            built[name] = output.read_bytes()
+        openblas = work / OPENBLAS_FILE
+        shutil.copyfile(OPENBLAS, openblas)
+        run_tool(["patchelf", "--set-soname", OPENBLAS_FILE, str(openblas)], f"renaming {OPENBLAS}")
+        built[OPENBLAS_FILE] = openblas.read_bytes()
+    return built
 
 
 def dist_info_module(version, targets):
@@ -198,7 +271,7 @@ def devel_manifest():
     return {"files": files, "symlinks": DEVEL_SYMLINKS}
 
 
-def build_wheels(version, targets):
+def build_wheels(version, targets, native):
     pin = f"=={version}"
     wheels = []
 
@@ -220,6 +293,8 @@ def build_wheels(version, targets):
         "_rocm_sdk_core/share/therock/dist_info.json",
         json.dumps({"dist_amdgpu_targets": ";".join(targets)}, indent=2) + "\n",
     )
+    core.add(f"_rocm_sdk_core/lib/{AMD_SMI_FILE}", native[AMD_SMI_FILE], 0o755)
+    core.add(f"_rocm_sdk_core/lib/host-math/lib/{OPENBLAS_FILE}", native[OPENBLAS_FILE], 0o755)
     core.entry_points = {"console_scripts": {"hipcc": "rocm_sdk_core._cli:hipcc"}}
     wheels.append(core)
 
@@ -227,6 +302,7 @@ def build_wheels(version, targets):
     libraries.summary = "ROCm SDK libraries, arch-neutral part (rockbuild stand-in)"
     libraries.add_tree(PACKAGES / "rocm-sdk-libraries")
     libraries.add("_rocm_sdk_libraries/__init__.py", '"""Platform files of rocm-sdk-libraries."""\n')
+    libraries.add(f"_rocm_sdk_libraries/lib/{HIPBLAS_FILE}", native[HIPBLAS_FILE], 0o755)
     libraries.requires = [f"rocm-sdk-core{pin}"]
     wheels.append(libraries)
 
@@ -327,8 +403,13 @@ def main(argv=None):
             + "); the SDK's hipcc will not work until `apt-get install hipcc` is done",
             file=sys.stderr,
         )
+    try:
+        native = native_libraries()
+    except BuildError as e:
+        print(f"build_sdk.py: error: {e}", file=sys.stderr)
+        return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    built = [(wheel, wheel.build()) for wheel in build_wheels(args.version, targets)]
+    built = [(wheel, wheel.build()) for wheel in build_wheels(args.version, targets, native)]
     write_index(args.out, built)
     for wheel, data in built:
         print(f"{args.out / 'wheels' / wheel.filename}  {len(data)} bytes")

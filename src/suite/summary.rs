@@ -128,6 +128,16 @@ impl FailureLine {
     }
 }
 
+/// A test a shard skipped on a runner without a GPU, and the reason it gave: what the run did
+/// not check for want of one (`--allow-no-gpu`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkipLine {
+    pub config: TestConfig,
+    pub shard: String,
+    pub test: String,
+    pub reason: String,
+}
+
 fn status_word(status: CaseStatus) -> &'static str {
     match status {
         CaseStatus::Error => "error",
@@ -141,6 +151,8 @@ pub struct Summary {
     pub shards: Vec<ShardLine>,
     pub totals: Counts,
     pub failures: Vec<FailureLine>,
+    /// Every test skipped by a shard that ran without a GPU, with its reason.
+    pub without_gpu: Vec<SkipLine>,
     /// Files every present shard installed from the index under test.
     pub wheels: Vec<String>,
     pub notes: Vec<String>,
@@ -284,6 +296,7 @@ fn assemble(
     let first = &shards[0];
     let mut lines = Vec::new();
     let mut failures: Vec<FailureLine> = Vec::new();
+    let mut without_gpu: Vec<SkipLine> = Vec::new();
     let mut sum = Counts::default();
     let mut checks = Vec::new();
     let mut notes = Vec::new();
@@ -321,7 +334,7 @@ fn assemble(
         if let Some(note) = shard.report.times.as_ref().and_then(|t| t.note.as_ref()) {
             notes.push(format!("{label}: {note}"));
         }
-        let (line, shard_failures) = judge(shard);
+        let (line, shard_failures, shard_skips) = judge(shard);
         if let Some(counts) = &line.counts {
             sum.add(counts);
         }
@@ -343,6 +356,7 @@ fn assemble(
         });
         lines.push(line);
         failures.extend(shard_failures);
+        without_gpu.extend(shard_skips);
     }
 
     // A wheel counts as tested only when every shard that ran installed those very bytes.
@@ -404,6 +418,7 @@ fn assemble(
         shards: lines,
         totals: sum,
         failures,
+        without_gpu,
         wheels: wheels.iter().map(|w| w.filename.clone()).collect(),
         notes,
     };
@@ -435,8 +450,8 @@ fn shard_time(seconds: f64) -> String {
     }
 }
 
-/// One shard's line and its failures.
-fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
+/// One shard's line, its failures, and (run without a GPU) the tests it skipped.
+fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>, Vec<SkipLine>) {
     let report = &shard.report;
     let label = format!("{}/{}", report.shard, report.num_shards);
     // The shard's time is its run's, installs and collection included: the sum of the test
@@ -450,6 +465,8 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
         ..Counts::default()
     };
     let mut failures = Vec::new();
+    let mut skips = Vec::new();
+    let no_gpu = report.gpus.hip_visible_devices.is_none();
     let mut seen = std::collections::BTreeSet::new();
     let mut unreadable = Vec::new();
     for file in &shard.junit {
@@ -468,6 +485,14 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
                     } else {
                         format!("{}.{}", case.classname, case.name)
                     };
+                    if no_gpu && case.status == CaseStatus::Skipped {
+                        skips.push(SkipLine {
+                            config: report.config,
+                            shard: label.clone(),
+                            test: test.clone(),
+                            reason: first_lines(&case.message).replace('\n', " / "),
+                        });
+                    }
                     if matches!(case.status, CaseStatus::Failed | CaseStatus::Error)
                         && seen.insert(test.clone())
                     {
@@ -559,6 +584,7 @@ fn judge(shard: &LoadedShard) -> (ShardLine, Vec<FailureLine>) {
             detail,
         },
         failures,
+        skips,
     )
 }
 
@@ -674,6 +700,31 @@ impl Summary {
         "config", "shard", "result", "passed", "skipped", "failed", "errors", "time", "GPUs",
     ];
     const FAILURE_HEADERS: [&'static str; 5] = ["shard", "test", "file", "result", "message"];
+    const SKIP_HEADERS: [&'static str; 3] = ["shard", "test", "reason"];
+
+    /// The first `limit` tests skipped without a GPU.
+    fn skip_rows(&self, limit: usize) -> Vec<Vec<String>> {
+        self.without_gpu
+            .iter()
+            .take(limit)
+            .map(|s| {
+                vec![
+                    format!("{} {}", s.config, s.shard),
+                    s.test.clone(),
+                    s.reason.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    /// The heading of the list of tests skipped without a GPU.
+    fn skip_heading(&self) -> String {
+        format!(
+            "{} test{} skipped without a GPU (not checked here: they need one)",
+            self.without_gpu.len(),
+            plural(self.without_gpu.len())
+        )
+    }
 
     /// For the terminal.
     pub fn to_text(&self) -> String {
@@ -691,6 +742,18 @@ impl Summary {
                     &self.failure_rows(self.failures.len(), true)
                 )
             );
+        }
+        if !self.without_gpu.is_empty() {
+            let _ = write!(
+                out,
+                "\n{}:\n{}\n",
+                self.skip_heading(),
+                text_table(&Self::SKIP_HEADERS, &self.skip_rows(SUMMARY_FAILURES))
+            );
+            let more = self.without_gpu.len().saturating_sub(SUMMARY_FAILURES);
+            if more > 0 {
+                let _ = writeln!(out, "and {more} more (the shards' JUnit XML has them all)");
+            }
         }
         let _ = writeln!(
             out,
@@ -731,6 +794,22 @@ impl Summary {
             if more > 0 {
                 out.push_lit("\n").push_text(&format!(
                     "and {more} more: every failure is in the test report's `failures`"
+                ));
+                out.push_lit("\n");
+            }
+        }
+        if !self.without_gpu.is_empty() {
+            out.push_lit("\n#### ")
+                .push_text(&self.skip_heading())
+                .push_lit("\n\n")
+                .push(markdown_table(
+                    &Self::SKIP_HEADERS,
+                    &self.skip_rows(SUMMARY_FAILURES),
+                ));
+            let more = self.without_gpu.len().saturating_sub(SUMMARY_FAILURES);
+            if more > 0 {
+                out.push_lit("\n").push_text(&format!(
+                    "and {more} more: the shards' JUnit XML has them all"
                 ));
                 out.push_lit("\n");
             }
@@ -895,6 +974,65 @@ mod tests {
                 &[("test_c", "passed")],
             ),
         ]
+    }
+
+    #[test]
+    fn a_shard_without_a_gpu_lists_what_it_skipped_and_why() {
+        let mut no_gpu = shard(
+            TestConfig::GpuSmoke,
+            1,
+            1,
+            Outcome::Passed,
+            &[("test_conv", "passed"), ("test_fft", "skipped")],
+        );
+        no_gpu.report.gpus = GpuRecord {
+            hip_visible_devices: None,
+            archs: Vec::new(),
+            notes: vec!["no GPU: the device query found none".into()],
+        };
+        let with_gpu = shard(
+            TestConfig::Quick,
+            1,
+            1,
+            Outcome::Passed,
+            &[("test_a", "passed"), ("test_b", "skipped")],
+        );
+        let (summary, _) = combine(
+            &[no_gpu, with_gpu],
+            &[
+                (TestConfig::GpuSmoke, Some(1)),
+                (TestConfig::Quick, Some(1)),
+            ],
+            &catalog(),
+            "rockbuild 0.1.0",
+        )
+        .expect("combine");
+        // Only the GPU-less shard's skip: a runner with a GPU skipped test_b for another reason.
+        assert_eq!(
+            summary.without_gpu,
+            [SkipLine {
+                config: TestConfig::GpuSmoke,
+                shard: "1/1".into(),
+                test: "test_nn.TestNN.test_fft".into(),
+                reason: "not on ROCm".into(),
+            }]
+        );
+        let text = summary.to_text();
+        let listed: Vec<String> = text
+            .lines()
+            .skip_while(|l| *l != "1 test skipped without a GPU (not checked here: they need one):")
+            .take(4)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            listed[3], "gpu-smoke 1/1 test_nn.TestNN.test_fft not on ROCm",
+            "{text}"
+        );
+        let markdown = summary.to_markdown().to_string();
+        assert!(
+            markdown.contains("#### 1 test skipped without a GPU"),
+            "{markdown}"
+        );
     }
 
     #[test]

@@ -42,29 +42,42 @@ fn families_table() -> String {
     )
 }
 
-/// The sample's torch ref, one Python, PyTorch's suite in one shard (the sample torch's
-/// run_test.py; the GPU smoke suite fails on it: no OpenBLAS, no ROCm preload); `ci` only
-/// because the generator needs the pull-request type.
-const RELEASES: &str = "schema: 1
-test-configs:
-  default: {shards: 1}
-release-types:
-  nightly:
-    python: [\"3.11\"]
-    pytorch-refs: [release/2.9]
-    families: {only: [gfx94X-dcgpu, gfx906]}
-    tests:
-      default: {}
-    publish: true
-    cache: nightly
-  ci:
-    python: [\"3.11\"]
-    pytorch-refs: [release/2.9]
-    families: {only: [gfx906]}
-    tests: {}
-    publish: false
-    cache: ci
-";
+/// The release table the generated workflows read: the real one's test configurations and
+/// the tests its nightly runs (the gate under test, not a stand-in for it), for the sample's
+/// torch ref, one Python and two families; `ci` only because the generator needs the
+/// pull-request type. JSON, which is YAML.
+fn releases_table() -> String {
+    let text = std::fs::read_to_string(repo_root().join("configs/releases.yaml")).expect("read");
+    let real: Value = yaml_serde::from_str(&text).expect("configs/releases.yaml");
+    let nightly = &real["release-types"]["nightly"];
+    assert!(
+        nightly["tests"].as_object().is_some_and(|t| !t.is_empty()),
+        "the real nightly runs no tests: {nightly}"
+    );
+    let table = json!({
+        "schema": 1,
+        "test-configs": real["test-configs"],
+        "release-types": {
+            "nightly": {
+                "python": ["3.11"],
+                "pytorch-refs": ["release/2.9"],
+                "families": {"only": ["gfx94X-dcgpu", "gfx906"]},
+                "tests": nightly["tests"],
+                "publish": true,
+                "cache": "nightly",
+            },
+            "ci": {
+                "python": ["3.11"],
+                "pytorch-refs": ["release/2.9"],
+                "families": {"only": ["gfx906"]},
+                "tests": {},
+                "publish": false,
+                "cache": "ci",
+            },
+        },
+    });
+    serde_json::to_string_pretty(&table).expect("JSON")
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Status {
@@ -94,6 +107,8 @@ struct Harness {
     _sdk: HttpServer,
     _python_index: HttpServer,
     calls: Calls,
+    /// What each call printed (stdout, then stderr), by its index in `calls`.
+    outputs: Vec<String>,
     workspaces: usize,
     /// Each chain's inputs as its caller passed them, by family (for re-runs).
     chain_inputs: BTreeMap<String, Map<String, Value>>,
@@ -117,7 +132,7 @@ impl Harness {
         let families = env.path("families.yaml");
         let releases = env.path("releases.yaml");
         std::fs::write(&families, families_table()).expect("write families");
-        std::fs::write(&releases, RELEASES).expect("write releases");
+        std::fs::write(&releases, releases_table()).expect("write releases");
         // The tables and the stack the build image's rockbuild would carry.
         env.set("ROCKBUILD_FAMILIES", families.to_str().expect("utf-8"));
         env.set("ROCKBUILD_RELEASES", releases.to_str().expect("utf-8"));
@@ -205,6 +220,7 @@ impl Harness {
             _sdk: sdk,
             _python_index: python_index,
             calls: Vec::new(),
+            outputs: Vec::new(),
             workspaces: 0,
             chain_inputs: BTreeMap::new(),
         }
@@ -479,6 +495,11 @@ impl Harness {
                     .env("GITHUB_ACTIONS", "true")
                     .env("GITHUB_OUTPUT", &outputs);
                 let output = command.output().expect("run rockbuild");
+                self.outputs.push(format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
                 self.calls.push((
                     chain.to_string(),
                     job["id"].as_str().expect("id").to_string(),
@@ -861,6 +882,24 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
         .collect();
     insta::assert_snapshot!(mask_ports(&calls.join("\n")));
 
+    // The gate passed on CPU, and says what it could not check there: every test the shards
+    // skipped without a GPU, with the reason (the GPU smoke suite's GPU checks, the quick
+    // subset's GPU tests), as gfx906's report job printed it.
+    let report = harness
+        .calls
+        .iter()
+        .zip(&harness.outputs)
+        .find(|((chain, job, attempt, _), _)| chain == "gfx906" && job == "report" && *attempt == 1)
+        .map(|(_, output)| output.clone())
+        .expect("gfx906's report job");
+    let mut settings = crate::common::snapshot::settings(&harness.env);
+    settings.add_filter(r"\b\d+m\d\ds\b", "[TIME]");
+    // The sample's commits depend on the temp path its pins carry.
+    settings.add_filter(r"\+git[0-9a-f]{7,}", "+git[COMMIT]");
+    settings.bind(|| {
+        insta::assert_snapshot!("ci_chain_nightly_gate_on_cpu", loose_table(&report));
+    });
+
     // gfx906: staged under this attempt's prefix, promoted to the family's release index.
     let staged = harness.wheels(&format!("staging/run-{RUN_ID}-1/release-2.9/gfx906"));
     assert!(!staged.is_empty(), "nothing staged");
@@ -934,8 +973,34 @@ fn nightly_chains_promote_one_family_while_the_other_fails_to_build() {
         .collect();
     assert_eq!(
         rerun_jobs,
-        ["stage", "smoke", "test", "test", "report", "promote"]
+        // The smoke suite's test job, then the quick subset's (its checkout, its run).
+        [
+            "stage", "smoke", "test", "test", "test", "report", "promote"
+        ]
     );
+}
+
+/// A text table's padding and rules depend on the widths of cells that change from run to
+/// run (times): runs of spaces and dashes are shortened.
+fn loose_table(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let mut out = String::new();
+            for word in line.split("  ").filter(|w| !w.is_empty()) {
+                let word = word.trim();
+                if !out.is_empty() {
+                    out.push_str("  ");
+                }
+                if !word.is_empty() && word.chars().all(|c| c == '-') {
+                    out.push_str("--");
+                } else {
+                    out.push_str(word);
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Ports and versions that change from run to run.

@@ -820,7 +820,15 @@ fn sample_stack_builds_with_the_real_entry_points() {
             "5.2.21153",
             TARGETS,
             false,
-            ["amd_comgr", "amdhip64"]
+            // What the SDK ships of the preload list: Debian's HIP runtime and comgr, the
+            // wheels' OpenBLAS and the AMD SMI and hipBLAS stand-ins.
+            [
+                "amd_comgr",
+                "amd_smi",
+                "amdhip64",
+                "hipblas",
+                "rocm-openblas"
+            ]
         ])
     );
 

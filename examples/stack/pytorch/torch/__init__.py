@@ -14,4 +14,5 @@ else:
     _rocm_init.initialize()
     del _rocm_init
 
-from . import __config__, backends, cuda, distributed, utils  # noqa: E402,F401
+from . import __config__, backends, cuda, distributed, linalg, utils  # noqa: E402,F401
+from ._tensor import Tensor, device, randn  # noqa: E402,F401

@@ -4,8 +4,10 @@ Same public API as the real one: `__version__`, `find_libraries`, `preload_libra
 `initialize_process`. What differs, and why, is written next to the code:
 
 * Libraries the real SDK ships inside rocm-sdk-core are, for amdhip64 and amd_comgr,
-  Debian's ROCm 5.2 builds (`LibraryEntry.standin_system_path`).
-* Libraries the stand-in does not ship (hipblas, miopen, ...) are skipped when preloading
+  Debian's ROCm 5.2 builds (`LibraryEntry.standin_system_path`). The wheels themselves carry
+  rocm-openblas (Debian's OpenBLAS), amd_smi and hipblas (stand-ins built from native/), found
+  as the real SDK finds its files.
+* Libraries the stand-in does not ship (miopen, hipblaslt, ...) are skipped when preloading
   and listed in `STANDIN_SKIPPED_LIBRARIES`, so a framework's preload list written for the
   real SDK still initialises. Everything the real SDK rejects is rejected the same way: an
   unknown short name, a missing `rocm[libraries]` package, a version mismatch.

@@ -86,11 +86,17 @@ def _do_test(args):
     check("version", bool(rocm_sdk.__version__), rocm_sdk.__version__)
     targets = json.loads((_core_dir() / "share" / "therock" / "dist_info.json").read_text())
     check("targets", "gfx" in targets["dist_amdgpu_targets"], targets["dist_amdgpu_targets"])
-    try:
-        rocm_sdk.preload_libraries("amdhip64")
-        check("preload amdhip64", "amdhip64" in rocm_sdk._ALL_CDLLS)
-    except Exception as e:
-        check("preload amdhip64", False, str(e))
+    # The core libraries the stand-in ships (the real test loads every one of the package).
+    shortnames = ["amdhip64", "amd_comgr", "amd_smi", "rocm-openblas"]
+    if _dist_info.ALL_PACKAGES["libraries"].is_installed():
+        shortnames.append("hipblas")
+    for shortname in shortnames:
+        try:
+            rocm_sdk.preload_libraries(shortname)
+            check(f"preload {shortname}", shortname in rocm_sdk._ALL_CDLLS)
+        except Exception as e:
+            check(f"preload {shortname}", False, str(e))
+    _amd_smi_facts()
     if _dist_info.ALL_PACKAGES["devel"].is_installed():
         root = _devel_root_or_exit()
         hipcc = root / "bin" / "hipcc"
@@ -101,6 +107,25 @@ def _do_test(args):
         check("devel lib/llvm/bin/clang", clang.exists(), str(clang))
     if failures:
         sys.exit(1)
+
+
+def _amd_smi_facts():
+    """What AMD SMI (the SDK's own) sees: informational, a host without a GPU is no failure."""
+    sys.path.insert(0, str(_core_dir() / "share" / "amd_smi"))
+    try:
+        import amdsmi
+    finally:
+        sys.path.pop(0)
+    try:
+        amdsmi.amdsmi_init()
+    except amdsmi.AmdSmiLibraryException as e:
+        print(f"info amd_smi: {e.get_error_info()}")
+        return
+    try:
+        gpus = amdsmi.amdsmi_get_processor_handles()
+        print(f"info amd_smi: {len(gpus)} GPU{'' if len(gpus) == 1 else 's'}")
+    finally:
+        amdsmi.amdsmi_shut_down()
 
 
 def main(argv=None):

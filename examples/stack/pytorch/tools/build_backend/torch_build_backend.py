@@ -18,13 +18,19 @@ What it honours (the real build's contract, small scale):
     USE_FLASH_ATTENTION, USE_MEM_EFF_ATTENTION   default ON; ON with no aotriton-supported
                                 target (gfx90a, gfx942, gfx950, gfx11*, gfx12*) fails, as
                                 aotriton's configure does on an empty target list
+    BLAS                        OpenBLAS: torch's CPU linear algebra links OpenBLAS (with its
+                                LAPACK) from OpenBLAS_HOME (include/cblas.h, lib/lib<name>.so,
+                                <name> = OpenBLAS_LIB_NAME, default openblas), as torch's
+                                FindOpenBLAS does; not found is an error. Unset: no BLAS, no
+                                LAPACK (torch.linalg refuses). Other values are refused.
     CXX, CXXFLAGS, CPPFLAGS, LDFLAGS, CMAKE_CXX_COMPILER_LAUNCHER   host compile and link
     -Cwheel.force-include.<src>=<dst>   files added to the wheel even though gitignored
                                 (torch/_rocm_init.py), as scikit-build-core does
 
 Outputs: dist/torch-<version>-cp3XY-cp3XY-linux_x86_64.whl with torch/lib/libtorch_hip.so
 (hipified aten/src/ATen/native/hip/Scale.hip compiled for every target, linked against
-libamdhip64), torch/version.py, and the build record (tools/sample_build_record.py).
+libamdhip64), with a BLAS torch/lib/libtorch_cpu.so (torch/csrc/cpu/Linalg.cpp, linked against
+it), torch/version.py, and the build record (tools/sample_build_record.py).
 """
 
 import base64
@@ -186,7 +192,49 @@ def compiler_identity(cxx):
     return ("GCC", ".".join(version.split(".")[:2]))
 
 
-def build_options(version, sha, use_rocm, cxx, cxx_flags):
+def find_openblas():
+    """(OpenBLAS_HOME, library name) when BLAS=OpenBLAS, as torch's cmake/Modules/FindOpenBLAS.cmake
+    looks for it; None without a BLAS. OpenBLAS carries LAPACK (FindLAPACK finds cheev_ in it)."""
+    blas = os.environ.get("BLAS", "").strip()
+    if not blas:
+        return None
+    if blas != "OpenBLAS":
+        raise BuildError(f"BLAS='{blas}' is not supported by the sample torch (OpenBLAS only, or unset)")
+    home = os.environ.get("OpenBLAS_HOME", "").strip()
+    name = os.environ.get("OpenBLAS_LIB_NAME", "").strip() or "openblas"
+    if not home:
+        raise BuildError("BLAS=OpenBLAS but OpenBLAS_HOME is not set; point it at the OpenBLAS prefix")
+    header = Path(home) / "include" / "cblas.h"
+    library = Path(home) / "lib" / f"lib{name}.so"
+    missing = [str(p) for p in (header, library) if not p.exists()]
+    if missing:
+        raise BuildError(
+            f"Could NOT find OpenBLAS (BLAS=OpenBLAS, OpenBLAS_HOME={home}, OpenBLAS_LIB_NAME={name}): "
+            f"missing {', '.join(missing)}"
+        )
+    return home, name
+
+
+def compile_cpu(blas, launcher, cxx, host_flags, record):
+    """torch/lib/libtorch_cpu.so: LAPACK's SVD, linked against the BLAS found."""
+    home, name = blas
+    lib = ROOT / "build" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    output = lib / "libtorch_cpu.so"
+    run(
+        launcher
+        + cxx
+        + ["-std=c++17", "-O2", "-fPIC", "-shared", f"-I{home}/include"]
+        + host_flags
+        + [ROOT / "torch/csrc/cpu/Linalg.cpp", "-o", output, "-Wl,-soname,libtorch_cpu.so"]
+        + ["-Wl,--no-undefined", f"-L{home}/lib", f"-l{name}"]
+        + shlex.split(os.environ.get("LDFLAGS", ""))
+    )
+    record.set(blas={"name": "OpenBLAS", "home": home, "library": name})
+    return output
+
+
+def build_options(version, sha, use_rocm, cxx, cxx_flags, blas):
     """The build settings real torch compiles in (caffe2/core/macros.h.in CAFFE2_BUILD_STRINGS,
     printed by torch.__config__.show() with empty values left out), with this build's values.
     The stand-in SDK ships no RCCL, MIOpen, MKL or OpenMP runtime, so those are OFF."""
@@ -197,8 +245,9 @@ def build_options(version, sha, use_rocm, cxx, cxx_flags):
         ("CXX_COMPILER", shutil.which(cxx[0]) or cxx[0]),
         ("CXX_FLAGS", " ".join(cxx_flags)),
         ("BUILD_TYPE", "Release"),
-        ("BLAS_INFO", ""),
-        ("LAPACK_INFO", ""),
+        # Dependencies.cmake: "open" for OpenBLAS, whose LAPACK FindLAPACK then finds.
+        ("BLAS_INFO", "open" if blas else ""),
+        ("LAPACK_INFO", "open" if blas else ""),
         ("USE_CUDA", "ON" if env_flag("USE_CUDA", default=False) else "OFF"),
         ("USE_ROCM", "ON" if use_rocm else "OFF"),
         ("CUDA_VERSION", ""),
@@ -416,12 +465,17 @@ def _build(wheel_directory, config_settings, record):
 
     cxx = shlex.split(os.environ.get("CXX") or "c++")
     host_flags = shlex.split(os.environ.get("CPPFLAGS", "")) + shlex.split(os.environ.get("CXXFLAGS", ""))
+    blas = find_openblas()
+    if blas is not None:
+        launcher = shlex.split(os.environ.get("CMAKE_CXX_COMPILER_LAUNCHER", "").replace(";", " "))
+        generated["torch/lib/libtorch_cpu.so"] = compile_cpu(blas, launcher, cxx, host_flags, record).read_bytes()
     settings_py = (
         "# Generated by the sample torch build (torch_build_backend.py): what real torch compiles\n"
         "# into libtorch and torch.__config__.show() prints.\n"
         f"COMPILER = {compiler_identity(cxx)!r}\n"
         "CPLUSPLUS = 201703\n"
-        f"BUILD_OPTIONS = {build_options(version, sha, use_rocm, cxx, ['-std=c++17', '-O2', '-fPIC', *host_flags])!r}\n"
+        f"BUILD_OPTIONS = {build_options(version, sha, use_rocm, cxx, ['-std=c++17', '-O2', '-fPIC', *host_flags], blas)!r}\n"
+        f"LAPACK = {blas is not None!r}\n"
         f"USE_FLASH_ATTENTION = {bool(attention.get('USE_FLASH_ATTENTION'))!r}\n"
         f"USE_MEM_EFF_ATTENTION = {bool(attention.get('USE_MEM_EFF_ATTENTION'))!r}\n"
     )
