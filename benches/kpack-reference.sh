@@ -13,7 +13,9 @@
 #    - rocm-bootstrap (the target hierarchy the splitter names device wheels by) from PyPI.
 # 2. The fat wheels: `rockbuild build --multi-arch` of the sample stack for gfx906,gfx1030;
 #    its fat torch and torchvision wheels are kept in out/fat/.
-# 3. `cargo bench --bench kpack` on those wheels (see benches/kpack.rs for what it compares).
+# 3. `cargo bench --bench kpack` on those wheels and on two it makes itself: a Linux torch
+#    wheel for Debian's 14 hipcc targets and a Windows one whose DLL (MinGW-w64) carries the
+#    same targets' code objects (see benches/kpack.rs for what it compares).
 #
 #   benches/kpack-reference.sh
 #   KPACK_GIT=/path/to/rocm-kpack.git KPACK_SPLITTER=/path/to/wheel_splitter.py benches/kpack-reference.sh

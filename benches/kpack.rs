@@ -19,8 +19,9 @@
 //! `ROCKBUILD_BENCH_PYTHON` a Python that imports `rocm_kpack.wheel_splitter` and
 //! `rocm_bootstrap` (`ROCKBUILD_KPACK_REFERENCE` says which, printed) and
 //! clang-offload-bundler on PATH; `ROCKBUILD_BENCH_WHEELS` fat wheels to split,
-//! space-separated (one more is always made here, cached: two libraries hipcc compiles for
-//! Debian's 14 targets, gfx90a as xnack+ and xnack-); `ROCKBUILD_BENCH_SDK` the SDK version
+//! space-separated (two more are always made here, cached: a Linux wheel with two libraries
+//! hipcc compiles for Debian's 14 targets, gfx90a as xnack+ and xnack-, and a Windows wheel
+//! whose DLL carries the same targets' code objects, linked by MinGW-w64); `ROCKBUILD_BENCH_SDK` the SDK version
 //! the device wheels require; `ROCKBUILD_BENCH_RUNS` the runs per measurement (best kept,
 //! default 3).
 
@@ -76,13 +77,11 @@ template <int S> __global__ void k(float* x, const float* y, int n) {
 /// file, no device code), Python files, METADATA with a description body.
 const MAKE_WHEEL: &str = r#"
 import base64, hashlib, sys, zipfile
-out, build = sys.argv[1], sys.argv[2]
+out, tag = sys.argv[1], sys.argv[2]
 version = "2.10.0a0+rocm7.10.0a20251124"
 dist_info = f"torch-{version}.dist-info"
 record = []
-files = [("torch/lib/libtorch_hip.so", f"{build}/libtorch_hip.so"),
-         ("torch/lib/libc10_hip.so", f"{build}/libc10_hip.so"),
-         ("torch/_C.so", f"{build}/libhost.so")]
+files = [arg.split("=", 1) for arg in sys.argv[3:]]
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
     def add(name, data, mode=0o644):
         info = zipfile.ZipInfo(name, date_time=(2025, 11, 24, 0, 0, 0))
@@ -97,7 +96,7 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         add(name, open(path, "rb").read(), 0o755)
     add(f"{dist_info}/METADATA", (f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"
         "Requires-Dist: rocm[libraries]==7.10.0a20251124\n\nTensors and Dynamic neural networks.\n").encode())
-    add(f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: false\nTag: cp312-cp312-linux_x86_64\n")
+    add(f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: false\nTag: " + tag.encode() + b"\n")
     zf.writestr(f"{dist_info}/RECORD", "\n".join(record + [f"{dist_info}/RECORD,,"]) + "\n")
 "#;
 
@@ -167,6 +166,7 @@ fn fat_wheels() -> Vec<PathBuf> {
         .map(|w| w.split_whitespace().map(PathBuf::from).collect())
         .unwrap_or_default();
     wheels.push(fixture_wheel());
+    wheels.push(windows_fixture_wheel());
     wheels
 }
 
@@ -221,7 +221,108 @@ fn fixture_wheel() -> PathBuf {
     run(Command::new("python3")
         .args(["-c", MAKE_WHEEL])
         .arg(&wheel)
-        .arg(&dir));
+        .arg("cp312-cp312-linux_x86_64")
+        .arg(format!(
+            "torch/lib/libtorch_hip.so={}",
+            dir.join("libtorch_hip.so").display()
+        ))
+        .arg(format!(
+            "torch/lib/libc10_hip.so={}",
+            dir.join("libc10_hip.so").display()
+        ))
+        .arg(format!("torch/_C.so={}", dir.join("libhost.so").display())));
+    wheel
+}
+
+/// torch_hip.dll as MSVC's link or lld-link would write it, by Debian's MinGW-w64: the code
+/// objects of `hip1.hip` for every target in one offload bundle (Debian's
+/// clang-offload-bundler), 4096-aligned in `.hip_fat`; its `__CudaFatBinaryWrapper` in
+/// `.hipFatB`, registered by a module constructor through `__hipRegisterFatBinary` (imported
+/// from `amdhip64_7.dll`), as clang lays out a HIP host object (CGCUDANV.cpp); no symbol table,
+/// no time stamp, no checksum, base 0x180000000. Then c10.dll without device code.
+/// `$1`: the kernel source; `$2`: the targets, space-separated.
+const WINDOWS_DLLS: &str = r#"set -eu
+bundle=host-x86_64-pc-windows-msvc inputs=-input=host.o
+: > host.o
+for t in $2; do
+  hipcc -O2 --cuda-device-only --no-gpu-bundle-output --offload-arch=$t -c "$1" -o "$t.co"
+  bundle="$bundle,hipv4-amdgcn-amd-amdhsa--$t" inputs="$inputs -input=$t.co"
+done
+/usr/lib/llvm-15/bin/clang-offload-bundler -type=o -targets=$bundle $inputs -output=fat.bin
+printf '	.section .hip_fat,"dr"
+	.p2align 12
+	.globl __hip_fatbin
+__hip_fatbin:
+	.incbin "fat.bin"
+' > fatbin.s
+cat > module.c <<'C'
+struct wrapper { unsigned magic, version; const void *binary; void *reserved; };
+extern const char __hip_fatbin[];
+__attribute__((section(".hipFatB"), used, aligned(8)))
+static const struct wrapper __hip_fatbin_wrapper = { 0x48495046u, 1u, __hip_fatbin, 0 };
+void **__hipRegisterFatBinary(const void *);
+void **__hip_gpubin_handle;
+__attribute__((constructor)) static void __hip_module_ctor(void) {
+  __hip_gpubin_handle = __hipRegisterFatBinary(&__hip_fatbin_wrapper);
+}
+__declspec(dllexport) int torch_hip_ready(void) { return __hip_gpubin_handle != 0; }
+C
+printf 'LIBRARY amdhip64_7.dll
+EXPORTS
+__hipRegisterFatBinary
+' > amdhip.def
+x86_64-w64-mingw32-dlltool -d amdhip.def -l libamdhip.a
+x86_64-w64-mingw32-as fatbin.s -o fatbin.o
+x86_64-w64-mingw32-gcc -O2 -c module.c -o module.o
+printf '__declspec(dllexport) int c10_tick(int x) { return x + 1; }
+' > c10.c
+link="-shared -s -Wl,--no-insert-timestamp,--image-base=0x180000000"
+x86_64-w64-mingw32-gcc $link -o torch_hip.dll module.o fatbin.o libamdhip.a
+x86_64-w64-mingw32-gcc -O2 $link -o c10.dll c10.c
+for dll in torch_hip.dll c10.dll; do
+  python3 -c 'import struct, sys
+image = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<I", image, struct.unpack_from("<I", image, 0x3c)[0] + 24 + 64, 0)
+open(sys.argv[1], "wb").write(image)' "$dll"
+done
+"#;
+
+/// A Windows torch wheel with torch_hip.dll for every target Debian's hipcc has (cached).
+fn windows_fixture_wheel() -> PathBuf {
+    let dir = bench_dir().join("fixture-windows");
+    let wheel = dir.join("torch-2.10.0a0+rocm7.10.0a20251124-cp312-cp312-win_amd64.whl");
+    if wheel.exists() {
+        return wheel;
+    }
+    fs_err::create_dir_all(&dir).expect("fixture dir");
+    let mut text = KERNEL_SOURCE.to_string();
+    for s in 1..49 {
+        text.push_str(&format!("K({s})\n"));
+    }
+    fs_err::write(dir.join("hip1.hip"), text).expect("source");
+    println!(
+        "compiling the Windows fixture DLL for {} targets...",
+        TARGETS.len()
+    );
+    run(Command::new("sh").current_dir(&dir).args([
+        "-c",
+        WINDOWS_DLLS,
+        "sh",
+        "hip1.hip",
+        &TARGETS.join(" "),
+    ]));
+    run(Command::new("python3")
+        .args(["-c", MAKE_WHEEL])
+        .arg(&wheel)
+        .arg("cp312-cp312-win_amd64")
+        .arg(format!(
+            "torch/lib/torch_hip.dll={}",
+            dir.join("torch_hip.dll").display()
+        ))
+        .arg(format!(
+            "torch/lib/c10.dll={}",
+            dir.join("c10.dll").display()
+        )));
     wheel
 }
 

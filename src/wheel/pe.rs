@@ -155,6 +155,16 @@ struct Section {
 }
 
 impl Section {
+    /// The bytes the loader maps: its virtual size, or its raw size when that is 0 (the
+    /// loader copies at most the virtual size of the raw data).
+    fn memory_size(&self) -> u64 {
+        if self.virtual_size > 0 {
+            self.virtual_size
+        } else {
+            self.raw_size
+        }
+    }
+
     /// The section's bytes in the file: its raw data, cut to its virtual size when that is
     /// smaller (the raw data is padded to the file alignment).
     fn data<'a>(&self, file: &'a [u8]) -> &'a [u8] {
@@ -395,12 +405,12 @@ pub fn layout_problems(data: &[u8]) -> Result<Vec<String>, PeError> {
                 s.virtual_address
             ));
         }
-        end = s.virtual_address + s.virtual_size.max(s.raw_size);
+        end = s.virtual_address + s.memory_size();
     }
     let needed = image
         .sections
         .iter()
-        .map(|s| s.virtual_address + s.virtual_size.max(s.raw_size))
+        .map(|s| s.virtual_address + s.memory_size())
         .max()
         .unwrap_or(0);
     if layout.size_of_image < needed {

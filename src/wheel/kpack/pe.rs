@@ -426,7 +426,18 @@ impl<'a> Pe<'a> {
         }
         let cut = section.raw_offset + into;
         // File pointers past the cut move down with their bytes: the sections' data (as the
-        // reference moves them), the symbol table and the debug data (which it leaves).
+        // reference moves them), the symbol table and the debug data (which it leaves). The
+        // debug directory is found before any section moves (it is written where it is now).
+        if let Some((rva, len)) = self.directory(DEBUG_DIRECTORY) {
+            let table = self.offset_or(rva, len, "the debug directory")?;
+            for entry in 0..len / DEBUG_ENTRY {
+                let pointer_at = table + entry * DEBUG_ENTRY + 24;
+                let pointer = u64::from(self.u32(pointer_at));
+                if pointer > cut {
+                    self.put_u32(pointer_at, (pointer - size) as u32);
+                }
+            }
+        }
         for (i, other) in self.sections.clone().iter().enumerate() {
             if other.raw_offset > section.raw_offset {
                 self.sections[i].raw_offset -= size;
@@ -439,16 +450,6 @@ impl<'a> Pe<'a> {
         let symbols = u64::from(self.u32(symbols_at));
         if symbols > cut {
             self.put_u32(symbols_at, (symbols - size) as u32);
-        }
-        if let Some((rva, len)) = self.directory(DEBUG_DIRECTORY) {
-            let table = self.offset_or(rva, len, "the debug directory")?;
-            for entry in 0..len / DEBUG_ENTRY {
-                let pointer_at = table + entry * DEBUG_ENTRY + 24;
-                let pointer = u64::from(self.u32(pointer_at));
-                if pointer > cut {
-                    self.put_u32(pointer_at, (pointer - size) as u32);
-                }
-            }
         }
         self.data
             .to_mut()
