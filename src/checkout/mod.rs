@@ -37,7 +37,7 @@ use crate::ui::Task;
 use apply::{Outcome, SummaryRow};
 pub use error::Error;
 use pins::{PinBoard, PinFiles};
-use plan::{CheckoutPlan, ProjectPlan};
+use plan::{CheckoutPlan, LockBefore, ProjectPlan};
 pub use repos::resolve_submodule_url;
 use resolve::Resolved;
 
@@ -160,12 +160,40 @@ pub fn checkout(
         outcomes.extend(outcome);
     }
     if dry_run {
+        let lock = lock_before(selection, &plans);
         return Ok(Checkout::Planned(CheckoutPlan {
             preset: selection.preset.clone(),
             projects: plans,
+            lock,
         }));
     }
     Ok(Checkout::Done(outcomes))
+}
+
+/// The lock at the path a checkout writes, when the checkout resolves refs instead of
+/// reproducing it (a dry run shows what its pins become; build reads that lock by default).
+fn lock_before(selection: &Selection, plans: &[ProjectPlan]) -> Option<LockBefore> {
+    if selection.from_lock.is_some() || !selection.lock_path.exists() {
+        return None;
+    }
+    let (pins, unreadable) = match Lock::read(&selection.lock_path) {
+        Ok(lock) => {
+            let pins = plans
+                .iter()
+                .map(|plan| {
+                    let commit = lock.projects.get(&plan.project).map(|p| p.commit.clone());
+                    (plan.project.clone(), commit)
+                })
+                .collect();
+            (pins, None)
+        }
+        Err(error) => (IndexMap::new(), Some(error.to_string())),
+    };
+    Some(LockBefore {
+        path: selection.lock_path.display().to_string(),
+        unreadable,
+        pins,
+    })
 }
 
 fn plan_line(plan: &ProjectPlan) -> String {

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::error::Error;
@@ -204,6 +205,22 @@ pub struct CheckoutPlan {
     /// Which preset chose the refs and why (none when reproducing a lock).
     pub preset: Option<String>,
     pub projects: Vec<ProjectPlan>,
+    /// The lock already at the path this checkout writes, when the checkout resolves refs
+    /// anew instead of reproducing it: what its pins become.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockBefore>,
+}
+
+/// The lock a checkout that resolves refs would write over (build reads it by default).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct LockBefore {
+    pub path: String,
+    /// Why the lock could not be read (its pins are then unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// The commit the lock pins per planned project (none: not in the lock).
+    pub pins: IndexMap<String, Option<String>>,
 }
 
 /// What a dry run shows where the checkout would refuse the tree's own changes.
@@ -509,11 +526,42 @@ impl CheckoutPlan {
         let projects: Vec<String> = self.projects.iter().map(ProjectPlan::to_text).collect();
         out.push_str(&projects.join("\n"));
         out.push('\n');
+        if let Some(lock) = &self.lock {
+            out.push_str(&lock.to_text(&self.projects));
+        }
         out
     }
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+impl LockBefore {
+    /// The lock's pins beside this checkout's, and how to keep them instead.
+    fn to_text(&self, projects: &[ProjectPlan]) -> String {
+        if let Some(reason) = &self.unreadable {
+            return format!(
+                "\nlock {}: cannot be read ({reason}); this checkout writes a new one\n",
+                self.path
+            );
+        }
+        let width = projects.iter().map(|p| p.project.len()).max().unwrap_or(0);
+        let mut out = format!(
+            "\nlock {}: this checkout resolves the refs again and writes over it \
+             (`--from-lock {}` checks out its pins instead)\n",
+            self.path, self.path
+        );
+        for plan in projects {
+            let locked = self.pins.get(&plan.project).and_then(Option::as_deref);
+            let change = match locked {
+                None => format!("not in the lock; pinned at {}", short(&plan.commit)),
+                Some(commit) if commit == plan.commit => format!("{} (unchanged)", short(commit)),
+                Some(commit) => format!("{} -> {}", short(commit), short(&plan.commit)),
+            };
+            out.push_str(&format!("  {:width$}  {change}\n", plan.project));
+        }
+        out
     }
 }
 
@@ -708,7 +756,41 @@ mod tests {
         let plan = CheckoutPlan {
             preset: Some("torch ref 'release/2.9' is listed by preset 'rocm-release'".into()),
             projects: vec![project(&target(), &TreeState::default()).expect("plan")],
+            lock: None,
         };
         insta::assert_snapshot!(plan.to_json());
+    }
+
+    /// Moved, unchanged and new pins against the lock in the root; a lock that cannot be read.
+    #[test]
+    fn the_lock_in_the_root_is_shown_with_what_its_pins_become() {
+        let torch = project(&target(), &TreeState::default()).expect("plan");
+        let mut vision = torch.clone();
+        vision.project = "vision".into();
+        let mut apex = torch.clone();
+        apex.project = "apex".into();
+        let commit = torch.commit.clone();
+        let mut plan = CheckoutPlan {
+            preset: None,
+            projects: vec![torch, vision, apex],
+            lock: Some(LockBefore {
+                path: "/ws/rockbuild.lock.json".into(),
+                unreadable: None,
+                pins: IndexMap::from([
+                    (
+                        "torch".to_string(),
+                        Some("0123456789abcdef0123".to_string()),
+                    ),
+                    ("vision".to_string(), Some(commit)),
+                    ("apex".to_string(), None),
+                ]),
+            }),
+        };
+        let mut text = plan.to_text();
+        if let Some(lock) = &mut plan.lock {
+            lock.unreadable = Some("not a rockbuild lock".into());
+        }
+        text.push_str(&plan.to_text());
+        insta::assert_snapshot!(text);
     }
 }

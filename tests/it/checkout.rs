@@ -1018,6 +1018,38 @@ fn moving_to_a_new_pin_rehipifies_once() {
         .write("csrc/new.cu", "#include <cuda_runtime.h>\n");
     let new_head = world.torch.commit("new kernel");
     world.torch.publish();
+    // A dry run shows what the lock in the root pins and what this checkout moves it to.
+    let lock = env.path("ws/rockbuild.lock.json");
+    let old_head = read_lock(&lock)["projects"]["torch"]["commit"]
+        .as_str()
+        .expect("locked commit")
+        .to_string();
+    let dry = checkout(&env, &world, "ws", &["--project", "torch", "--dry-run"]).success();
+    let plan = String::from_utf8_lossy(&dry.get_output().stdout).into_owned();
+    let lock_section = plan
+        .split_once("\nlock ")
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    let path = lock.display();
+    assert_eq!(
+        lock_section,
+        format!(
+            "{path}: this checkout resolves the refs again and writes over it \
+             (`--from-lock {path}` checks out its pins instead)\n  torch  {} -> {}\n",
+            &old_head[..12],
+            &new_head[..12]
+        ),
+        "{plan}"
+    );
+    let json = checkout(
+        &env,
+        &world,
+        "ws",
+        &["--project", "torch", "--dry-run", "--json"],
+    )
+    .success();
+    let json: Value = serde_json::from_slice(&json.get_output().stdout).expect("plan JSON");
+    assert_eq!(json["lock"]["pins"]["torch"], old_head.as_str());
     checkout(&env, &world, "ws", &["--project", "torch"]).success();
     let torch = env.path("ws/pytorch");
     assert_eq!(
