@@ -20,15 +20,20 @@ const VERSION: &str = "2.10.0a0+rocm7.10.0a20251124";
 const SDK: &str = "7.10.0a20251124";
 
 fn spec() -> SplitSpec {
+    spec_for(SDK)
+}
+
+/// torch's split as the reference configures it, for a set built against SDK `sdk`.
+pub(crate) fn spec_for(sdk: &str) -> SplitSpec {
     SplitSpec {
         device_prefix: "amd-torch-device".into(),
         overlay_root: "torch/".into(),
-        device_requires: vec![format!("rocm-sdk-device-@GFXARCH@ == {SDK}")],
+        device_requires: vec![format!("rocm-sdk-device-@GFXARCH@ == {sdk}")],
         compression: Compression::Zstd,
     }
 }
 
-fn entries(wheel: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn entries(wheel: &Path) -> Vec<(String, Vec<u8>)> {
     let file = std::fs::File::open(wheel).expect("open");
     let mut zip = zip::ZipArchive::new(file).expect("zip");
     (0..zip.len())
@@ -41,7 +46,7 @@ fn entries(wheel: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn entry(wheel: &Path, name: &str) -> Vec<u8> {
+pub(crate) fn entry(wheel: &Path, name: &str) -> Vec<u8> {
     entries(wheel)
         .into_iter()
         .find(|(n, _)| n == name)

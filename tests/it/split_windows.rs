@@ -7,13 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rockbuild::wheel::kpack::archive::{Compression, Pack};
+use rockbuild::wheel::kpack::archive::Pack;
 use rockbuild::wheel::kpack::{elf, pe};
 use rockbuild::wheel::split::{SplitError, SplitSpec, split_wheel};
 
 use crate::common::snapshot;
 use crate::common::wheels::{HttpServer, WheelBuilder, write_simple_index};
 use crate::common::{TestEnv, tools_bin};
+use crate::split::{entries, entry, spec_for};
 use crate::windows_dlls::{sdk_core, torch, torch_hip_image};
 
 /// The versions of tests/it/windows_dlls.rs's Windows torch and SDK.
@@ -21,33 +22,7 @@ const TORCH: &str = "2.10.0a0+rocm7.13.0a20260430";
 const SDK: &str = "7.13.0a20260430";
 
 fn spec() -> SplitSpec {
-    SplitSpec {
-        device_prefix: "amd-torch-device".into(),
-        overlay_root: "torch/".into(),
-        device_requires: vec![format!("rocm-sdk-device-@GFXARCH@ == {SDK}")],
-        compression: Compression::Zstd,
-    }
-}
-
-fn entries(wheel: &Path) -> Vec<(String, Vec<u8>)> {
-    let file = std::fs::File::open(wheel).expect("open");
-    let mut zip = zip::ZipArchive::new(file).expect("zip");
-    (0..zip.len())
-        .map(|i| {
-            let mut entry = zip.by_index(i).expect("entry");
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut entry, &mut data).expect("read");
-            (entry.name().expect("name").to_string(), data)
-        })
-        .collect()
-}
-
-fn entry(wheel: &Path, name: &str) -> Vec<u8> {
-    entries(wheel)
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("{name} in {}", wheel.display()))
-        .1
+    spec_for(SDK)
 }
 
 /// pefile's reading of an image: its warnings (but the share of zero bytes, a heuristic),
