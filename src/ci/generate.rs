@@ -674,7 +674,7 @@ mod tests {
             }
             assert_eq!(on_windows, ["build", "smoke", "test"], "{mode}");
         }
-        // The callers of the Linux-only pull-request type have no Windows call.
+        // Pull requests build on Windows too, as the reference's CI does (release/2.12).
         let pr = shipped();
         let pr = pr.workflows.iter().find(|w| w.file == "rockbuild-pr.yml");
         let jobs: Vec<&str> = pr
@@ -683,7 +683,7 @@ mod tests {
             .iter()
             .map(|j| j.id.as_str())
             .collect();
-        assert_eq!(jobs, ["matrix", "chain"]);
+        assert_eq!(jobs, ["matrix", "chain", "windows"]);
     }
 
     /// docs/ci.md's table of repository variables is [`VARIABLES`].
@@ -719,8 +719,8 @@ mod tests {
     #[test]
     fn pull_requests_never_publish() {
         let releases = DEFAULT_RELEASES.replace(
-            "families: {only: [gfx94X-dcgpu]}\n    tests: {}\n    publish: false",
-            "families: {only: [gfx94X-dcgpu]}\n    tests:\n      smoke: {}\n    publish: true",
+            "families: {tier: presubmit}\n    tests: {}\n    publish: false",
+            "families: {tier: presubmit}\n    tests:\n      smoke: {}\n    publish: true",
         );
         assert_ne!(releases, DEFAULT_RELEASES);
         let (families, releases) = tables(&releases);

@@ -27,9 +27,22 @@ pub const GITHUB_MATRIX_LIMIT: usize = 256;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
     pub refs: Vec<String>,
+    /// The refs built on Windows: the table's own list for that platform, or the refs given
+    /// (`--pytorch-ref` names the refs of every platform).
+    pub windows_refs: Vec<String>,
     /// Family names known to the family table, each with a linux entry.
     pub families: Vec<String>,
     pub python: Vec<Python>,
+}
+
+impl Selection {
+    /// The refs built on `platform`.
+    pub fn refs_on(&self, platform: Platform) -> &[String] {
+        match platform {
+            Platform::Linux => &self.refs,
+            Platform::Windows => &self.windows_refs,
+        }
+    }
 }
 
 /// A GitHub matrix: `strategy.matrix: ${{ fromJSON(...) }}` takes it as it is.
@@ -226,7 +239,7 @@ fn platform_refs(
         .collect();
     for (family, runners) in &chosen {
         let excluded: Vec<&str> = selection
-            .refs
+            .refs_on(platform)
             .iter()
             .filter(|r| runners.excluded_refs.contains(r))
             .map(String::as_str)
@@ -238,7 +251,7 @@ fn platform_refs(
                 excluded.join(", ")
             ));
         }
-        let built = excluded.len() < selection.refs.len();
+        let built = excluded.len() < selection.refs_on(platform).len();
         if built && release.publish && runners.test_runner.is_empty() {
             notes.push(format!(
                 "{}: no {} test-runner in the family table: built and staged, never tested, \
@@ -249,7 +262,7 @@ fn platform_refs(
         }
     }
     let mut refs = Vec::new();
-    for pytorch_ref in &selection.refs {
+    for pytorch_ref in selection.refs_on(platform) {
         let mut chains = Vec::new();
         for (family, runners) in &chosen {
             if runners.excluded_refs.contains(pytorch_ref) {
@@ -617,6 +630,7 @@ mod tests {
     use super::*;
     use crate::ci::releases::{DEFAULT_RELEASES, ReleaseTable};
     use crate::stack::ConfigSource;
+    use std::collections::BTreeSet;
 
     fn tables() -> (FamilyTable, ReleaseTable) {
         let families = FamilyTable::load(&ConfigSource::embedded(
@@ -635,6 +649,7 @@ mod tests {
     fn default_selection(release: &Release) -> Selection {
         Selection {
             refs: release.pytorch_refs.clone(),
+            windows_refs: release.windows_refs().to_vec(),
             families: release.families.clone(),
             python: release.python.clone(),
         }
@@ -694,15 +709,16 @@ mod tests {
                 // The datacenter family's full suite has no windows entry to run on.
                 windows: [12 * 3, 12 * 3 * 5, 3 * 4 * 5 * 2, 3 * 4],
             },
+            // The presubmit families on release/2.12 and release/2.13; on Windows those with
+            // a windows entry, on release/2.12 alone; nothing tested or promoted.
             Case {
                 release_type: ReleaseType::Ci,
-                refs: 1,
-                chains: 1,
-                build_jobs: 1,
+                refs: 2,
+                chains: 8,
+                build_jobs: 8,
                 test_jobs: 0,
                 promoted_chains: 0,
-                // Pull requests build Linux only.
-                windows: [0; 4],
+                windows: [3, 3, 0, 0],
             },
         ];
         for case in cases {
@@ -846,6 +862,7 @@ mod tests {
         let release = releases.release(ReleaseType::Prerelease).expect("entry");
         let selection = Selection {
             refs: vec!["release/2.13".into()],
+            windows_refs: vec!["release/2.13".into()],
             families: vec!["gfx900".into(), "gfx90c".into(), "gfx110X-all".into()],
             python: release.python.clone(),
         };
@@ -935,6 +952,7 @@ mod tests {
         let release = releases.release(ReleaseType::Nightly).expect("entry");
         let selection = Selection {
             refs: vec!["release/2.14".into()],
+            windows_refs: vec!["release/2.14".into()],
             families: vec!["gfx90c".into()],
             python: release.python.clone(),
         };
@@ -966,6 +984,7 @@ mod tests {
         let nightly = releases.release(ReleaseType::Nightly).expect("nightly");
         let one_ref = Selection {
             refs: vec!["release/2.13".into()],
+            windows_refs: vec!["release/2.13".into()],
             ..default_selection(nightly)
         };
         let matrix = plan(nightly, &families, &one_ref).expect("plans");
@@ -1000,6 +1019,44 @@ mod tests {
                 current == want,
                 "docs/ci.md's generated matrix is out of date; run `ROCKBUILD_BLESS=1 cargo test docs_show` and commit it"
             );
+        }
+    }
+
+    /// Pull requests build what the reference's generator gives the `ci` release type
+    /// (TheRock build_tools/github_actions/configure_pytorch_release_matrix.py,
+    /// `CI_PYTORCH_REFS` and `CI_PYTHON_VERSIONS`): the same refs on each platform, Python
+    /// 3.12 alone, per-family and multi-arch alike.
+    #[test]
+    fn the_ci_matrix_is_the_reference_s() {
+        let reference: BTreeSet<(&str, &str, &str)> = [
+            ("linux", "release/2.12", "3.12"),
+            ("linux", "release/2.13", "3.12"),
+            ("windows", "release/2.12", "3.12"),
+        ]
+        .into();
+        let (families, releases) = tables();
+        let ci = releases.release(ReleaseType::Ci).expect("ci");
+        let per_family = plan(ci, &families, &default_selection(ci)).expect("plans");
+        for matrix in [per_family.clone(), per_family.multi_arch()] {
+            let mut built = BTreeSet::new();
+            for (platform, rows) in [("linux", &matrix.refs), ("windows", &matrix.windows)] {
+                for row in &rows.include {
+                    for chain in &row.families.include {
+                        for build in &chain.build.include {
+                            built.insert((platform, row.pytorch_ref.as_str(), build.python));
+                        }
+                    }
+                }
+            }
+            let built: BTreeSet<(&str, &str, String)> = built
+                .into_iter()
+                .map(|(p, r, python)| (p, r, python.to_string()))
+                .collect();
+            let want: BTreeSet<(&str, &str, String)> = reference
+                .iter()
+                .map(|(p, r, python)| (*p, *r, python.to_string()))
+                .collect();
+            assert_eq!(built, want);
         }
     }
 

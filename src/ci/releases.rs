@@ -119,9 +119,19 @@ pub struct Release {
     pub publish: bool,
     /// The sccache key prefix's first segment (F32: one cache per kind of build).
     pub cache: String,
-    /// Also built on Windows (the `windows:` column): the same refs, Pythons and tests, for
-    /// the families with a windows entry in the family table, on its runners.
+    /// Also built on Windows (the `windows:` column): the same Pythons and tests, for the
+    /// families with a windows entry in the family table, on its runners.
     pub windows: bool,
+    /// The refs built on Windows (`windows-pytorch-refs`, as the reference's generator keeps
+    /// one ref list per platform); `None`: the same as `pytorch_refs`.
+    pub windows_refs: Option<Vec<String>>,
+}
+
+impl Release {
+    /// The refs the table builds on Windows.
+    pub fn windows_refs(&self) -> &[String] {
+        self.windows_refs.as_deref().unwrap_or(&self.pytorch_refs)
+    }
 }
 
 /// The whole table, validated.
@@ -243,6 +253,8 @@ struct ReleaseEntry {
     cache: String,
     #[serde(default)]
     windows: bool,
+    #[serde(default)]
+    windows_pytorch_refs: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -298,7 +310,19 @@ impl Checker<'_> {
                 )
             })?;
         let python = self.pythons("python", &entry.python)?;
-        let pytorch_refs = self.refs(entry.pytorch_refs)?;
+        let pytorch_refs = self.refs("pytorch-refs", entry.pytorch_refs)?;
+        let windows_refs = match entry.windows_pytorch_refs {
+            Some(_) if !entry.windows => {
+                return Err(self.error(
+                    "windows-pytorch-refs",
+                    format!(
+                        "release type '{key}' is not built on Windows: set `windows: true` or drop its Windows refs"
+                    ),
+                ));
+            }
+            Some(refs) => Some(self.refs("windows-pytorch-refs", refs)?),
+            None => None,
+        };
         let families = self.family_selection(&entry.families)?;
         let mut tests = Vec::new();
         for (name, test) in entry.tests {
@@ -340,6 +364,7 @@ impl Checker<'_> {
             publish: entry.publish,
             cache: entry.cache,
             windows: entry.windows,
+            windows_refs,
         })
     }
 
@@ -358,17 +383,17 @@ impl Checker<'_> {
         Ok(out)
     }
 
-    fn refs(&self, given: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    fn refs(&self, field: &str, given: Vec<String>) -> Result<Vec<String>, ConfigError> {
         if given.is_empty() {
-            return Err(self.error("pytorch-refs", "empty ref list".to_string()));
+            return Err(self.error(field, "empty ref list".to_string()));
         }
         let mut out: Vec<String> = Vec::new();
         for name in given {
             if let Err(problem) = check_ref(&name) {
-                return Err(self.error("pytorch-refs", problem));
+                return Err(self.error(field, problem));
             }
             if out.contains(&name) {
-                return Err(self.error("pytorch-refs", format!("ref '{name}' is listed twice")));
+                return Err(self.error(field, format!("ref '{name}' is listed twice")));
             }
             out.push(name);
         }
@@ -673,7 +698,7 @@ mod tests {
             ),
             (
                 "  ci:\n    python: [\"3.12\"]\n    pytorch-refs: [main]\n    families: {tier: nightly}\n    publish: false\n    cache: x\n    extra: 1\n",
-                "releases.yaml:14:5: release-types.ci: unknown field `extra`, expected one of `python`, `pytorch-refs`, `families`, `tests`, `publish`, `cache`, `windows`",
+                "releases.yaml:14:5: release-types.ci: unknown field `extra`, expected one of `python`, `pytorch-refs`, `families`, `tests`, `publish`, `cache`, `windows`, `windows-pytorch-refs`",
             ),
         ];
         for (entry, want) in cases {

@@ -127,8 +127,14 @@ impl MatrixSettings {
     }
 
     pub fn selection(&self) -> Selection {
+        // Refs given by flag are every platform's; the table's keep its list per platform.
+        let windows_refs = match self.refs.source {
+            Source::Flag(_) => self.refs.value.clone(),
+            _ => self.release.windows_refs().to_vec(),
+        };
         Selection {
             refs: self.refs.value.clone(),
+            windows_refs,
             families: self.amdgpu_families.value.clone(),
             python: self.python.value.clone(),
         }
@@ -267,6 +273,7 @@ mod tests {
         add_full_tests(&mut release, &table).expect("publishes");
         let selection = Selection {
             refs: release.pytorch_refs.clone(),
+            windows_refs: release.windows_refs().to_vec(),
             families: release.families.clone(),
             python: release.python.clone(),
         };

@@ -239,11 +239,21 @@ fn matrix_prints_a_summary_without_json() {
         .success();
     let stdout = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
-    ref           platform  family        targets  python  build runner               test jobs (config×shards on runner)  promote
-    ------------  --------  ------------  -------  ------  -------------------------  -----------------------------------  -------
-    release/2.12  linux     gfx94X-dcgpu  gfx942   3.12    aws-linux-scale-rocm-prod  -                                    no
+    ref           platform  family        targets                          python  build runner               test jobs (config×shards on runner)  promote
+    ------------  --------  ------------  -------------------------------  ------  -------------------------  -----------------------------------  -------
+    release/2.12  linux     gfx94X-dcgpu  gfx942                           3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.12  linux     gfx110X-all   gfx1100,gfx1101,gfx1102,gfx1103  3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.12  linux     gfx1151       gfx1151                          3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.12  linux     gfx120X-all   gfx1200,gfx1201                  3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.13  linux     gfx94X-dcgpu  gfx942                           3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.13  linux     gfx110X-all   gfx1100,gfx1101,gfx1102,gfx1103  3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.13  linux     gfx1151       gfx1151                          3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.13  linux     gfx120X-all   gfx1200,gfx1201                  3.12    aws-linux-scale-rocm-prod  -                                    no
+    release/2.12  windows   gfx110X-all   gfx1100,gfx1101,gfx1102,gfx1103  3.12    azure-windows-scale-rocm   -                                    no
+    release/2.12  windows   gfx1151       gfx1151                          3.12    azure-windows-scale-rocm   -                                    no
+    release/2.12  windows   gfx120X-all   gfx1200,gfx1201                  3.12    azure-windows-scale-rocm   -                                    no
 
-    builds: 1 per-family, 1 multi-arch (one per ref and Python); this matrix is per-family
+    builds: 8 per-family, 2 multi-arch (one per ref and Python); on Windows 3 per-family, 1 multi-arch; this matrix is per-family
     ");
     let written = std::fs::read_to_string(&outputs).expect("outputs");
     let matrix = written
