@@ -297,8 +297,10 @@ pub fn resolve_selection(
             source: Source::Config(stack.source_name.clone()),
         },
     };
+    // Asked for (a flag or its variable), or the stack's own default ref.
+    let requested = !matches!(torch_ref.source, Source::Config(_));
     let choice = table
-        .choose(&stack, &torch_ref.value)
+        .choose(&stack, &torch_ref.value, requested)
         .map_err(|e| anyhow::Error::from(crate::exit::Classified::from(e)))?;
     let requests = selected
         .iter()

@@ -16,6 +16,10 @@ pub const DEFAULT_PRESETS: &str = include_str!("../../configs/presets.yaml");
 /// The `ref:` value that stands for the torch ref which selected the preset.
 pub const REQUESTED: &str = "requested";
 
+/// The choice for the stack's own default torch ref when no preset lists it: every project
+/// as the stack config has it.
+pub const STACK_DEFAULTS: &str = "stack";
+
 /// What a preset says about one project's ref.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
@@ -191,7 +195,17 @@ impl PresetTable {
     /// stack. An exact entry wins over every pattern, a more specific pattern (more characters
     /// that are not `*`) over a less specific one: exceptions to a rule such as `release/*` are
     /// rows of their own. Two presets matching equally well is an error naming both.
-    pub fn choose(&self, stack: &Stack, torch_ref: &str) -> Result<Choice, ConfigError> {
+    ///
+    /// `requested` says whether the torch ref was asked for (a flag) or is the stack's own
+    /// default ref: a requested ref no preset lists takes the default (the reference's rule
+    /// for every ref but nightly); the stack's own ref, when no preset lists it, keeps the
+    /// stack config's origins and pins followed where present ([`STACK_DEFAULTS`]).
+    pub fn choose(
+        &self,
+        stack: &Stack,
+        torch_ref: &str,
+        requested: bool,
+    ) -> Result<Choice, ConfigError> {
         let mut best: Vec<(Rank, &Preset, &str)> = Vec::new();
         for preset in &self.presets {
             for entry in &preset.torch_refs {
@@ -206,6 +220,24 @@ impl PresetTable {
             }
         }
         let (preset, reason) = match best.as_slice() {
+            [] if !requested => {
+                let preset = Preset {
+                    name: STACK_DEFAULTS.into(),
+                    description: "the stack config's origins, pins followed where present".into(),
+                    torch_refs: Vec::new(),
+                    line: None,
+                    rules: IndexMap::new(),
+                };
+                return Ok(Choice {
+                    reason: format!(
+                        "torch ref '{torch_ref}' is the stack's own default ({}) and no preset lists it: the stack's origins, pins followed where present",
+                        stack.source_name
+                    ),
+                    rules: self.project_rules(stack, &preset)?,
+                    name: preset.name,
+                    description: preset.description,
+                });
+            }
             [] => (
                 &self.default,
                 format!(
@@ -590,7 +622,7 @@ mod tests {
         assert!(table.len() > 1, "{table:?}");
         let releases = table.iter().filter(|r| *r != "nightly").map(String::as_str);
         for reference in releases.chain(["release/2.7", "release/2.10", "release/2.99"]) {
-            let choice = presets.choose(&stack, reference).expect("valid");
+            let choice = presets.choose(&stack, reference, true).expect("valid");
             assert_eq!(choice.name, "rocm-release", "{reference}");
             assert_eq!(
                 choice.reason,
@@ -624,7 +656,7 @@ mod tests {
     fn nightly_builds_upstream() {
         let (presets, stack) = shipped();
         assert!(release_table_refs().iter().any(|r| r == "nightly"));
-        let choice = presets.choose(&stack, "nightly").expect("valid");
+        let choice = presets.choose(&stack, "nightly", true).expect("valid");
         assert_eq!(choice.name, "nightly");
         let row = |name: &str| {
             let rule = &choice.rules[name];
@@ -667,21 +699,63 @@ mod tests {
         );
     }
 
+    /// The reference's rule for every ref but nightly, applied to refs no preset lists: a
+    /// tag (`v2.12.0`), a SHA or a branch of one's own goes to the ROCm fork with every pin
+    /// required; the stack's own default ref, asked for by no one, keeps the stack's origins
+    /// and optional pins.
     #[test]
-    fn other_refs_take_the_documented_default() {
+    fn other_refs_take_the_rocm_fork_with_required_pins() {
         let (presets, stack) = shipped();
-        let choice = presets.choose(&stack, "my-feature").expect("valid");
-        assert_eq!(choice.name, "default");
+        for reference in [
+            "v2.12.0",
+            "0123456789abcdef0123456789abcdef01234567",
+            "my-feature",
+        ] {
+            let choice = presets.choose(&stack, reference, true).expect("valid");
+            assert_eq!(choice.name, "default", "{reference}");
+            assert_eq!(
+                choice.reason,
+                format!(
+                    "no preset lists or matches torch ref '{reference}'; the default applies (configs/presets.yaml (built in):68)"
+                )
+            );
+            assert_eq!(
+                choice.rules["torch"].origin,
+                "https://github.com/ROCm/pytorch.git"
+            );
+            for pinned in ["audio", "vision", "apex", "triton"] {
+                assert_eq!(
+                    choice.rules[pinned].reference,
+                    RefRule::Pin {
+                        required: true,
+                        fallback: None
+                    },
+                    "{reference}: {pinned}"
+                );
+            }
+        }
+        let own = presets.choose(&stack, "my-feature", false).expect("valid");
+        assert_eq!(own.name, STACK_DEFAULTS);
         assert_eq!(
-            choice.reason,
-            "no preset lists or matches torch ref 'my-feature'; the default applies (configs/presets.yaml (built in):65)"
+            own.reason,
+            "torch ref 'my-feature' is the stack's own default (configs/stack.yaml (built in)) and no preset lists it: the stack's origins, pins followed where present"
         );
         assert_eq!(
-            choice.rules["audio"].reference,
+            own.rules["torch"].origin,
+            "https://github.com/pytorch/pytorch.git"
+        );
+        assert_eq!(
+            own.rules["audio"].reference,
             RefRule::Pin {
                 required: false,
                 fallback: None
             }
+        );
+        // The shipped stack's own ref is nightly, which its preset lists.
+        let nightly = &stack.projects["torch"].default_ref;
+        assert_eq!(
+            presets.choose(&stack, nightly, false).expect("valid").name,
+            "nightly"
         );
     }
 
@@ -705,7 +779,7 @@ mod tests {
             "release",
         ]
         .into_iter()
-        .map(|r| (r, presets.choose(&stack, r).expect("valid").name))
+        .map(|r| (r, presets.choose(&stack, r, true).expect("valid").name))
         .collect();
         assert_eq!(
             chosen,
@@ -725,7 +799,7 @@ mod tests {
         );
         let error = table(&tied)
             .expect("valid")
-            .choose(&stack, "release/2.13")
+            .choose(&stack, "release/2.13", true)
             .expect_err("ambiguous")
             .to_string();
         assert_eq!(
@@ -803,7 +877,7 @@ default:
         .map(|text| {
             let presets = table(text).expect("shape is valid");
             presets
-                .choose(&stack, "release/2.9")
+                .choose(&stack, "release/2.9", true)
                 .expect_err("stack mismatch")
                 .to_string()
         })
@@ -812,7 +886,7 @@ default:
         // The default is not checked for a ref that selects another preset, and vice versa.
         let presets = table(VALID).expect("valid");
         assert_eq!(
-            presets.choose(&stack, "main").expect("default").name,
+            presets.choose(&stack, "main", true).expect("default").name,
             "default"
         );
     }

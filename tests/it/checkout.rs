@@ -488,30 +488,51 @@ fn flags_beat_pins_and_missing_rows_can_be_required() {
         "--hashtag audio=main"
     );
 
-    // A torch ref without related_commits: the default applies, unless a row is required.
+    // A requested torch ref without related_commits: the shipped default (the reference's
+    // rule for every ref but nightly) requires the rows; a presets table whose default pins
+    // optionally takes them as required only with --require-related-commit.
     world
         .torch
         .git(&["checkout", "-q", "-b", "bare-pins", "v2.9.0"]);
     world.torch.git(&["rm", "-q", "related_commits"]);
     world.torch.commit("no pins");
     world.torch.publish();
-    env.rockbuild()
-        .args(["checkout", "--config"])
-        .arg(&world.config)
-        .args([
-            "--root-checkout-dir",
-            "strict",
-            "--repo-hashtag",
-            "bare-pins",
-            "--require-related-commit",
-            "--no-hipify",
-        ])
-        .args(["--project", "torch", "--project", "vision"])
-        .assert()
-        .code(2)
-        .stderr(contains(
+    let optional = env.path("optional-presets.yaml");
+    std::fs::write(
+        &optional,
+        "schema: 1\npresets: {}\ndefault:\n  description: torch as requested, pins optional\n  projects:\n    torch: {ref: requested}\n",
+    )
+    .expect("presets");
+    for (extra, message) in [
+        (
+            vec![
+                "--presets".to_string(),
+                optional.display().to_string(),
+                "--require-related-commit".into(),
+            ],
             "'torch' has no pytorch/related_commits to pin 'vision' (required by --require-related-commit)",
-        ));
+        ),
+        (
+            vec!["--gitrepo-origin".to_string(), world.torch.url()],
+            "'torch' has no pytorch/related_commits to pin 'vision' (required by preset 'default', configs/presets.yaml (built in):",
+        ),
+    ] {
+        env.rockbuild()
+            .args(["checkout", "--config"])
+            .arg(&world.config)
+            .args([
+                "--root-checkout-dir",
+                "strict",
+                "--repo-hashtag",
+                "bare-pins",
+                "--no-hipify",
+            ])
+            .args(&extra)
+            .args(["--project", "torch", "--project", "vision"])
+            .assert()
+            .code(2)
+            .stderr(contains(message));
+    }
     assert!(!env.path("strict/rockbuild.lock.json").exists());
 }
 
