@@ -971,6 +971,11 @@ pub struct PromoteArgs {
     /// wheels are rewritten with the new version, verified, then uploaded
     #[arg(long, value_enum, value_name = "KIND")]
     pub rewrite_version: Option<RewriteTo>,
+    /// With --rewrite-version, also move the pre-release public version of wheels with a
+    /// local label (2.10.0a0+rocm7.13.0a20260430 -> 2.10.0rc1+rocm7.13.0rc1); by default it is
+    /// kept and only the label follows the SDK, as the reference's promote_packages.py does
+    #[arg(long, requires = "rewrite_version")]
+    pub rewrite_public_version: bool,
     /// Print exactly what would be copied (or rewritten) and written
     #[arg(long)]
     pub dry_run: bool,

@@ -39,6 +39,7 @@ pub fn run(args: PromoteArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {
             settings: &settings.store,
         },
         settings.promotion,
+        settings.public_version,
         &dest.url(),
         settings.dry_run,
     )?;

@@ -23,10 +23,12 @@ use crate::wheel::rewrite::{Promotion, promoted_version};
 /// The SDK release a promotion moves to: `promotion` applied to the SDK version `staged`
 /// by the products' rule, when it moves it (an SDK already at or past the target stays).
 pub fn promoted_sdk(staged: &Version, promotion: Promotion) -> Option<Version> {
+    // The SDK's versions have no local label: their public version moves either way.
     promoted_version(
         crate::wheel::companion::SDK_META_PACKAGE,
         staged,
         promotion,
+        crate::wheel::rewrite::PublicVersion::Keep,
         None,
     )
     .ok()

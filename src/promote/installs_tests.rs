@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::platform::Platform;
-use crate::wheel::rewrite::{Promotion, rewrite_set};
+use crate::wheel::rewrite::{Promotion, PublicVersion, rewrite_set};
 
 fn tools() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin")
@@ -116,6 +116,7 @@ fn promoted_sets_verify_and_pip_and_uv_install_them() {
     let rewritten = rewrite_set(
         &[torch.clone(), triton.clone()],
         Promotion::Final,
+        PublicVersion::Promote,
         None,
         &released,
     )
@@ -253,9 +254,15 @@ fn defective_sources_are_refused_and_nothing_is_written() {
             "METADATA says version 3.5.0a0+git1a2b3c4d but the file name says 3.6.0a0",
         ),
     ] {
-        let error = rewrite_set(std::slice::from_ref(source), Promotion::Final, None, &out)
-            .expect_err("refused")
-            .to_string();
+        let error = rewrite_set(
+            std::slice::from_ref(source),
+            Promotion::Final,
+            PublicVersion::Promote,
+            None,
+            &out,
+        )
+        .expect_err("refused")
+        .to_string();
         assert!(error.starts_with(&source.display().to_string()), "{error}");
         assert!(error.contains(expected), "{error}");
     }
@@ -295,6 +302,7 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
     let rewritten = rewrite_set(
         std::slice::from_ref(&source),
         Promotion::ReleaseCandidate(1),
+        PublicVersion::Keep,
         None,
         &out,
     )

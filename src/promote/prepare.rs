@@ -25,7 +25,7 @@ use crate::verify::{self, Expectations, companions as sdk_files};
 use crate::wheel::companion::{Role, pinned_sdk_versions};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::metadata::Requirement;
-use crate::wheel::rewrite::{Promotion, Rewritten, rewrite_set};
+use crate::wheel::rewrite::{Promotion, PublicVersion, Rewritten, rewrite_set};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, WheelExpectations, read_metadata};
 
 /// The set ready to be planned.
@@ -53,6 +53,7 @@ pub fn prepare(
     staged: &Staged,
     sources: &Sources<'_>,
     promotion: Option<Promotion>,
+    public: PublicVersion,
     dest: &str,
     dry_run: bool,
 ) -> Result<Prepared, Error> {
@@ -69,7 +70,7 @@ pub fn prepare(
             _work: None,
         });
     };
-    rewritten(ctx, staged, sources, promotion, dest, dry_run)
+    rewritten(ctx, staged, sources, (promotion, public), dest, dry_run)
 }
 
 /// The tested products rewritten to `promotion` in a scratch directory and verified again as
@@ -78,7 +79,7 @@ fn rewritten(
     ctx: &Context,
     staged: &Staged,
     sources: &Sources<'_>,
-    promotion: Promotion,
+    (promotion, public): (Promotion, PublicVersion),
     dest: &str,
     dry_run: bool,
 ) -> Result<Prepared, Error> {
@@ -111,7 +112,8 @@ fn rewritten(
     let product_paths = products.iter().map(local).collect::<Result<Vec<_>, _>>()?;
     let sdk = sdk_promotion(&product_paths, staged.sdk.as_ref(), promotion)?;
     let RewritePlan { rewrite, keep } =
-        split_set::split(&products, sdk.as_ref().map(|(old, _)| old)).map_err(Error::Split)?;
+        split_set::split(&products, sdk.as_ref().map(|(old, _)| old), public)
+            .map_err(Error::Split)?;
     let rewrite_paths = rewrite.iter().map(local).collect::<Result<Vec<_>, _>>()?;
     let kept_paths = keep.iter().map(local).collect::<Result<Vec<_>, _>>()?;
     let task = ctx.ui.task("rewrite");
@@ -123,6 +125,7 @@ fn rewritten(
     let rewritten = rewrite_set(
         &rewrite_paths,
         promotion,
+        public,
         sdk.clone(),
         &work.path().join("rewritten"),
     )

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::StagedFile;
 use crate::ui::plural;
 use crate::wheel::filename::WheelFilename;
-use crate::wheel::rewrite::{Promotion, Rewritten, label_names_sdk};
+use crate::wheel::rewrite::{Promotion, PublicVersion, Rewritten, label_names_sdk};
 
 /// The set split for a version rewrite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,15 +36,19 @@ pub enum SplitError {
     )]
     NotAWheel(String),
     #[error(
-        "nothing to rewrite: every wheel of the set already has a final version ({0}); promote without --rewrite-version"
+        "nothing to rewrite: no wheel of the set changes version ({0}): a final public version is never moved, a pre-release with a local label keeps its public version unless --rewrite-public-version is given, and a label moves only with the ROCm SDK build it names; promote without --rewrite-version, or with --rewrite-public-version"
     )]
     NothingToRewrite(String),
 }
 
-/// Splits the set (its products): wheels with a pre-release or dev public version are
-/// rewritten, and so are those whose label names the ROCm SDK build `sdk` the promotion
-/// moves; the others are kept.
-pub fn split(set: &[StagedFile], sdk: Option<&Version>) -> Result<RewritePlan, SplitError> {
+/// Splits the set (its products): wheels whose label names the ROCm SDK build `sdk` the
+/// promotion moves are rewritten, and so are those with a pre-release or dev public version
+/// that moves (no local label, or `public` says so); the others are kept.
+pub fn split(
+    set: &[StagedFile],
+    sdk: Option<&Version>,
+    public: PublicVersion,
+) -> Result<RewritePlan, SplitError> {
     let mut plan = RewritePlan {
         rewrite: Vec::new(),
         keep: Vec::new(),
@@ -53,7 +57,9 @@ pub fn split(set: &[StagedFile], sdk: Option<&Version>) -> Result<RewritePlan, S
         let wheel = WheelFilename::parse(&staged.filename)
             .map_err(|_| SplitError::NotAWheel(staged.filename.clone()))?;
         let follows_sdk = sdk.is_some_and(|sdk| label_names_sdk(&wheel.version, sdk));
-        if is_final(&wheel.version) && !follows_sdk {
+        let public_moves = !is_final(&wheel.version)
+            && (wheel.version.local().is_empty() || public == PublicVersion::Promote);
+        if !public_moves && !follows_sdk {
             plan.keep.push(staged.clone());
         } else {
             plan.rewrite.push(staged.clone());
@@ -266,29 +272,42 @@ mod tests {
             "audio",
             "torchaudio-2.9.0.post1-cp311-cp311-linux_x86_64.whl",
         );
+        let all = [
+            torch.clone(),
+            triton.clone(),
+            vision.clone(),
+            candidate.clone(),
+            post.clone(),
+        ];
+        let plan = split(&all, None, PublicVersion::Promote).expect("split");
+        assert_eq!(
+            plan.rewrite,
+            vec![torch.clone(), vision.clone(), candidate.clone()]
+        );
+        assert_eq!(plan.keep, vec![triton.clone(), post.clone()]);
+        // The reference's rule: a labelled pre-release keeps its public version, and with no
+        // SDK moving its label neither, it goes as it is.
+        let plan = split(&all, None, PublicVersion::Keep).expect("split");
+        assert_eq!(plan.rewrite, vec![vision, candidate]);
+        assert_eq!(plan.keep, vec![torch.clone(), triton.clone(), post]);
+        let sdk: Version = "7.13.0".parse().expect("version");
         let plan = split(
-            &[
-                torch.clone(),
-                triton.clone(),
-                vision.clone(),
-                candidate.clone(),
-                post.clone(),
-            ],
-            None,
+            std::slice::from_ref(&torch),
+            Some(&sdk),
+            PublicVersion::Keep,
         )
         .expect("split");
-        assert_eq!(plan.rewrite, vec![torch, vision, candidate]);
-        assert_eq!(plan.keep, vec![triton.clone(), post]);
+        assert_eq!(plan.rewrite, vec![torch]);
 
         assert_eq!(
-            split(std::slice::from_ref(&triton), None)
+            split(std::slice::from_ref(&triton), None, PublicVersion::Keep)
                 .expect_err("nothing")
                 .to_string(),
-            "nothing to rewrite: every wheel of the set already has a final version (triton 3.5.0+git1a2b3c4d); promote without --rewrite-version"
+            "nothing to rewrite: no wheel of the set changes version (triton 3.5.0+git1a2b3c4d): a final public version is never moved, a pre-release with a local label keeps its public version unless --rewrite-public-version is given, and a label moves only with the ROCm SDK build it names; promote without --rewrite-version, or with --rewrite-public-version"
         );
         let sdist = staged("demo", "demo-1.0a1.tar.gz");
         assert_eq!(
-            split(&[sdist], None).expect_err("sdist"),
+            split(&[sdist], None, PublicVersion::Keep).expect_err("sdist"),
             SplitError::NotAWheel("demo-1.0a1.tar.gz".into())
         );
     }
@@ -308,12 +327,16 @@ mod tests {
             "apex-1.9.0+rocm7.10.0a2025112-cp311-cp311-linux_x86_64.whl",
         );
         let sdk: Version = "7.10.0a20251124".parse().expect("version");
-        let plan =
-            split(&[torch.clone(), triton.clone(), other.clone()], Some(&sdk)).expect("split");
+        let plan = split(
+            &[torch.clone(), triton.clone(), other.clone()],
+            Some(&sdk),
+            PublicVersion::Keep,
+        )
+        .expect("split");
         assert_eq!(plan.rewrite, vec![torch.clone(), triton]);
         assert_eq!(plan.keep, vec![other]);
         assert!(
-            split(&[torch], None).is_err(),
+            split(&[torch], None, PublicVersion::Keep).is_err(),
             "without the SDK: nothing to rewrite"
         );
     }

@@ -10,7 +10,7 @@ use crate::promote::waiver::{self, Waiver};
 use crate::promote::{self, SdkIndexes};
 use crate::stack::ConfigSource;
 use crate::store::{StoreSettings, StoreUrl};
-use crate::wheel::rewrite::Promotion;
+use crate::wheel::rewrite::{Promotion, PublicVersion};
 
 pub struct PromoteSettings {
     pub from: StoreUrl,
@@ -22,6 +22,9 @@ pub struct PromoteSettings {
     pub lock: Option<(PathBuf, Lock)>,
     /// The versions to promote to (`--rewrite-version`); none: the objects go as they are.
     pub promotion: Option<Promotion>,
+    /// What the promotion does to a labelled pre-release public version
+    /// (`--rewrite-public-version`; kept by default, as the reference keeps it).
+    pub public_version: PublicVersion,
     /// Where the ROCm SDK the set carries is published (`--index-url`, the lock's).
     pub sdk_indexes: SdkIndexes,
     pub store: StoreSettings,
@@ -37,6 +40,7 @@ impl PromoteSettings {
             test_reports,
             waiver,
             rewrite_version,
+            rewrite_public_version,
             dry_run,
             json,
             lock,
@@ -70,6 +74,11 @@ impl PromoteSettings {
                 RewriteTo::Rc => Promotion::ReleaseCandidate(1),
                 RewriteTo::Final => Promotion::Final,
             }),
+            public_version: if rewrite_public_version {
+                PublicVersion::Promote
+            } else {
+                PublicVersion::Keep
+            },
             sdk_indexes,
             store: store_settings(store),
             dry_run,

@@ -6,12 +6,15 @@
 //!
 //! # Version rules (PEP 440)
 //!
-//! Promotion moves the *public* version along `.devN`/`aN`/`bN` → `rcN` → final and keeps the
-//! local label (`+rocm7.13.0a20260430`, `+git1a2b3c4d`) intact:
+//! A version with a local label keeps its *public* version and its label moves with the SDK
+//! it names (the reference's rule: `2.10.0a0+rocm7.13.0a20260430` → `2.10.0a0+rocm7.13.0rc1`);
+//! a version without one (the SDK's own) moves its public version along
+//! `.devN`/`aN`/`bN` → `rcN` → final, and so does a labelled one with
+//! [`PublicVersion::Promote`] (`--rewrite-public-version`), keeping its label otherwise intact:
 //!
 //! | from | `rc` (`rcN`, default rc1) | `final` |
 //! |---|---|---|
-//! | `2.10.0a20260430+rocm7.13.0a20260430` | `2.10.0rc1+rocm7.13.0a20260430` | `2.10.0+rocm7.13.0a20260430` |
+//! | `2.10.0a20260430+rocm7.13.0a20260430` (public moved on request) | `2.10.0rc1+rocm7.13.0a20260430` | `2.10.0+rocm7.13.0a20260430` |
 //! | `2.10.0.dev20260430`, `2.10.0b2` | `2.10.0rc1` | `2.10.0` |
 //! | `2.10.0rc1` | `2.10.0rcN` for N > 1 only | `2.10.0` |
 //! | `2.10.0rc2.dev3` | `2.10.0rcN` for N ≥ 2 | `2.10.0` |
@@ -47,6 +50,19 @@ use std::path::{Path, PathBuf};
 
 pub use version::{VersionMap, label_names_sdk, promoted_version};
 pub use wheel::{Rewritten, rewrite_set, rewrite_version};
+
+/// What a promotion does to the pre-release public version of a wheel with a local label.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PublicVersion {
+    /// The reference's rule (`promote_packages.py`): a version with a local label keeps its
+    /// public version and only the label moves (`2.10.0a0+rocm7.13.0a20260430` →
+    /// `2.10.0a0+rocm7.13.0rc1`); one without a label (the SDK's own) moves its public version.
+    #[default]
+    Keep,
+    /// `promote --rewrite-public-version`: the public version moves too (`2.10.0a0` →
+    /// `2.10.0rc1`).
+    Promote,
+}
 
 /// Where a promotion takes a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

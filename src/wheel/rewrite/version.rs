@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use pep440_rs::{Prerelease, PrereleaseKind, Version};
 
-use super::{Promotion, RewriteError};
+use super::{Promotion, PublicVersion, RewriteError};
 use crate::wheel::companion::{SDK_META_PACKAGE, is_sdk_distribution};
 use crate::wheel::filename::{WheelFilename, normalize_name};
 
@@ -50,6 +50,7 @@ impl VersionMap {
     pub fn for_set(
         wheels: &[WheelFilename],
         to: Promotion,
+        public: PublicVersion,
         sdk: Option<(Version, Version)>,
     ) -> Result<VersionMap, RewriteError> {
         let mut map = VersionMap::default();
@@ -67,7 +68,7 @@ impl VersionMap {
                 continue;
             }
             seen.insert(name.clone(), wheel.version.clone());
-            match promoted_version(&name, &wheel.version, to, sdk.as_ref()) {
+            match promoted_version(&name, &wheel.version, to, public, sdk.as_ref()) {
                 Ok(new) => map.insert(&name, wheel.version.clone(), new),
                 Err(error) => refusals.push(error),
             }
@@ -105,6 +106,7 @@ pub fn promoted_version(
     name: &str,
     version: &Version,
     to: Promotion,
+    public: PublicVersion,
     sdk: Option<&(Version, Version)>,
 ) -> Result<Version, RewriteError> {
     let refuse = |reason: String| RewriteError::NotPromotable {
@@ -113,13 +115,18 @@ pub fn promoted_version(
         to,
         reason,
     };
-    if version.is_post() {
+    let labelled = !version.local().is_empty();
+    let pre = version.is_pre() || version.is_dev();
+    // The reference moves the public version of a version without a local label only (the
+    // SDK's own); one with a label keeps it unless asked.
+    let moves_public = !labelled || public == PublicVersion::Promote;
+    if moves_public && version.is_post() {
         return Err(refuse(
             "it is a post-release; publish a new build instead of promoting one".into(),
         ));
     }
     let mut new = version.clone();
-    if version.is_pre() || version.is_dev() {
+    if pre && moves_public {
         new = new.with_dev(None).with_post(None);
         new = match to {
             Promotion::Final => new.with_pre(None),
@@ -153,11 +160,15 @@ pub fn promoted_version(
         new = with_sdk_label(&new, sdk).map_err(|e| refuse(e.to_string()))?;
     }
     if new == *version {
-        return Err(refuse(if sdk.is_some() {
-            "its public version is already final and its local label does not name the promoted ROCm SDK build".into()
+        let kept = if pre {
+            "it has a local label, so its public version is kept (the reference's rule; --rewrite-public-version moves it too)"
         } else {
-            "its public version is already final (the local label is never rewritten on its own)"
-                .into()
+            "its public version is already final"
+        };
+        return Err(refuse(if sdk.is_some() {
+            format!("{kept} and its local label does not name the promoted ROCm SDK build")
+        } else {
+            format!("{kept} and the local label is never rewritten on its own")
         }));
     }
     Ok(new)
@@ -230,8 +241,68 @@ mod tests {
         }
     }
 
+    /// On request (`--rewrite-public-version`), as an unlabelled version always is.
     fn promote(text: &str, to: &str) -> Result<Version, RewriteError> {
-        promoted_version("torch", &v(text), promotion(to), None)
+        promoted_version(
+            "torch",
+            &v(text),
+            promotion(to),
+            PublicVersion::Promote,
+            None,
+        )
+    }
+
+    /// The reference's rule (promote_packages.py: a version with a local label keeps its
+    /// public version, its label is rewritten; one without moves its public version): the
+    /// issue's example, a dev build's label, and the SDK's own versions.
+    #[test]
+    fn a_labelled_version_keeps_its_public_version_unless_asked() {
+        let rc = (v("7.13.0a20260430"), v("7.13.0rc1"));
+        let keep = |text: &str, to: Promotion, sdk: Option<&(Version, Version)>| {
+            promoted_version("torch", &v(text), to, PublicVersion::Keep, sdk)
+                .map(|new| new.to_string())
+        };
+        let cases = [
+            (
+                "2.10.0a0+rocm7.13.0a20260430",
+                Promotion::ReleaseCandidate(1),
+                "2.10.0a0+rocm7.13.0rc1",
+            ),
+            (
+                "2.10.0a0+git1a2b3c4d.rocm7.13.0a20260430",
+                Promotion::ReleaseCandidate(1),
+                "2.10.0a0+git1a2b3c4d.rocm7.13.0rc1",
+            ),
+            // The SDK's own version has no label: its public version moves.
+            (
+                "7.13.0a20260430",
+                Promotion::ReleaseCandidate(1),
+                "7.13.0rc1",
+            ),
+        ];
+        for (from, to, expected) in cases {
+            assert_eq!(keep(from, to, Some(&rc)).expect(from), expected, "{from}");
+        }
+        let asked = promoted_version(
+            "torch",
+            &v("2.10.0a0+rocm7.13.0a20260430"),
+            Promotion::ReleaseCandidate(1),
+            PublicVersion::Promote,
+            Some(&rc),
+        )
+        .expect("promoted");
+        assert_eq!(asked.to_string(), "2.10.0rc1+rocm7.13.0rc1");
+        // Nothing moves the label without the SDK: refused, saying how to move the public part.
+        let error = keep(
+            "2.10.0a0+rocm7.13.0a20260430",
+            Promotion::ReleaseCandidate(1),
+            None,
+        )
+        .expect_err("nothing changes");
+        assert_eq!(
+            error.to_string(),
+            "torch 2.10.0a0+rocm7.13.0a20260430 cannot be promoted to rc1: it has a local label, so its public version is kept (the reference's rule; --rewrite-public-version moves it too) and the local label is never rewritten on its own"
+        );
     }
 
     #[test]
@@ -314,13 +385,16 @@ mod tests {
             ),
         ];
         for (from, to, expected) in cases {
-            let promoted = promoted_version("torch", &v(from), to, Some(&sdk)).expect(from);
+            let promoted =
+                promoted_version("torch", &v(from), to, PublicVersion::Promote, Some(&sdk))
+                    .expect(from);
             assert_eq!(promoted.to_string(), expected);
         }
         let error = promoted_version(
             "torch",
             &v("2.10.0+rocm7.12.0"),
             Promotion::Final,
+            PublicVersion::Promote,
             Some(&sdk),
         )
         .expect_err("no change");
@@ -341,7 +415,8 @@ mod tests {
         .iter()
         .map(|n| WheelFilename::parse(n).expect("name"))
         .collect();
-        let map = VersionMap::for_set(&names, Promotion::Final, None).expect("maps");
+        let map = VersionMap::for_set(&names, Promotion::Final, PublicVersion::Promote, None)
+            .expect("maps");
         assert_eq!(
             map.get("triton").map(|(_, new)| new.to_string()).as_deref(),
             Some("3.5.0+git1a2b3c4d")
@@ -353,7 +428,7 @@ mod tests {
         .iter()
         .map(|n| WheelFilename::parse(n).expect("name"))
         .collect();
-        let error = VersionMap::for_set(&finals, Promotion::Final, None)
+        let error = VersionMap::for_set(&finals, Promotion::Final, PublicVersion::Keep, None)
             .expect_err("refused")
             .to_string();
         assert!(error.contains("torch 2.10.0 cannot be promoted"), "{error}");
@@ -373,8 +448,13 @@ mod tests {
         .map(|n| WheelFilename::parse(n).expect("name"))
         .collect();
         let sdk = (v("7.10.0a20251124"), v("7.10.0rc1"));
-        let map = VersionMap::for_set(&names, Promotion::ReleaseCandidate(1), Some(sdk.clone()))
-            .expect("maps");
+        let map = VersionMap::for_set(
+            &names,
+            Promotion::ReleaseCandidate(1),
+            PublicVersion::Keep,
+            Some(sdk.clone()),
+        )
+        .expect("maps");
         for name in ["rocm", "rocm-sdk-core", "rocm_sdk_libraries_gfx94X-dcgpu"] {
             assert_eq!(map.get(name), Some(&sdk), "{name}");
         }

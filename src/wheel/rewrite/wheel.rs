@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use pep440_rs::Version;
 
-use super::{Promotion, RewriteError, VersionMap};
+use super::{Promotion, PublicVersion, RewriteError, VersionMap};
 use crate::wheel::archive::Archive;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, Requirement, RequirementError};
@@ -473,6 +473,7 @@ fn replace_literals(text: &str, replacements: &[(String, String)]) -> String {
 pub fn rewrite_set(
     wheels: &[PathBuf],
     to: Promotion,
+    public: PublicVersion,
     sdk: Option<(Version, Version)>,
     out_dir: &Path,
 ) -> Result<Vec<Rewritten>, RewriteError> {
@@ -489,7 +490,7 @@ pub fn rewrite_set(
             })?,
         );
     }
-    let map = VersionMap::for_set(&names, to, sdk)?;
+    let map = VersionMap::for_set(&names, to, public, sdk)?;
     wheels
         .iter()
         .zip(&names)

@@ -289,8 +289,9 @@ fn s3_stage_survives_a_refused_put_then_promotes_as_rc_from_s3_to_s3() {
         vec!["2.10.0a0+rocm7.13.0a20260501 0.25.0a0+rocm7.13.0a20260501 3.5.0+git1a2b3c4d"; 2]
     );
 
-    // A candidate prefix holding one build, smoke-tested, promoted S3 to S3 as rc1: the
-    // tested wheels are downloaded (and checked against the report), rewritten, uploaded.
+    // A candidate prefix holding one build, smoke-tested, promoted S3 to S3 as rc1 (its
+    // wheels pin no SDK, so their public versions move on request): the tested wheels are
+    // downloaded (and checked against the report), rewritten, uploaded.
     let candidates = server.url("candidates");
     stage(&world, "two", &candidates, &s3_args).success();
     let mirror = world.env.path("mirror-candidates");
@@ -302,6 +303,7 @@ fn s3_stage_survives_a_refused_put_then_promotes_as_rc_from_s3_to_s3() {
         "candidates.json",
         "--rewrite-version",
         "rc",
+        "--rewrite-public-version",
     ];
     extra.extend(&s3_args);
     let promoted = world

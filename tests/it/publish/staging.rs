@@ -61,8 +61,23 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
     );
     world.smoke(&web.url(), "nightly.json").success();
 
-    // Nightly → rc1: torch and torchvision are rewritten (torchvision's pin follows torch),
-    // triton is final already and goes as it is.
+    // These wheels pin no ROCm SDK, so no label moves, and the reference's rule keeps a
+    // labelled public version: nothing would change, and the refusal names the flag.
+    let kept = world
+        .promote(
+            "staged",
+            "rc",
+            &["--test-report", "nightly.json", "--rewrite-version", "rc"],
+        )
+        .code(2);
+    assert!(
+        stderr(&kept).contains("nothing to rewrite: no wheel of the set changes version (torch 2.10.0a0+rocm7.13.0a20260430, torchvision 0.25.0a0+rocm7.13.0a20260430, triton 3.5.0+git1a2b3c4d)")
+            && stderr(&kept).contains("--rewrite-public-version"),
+        "{}",
+        stderr(&kept)
+    );
+    // Nightly → rc1 on request (--rewrite-public-version): torch and torchvision are
+    // rewritten (torchvision's pin follows torch), triton is final already and goes as it is.
     let dry = world
         .promote(
             "staged",
@@ -72,6 +87,7 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
                 "nightly.json",
                 "--rewrite-version",
                 "rc",
+                "--rewrite-public-version",
                 "--dry-run",
             ],
         )
@@ -83,7 +99,13 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
         .promote(
             "staged",
             "rc",
-            &["--test-report", "nightly.json", "--rewrite-version", "rc"],
+            &[
+                "--test-report",
+                "nightly.json",
+                "--rewrite-version",
+                "rc",
+                "--rewrite-public-version",
+            ],
         )
         .success();
     let text = stderr(&promoted);
@@ -134,7 +156,13 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
         .promote(
             "rc",
             "release",
-            &["--test-report", "rc.json", "--rewrite-version", "final"],
+            &[
+                "--test-report",
+                "rc.json",
+                "--rewrite-version",
+                "final",
+                "--rewrite-public-version",
+            ],
         )
         .success();
     let release = wheels_under(&world.env.path("release"));
@@ -154,8 +182,7 @@ fn stage_then_rewrite_to_rc_then_final_and_install_each_with_pip_and_uv() {
         )
         .code(2);
     assert!(
-        stderr(&none)
-            .contains("nothing to rewrite: every wheel of the set already has a final version"),
+        stderr(&none).contains("nothing to rewrite: no wheel of the set changes version"),
         "{}",
         stderr(&none)
     );
