@@ -13,9 +13,11 @@ use super::split;
 use crate::context::Context;
 use crate::exit::ExitStatus;
 use crate::lock::{BuildRecord, Lock};
+use crate::recipes::WheelVersion;
 
-/// What the lock records about a build: every computed version, before anything runs, so a
-/// re-run from the same lock names its wheels the same way.
+/// What the lock records about a build before anything runs: every version known up front
+/// (given or predicted), and the projects whose version the build decides, so a re-run from
+/// the same lock names its wheels the same way. [`record_built`] completes it afterwards.
 pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
     BuildRecord {
         sdk_version: plan.sdk.info.version.clone(),
@@ -30,17 +32,69 @@ pub fn build_record(plan: &Plan, index_url: Option<String>) -> BuildRecord {
             .projects
             .iter()
             .filter(|p| p.dist.is_some())
-            .map(|p| (p.name.clone(), p.version.clone()))
+            .filter_map(|p| Some((p.name.clone(), p.version.known()?.to_string())))
             .collect(),
         stems: plan
             .projects
             .iter()
             .filter_map(|p| {
                 let dist = crate::wheel::filename::escape_name(p.dist.as_deref()?);
-                Some((p.name.clone(), format!("{dist}-{}", p.version)))
+                Some((p.name.clone(), format!("{dist}-{}", p.version.known()?)))
+            })
+            .collect(),
+        decided: plan
+            .projects
+            .iter()
+            .filter(|p| p.dist.is_some())
+            .filter_map(|p| match &p.version {
+                WheelVersion::Decided { why } => Some((p.name.clone(), why.clone())),
+                _ => None,
             })
             .collect(),
     }
+}
+
+/// Completes the record with what the build made of every version it was not handed: a
+/// decided one, or a prediction the wheel did not bear out (then noted in `decided`). Returns
+/// what changed, for people: `triton 3.5.0+… (decided by the build)`.
+pub fn record_built(
+    record: &mut BuildRecord,
+    plan: &Plan,
+    outcomes: &[ProjectOutcome],
+) -> Vec<String> {
+    let mut changed = Vec::new();
+    for project in &plan.projects {
+        let (Some(dist), Some(built)) = (
+            project.dist.as_deref(),
+            outcomes
+                .iter()
+                .find(|o| o.name == project.name)
+                .and_then(|o| o.version.as_deref()),
+        ) else {
+            continue;
+        };
+        let note = match &project.version {
+            WheelVersion::Given { .. } => continue,
+            WheelVersion::Predicted { version, .. } if version == built => continue,
+            WheelVersion::Predicted { version, from } => {
+                let note = format!("predicted {version} ({from}); the build made {built}");
+                record.decided.insert(project.name.clone(), note.clone());
+                note
+            }
+            WheelVersion::Decided { .. } => "decided by the build".to_string(),
+        };
+        if record.versions.get(&project.name).map(String::as_str) != Some(built) {
+            changed.push(format!("{} {built} ({note})", project.name));
+        }
+        record
+            .versions
+            .insert(project.name.clone(), built.to_string());
+        let dist = crate::wheel::filename::escape_name(dist);
+        record
+            .stems
+            .insert(project.name.clone(), format!("{dist}-{built}"));
+    }
+    changed
 }
 
 /// Records the plan in the lock (when there is one), runs it, and reports.
@@ -50,16 +104,17 @@ pub fn apply(
     lock: Option<(&Path, &Lock)>,
     index_url: Option<String>,
 ) -> anyhow::Result<ExitStatus> {
+    let mut record = build_record(plan, index_url);
     if let Some((path, lock)) = lock {
         let mut lock = lock.clone();
-        lock.build = Some(build_record(plan, index_url));
+        lock.build = Some(record.clone());
         lock.write(path)?;
     }
     let (reused, built): (Vec<_>, Vec<_>) = plan.projects.iter().partition(|p| p.reuse.is_some());
     let named = |projects: &[&super::plan::ProjectPlan]| {
         projects
             .iter()
-            .map(|p| format!("{} {}", p.name, p.version))
+            .map(|p| format!("{} {}", p.name, p.version.shown()))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -111,6 +166,21 @@ pub fn apply(
         }
     }
     show(ctx, plan, &report)?;
+    // What the build decided goes into the lock, so verify, stage and promote check against
+    // the wheels as built.
+    let decided = record_built(&mut record, plan, &outcomes);
+    if let Some((path, lock)) = lock
+        && !decided.is_empty()
+    {
+        let mut lock = lock.clone();
+        lock.build = Some(record);
+        lock.write(path)?;
+        ctx.ui.status(format!(
+            "{} records the versions the build decided: {}",
+            path.display(),
+            decided.join(", ")
+        ));
+    }
     split?;
     failures(ctx, plan, outcomes)
 }

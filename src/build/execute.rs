@@ -16,6 +16,7 @@ use super::plan::{Action, CopyIn, FileIn, Plan, ProjectPlan, Step};
 use super::report::{BuildReport, Status};
 use crate::context::Context;
 use crate::exec::ProcessError;
+use crate::recipes::{WheelVersion, built_version};
 use crate::ui::Task;
 use crate::version;
 use crate::wheel::filename::{WheelFilename, escape_name};
@@ -35,6 +36,8 @@ pub struct ProjectOutcome {
     pub name: String,
     pub status: Status,
     pub wheel: Option<WheelFile>,
+    /// The version the wheel carries (its file name's): what pins the project pin.
+    pub version: Option<String>,
     /// Offset of the project's start from the start of the build.
     pub started: Duration,
     pub duration: Duration,
@@ -183,6 +186,7 @@ pub fn execute(
                             name: project.name.clone(),
                             status: Status::Skipped,
                             wheel: None,
+                            version: None,
                             started: build_start.elapsed(),
                             duration: Duration::ZERO,
                             error: None,
@@ -200,8 +204,14 @@ pub fn execute(
                     started.push(&project.name);
                     running += 1;
                     let sender = sender.clone();
+                    // What the finished projects' wheels carry fills in the pins on them.
+                    let built: Vec<(String, String)> = outcomes
+                        .values()
+                        .filter_map(|o| Some((built_version(&o.name), o.version.clone()?)))
+                        .collect();
                     scope.spawn(move || {
-                        let outcome = run_project(ctx, plan, project, previous, task, build_start);
+                        let outcome =
+                            run_project(ctx, plan, project, previous, &built, task, build_start);
                         let _ = sender.send(Event::Finished(outcome));
                     });
                 }
@@ -230,12 +240,13 @@ fn run_project(
     plan: &Plan,
     project: &ProjectPlan,
     previous: Option<&BuildReport>,
+    built: &[(String, String)],
     task: Task,
     build_start: Instant,
 ) -> ProjectOutcome {
     let started = build_start.elapsed();
     let clock = Instant::now();
-    let result = build_or_reuse(ctx, plan, project, previous, &task);
+    let result = build_or_reuse(ctx, plan, project, previous, built, &task);
     let duration = clock.elapsed();
     match result {
         Ok((status, wheel)) => {
@@ -254,6 +265,7 @@ fn run_project(
             ProjectOutcome {
                 name: project.name.clone(),
                 status,
+                version: wheel.as_ref().and_then(|w| wheel_version(&w.name)),
                 wheel,
                 started,
                 duration,
@@ -270,6 +282,7 @@ fn run_project(
                 name: project.name.clone(),
                 status: Status::Failed,
                 wheel: None,
+                version: None,
                 started,
                 duration,
                 error: Some(error),
@@ -283,6 +296,7 @@ fn build_or_reuse(
     plan: &Plan,
     project: &ProjectPlan,
     previous: Option<&BuildReport>,
+    built: &[(String, String)],
     task: &Task,
 ) -> anyhow::Result<(Status, Option<WheelFile>)> {
     if let Some(reused) = &project.reuse {
@@ -330,7 +344,7 @@ fn build_or_reuse(
     }
     let mut wheel = None;
     for step in &project.steps {
-        run_step(ctx, plan, project, step, task, &mut wheel)?;
+        run_step(ctx, plan, project, &step.filled(built), task, &mut wheel)?;
     }
     // A source component's build (its steps, often none) leaves no wheel.
     if wheel.is_none() && project.dist.is_some() {
@@ -357,8 +371,7 @@ fn install_if_missing(
             .venv
             .installed_version(dist)
             .and_then(|v| version::normalize("installed", &v).ok())
-            .as_deref()
-            != Some(project.version.as_str())
+            != wheel_version(&wheel.name)
     {
         run_step(ctx, plan, project, step, task, &mut Some(wheel.clone()))?;
     }
@@ -578,12 +591,16 @@ pub fn collect(
         .map_err(|error| anyhow::anyhow!("{}: the build produced {error}", project.name))?
         .version
         .to_string();
-    if found != project.version {
+    // A version handed to the build is an instruction: a wheel without it is refused. A
+    // prediction is a hint and a decided version is the build's: the wheel says.
+    if let WheelVersion::Given { version } = &project.version
+        && found != *version
+    {
         return Err(CollectError::VersionMismatch {
             project: project.name.clone(),
             wheel: name,
             found,
-            expected: project.version.clone(),
+            expected: version.clone(),
             hint: project.version_hint,
         }
         .into());
@@ -618,6 +635,13 @@ pub fn collect(
     })
 }
 
+/// The version a wheel's file name carries (normalized PEP 440).
+pub fn wheel_version(name: &str) -> Option<String> {
+    WheelFilename::parse(name)
+        .ok()
+        .map(|wheel| wheel.version.to_string())
+}
+
 /// True when an error (or its chain) is an interruption by a signal.
 pub fn interrupted(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -640,7 +664,9 @@ mod tests {
             recipe: "vision",
             priority: 3,
             dir: dir.to_path_buf(),
-            version: "0.25.0a0+rocm7.10.0".into(),
+            version: WheelVersion::Given {
+                version: "0.25.0a0+rocm7.10.0".into(),
+            },
             wheel_glob: None,
             after: vec![],
             venv: Default::default(),

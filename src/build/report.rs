@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::execute::ProjectOutcome;
 use super::plan::Plan;
+use crate::recipes::WheelVersion;
 
 /// The report format version.
 pub const SCHEMA: u32 = 1;
@@ -84,6 +85,10 @@ pub struct ProjectReport {
     #[serde(default)]
     pub dist: Option<String>,
     pub version: String,
+    /// When the plan did not hand the build this version: decided by the build (and why), or
+    /// predicted otherwise than built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_decided: Option<String>,
     /// Wheel file name in the output directory.
     #[serde(default)]
     pub wheel: Option<String>,
@@ -285,6 +290,17 @@ impl BuildReport {
 }
 
 /// The report of a finished (or failed) build.
+/// What the report says of a version the plan did not hand the build.
+fn decided(planned: &WheelVersion, built: Option<&str>) -> Option<String> {
+    match (planned, built) {
+        (WheelVersion::Decided { why }, _) => Some(format!("by the build: {why}")),
+        (WheelVersion::Predicted { version, from }, Some(built)) if built != version => Some(
+            format!("by the build: {built}, where rockbuild predicted {version} ({from})"),
+        ),
+        _ => None,
+    }
+}
+
 pub fn of_build(
     plan: &Plan,
     outcomes: &[ProjectOutcome],
@@ -302,7 +318,13 @@ pub fn of_build(
             ProjectReport {
                 status,
                 dist: project.dist.clone(),
-                version: project.version.clone(),
+                version: outcome
+                    .and_then(|o| o.version.clone())
+                    .unwrap_or_else(|| project.version.shown().to_string()),
+                version_decided: decided(
+                    &project.version,
+                    outcome.and_then(|o| o.version.as_deref()),
+                ),
                 wheel: wheel.map(|w| w.name.clone()),
                 sha256: wheel.map(|w| w.sha256.clone()),
                 size: wheel.map(|w| w.size),
@@ -386,6 +408,7 @@ mod tests {
             status: Status::Built,
             dist: Some("d".into()),
             version: "1".into(),
+            version_decided: None,
             wheel: Some("d-1-py3-none-any.whl".into()),
             sha256: None,
             size: Some(2048),

@@ -17,7 +17,7 @@ use crate::git::local;
 use crate::hipify::cache;
 use crate::lock::{BuildRecord, HipifyStamp, Lock, LockedProject};
 use crate::recipes::SourceState;
-use crate::recipes::{CheckoutFiles, Recipes, VersionInput};
+use crate::recipes::{CheckoutFiles, Recipes, VersionInput, WheelVersion};
 use crate::stack::{HipifyPolicy, Project, Stack, Target};
 use crate::version::ReleaseType;
 
@@ -100,7 +100,8 @@ pub fn checkout_files(
 
 /// The build record, when there is anything to record; `None` otherwise. Wheel versions
 /// come from build's own rules (`Recipe::version`, given the files each recipe reads, taken
-/// from the locked commits in the mirrors), so `build --lock` computes exactly these.
+/// from the locked commits in the mirrors), so `build --lock` computes exactly these; a
+/// version no rule can predict is listed as decided by the build, which records it.
 pub fn build_record(
     selection: &Selection,
     resolved: &[Resolved],
@@ -119,6 +120,7 @@ pub fn build_record(
     let release_type = facts.release_type.unwrap_or(ReleaseType::Nightly);
     let mut versions = IndexMap::new();
     let mut stems = IndexMap::new();
+    let mut decided = IndexMap::new();
     if let Some(suffix) = &suffix {
         for (name, resolved) in selection.projects.iter().zip(resolved) {
             let project = &selection.stack.projects[name];
@@ -138,7 +140,7 @@ pub fn build_record(
                 digest: None,
                 epoch: None,
             };
-            let version = recipe
+            let planned = recipe
                 .version(&VersionInput {
                     project: name,
                     dir: &selection.root.join(&project.checkout_dir),
@@ -149,6 +151,13 @@ pub fn build_record(
                     build_number: facts.build_number,
                 })?
                 .wheel;
+            // What rockbuild cannot predict the build decides; the build records it.
+            let Some(version) = planned.known().map(str::to_string) else {
+                if let WheelVersion::Decided { why } = planned {
+                    decided.insert(name.clone(), why);
+                }
+                continue;
+            };
             let dist = crate::wheel::filename::escape_name(wheel);
             stems.insert(name.clone(), format!("{dist}-{version}"));
             versions.insert(name.clone(), version);
@@ -170,6 +179,7 @@ pub fn build_record(
         version_suffix: suffix.unwrap_or_default(),
         versions,
         stems,
+        decided,
     }))
 }
 

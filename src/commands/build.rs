@@ -37,11 +37,12 @@ pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
         lock.lock
             .expect_targets(&lock.path, &targets.source.to_string(), &targets.targets)?;
         // The lock names the versions of wheels.
+        // A version the build decides is checked once it is built (the record then holds it).
         let versions = plan
             .projects
             .iter()
             .filter(|p| p.dist.is_some())
-            .map(|p| (p.name.as_str(), p.version.as_str()));
+            .filter_map(|p| Some((p.name.as_str(), p.version.known()?)));
         lock.lock
             .expect_versions(&lock.path, "the build plan", versions)?;
     }

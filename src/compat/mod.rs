@@ -441,6 +441,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
             stems: Default::default(),
+            decided: Default::default(),
         });
         lock
     }

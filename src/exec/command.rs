@@ -55,6 +55,19 @@ impl Cmd {
         }
     }
 
+    /// The command with every `from` in its arguments and environment values replaced by
+    /// `to` (a placeholder filled in once what it stands for exists).
+    pub fn replace_text(mut self, from: &str, to: &str) -> Self {
+        let replace = |text: &mut OsString| {
+            if let Some(replaced) = text.to_str().filter(|t| t.contains(from)) {
+                *text = replaced.replace(from, to).into();
+            }
+        };
+        self.args.iter_mut().for_each(replace);
+        self.env.values_mut().flatten().for_each(replace);
+        self
+    }
+
     /// A short name for messages, e.g. `torch: git fetch`.
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();

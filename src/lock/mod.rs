@@ -163,6 +163,11 @@ pub struct BuildRecord {
     /// the project starts with, whatever its Python and platform tags.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub stems: IndexMap<String, String>,
+    /// Projects whose wheel version the build decides, and why rockbuild could not predict it
+    /// (or what it predicted instead): `versions` and `stems` gain their entries from the
+    /// built wheels once the build has run, and every later verb checks against those.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub decided: IndexMap<String, String>,
 }
 
 impl BuildRecord {
@@ -409,6 +414,7 @@ impl Lock {
                     version_suffix: String::new(),
                     versions: Default::default(),
                     stems: Default::default(),
+                    decided: Default::default(),
                 });
             }
         }
@@ -573,6 +579,7 @@ mod tests {
                 "audio".to_string(),
                 "torchaudio-2.9.0+rocm7.10.0a20251124".to_string(),
             )]),
+            decided: IndexMap::new(),
         });
         let path = Path::new("ci/rockbuild.lock.json");
         // What matches passes, whatever the order or spelling.

@@ -80,6 +80,9 @@ pub fn describe(
                     build.version_suffix
                 ));
             }
+            for (project, why) in &build.decided {
+                out.push_str(&format!("decided  {project}: by the build ({why})\n"));
+            }
         }
     }
     out
@@ -170,6 +173,7 @@ mod tests {
                     "torchaudio-2.9.0+rocm7.10.0a20251124".to_string(),
                 ),
             ]),
+            decided: IndexMap::new(),
         });
         insta::assert_snapshot!(format!(
             "{unbuilt}\n---\n{}",

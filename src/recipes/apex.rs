@@ -24,10 +24,9 @@ impl Recipe for Apex {
     }
 
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
-        let build = version_txt(input, false)?;
-        Ok(Versions {
-            wheel: build.clone(),
-            build,
+        Ok(match version_txt(input, false)? {
+            Ok(version) => Versions::given(version),
+            Err(why) => Versions::decided(why),
         })
     }
 
@@ -47,7 +46,7 @@ impl Recipe for Apex {
     }
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+        input.set_build_version(&mut env, "BUILD_VERSION");
         env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
         let dir = input.dir;
         let mut steps = Steps::new(input, env);

@@ -59,7 +59,7 @@ pub fn on_installed_torch(
     mut env: EnvDiff,
     options: &[(&str, &str)],
 ) -> ProjectSteps {
-    env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+    input.set_build_version(&mut env, "BUILD_VERSION");
     env.insert("BUILD_NUMBER".into(), input.shared.build_number.to_string());
     for (key, value) in options {
         env.insert(key.to_string(), value.to_string());

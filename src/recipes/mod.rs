@@ -96,12 +96,12 @@ pub trait Recipe: Send + Sync {
 
     /// The version handed to the build and the one its wheel carries. By default F28:
     /// `version.txt` + the stack's suffix, with the source commit in the local segment for
-    /// dev builds.
+    /// dev builds, handed to the build; a version.txt that holds no version (absent, empty,
+    /// computed by the build) leaves it to the build ([`WheelVersion::Decided`]).
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
-        let build = version_txt(input, true)?;
-        Ok(Versions {
-            wheel: build.clone(),
-            build,
+        Ok(match version_txt(input, true)? {
+            Ok(version) => Versions::given(version),
+            Err(why) => Versions::decided(why),
         })
     }
 
@@ -404,51 +404,121 @@ pub struct VersionInput<'a> {
     pub build_number: u32,
 }
 
-/// A project's versions: the one handed to the build, and the one its wheel carries (they
-/// differ when the build adds to it, as torch does with `.post<N>`).
+/// A project's versions: the one handed to the build (none: the build decides), and what its
+/// wheel will carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Versions {
-    pub build: String,
-    pub wheel: String,
+    pub build: Option<String>,
+    pub wheel: WheelVersion,
+}
+
+impl Versions {
+    /// Handed to the build, and carried by its wheel as given.
+    pub fn given(version: String) -> Versions {
+        Versions {
+            build: Some(version.clone()),
+            wheel: WheelVersion::Given { version },
+        }
+    }
+
+    /// Read from the tree's own rule, nothing handed to the build.
+    pub fn predicted(version: String, from: String) -> Versions {
+        Versions {
+            build: None,
+            wheel: WheelVersion::Predicted { version, from },
+        }
+    }
+
+    /// Not predictable: the built wheel says.
+    pub fn decided(why: String) -> Versions {
+        Versions {
+            build: None,
+            wheel: WheelVersion::Decided { why },
+        }
+    }
+}
+
+/// What the plan knows of a wheel's version before it is built. The artifact is the truth:
+/// a prediction is a hint, and what rockbuild cannot predict the build decides; either way
+/// what pins the project pins the version its built wheel carries.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "rule")]
+pub enum WheelVersion {
+    /// Handed to the build (`BUILD_VERSION`, `PYTORCH_BUILD_VERSION`): its wheel must carry
+    /// it, and one that does not is refused (the build ignored the instruction).
+    Given { version: String },
+    /// What the tree's own rule computes (`from`: where rockbuild read it), nothing handed to
+    /// the build: a built wheel of another version is taken as it is, and its version pinned.
+    Predicted { version: String, from: String },
+    /// Not predictable (`why`): the built wheel's version is the project's.
+    Decided { why: String },
+}
+
+impl WheelVersion {
+    /// The version known before the build, if any.
+    pub fn known(&self) -> Option<&str> {
+        match self {
+            WheelVersion::Given { version } | WheelVersion::Predicted { version, .. } => {
+                Some(version)
+            }
+            WheelVersion::Decided { .. } => None,
+        }
+    }
+
+    /// As the plan and messages show it.
+    pub fn shown(&self) -> &str {
+        self.known().unwrap_or("(decided by the build)")
+    }
+
+    /// How a pin on the project reads in its consumers' steps: the version itself when it is
+    /// given, else a placeholder the build fills in with the built wheel's ([`built_version`]).
+    pub fn pinned(&self, project: &str) -> String {
+        match self {
+            WheelVersion::Given { version } => version.clone(),
+            _ => built_version(project),
+        }
+    }
+}
+
+/// The placeholder for the version of `project`'s built wheel, in the environment and
+/// arguments of what pins it; the executor replaces it once that wheel exists.
+pub fn built_version(project: &str) -> String {
+    format!("<version of {project}'s built wheel>")
 }
 
 /// F28 over `version.txt`: its first line + the suffix; the upstream commit merged into the
-/// local segment for dev builds when `tags_commit`.
-pub fn version_txt(input: &VersionInput<'_>, tags_commit: bool) -> Result<String, Error> {
-    let path = input.dir.join("version.txt");
-    let base = input
-        .files
-        .text("version.txt")
-        .ok_or_else(|| Error::VersionSource {
-            project: input.project.to_string(),
-            path: path.clone(),
-            line: None,
-            problem: "does not exist; it must hold the project's base version (e.g. 2.10.0a0)"
-                .into(),
-        })?
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim();
+/// local segment for dev builds when `tags_commit`. `Ok(Err(why))`: the file holds no version
+/// rockbuild can read (absent, empty, not a version: computed by the build), so the build
+/// decides; an error is a suffix that makes no valid version.
+pub fn version_txt(
+    input: &VersionInput<'_>,
+    tags_commit: bool,
+) -> Result<Result<String, String>, Error> {
+    let Some(text) = input.files.text("version.txt") else {
+        return Ok(Err(
+            "it has no version.txt, so its build computes the version".into(),
+        ));
+    };
+    let base = text.lines().next().unwrap_or_default().trim();
     if base.is_empty() {
-        return Err(Error::VersionSource {
-            project: input.project.to_string(),
-            path,
-            line: Some(1),
-            problem: "is empty; it must hold the project's base version (e.g. 2.10.0a0)".into(),
-        });
+        return Ok(Err("its version.txt is empty".into()));
+    }
+    if base.parse::<pep440_rs::Version>().is_err() {
+        return Ok(Err(format!(
+            "version.txt:1 `{base}` is not a version (computed by the build?)"
+        )));
     }
     let commit = input
         .source
         .upstream
         .as_deref()
         .filter(|_| tags_commit && input.release_type.tags_commit());
-    Ok(version::project_version(
+    Ok(Ok(version::project_version(
         input.project,
         base,
         input.suffix,
         commit,
-    )?)
+    )?))
 }
 
 /// What the SDK looks like to the recipes. `known` is false when `plan` runs without an
@@ -515,8 +585,8 @@ pub struct RecipeInput<'a> {
     pub project: &'a Project,
     pub dir: &'a Path,
     pub files: &'a CheckoutFiles,
-    /// The version handed to the build ([`Versions::build`]).
-    pub build_version: &'a str,
+    /// The version handed to the build ([`Versions::build`]); `None`: the build decides it.
+    pub build_version: Option<&'a str>,
     /// By recipe name: the wheels of this build that the recipe pins ([`Recipe::pins`]).
     pub pinned: &'a BTreeMap<&'static str, Pin>,
     /// The values given to the recipe's options ([`Recipe::options`]).
@@ -529,6 +599,14 @@ pub struct RecipeInput<'a> {
 impl RecipeInput<'_> {
     pub fn path(&self, relative: &str) -> PathBuf {
         self.dir.join(relative)
+    }
+
+    /// Hands the build its version in `key`, when rockbuild knows one; otherwise the build
+    /// computes its own, and its wheel says which.
+    pub fn set_build_version(&self, env: &mut EnvDiff, key: &str) {
+        if let Some(version) = self.build_version {
+            env.insert(key.into(), version.to_string());
+        }
     }
 
     /// The checkout of the source component of recipe `recipe` this recipe builds against

@@ -64,6 +64,34 @@ pub struct Step {
     pub why: Option<&'static str>,
 }
 
+impl Step {
+    /// The step with each placeholder of `values` replaced by its value (what the build made
+    /// of a pinned project: [`super::built_version`]).
+    pub fn filled(&self, values: &[(String, String)]) -> Step {
+        let fill = |cmd: &Cmd| {
+            values
+                .iter()
+                .fold(cmd.clone(), |cmd, (from, to)| cmd.replace_text(from, to))
+        };
+        let action = match &self.action {
+            Action::Run(cmd) => Action::Run(fill(cmd)),
+            Action::InstallWheel(cmd) => Action::InstallWheel(fill(cmd)),
+            Action::Smoke(cmd) => Action::Smoke(fill(cmd)),
+            Action::Write { path, content } => Action::Write {
+                path: path.clone(),
+                content: values
+                    .iter()
+                    .fold(content.clone(), |text, (from, to)| text.replace(from, to)),
+            },
+            other => other.clone(),
+        };
+        Step {
+            action,
+            ..self.clone()
+        }
+    }
+}
+
 /// How a step (or a whole project) uses the one venv every project builds in. Ordered: a
 /// project's use is the largest of its steps'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]

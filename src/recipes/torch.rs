@@ -8,7 +8,7 @@ use super::Error;
 use super::step::FileIn;
 use super::{
     Hint, Pin, ProjectSteps, Recipe, RecipeInput, RecipeOption, Steps, VersionInput, Versions,
-    append_flags, prepend_path, version_txt,
+    WheelVersion, append_flags, prepend_path, version_txt,
 };
 use crate::env_vars;
 use crate::platform::Platform;
@@ -136,8 +136,13 @@ impl Recipe for Torch {
 
     /// F28, and PyTorch's own rule on top: it appends `.post<N>` to PYTORCH_BUILD_VERSION
     /// for build numbers above 1, so the wheel's version is not the one handed to it.
+    /// Without a version.txt rockbuild can read, no PYTORCH_BUILD_VERSION is handed over and
+    /// PyTorch's own rule (tools/generate_torch_version.py) decides.
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
-        let build = version_txt(input, true)?;
+        let build = match version_txt(input, true)? {
+            Ok(build) => build,
+            Err(why) => return Ok(Versions::decided(why)),
+        };
         let wheel = if input.build_number > 1 {
             version::normalize(
                 &format!("{}: version with build number", input.project),
@@ -146,7 +151,10 @@ impl Recipe for Torch {
         } else {
             build.clone()
         };
-        Ok(Versions { build, wheel })
+        Ok(Versions {
+            build: Some(build),
+            wheel: WheelVersion::Given { version: wheel },
+        })
     }
 
     fn pins(&self) -> &'static [&'static str] {
@@ -168,10 +176,7 @@ impl Recipe for Torch {
         ] {
             env.insert(key.into(), value.into());
         }
-        env.insert(
-            "PYTORCH_BUILD_VERSION".into(),
-            input.build_version.to_string(),
-        );
+        input.set_build_version(&mut env, "PYTORCH_BUILD_VERSION");
         env.insert(
             "PYTORCH_BUILD_NUMBER".into(),
             shared.build_number.to_string(),

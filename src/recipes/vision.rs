@@ -34,7 +34,7 @@ impl Recipe for Vision {
     }
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("VERSION_NAME".into(), input.build_version.to_string());
+        input.set_build_version(&mut env, "VERSION_NAME");
         let options = [
             ("FORCE_CUDA", "1"),
             ("TORCHVISION_USE_NVJPEG", "0"),

@@ -65,7 +65,7 @@ impl Recipe for TorchExtension {
     }
 
     fn steps(&self, input: &RecipeInput<'_>, mut env: EnvDiff) -> Result<ProjectSteps, Error> {
-        env.insert("BUILD_VERSION".into(), input.build_version.to_string());
+        input.set_build_version(&mut env, "BUILD_VERSION");
         if let Some(ck) = input.source_dir("composable-kernel") {
             env.insert(
                 "CK_INCLUDE_DIR".into(),
@@ -127,10 +127,7 @@ impl Recipe for ComposableKernel {
     /// stand-in states it here, as nothing records a source tree's version but the lock's
     /// commit.
     fn version(&self, _input: &VersionInput<'_>) -> Result<Versions, Error> {
-        Ok(Versions {
-            build: "1.1.0".into(),
-            wheel: "1.1.0".into(),
-        })
+        Ok(Versions::given("1.1.0".into()))
     }
 
     fn start_priority(&self) -> u8 {

@@ -28,7 +28,8 @@ pub fn fingerprint(
         project: &'a str,
         source: &'a str,
         hipify: Option<&'a str>,
-        version: &'a str,
+        /// `None`: decided by the build (from the sources and steps the key covers).
+        version: Option<&'a str>,
         sdk: &'a str,
         python: &'a str,
         targets: Vec<&'a str>,
@@ -52,7 +53,7 @@ pub fn fingerprint(
         hipify: locked
             .and_then(|l| l.hipify.as_ref())
             .map(|h| h.result_tree.as_str()),
-        version: &plan.version,
+        version: plan.version.known(),
         sdk: &sdk.info.version,
         python: &sdk.info.python,
         targets: targets.targets.iter().map(|t| t.as_str()).collect(),

@@ -21,7 +21,7 @@ use crate::build::input::BuildSettings;
 use crate::exec::Cmd;
 use crate::platform::Platform;
 use crate::recipes::{
-    self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions,
+    self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions, WheelVersion,
 };
 use crate::sdk::Venv;
 use crate::sdk::install::Installer;
@@ -85,9 +85,11 @@ pub struct ProjectPlan {
     /// Among projects ready at once, lower starts first ([`recipes::Recipe::start_priority`]).
     pub priority: u8,
     pub dir: PathBuf,
-    /// The version the wheel carries (normalized PEP 440).
-    pub version: String,
-    /// `torch-2.10.0a0+rocm7.10.0-*.whl`; `None` for a source component.
+    /// The version the wheel carries (normalized PEP 440): given to the build, predicted, or
+    /// decided by the build.
+    pub version: WheelVersion,
+    /// `torch-2.10.0a0+rocm7.10.0-*.whl` (`triton-*-*.whl` when the build decides);
+    /// `None` for a source component.
     pub wheel_glob: Option<String>,
     /// Projects that run before this one starts, each with its reasons.
     pub after: Vec<Dependency>,
@@ -161,7 +163,8 @@ pub fn assemble(
     let logs_dir = output_dir.join("logs");
 
     // Versions first: a project's pins name the versions of others (torch pins triton's,
-    // audio and vision pin torch's), and those are known before anything is built.
+    // audio and vision pin torch's): a version given to the build as it is, any other as the
+    // placeholder the executor fills in from the built wheel.
     let mut versions: Vec<Versions> = Vec::new();
     for snapshot in &world.projects {
         let recipe = recipes.of(&settings.stack, snapshot.project)?;
@@ -176,7 +179,9 @@ pub fn assemble(
         })?;
         // A project left out is its reused wheel: what pins it pins that wheel's version.
         if let Some(reused) = &snapshot.reuse {
-            version.wheel = reused.version.clone();
+            version.wheel = WheelVersion::Given {
+                version: reused.version.clone(),
+            };
         }
         versions.push(version);
     }
@@ -192,7 +197,7 @@ pub fn assemble(
                     snapshot.project.name.as_str(),
                     snapshot.project.wheel.as_ref().map(|dist| Pin {
                         dist: dist.clone(),
-                        version: version.wheel.clone(),
+                        version: version.wheel.pinned(&snapshot.project.name),
                     }),
                 )
             });
@@ -224,6 +229,7 @@ pub fn assemble(
         notes.extend(
             project_notes
                 .into_iter()
+                .chain(version_note(&project.version))
                 .map(|note| format!("{}: {note}", project.name)),
         );
         projects.push(project);
@@ -231,16 +237,18 @@ pub fn assemble(
     let venv_turns = add_venv_turns(&mut projects)?;
     for (index, snapshot) in world.projects.iter().enumerate() {
         // The cache key covers what a project compiles against, not what it only pins or
-        // takes turns with (a new triton source of the same version does not change torch).
+        // takes turns with (a new triton source of the same version does not change torch),
+        // unless the pinned version is the built wheel's: then the pinned project's key
+        // stands for the version its build makes.
         let deps: Vec<Option<String>> = projects[index]
             .after
             .iter()
-            .filter(|d| d.reasons.contains(&Reason::BuildsAgainst))
-            .map(|d| {
-                projects[..index]
-                    .iter()
-                    .find(|p| p.name == d.project)
-                    .and_then(|p| p.fingerprint.clone())
+            .filter_map(|d| {
+                let other = projects[..index].iter().find(|p| p.name == d.project);
+                let built_pin = d.reasons.contains(&Reason::Pins)
+                    && other.is_some_and(|p| !matches!(p.version, WheelVersion::Given { .. }));
+                (d.reasons.contains(&Reason::BuildsAgainst) || built_pin)
+                    .then(|| other.and_then(|p| p.fingerprint.clone()))
             })
             .collect();
         projects[index].fingerprint = match &snapshot.reuse {
@@ -361,7 +369,7 @@ fn project_plan(
             project,
             dir: &snapshot.dir,
             files: &snapshot.files,
-            build_version: &version.build,
+            build_version: version.build.as_deref(),
             pinned: &pinned,
             options: settings.options.of(&project.name),
             sources: &world.sources,
@@ -380,7 +388,7 @@ fn project_plan(
             format!(
                 "{}-{}-*.whl",
                 crate::wheel::filename::escape_name(dist),
-                version.wheel
+                version.wheel.known().unwrap_or("*")
             )
         }),
         after,
@@ -395,6 +403,20 @@ fn project_plan(
         version_hint: recipe.version_mismatch_hint(),
     };
     Ok((plan, steps.notes))
+}
+
+/// What the plan says of a version it does not hand to the build: predicted (a hint), or
+/// decided by the build; either way what pins the project pins its built wheel's version.
+fn version_note(version: &WheelVersion) -> Option<String> {
+    match version {
+        WheelVersion::Given { .. } => None,
+        WheelVersion::Predicted { version, from } => Some(format!(
+            "version {version} predicted ({from}): a hint; what pins it pins the version its built wheel carries"
+        )),
+        WheelVersion::Decided { why } => Some(format!(
+            "version decided by the build ({why}): what pins it pins the version its built wheel carries, and the report and the lock record it"
+        )),
+    }
 }
 
 /// The longest checkout root the reference builds Windows wheels under (`C:/b/pytorch` in its

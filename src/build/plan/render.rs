@@ -11,6 +11,7 @@ use crate::build::mode::{BuildMode, ModeChoice, SplitPlan};
 use crate::build::targets::TargetChoice;
 use crate::exec::Cmd;
 use crate::platform::Platform;
+use crate::recipes::{WheelVersion, built_version};
 use crate::sdk::install::Installer;
 use crate::sourced::Sourced;
 use crate::version::ReleaseType;
@@ -41,7 +42,23 @@ pub struct StepView {
     pub why: Option<&'static str>,
 }
 
+/// `text` with each placeholder of `values` replaced.
+fn fill(text: &str, values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .fold(text.to_string(), |text, (from, to)| text.replace(from, to))
+}
+
 impl StepView {
+    /// The view as shown: placeholders of predicted pins read as the predictions.
+    fn shown(mut self, values: &[(String, String)]) -> Self {
+        self.argv = self.argv.iter().map(|a| fill(a, values)).collect();
+        for value in self.env.values_mut().flatten() {
+            *value = fill(value, values);
+        }
+        self
+    }
+
     pub fn of(step: &Step) -> Self {
         let mut view = StepView {
             label: step.label.clone(),
@@ -145,7 +162,10 @@ struct ProjectView<'a> {
     recipe: &'a str,
     dir: String,
     commit: Option<&'a str>,
-    version: &'a str,
+    /// `null`: decided by the build.
+    version: Option<&'a str>,
+    /// Given to the build, predicted (from where), or decided by the build (why).
+    version_rule: &'a WheelVersion,
     wheel: Option<&'a str>,
     targets: Vec<&'a str>,
     after: &'a [Dependency],
@@ -154,7 +174,7 @@ struct ProjectView<'a> {
     fingerprint: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reuse: Option<ReuseView<'a>>,
-    env: &'a EnvDiff,
+    env: EnvDiff,
     steps: Vec<StepView>,
 }
 
@@ -167,6 +187,27 @@ struct ReuseView<'a> {
 }
 
 impl Plan {
+    /// The pins on predicted versions, as shown: the placeholder the executor fills in with
+    /// the built wheel's version reads as the prediction (a decided one stays a placeholder).
+    fn predicted_pins(&self) -> Vec<(String, String)> {
+        self.projects
+            .iter()
+            .filter_map(|p| match &p.version {
+                WheelVersion::Predicted { version, .. } => {
+                    Some((built_version(&p.name), version.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn shown_env(&self, env: &EnvDiff) -> EnvDiff {
+        let pins = self.predicted_pins();
+        env.iter()
+            .map(|(k, v)| (k.clone(), fill(v, &pins)))
+            .collect()
+    }
+
     pub fn to_json(&self) -> serde_json::Result<String> {
         let view = PlanView {
             platform: self.platform,
@@ -200,7 +241,8 @@ impl Plan {
                     recipe: p.recipe,
                     dir: p.dir.display().to_string(),
                     commit: p.source.head.as_deref(),
-                    version: &p.version,
+                    version: p.version.known(),
+                    version_rule: &p.version,
                     wheel: p.wheel_glob.as_deref(),
                     targets: self.targets.targets.iter().map(|t| t.as_str()).collect(),
                     after: &p.after,
@@ -212,8 +254,12 @@ impl Plan {
                         wheel: &r.wheel,
                         sha256: &r.sha256,
                     }),
-                    env: &p.env,
-                    steps: p.steps.iter().map(StepView::of).collect(),
+                    env: self.shown_env(&p.env),
+                    steps: p
+                        .steps
+                        .iter()
+                        .map(|s| StepView::of(s).shown(&self.predicted_pins()))
+                        .collect(),
                 })
                 .collect(),
             venv_turns: &self.venv_turns,
@@ -335,7 +381,7 @@ impl Plan {
             out,
             "{} {} -> {}",
             project.name,
-            project.version,
+            project.version.shown(),
             project
                 .wheel_glob
                 .as_deref()
@@ -377,7 +423,7 @@ impl Plan {
         );
         let _ = writeln!(out, "  log    {}", project.log.display());
         let _ = writeln!(out, "  env");
-        for (key, value) in &project.env {
+        for (key, value) in &self.shown_env(&project.env) {
             let shown = if crate::redact::is_secret_env_name(key) {
                 "****".to_string()
             } else {
@@ -410,7 +456,8 @@ impl Plan {
 
     /// A step as a shell line: what it does, with only the env it adds to the project's.
     fn step_line(&self, project: &ProjectPlan, step: &Step) -> String {
-        let view = StepView::of(step);
+        let view = StepView::of(step).shown(&self.predicted_pins());
+        let project_env = self.shown_env(&project.env);
         match view.kind {
             "remove" => format!("rm -rf {}", view.path.unwrap_or_default()),
             "write" => format!(
@@ -453,7 +500,7 @@ impl Plan {
                 let extra: Vec<String> = view
                     .env
                     .iter()
-                    .filter(|(k, v)| project.env.get(*k).map(String::as_str) != v.as_deref())
+                    .filter(|(k, v)| project_env.get(*k).map(String::as_str) != v.as_deref())
                     .map(|(k, v)| match v {
                         Some(v) => format!("{k}={}", quote(v)),
                         None => format!("-u {k}"),

@@ -10,7 +10,7 @@ use crate::build::inspect::{ProjectSnapshot, Snapshot};
 use crate::build::select::Selection;
 use crate::build::targets::{TargetRequest, family_of_index};
 use crate::env_vars::Environment;
-use crate::recipes::{CheckoutFiles, OptionValues, Recipes, SdkFacts};
+use crate::recipes::{CheckoutFiles, OptionValues, Recipes, SdkFacts, built_version};
 use crate::sdk::SdkInfo;
 use crate::settings::build::{BuildSettings, SdkSettings};
 use crate::settings::{Source, Sourced};
@@ -223,7 +223,7 @@ fn versions_pins_and_order() {
     let versions: Vec<(&str, &str)> = plan
         .projects
         .iter()
-        .map(|p| (p.name.as_str(), p.version.as_str()))
+        .map(|p| (p.name.as_str(), p.version.shown()))
         .collect();
     let triton = "3.5.0+git44444444.rocm7.10.0a20251124";
     assert_eq!(
@@ -236,10 +236,18 @@ fn versions_pins_and_order() {
             ("apex", "1.10.0+rocm7.10.0a20251124"),
         ]
     );
+    // torch pins the triton its build makes: the prediction is a hint, shown for it.
     let torch = project(&plan, "torch");
     assert_eq!(
         torch.env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"],
-        format!("rocm[libraries]=={SDK_VERSION}|triton=={triton}")
+        format!("rocm[libraries]=={SDK_VERSION}|triton==<version of triton's built wheel>")
+    );
+    assert!(
+        plan.to_text().contains(&format!(
+            "PYTORCH_EXTRA_INSTALL_REQUIREMENTS=rocm[libraries]=={SDK_VERSION}|triton=={triton}"
+        )),
+        "{}",
+        plan.to_text()
     );
     assert_eq!(
         torch.env["USE_FLASH_ATTENTION"], "OFF",
@@ -288,8 +296,8 @@ fn versions_pins_and_order() {
         ]
     );
     assert_eq!(
-        project(&plan, "audio").env["PYTORCH_VERSION"],
-        torch.version
+        Some(project(&plan, "audio").env["PYTORCH_VERSION"].as_str()),
+        torch.version.known()
     );
     assert!(!project(&plan, "apex").env.contains_key("PYTORCH_VERSION"));
     // Start order among ready projects: the reference's serial order.
@@ -339,20 +347,20 @@ fn dev_builds_tag_the_commit_and_build_numbers_post() {
     let plan = assemble_with(&dev, planned_sdk()).expect("plan");
     let torch = project(&plan, "torch");
     assert_eq!(
-        torch.version,
-        "2.10.0a0+git11111111.rocm7.10.0a20251124.post2"
+        torch.version.known(),
+        Some("2.10.0a0+git11111111.rocm7.10.0a20251124.post2")
     );
     assert_eq!(
         torch.env["PYTORCH_BUILD_VERSION"],
         "2.10.0a0+git11111111.rocm7.10.0a20251124"
     );
     assert_eq!(
-        project(&plan, "vision").version,
-        "0.25.0a0+git33333333.rocm7.10.0a20251124"
+        project(&plan, "vision").version.known(),
+        Some("0.25.0a0+git33333333.rocm7.10.0a20251124")
     );
     assert_eq!(
-        project(&plan, "apex").version,
-        "1.10.0+rocm7.10.0a20251124",
+        project(&plan, "apex").version.known(),
+        Some("1.10.0+rocm7.10.0a20251124"),
         "apex is never tagged"
     );
     // gfx942 has flash-attention kernels and triton is built: on.
@@ -594,6 +602,81 @@ fn plan_for_a_family_inferred_from_the_index_without_triton() {
     );
 }
 
+/// Every prediction the plan makes, with an input it cannot read: the plan is made all the
+/// same, the version is left to the build (noted), nothing is handed to the build for it,
+/// and what pins the project pins the placeholder the executor fills in from the built wheel.
+#[test]
+fn what_cannot_be_predicted_is_decided_by_the_build() {
+    let recipes = Recipes::builtin();
+    let base = settings();
+    let good = world(&base, &recipes, planned_sdk());
+    // (project index, file, content, version key handed to the build, who pins it)
+    let cases: [(usize, &str, Option<&str>, &str, Option<(&str, &str)>); 6] = [
+        (
+            0,
+            "version.txt",
+            None,
+            "PYTORCH_BUILD_VERSION",
+            Some(("audio", "PYTORCH_VERSION")),
+        ),
+        (
+            0,
+            "version.txt",
+            Some("@TORCH_VERSION@\n"),
+            "PYTORCH_BUILD_VERSION",
+            Some(("vision", "PYTORCH_VERSION")),
+        ),
+        (1, "version.txt", Some("\n"), "BUILD_VERSION", None),
+        (2, "version.txt", None, "VERSION_NAME", None),
+        (
+            3,
+            "setup.py",
+            Some("TRITON_VERSION = \"3.5.0\" + _version_suffix()\nsetup(version=TRITON_VERSION)\n"),
+            "TRITON_WHEEL_VERSION_SUFFIX",
+            Some(("torch", "PYTORCH_EXTRA_INSTALL_REQUIREMENTS")),
+        ),
+        (4, "version.txt", None, "BUILD_VERSION", None),
+    ];
+    let mut notes = Vec::new();
+    for (index, file, content, handed, pinned_by) in cases {
+        let mut world = good.clone();
+        world.projects[index]
+            .files
+            .files
+            .insert(file.into(), content.map(str::to_string));
+        let plan = assemble(&base, &recipes, &world).expect("planned all the same");
+        let name = world.projects[index].project.name.clone();
+        let decided = project(&plan, &name);
+        assert!(
+            matches!(decided.version, WheelVersion::Decided { .. }),
+            "{name}: {:?}",
+            decided.version
+        );
+        assert_eq!(decided.version.known(), None);
+        // Nothing handed to the build for its version (triton's suffix is its own input).
+        if handed != "TRITON_WHEEL_VERSION_SUFFIX" {
+            assert!(!decided.env.contains_key(handed), "{name}: {handed}");
+        }
+        if let Some((consumer, key)) = pinned_by {
+            assert!(
+                project(&plan, consumer).env[key].contains(&built_version(&name)),
+                "{consumer}: {}",
+                project(&plan, consumer).env[key]
+            );
+        }
+        let note = plan
+            .notes
+            .iter()
+            .find(|n| n.starts_with(&format!("{name}: version decided by the build")))
+            .unwrap_or_else(|| panic!("{name}: {:?}", plan.notes));
+        notes.push(note.clone());
+        // The lock's record lists it as decided, with no version to check yet.
+        let record = crate::build::apply::build_record(&plan, None);
+        assert!(record.decided.contains_key(&name) && !record.versions.contains_key(&name));
+    }
+    insta::assert_snapshot!(notes.join("\n"));
+}
+
 #[test]
 fn what_the_plan_refuses() {
     let recipes = Recipes::builtin();
@@ -661,30 +744,6 @@ fn what_the_plan_refuses() {
         &good,
     );
     let mut broken = good.clone();
-    broken.projects[2]
-        .files
-        .files
-        .insert("version.txt".into(), None);
-    refuse("no version.txt", &base, &broken);
-    let mut broken = good.clone();
-    broken.projects[1]
-        .files
-        .files
-        .insert("version.txt".into(), Some("\n".into()));
-    refuse("an empty version.txt", &base, &broken);
-    let mut broken = good.clone();
-    broken.projects[3]
-        .files
-        .files
-        .insert("setup.py".into(), Some("setup(version=get())\n".into()));
-    refuse("a triton version rockbuild cannot predict", &base, &broken);
-    let mut broken = good.clone();
-    broken.projects[3]
-        .files
-        .files
-        .insert("setup.py".into(), Some("setup(name=\"triton\")\n".into()));
-    refuse("no triton version", &base, &broken);
-    let mut broken = good.clone();
     broken.projects[3]
         .files
         .files
@@ -700,12 +759,9 @@ fn what_the_plan_refuses() {
         .files
         .insert("build_env.json".into(), Some("{\n  \"A\": \n".into()));
     refuse("a malformed build_env.json", &base, &broken);
-    let mut broken = good.clone();
-    broken.projects[0]
-        .files
-        .files
-        .insert("version.txt".into(), Some("2.10.0-garbage!\n".into()));
-    refuse("a version that is not PEP 440", &base, &broken);
+    let mut broken = settings();
+    broken.version_suffix = Some("+rocm 7!".into());
+    refuse("a suffix that makes no version", &broken, &good);
     let mut no_sysdeps = installed_sdk();
     no_sysdeps.dirs.clear();
     refuse(
@@ -728,7 +784,9 @@ fn bare(name: &str, priority: u8, venv: VenvUse, needs: &[&str]) -> ProjectPlan 
         recipe: "bare",
         priority,
         dir: PathBuf::from("/src").join(name),
-        version: "1.0".into(),
+        version: crate::recipes::WheelVersion::Given {
+            version: "1.0".into(),
+        },
         wheel_glob: None,
         after: needs
             .iter()

@@ -1,7 +1,7 @@
 //! triton (F22): `setup.py bdist_wheel` from `python/` or, since it moved (~torch 2.9), the
 //! repository root; installed into the venv afterwards. Its version is computed up front by
-//! the rule its own setup.py states ([`setup_py`]), so torch's pin is known before anything
-//! builds, and the built wheel is checked against it.
+//! the rule its own setup.py states ([`setup_py`]) as a hint for the plan; torch pins the
+//! version of the wheel triton's build made, whatever rockbuild predicted or could not.
 //!
 //! build_env.json, written by triton's checkout, only ever carried
 //! `TRITON_WHEEL_VERSION_SUFFIX` (W9). Its keys go to triton's environment alone, not to
@@ -70,45 +70,43 @@ impl Recipe for Triton {
     }
 
     /// setup.py's own rule ([`setup_py`]) with `TRITON_WHEEL_VERSION_SUFFIX` =
-    /// build_env.json's value + the stack's suffix, in the checkout's git state.
+    /// build_env.json's value + the stack's suffix, in the checkout's git state: a prediction
+    /// (nothing hands triton its version). An expression rockbuild cannot read (a helper of
+    /// another name, a computed base) is no refusal: the build decides, and torch pins the
+    /// triton that was built.
     fn version(&self, input: &VersionInput<'_>) -> Result<Versions, Error> {
         let relative = setup_path(input.files);
-        let text = input
-            .files
-            .text(relative)
-            .ok_or_else(|| Error::VersionSource {
-                project: input.project.to_string(),
-                path: input.dir.join(relative),
-                line: None,
-                problem: "does not exist (nor python/setup.py); triton's version is read from it"
-                    .into(),
-            })?;
-        let rule = setup_py::parse(text).map_err(|e| Error::VersionSource {
-            project: input.project.to_string(),
-            path: input.dir.join(relative),
-            line: e.line,
-            problem: e.problem,
-        })?;
+        let Some(text) = input.files.text(relative) else {
+            return Ok(Versions::decided(format!(
+                "it has no {relative} (nor {SETUP_IN_PYTHON}) to read its version rule from"
+            )));
+        };
+        let rule = match setup_py::parse(text) {
+            Ok(rule) => rule,
+            Err(unread) => {
+                let at = unread.line.map(|l| format!(":{l}")).unwrap_or_default();
+                return Ok(Versions::decided(format!(
+                    "{relative}{at} {}",
+                    unread.problem
+                )));
+            }
+        };
         let build_env = build_env(input.files, input.dir)?;
         let env_suffix = env_suffix(&build_env, input.suffix);
         let git = setup_py::Git {
             head: input.source.head.as_deref(),
             branch: input.source.branch.as_deref(),
         };
+        let from = format!(
+            "{relative}:{} computes `{}` with TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`",
+            rule.line,
+            rule.describe()
+        );
         let v = version::normalize(
-            &format!(
-                "{}: {}:{} computes `{}` with TRITON_WHEEL_VERSION_SUFFIX `{env_suffix}`",
-                input.project,
-                relative,
-                rule.line,
-                rule.describe()
-            ),
+            &format!("{}: {from}", input.project),
             &rule.evaluate(git, &env_suffix),
         )?;
-        Ok(Versions {
-            build: v.clone(),
-            wheel: v,
-        })
+        Ok(Versions::predicted(v, from))
     }
 
     fn start_priority(&self) -> u8 {
@@ -154,10 +152,6 @@ impl Recipe for Triton {
     /// its .github/scripts/build_triton_wheel.py names it by the device).
     fn upstream_wheels(&self) -> &'static [&'static str] {
         &["pytorch-triton-rocm"]
-    }
-
-    fn version_mismatch_hint(&self) -> &'static str {
-        "triton's setup.py computed its version otherwise than the rule rockbuild read from it (`rockbuild plan` shows the planned version; a helper such as get_git_version_suffix() that differs from upstream's?); torch pins the planned version, so this wheel would not satisfy it"
     }
 }
 

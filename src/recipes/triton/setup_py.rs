@@ -13,9 +13,11 @@
 //!   `release*` branch or outside git, then the suffix with its `+` turned into `-` when both
 //!   have one (`3.4.0+git12345678-rocm7.0.0rc20250728`).
 //!
-//! Each helper is taken to do what upstream's does. Should a tree's helper do otherwise, the
-//! built wheel's version differs from the plan's, the wheel is refused at collection, and what
-//! pins it is skipped: never a pin to nothing.
+//! Each helper is taken to do what upstream's does. The rule is a prediction for the plan,
+//! never a gate: an expression this reader does not know (a helper under another name, a
+//! computed base) leaves the version to the build, and a helper that does otherwise than
+//! upstream's makes a wheel of another version; either way torch pins the wheel triton's
+//! build made (as the reference pins the installed triton after building it).
 
 use crate::version::short_sha;
 
@@ -54,7 +56,7 @@ pub struct VersionRule {
     pub terms: Vec<Term>,
 }
 
-/// Why a setup.py's version cannot be predicted: the line and what is wrong there.
+/// Why a setup.py's version cannot be predicted: the line and what could not be read there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleError {
     pub line: Option<usize>,
@@ -122,7 +124,7 @@ pub fn parse(text: &str) -> Result<VersionRule, RuleError> {
         // No setup(version=...) to read: the variable upstream keeps for substitution.
         None => assignment(&lines, "TRITON_VERSION", lines.len()).ok_or_else(|| RuleError {
             line: setup_line.map(|l| l + 1),
-            problem: "has no `setup(version=...)` nor a `TRITON_VERSION = ...` line; rockbuild computes triton's version up front from them so torch can pin it".into(),
+            problem: "has no `setup(version=...)` nor a `TRITON_VERSION = ...` line to predict the version from".into(),
         })?,
     };
     let (line, expression) = if is_identifier(&expression) {
@@ -141,7 +143,7 @@ pub fn parse(text: &str) -> Result<VersionRule, RuleError> {
             term_of(term).ok_or_else(|| RuleError {
                 line: Some(line + 1),
                 problem: format!(
-                    "computes triton's version as `{expression}`, and rockbuild cannot predict `{term}` (it knows quoted strings, os.environ.get(\"TRITON_WHEEL_VERSION_SUFFIX\", \"\"), get_git_commit_hash(), get_git_version_suffix() and get_triton_version_suffix()); torch pins triton's version before it is built"
+                    "computes triton's version as `{expression}`, and rockbuild cannot predict `{term}`"
                 ),
             })
         })
@@ -399,7 +401,7 @@ setup(
     }
 
     #[test]
-    fn what_cannot_be_predicted_is_named_with_its_line() {
+    fn what_cannot_be_predicted_is_named_with_its_line_for_the_plan() {
         let error =
             parse("setup(\n    version=\"3.3.1\" + read_suffix(),\n)\n").expect_err("unknown");
         assert_eq!(error.line, Some(2));
