@@ -50,6 +50,10 @@ pub const PYTHONPATH: &str = "PYTHONPATH";
 // Inherited by builds and extended rather than replaced (src/recipes): a user's own
 // flags and library paths stay in front of what rockbuild adds.
 pub const CXXFLAGS: &str = "CXXFLAGS";
+/// The C and C++ compilers a build machine names (setuptools and CMake use them): resolved
+/// for the build cache's key.
+pub const CC: &str = "CC";
+pub const CXX: &str = "CXX";
 pub const CPPFLAGS: &str = "CPPFLAGS";
 pub const LDFLAGS: &str = "LDFLAGS";
 pub const LD_LIBRARY_PATH: &str = "LD_LIBRARY_PATH";

@@ -24,6 +24,9 @@ pub struct Snapshot<'a> {
     pub sources: BTreeMap<String, PathBuf>,
     /// Things a reader of the plan should know (placeholders, ignored inputs).
     pub notes: Vec<String>,
+    /// The tools the build's PATH resolves, by name ([`super::tools::resolve`]): what the
+    /// build cache keys instead of the PATH.
+    pub tools: BTreeMap<String, String>,
 }
 
 /// One selected project, as found on disk.

@@ -20,5 +20,6 @@ pub(crate) mod select;
 pub(crate) mod source;
 pub(crate) mod split;
 pub(crate) mod targets;
+pub(crate) mod tools;
 
 pub use error::Error;

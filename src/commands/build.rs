@@ -2,7 +2,7 @@
 //! the plan → printed (`plan`, `--dry-run`, `--json`) or applied.
 
 use crate::build::inspect::{self, Snapshot};
-use crate::build::{apply, plan, sdk_facts};
+use crate::build::{apply, plan, sdk_facts, tools};
 use crate::cli::BuildArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
@@ -24,11 +24,18 @@ pub fn run(args: BuildArgs, ctx: &Context, recipes: &Recipes) -> anyhow::Result<
         mut notes,
     } = inspect::checkouts(&settings, recipes)?;
     let sdk = sdk_facts::obtain(ctx, &settings, &recipes.sdk_dirs(), &mut notes)?;
+    let tools = tools::resolve(
+        settings.platform,
+        &plan::build_path(&settings, &sdk),
+        &settings.base_env,
+        &settings.sdk.venv.python(),
+    );
     let world = Snapshot {
         sdk,
         projects,
         sources,
         notes,
+        tools,
     };
     let plan = plan::assemble(&settings, recipes, &world)?;
     // `rockbuild lock` fixed the targets and named every wheel up front: no drift from it.

@@ -23,11 +23,7 @@ pub fn common_env(shared: &Shared<'_>) -> EnvDiff {
     set("VIRTUAL_ENV", shared.venv.dir.display().to_string());
     set(
         env_vars::PATH,
-        prepend_path(
-            shared.platform,
-            &[&sdk.info.bin, &shared.venv.bin()],
-            base.get(env_vars::PATH),
-        ),
+        build_path(shared.platform, sdk, shared.venv, base),
     );
     set("CMAKE_PREFIX_PATH", sdk.info.cmake.display().to_string());
     set("ROCM_HOME", sdk.info.root.display().to_string());
@@ -96,6 +92,20 @@ const HOST_MATH: &str = "lib/host-math";
 
 /// The optional SDK directories the common environment looks for.
 pub const COMMON_SDK_DIRS: &[&str] = &[DEVICE_LIBS, HOST_MATH];
+
+/// The PATH every step gets: the SDK's and the venv's programs before the inherited PATH.
+pub fn build_path(
+    platform: Platform,
+    sdk: &super::SdkFacts,
+    venv: &crate::sdk::Venv,
+    base: &crate::env_vars::Environment,
+) -> String {
+    prepend_path(
+        platform,
+        &[&sdk.info.bin, &venv.bin()],
+        base.get(env_vars::PATH),
+    )
+}
 
 /// `a:b:<inherited>` (`;` on Windows).
 pub fn prepend_path(platform: Platform, dirs: &[&Path], inherited: Option<&str>) -> String {

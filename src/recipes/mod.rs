@@ -35,7 +35,7 @@ use crate::version::{self, ReleaseType};
 use crate::wheel::filename::normalize_name;
 use crate::wheel::verify::WheelExpectation;
 
-pub use env::{append_flags, cmake_list, common_env, prepend_path};
+pub use env::{append_flags, build_path, cmake_list, common_env, prepend_path};
 pub use error::Error;
 pub use options::{OptionValues, ProjectOptions, RecipeOption};
 pub use step::{Action, EnvDiff, Step, VenvUse};

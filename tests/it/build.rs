@@ -1218,7 +1218,11 @@ fn push_branch(
     branch: &str,
     files: &[(String, String)],
 ) -> String {
-    let work = env.path(&format!("push-{}", branch.replace('/', "-")));
+    let origin = bare
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let work = env.path(&format!("push-{origin}-{}", branch.replace('/', "-")));
     let git = |args: &[&str]| {
         let mut command = env.command("git");
         command
@@ -1863,4 +1867,217 @@ fn a_multi_arch_build_is_split_verified_staged_and_installs_per_target() {
             "{device} not promoted: {promote_err}"
         );
     }
+}
+
+/// The sample stack's origins with files written over the default branches: `(project,
+/// files)`; torch's triton.txt is pointed at triton's new commit when triton changes.
+/// Returns the stack config.
+fn sample_with(world: &World, changes: &[(&str, Vec<(String, String)>)]) -> PathBuf {
+    let origins = sample_origins(&world.env);
+    let mut torch_files: Vec<(String, String)> = Vec::new();
+    for (project, files) in changes {
+        if *project == "torch" {
+            torch_files.extend(files.iter().cloned());
+            continue;
+        }
+        let repo = origins.repo(project);
+        let branch = repo.default_branch.as_str();
+        let commit = push_branch(&world.env, &repo.path, Some(branch), branch, files);
+        if *project == "triton" {
+            torch_files.push((
+                ".ci/docker/ci_commit_pins/triton.txt".into(),
+                format!("{commit}\n"),
+            ));
+        }
+    }
+    if !torch_files.is_empty() {
+        let torch = origins.repo("torch");
+        let branch = torch.default_branch.as_str();
+        push_branch(&world.env, &torch.path, Some(branch), branch, &torch_files);
+    }
+    origins.stack_yaml.clone()
+}
+
+/// A sample file with one exact text replaced (failing when the sample no longer has it).
+#[track_caller]
+fn sample_file_with(path: &str, from: &str, to: &str) -> String {
+    let text =
+        std::fs::read_to_string(crate::common::repo_root().join("examples/stack").join(path))
+            .expect("sample file");
+    assert!(text.contains(from), "{path} no longer contains {from:?}");
+    text.replace(from, to)
+}
+
+/// Checks out `stack_yaml` into `<root>` and builds it with `extra` (SDK from the local
+/// index, gfx906), then plans it again: the plan's fingerprints are the report's (one way of
+/// computing the cache key for the same tree). Returns the build's stderr and the plan.
+fn check_out_and_build(world: &World, stack_yaml: &Path, extra: &[&str]) -> String {
+    ok(&world
+        .rockbuild()
+        .args(["checkout", "--config"])
+        .arg(stack_yaml)
+        .arg("--root-checkout-dir")
+        .arg(&world.root)
+        .output()
+        .expect("run checkout"));
+    let run = |verb: &str, more: &[&str]| {
+        world
+            .rockbuild()
+            .args([verb, "--config"])
+            .arg(stack_yaml)
+            .arg("--root-checkout-dir")
+            .arg(&world.root)
+            .arg("--output-dir")
+            .arg(world.out())
+            .args(["--pytorch-rocm-arch", "gfx906"])
+            .args(extra)
+            .args(more)
+            .output()
+            .expect("run rockbuild")
+    };
+    let build = run(
+        "build",
+        &["--install-rocm", "--index-url", &world.index_url],
+    );
+    ok(&build);
+    let json = run("plan", &["--json"]);
+    ok(&json);
+    let plan: Value = serde_json::from_slice(&json.stdout).expect("plan JSON");
+    let report = read_json(&world.out().join("build-report.json"));
+    for project in plan["projects"].as_array().expect("projects") {
+        let name = project["name"].as_str().expect("name");
+        assert_eq!(
+            project["fingerprint"], report["projects"][name]["fingerprint"],
+            "{name}: the plan's cache key is the build's"
+        );
+    }
+    let text_plan = run("plan", &[]);
+    ok(&text_plan);
+    format!("{}\n{}", text(&build.stderr), text(&text_plan.stdout))
+}
+
+/// The version a wheel's file name carries.
+fn version_of(wheel: &Path) -> String {
+    let name = wheel.file_name().and_then(|n| n.to_str()).expect("name");
+    name.split('-').nth(1).expect("a version part").to_string()
+}
+
+/// Upstream's version rule with its helper renamed (`TRITON_VERSION = "3.5.0" +
+/// _version_suffix()`): rockbuild cannot predict it, so the build decides. triton builds
+/// first, torch pins the triton that was built (Requires-Dist from
+/// PYTORCH_EXTRA_INSTALL_REQUIREMENTS), the lock and the report say what was decided, and
+/// verify against the lock accepts the set.
+#[test]
+fn a_triton_rockbuild_cannot_predict_builds_and_torch_pins_what_was_built() {
+    let world = World::new();
+    let setup = sample_file_with(
+        "triton/setup.py",
+        "get_triton_version_suffix",
+        "_version_suffix",
+    );
+    let stack = sample_with(&world, &[("triton", vec![("setup.py".into(), setup)])]);
+    let output = check_out_and_build(
+        &world,
+        &stack,
+        &["--skip", "audio", "--skip", "vision", "--skip", "apex"],
+    );
+    assert!(
+        output.contains("triton: version decided by the build (setup.py:80 computes triton's version as `\"3.5.0\" + _version_suffix()`, and rockbuild cannot predict `_version_suffix()`)"),
+        "{output}"
+    );
+    let triton = only_wheel(&world.out(), "triton");
+    let built = version_of(&triton);
+    assert!(built.starts_with("3.5.0+git"), "{built}");
+    assert!(
+        requires_dist(&only_wheel(&world.out(), "torch")).contains(&format!("triton=={built}")),
+        "{:?}",
+        requires_dist(&only_wheel(&world.out(), "torch"))
+    );
+    let lock = read_json(&world.root.join("rockbuild.lock.json"));
+    assert_eq!(lock["build"]["versions"]["triton"], built.as_str());
+    assert_eq!(
+        lock["build"]["stems"]["triton"],
+        format!("triton-{built}").as_str()
+    );
+    assert!(
+        lock["build"]["decided"]["triton"]
+            .as_str()
+            .is_some_and(|why| why.contains("_version_suffix()")),
+        "{lock}"
+    );
+    let report = read_json(&world.out().join("build-report.json"));
+    assert_eq!(report["projects"]["triton"]["version"], built.as_str());
+    assert!(
+        report["projects"]["triton"]["version_decided"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("by the build: setup.py:80")),
+        "{report}"
+    );
+    assert!(
+        output.contains(&format!(
+            "records the versions the build decided: triton {built} (decided by the build)"
+        )),
+        "{output}"
+    );
+    ok(&world
+        .rockbuild()
+        .arg("verify")
+        .arg(world.out())
+        .arg("--lock")
+        .arg(world.root.join("rockbuild.lock.json"))
+        .output()
+        .expect("verify"));
+}
+
+/// A torch whose version file is computed by its build (version.txt a template the build
+/// fills in, `@BASE_VERSION@`): rockbuild hands no PYTORCH_BUILD_VERSION, torch's own rule
+/// decides, and vision pins the torch that was built (`torch==<it>`, from PYTORCH_VERSION).
+#[test]
+fn a_torch_whose_version_file_is_computed_builds_and_vision_pins_what_was_built() {
+    let world = World::new();
+    let backend = sample_file_with(
+        "pytorch/tools/build_backend/torch_build_backend.py",
+        "version = (ROOT / \"version.txt\").read_text().strip()",
+        "version = (ROOT / \"version.txt\").read_text().strip().replace(\"@BASE_VERSION@\", (ROOT / \"tools/base_version\").read_text().strip())",
+    );
+    let stack = sample_with(
+        &world,
+        &[(
+            "torch",
+            vec![
+                ("version.txt".into(), "@BASE_VERSION@\n".into()),
+                ("tools/base_version".into(), "2.10.0a0\n".into()),
+                ("tools/build_backend/torch_build_backend.py".into(), backend),
+            ],
+        )],
+    );
+    let output = check_out_and_build(
+        &world,
+        &stack,
+        &["--skip", "audio", "--skip", "triton", "--skip", "apex"],
+    );
+    assert!(
+        output.contains("torch: version decided by the build (version.txt:1 `@BASE_VERSION@` is not a version (computed by the build?))"),
+        "{output}"
+    );
+    let torch = only_wheel(&world.out(), "torch");
+    let built = version_of(&torch);
+    assert!(built.starts_with("2.10.0a0+git"), "{built}");
+    let vision = only_wheel(&world.out(), "torchvision");
+    assert!(
+        requires_dist(&vision).contains(&format!("torch=={built}")),
+        "{:?}",
+        requires_dist(&vision)
+    );
+    let lock = read_json(&world.root.join("rockbuild.lock.json"));
+    assert_eq!(lock["build"]["versions"]["torch"], built.as_str());
+    assert!(lock["build"]["decided"]["torch"].is_string(), "{lock}");
+    ok(&world
+        .rockbuild()
+        .arg("verify")
+        .arg(world.out())
+        .arg("--lock")
+        .arg(world.root.join("rockbuild.lock.json"))
+        .output()
+        .expect("verify"));
 }

@@ -1,5 +1,7 @@
 //! The build cache's key of a project: everything that decides what its wheel contains.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::render::StepView;
@@ -11,14 +13,15 @@ use crate::recipes::SdkFacts;
 
 /// The cache key of a project: its sources (HEAD + uncommitted changes, hipify stamp), every
 /// step's argv, cwd and environment (clean-up steps and compiler launchers aside: they do not
-/// change the output),
-/// its version, the SDK version, the targets, the venv's Python and the keys of the projects
-/// it builds against.
+/// change the output; the PATH stands in as the tools it resolves), its version, the SDK
+/// version, the targets, the venv's Python, the tools by name and the keys of the projects it
+/// builds against (or pins at the version their build makes).
 pub fn fingerprint(
     plan: &ProjectPlan,
     locked: Option<&LockedProject>,
     sdk: &SdkFacts,
     targets: &TargetChoice,
+    tools: &BTreeMap<String, String>,
     deps: &[Option<String>],
 ) -> Option<String> {
     let digest = plan.source.digest.as_ref()?;
@@ -33,6 +36,7 @@ pub fn fingerprint(
         sdk: &'a str,
         python: &'a str,
         targets: Vec<&'a str>,
+        tools: &'a BTreeMap<String, String>,
         steps: Vec<StepView>,
         deps: Vec<&'a String>,
     }
@@ -43,7 +47,10 @@ pub fn fingerprint(
         .filter(|s| !matches!(s.action, Action::Remove { .. }))
         .map(|s| {
             let mut view = StepView::of(s);
-            view.env.retain(|k, _| !LAUNCHER_VARS.contains(&k.as_str()));
+            // The PATH stands in the key through what it resolves (`tools`): a venv put
+            // first, or a shell's own additions, find the same compilers.
+            view.env
+                .retain(|k, _| !LAUNCHER_VARS.contains(&k.as_str()) && k != crate::env_vars::PATH);
             view
         })
         .collect();
@@ -57,6 +64,7 @@ pub fn fingerprint(
         sdk: &sdk.info.version,
         python: &sdk.info.python,
         targets: targets.targets.iter().map(|t| t.as_str()).collect(),
+        tools,
         steps,
         deps,
     };

@@ -140,6 +140,18 @@ pub struct Plan {
     pub venv_turns: Vec<Vec<String>>,
     /// Things a reader of the plan should know (placeholders, ignored inputs).
     pub notes: Vec<String>,
+    /// The tools the build's PATH resolves (what the cache keys instead of the PATH).
+    pub tools: BTreeMap<String, String>,
+}
+
+/// The PATH every step of this build gets ([`recipes::build_path`]).
+pub fn build_path(settings: &BuildSettings, sdk: &SdkFacts) -> String {
+    recipes::build_path(
+        settings.platform,
+        sdk,
+        &settings.sdk.venv,
+        &settings.base_env,
+    )
 }
 
 /// Computes the plan from the settings and the inspected world. Reads nothing, runs nothing.
@@ -253,9 +265,14 @@ pub fn assemble(
             .collect();
         projects[index].fingerprint = match &snapshot.reuse {
             Some(reused) => reused.fingerprint.clone(),
-            None => {
-                fingerprint::fingerprint(&projects[index], snapshot.locked, sdk, &targets, &deps)
-            }
+            None => fingerprint::fingerprint(
+                &projects[index],
+                snapshot.locked,
+                sdk,
+                &targets,
+                &world.tools,
+                &deps,
+            ),
         };
     }
     let splits = match settings.mode.mode {
@@ -325,6 +342,7 @@ pub fn assemble(
         projects,
         venv_turns,
         notes,
+        tools: world.tools.clone(),
     })
 }
 

@@ -202,6 +202,7 @@ fn world_of<'a>(
         projects,
         sources: BTreeMap::new(),
         notes: vec![],
+        tools: BTreeMap::from([("cc".to_string(), "/usr/bin/gcc sha256:00".to_string())]),
     }
 }
 
