@@ -630,26 +630,34 @@ mod tests {
                     "torch ref '{reference}' matches 'release/*' of preset 'rocm-release' (configs/presets.yaml (built in):51)"
                 )
             );
-            let torch = &choice.rules["torch"];
+            assert_rocm_fork_with_required_pins(&choice, reference);
+        }
+    }
+
+    /// The reference's rule for every ref but nightly: torch from ROCm/pytorch at the ref,
+    /// every other project pinned, the pin required; triton from ROCm/triton.
+    #[track_caller]
+    fn assert_rocm_fork_with_required_pins(choice: &Choice, reference: &str) {
+        let torch = &choice.rules["torch"];
+        assert_eq!(
+            (torch.origin.as_str(), &torch.reference),
+            ("https://github.com/ROCm/pytorch.git", &RefRule::Requested),
+            "{reference}"
+        );
+        for pinned in ["audio", "vision", "apex", "triton"] {
             assert_eq!(
-                (torch.origin.as_str(), &torch.reference),
-                ("https://github.com/ROCm/pytorch.git", &RefRule::Requested)
-            );
-            for pinned in ["audio", "vision", "apex", "triton"] {
-                assert_eq!(
-                    choice.rules[pinned].reference,
-                    RefRule::Pin {
-                        required: true,
-                        fallback: None
-                    },
-                    "{pinned}"
-                );
-            }
-            assert_eq!(
-                choice.rules["triton"].origin,
-                "https://github.com/ROCm/triton.git"
+                choice.rules[pinned].reference,
+                RefRule::Pin {
+                    required: true,
+                    fallback: None
+                },
+                "{reference}: {pinned}"
             );
         }
+        assert_eq!(
+            choice.rules["triton"].origin,
+            "https://github.com/ROCm/triton.git"
+        );
     }
 
     #[test]
@@ -719,20 +727,7 @@ mod tests {
                     "no preset lists or matches torch ref '{reference}'; the default applies (configs/presets.yaml (built in):68)"
                 )
             );
-            assert_eq!(
-                choice.rules["torch"].origin,
-                "https://github.com/ROCm/pytorch.git"
-            );
-            for pinned in ["audio", "vision", "apex", "triton"] {
-                assert_eq!(
-                    choice.rules[pinned].reference,
-                    RefRule::Pin {
-                        required: true,
-                        fallback: None
-                    },
-                    "{reference}: {pinned}"
-                );
-            }
+            assert_rocm_fork_with_required_pins(&choice, reference);
         }
         let own = presets.choose(&stack, "my-feature", false).expect("valid");
         assert_eq!(own.name, STACK_DEFAULTS);

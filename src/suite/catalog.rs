@@ -2,6 +2,7 @@
 //! inductor config's two test lists, and the test venv's requirements. (Shard counts are the
 //! release table's.)
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use indexmap::IndexMap;
@@ -79,6 +80,8 @@ struct RawCatalog {
     quick: Quick,
     inductor: Inductor,
     requirements: Vec<String>,
+    #[serde(default)]
+    requirements_ci_overrides: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +113,9 @@ pub struct Catalog {
     pub quick: Quick,
     pub inductor: Inductor,
     pub requirements: Vec<String>,
+    /// By Python (`3.14`): requirement lines that replace the pins of the same projects in
+    /// the torch checkout's requirements-ci.txt on that Python ([`super::requirements_ci`]).
+    pub requirements_ci_overrides: BTreeMap<String, Vec<String>>,
 }
 
 impl Catalog {
@@ -141,12 +147,35 @@ impl Catalog {
                     .to_string(),
             ));
         }
+        for (python, lines) in &raw.requirements_ci_overrides {
+            let at =
+                |message: String| source.error_at(&["requirements-ci-overrides", python], message);
+            let is_python = python.split_once('.').is_some_and(|(major, minor)| {
+                [major, minor]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if !is_python {
+                return Err(at(format!(
+                    "requirements-ci-overrides: `{python}` is not a Python version (`3.14`)"
+                )));
+            }
+            if let Err(bad) =
+                super::requirements_ci::requirements(&lines.join("\n"), &BTreeMap::new())
+            {
+                return Err(at(format!(
+                    "requirements-ci-overrides: `{}` is not a requirement line ({})",
+                    bad.text, bad.why
+                )));
+            }
+        }
         Ok(Catalog {
             default_build_environment: raw.build_environment.default,
             build_environments: raw.build_environment.families,
             quick: raw.quick,
             inductor: raw.inductor,
             requirements: raw.requirements,
+            requirements_ci_overrides: raw.requirements_ci_overrides,
         })
     }
 

@@ -47,6 +47,11 @@ pub fn world(settings: &TestSettings, ctx: &Context, work_dir: &Path) -> anyhow:
                 commit,
                 has_run_test: dir.join("test/run_test.py").is_file(),
                 has_verify_dynamo: dir.join("tools/dynamo/verify_dynamo.py").is_file(),
+                requirements_ci: crate::input::read_tree_text(
+                    dir,
+                    super::requirements_ci::PATH,
+                    crate::input::REPOSITORY_FILE,
+                )?,
                 present_modules: plan::hang_candidates(settings)
                     .into_iter()
                     .filter(|m| plan::module_present(dir, m))

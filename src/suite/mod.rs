@@ -23,6 +23,7 @@ pub mod inspect;
 pub mod plan;
 pub mod preflight;
 pub mod report;
+pub mod requirements_ci;
 pub mod run;
 pub mod runtest;
 pub mod sdk_env;
@@ -41,6 +42,11 @@ pub enum Error {
     Config(#[from] ConfigError),
     #[error("{flag}: {message}")]
     Flag { flag: &'static str, message: String },
+    #[error("the torch checkout {}: {bad}", dir.display())]
+    RequirementsCi {
+        dir: std::path::PathBuf,
+        bad: requirements_ci::BadLine,
+    },
     #[error(
         "{dir} has no test/run_test.py: --pytorch-dir must be a PyTorch checkout (`rockbuild checkout --project torch --no-hipify --no-submodules --from-lock LOCK --checkout-dir DIR`)"
     )]

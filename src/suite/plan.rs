@@ -38,6 +38,8 @@ pub struct SourceFacts {
     pub commit: Option<String>,
     pub has_run_test: bool,
     pub has_verify_dynamo: bool,
+    /// `.ci/docker/requirements-ci.txt`'s text, when the checkout has one.
+    pub requirements_ci: Option<String>,
     /// The hang-listed modules (of any list) whose file the checkout has.
     pub present_modules: Vec<String>,
 }
@@ -182,6 +184,10 @@ fn redacted<S: serde::Serializer>(args: &[String], serializer: S) -> Result<S::O
 pub struct Setup {
     pub venv: Step,
     pub install: Step,
+    /// PyTorch's own test requirements (the checkout's requirements-ci.txt), installed after
+    /// the others when the run runs run_test.py and the checkout has the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirements_ci: Option<Step>,
     /// pip's installation report the install writes.
     pub pip_report: PathBuf,
     /// `rocm-sdk test`: the installed SDK's self-check (the reference's sanity tests).
@@ -878,6 +884,31 @@ fn setup(
     for links in &settings.find_links {
         pip_args.extend(["--find-links".to_string(), links.clone()]);
     }
+    // The same sources, without the report: the evidence is what the first install took from
+    // the index under test.
+    let ci_prefix: Vec<String> = ["-m", "pip", "install"]
+        .map(String::from)
+        .into_iter()
+        .chain(pip_args[5..].iter().cloned())
+        .collect();
+    let ci_args = |lines: Vec<String>| [ci_prefix.clone(), lines].concat();
+    let requirements_ci = match world.source.as_ref() {
+        Some(source) if settings.config != TestConfig::GpuSmoke => source
+            .requirements_ci
+            .as_deref()
+            .map(|text| {
+                super::requirements_ci::requirements(
+                    text,
+                    &settings.catalog.requirements_ci_overrides,
+                )
+                .map_err(|bad| Error::RequirementsCi {
+                    dir: source.dir.clone(),
+                    bad,
+                })
+            })
+            .transpose()?,
+        _ => None,
+    };
     pip_args.extend(install.requirements.iter().cloned());
     let step = |label: &str, kind, program: &Path, args, log: &str| Step {
         label: label.to_string(),
@@ -914,6 +945,17 @@ fn setup(
                 "install.log",
             )
         },
+        requirements_ci: requirements_ci.map(|lines| Step {
+            timeout_secs: None,
+            installer: true,
+            ..step(
+                "install PyTorch's requirements-ci.txt",
+                StepKind::Install,
+                python,
+                ci_args(lines),
+                "install-requirements-ci.log",
+            )
+        }),
         pip_report,
         sdk_test: step(
             "rocm-sdk test",
@@ -1157,8 +1199,10 @@ impl TestPlan {
         out.push_str("\nsetup, each step after the one before:\n");
         let setup = &self.setup;
         let sdk_steps = self.sdk_env.iter().flat_map(|sdk| &sdk.steps);
-        for (index, step) in [&setup.venv, &setup.install, &setup.sdk_test]
+        for (index, step) in [&setup.venv, &setup.install]
             .into_iter()
+            .chain(setup.requirements_ci.as_ref())
+            .chain([&setup.sdk_test])
             .chain(sdk_steps)
             .chain([&setup.device_query])
             .enumerate()

@@ -482,6 +482,12 @@ fn install(steps: &mut Steps<'_>, plan: &TestPlan, index_url: &str, fit: bool) -
         steps.not_run(record, "install");
         return Install::default();
     }
+    if let Some(requirements_ci) = &setup.requirements_ci
+        && steps.step(plan, requirements_ci).is_none()
+    {
+        steps.not_run(record, "install");
+        return Install::default();
+    }
     let started = jiff::Timestamp::now();
     let mut python = None;
     let mut sdk = false;

@@ -1962,6 +1962,58 @@ fn version_of(wheel: &Path) -> String {
     name.split('-').nth(1).expect("a version part").to_string()
 }
 
+/// What a build whose `project` (wheel `dist`) had its version decided by the build leaves:
+/// the plan's note naming why (`why`), the wheel, the lock's record of it (versions, stems,
+/// `decided`) and the report's, the status line, and a set verify accepts against that lock.
+/// Returns the version the wheel carries.
+#[track_caller]
+fn assert_decided(world: &World, output: &str, project: &str, dist: &str, why: &str) -> String {
+    assert!(
+        output.contains(&format!("{project}: version decided by the build ({why})")),
+        "{output}"
+    );
+    let built = version_of(&only_wheel(&world.out(), dist));
+    let lock = read_json(&world.root.join("rockbuild.lock.json"));
+    assert_eq!(lock["build"]["versions"][project], built.as_str());
+    assert_eq!(
+        lock["build"]["stems"][project],
+        format!("{dist}-{built}").as_str()
+    );
+    assert!(
+        lock["build"]["decided"][project]
+            .as_str()
+            .is_some_and(|recorded| why.contains(recorded)),
+        "{lock}"
+    );
+    let report = read_json(&world.out().join("build-report.json"));
+    assert_eq!(report["projects"][project]["version"], built.as_str());
+    assert_eq!(
+        report["projects"][project]["version_decided"],
+        format!(
+            "by the build: {}",
+            lock["build"]["decided"][project]
+                .as_str()
+                .unwrap_or_default()
+        )
+        .as_str()
+    );
+    assert!(
+        output.contains(&format!(
+            "records the versions the build decided: {project} {built} (decided by the build)"
+        )),
+        "{output}"
+    );
+    ok(&world
+        .rockbuild()
+        .arg("verify")
+        .arg(world.out())
+        .arg("--lock")
+        .arg(world.root.join("rockbuild.lock.json"))
+        .output()
+        .expect("verify"));
+    built
+}
+
 /// Upstream's version rule with its helper renamed (`TRITON_VERSION = "3.5.0" +
 /// _version_suffix()`): rockbuild cannot predict it, so the build decides. triton builds
 /// first, torch pins the triton that was built (Requires-Dist from
@@ -1981,52 +2033,20 @@ fn a_triton_rockbuild_cannot_predict_builds_and_torch_pins_what_was_built() {
         &stack,
         &["--skip", "audio", "--skip", "vision", "--skip", "apex"],
     );
-    assert!(
-        output.contains("triton: version decided by the build (setup.py:80 computes triton's version as `\"3.5.0\" + _version_suffix()`, and rockbuild cannot predict `_version_suffix()`)"),
-        "{output}"
+    let built = assert_decided(
+        &world,
+        &output,
+        "triton",
+        "triton",
+        "setup.py:80 computes triton's version as `\"3.5.0\" + _version_suffix()`, and rockbuild cannot predict `_version_suffix()`",
     );
-    let triton = only_wheel(&world.out(), "triton");
-    let built = version_of(&triton);
     assert!(built.starts_with("3.5.0+git"), "{built}");
+    let torch = only_wheel(&world.out(), "torch");
     assert!(
-        requires_dist(&only_wheel(&world.out(), "torch")).contains(&format!("triton=={built}")),
+        requires_dist(&torch).contains(&format!("triton=={built}")),
         "{:?}",
-        requires_dist(&only_wheel(&world.out(), "torch"))
+        requires_dist(&torch)
     );
-    let lock = read_json(&world.root.join("rockbuild.lock.json"));
-    assert_eq!(lock["build"]["versions"]["triton"], built.as_str());
-    assert_eq!(
-        lock["build"]["stems"]["triton"],
-        format!("triton-{built}").as_str()
-    );
-    assert!(
-        lock["build"]["decided"]["triton"]
-            .as_str()
-            .is_some_and(|why| why.contains("_version_suffix()")),
-        "{lock}"
-    );
-    let report = read_json(&world.out().join("build-report.json"));
-    assert_eq!(report["projects"]["triton"]["version"], built.as_str());
-    assert!(
-        report["projects"]["triton"]["version_decided"]
-            .as_str()
-            .is_some_and(|d| d.starts_with("by the build: setup.py:80")),
-        "{report}"
-    );
-    assert!(
-        output.contains(&format!(
-            "records the versions the build decided: triton {built} (decided by the build)"
-        )),
-        "{output}"
-    );
-    ok(&world
-        .rockbuild()
-        .arg("verify")
-        .arg(world.out())
-        .arg("--lock")
-        .arg(world.root.join("rockbuild.lock.json"))
-        .output()
-        .expect("verify"));
 }
 
 /// A torch whose version file is computed by its build (version.txt a template the build
@@ -2056,12 +2076,13 @@ fn a_torch_whose_version_file_is_computed_builds_and_vision_pins_what_was_built(
         &stack,
         &["--skip", "audio", "--skip", "triton", "--skip", "apex"],
     );
-    assert!(
-        output.contains("torch: version decided by the build (version.txt:1 `@BASE_VERSION@` is not a version (computed by the build?))"),
-        "{output}"
+    let built = assert_decided(
+        &world,
+        &output,
+        "torch",
+        "torch",
+        "version.txt:1 `@BASE_VERSION@` is not a version (computed by the build?)",
     );
-    let torch = only_wheel(&world.out(), "torch");
-    let built = version_of(&torch);
     assert!(built.starts_with("2.10.0a0+git"), "{built}");
     let vision = only_wheel(&world.out(), "torchvision");
     assert!(
@@ -2069,15 +2090,4 @@ fn a_torch_whose_version_file_is_computed_builds_and_vision_pins_what_was_built(
         "{:?}",
         requires_dist(&vision)
     );
-    let lock = read_json(&world.root.join("rockbuild.lock.json"));
-    assert_eq!(lock["build"]["versions"]["torch"], built.as_str());
-    assert!(lock["build"]["decided"]["torch"].is_string(), "{lock}");
-    ok(&world
-        .rockbuild()
-        .arg("verify")
-        .arg(world.out())
-        .arg("--lock")
-        .arg(world.root.join("rockbuild.lock.json"))
-        .output()
-        .expect("verify"));
 }

@@ -299,16 +299,27 @@ fn junit_modules(shard: &Value) -> Vec<String> {
 #[test]
 fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() {
     let world = World::new("release/2.9");
-    for shard in ["1", "2"] {
+    // Shard 1's venv is kept where the test can look into it.
+    let venv = world.env.path("venv-1");
+    for (shard, keep) in [
+        ("1", vec!["--venv", venv.to_str().expect("utf-8")]),
+        ("2", vec![]),
+    ] {
         world
-            .test(&[
-                "--lock",
-                world.lock.to_str().expect("utf-8"),
-                "--shard",
-                shard,
-                "2",
-                "--allow-no-gpu",
-            ])
+            .test(
+                &[
+                    vec![
+                        "--lock",
+                        world.lock.to_str().expect("utf-8"),
+                        "--shard",
+                        shard,
+                        "2",
+                        "--allow-no-gpu",
+                    ],
+                    keep,
+                ]
+                .concat(),
+            )
             .assert()
             .success();
     }
@@ -343,6 +354,31 @@ fn run_test_shards_run_the_checkout_and_combine_into_the_report_promote_reads() 
         serde_json::json!(["nn/test_convolution"])
     );
     assert_eq!(one["source"]["version"], "2.9.0");
+    // PyTorch's own test requirements from the checkout (the sample's
+    // .ci/docker/requirements-ci.txt, upstream's numpy lines) are in the test venv, after the
+    // short list (TheRock#6384): numpy at the pin for this Python.
+    let ci_step = one["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|step| step["name"] == "install PyTorch's requirements-ci.txt")
+        .expect("the requirements-ci step");
+    assert_eq!(ci_step["result"], "passed", "{ci_step}");
+    let numpy = world
+        .env
+        .command(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import numpy, sys; print(numpy.__version__, sys.version_info[:2])",
+        ])
+        .output()
+        .expect("run the venv's python");
+    let numpy = String::from_utf8_lossy(&numpy.stdout).into_owned();
+    if numpy.contains("(3, 11)") || numpy.contains("(3, 12)") {
+        assert!(numpy.starts_with("1.26.2 "), "{numpy}");
+    } else {
+        assert!(!numpy.trim().is_empty(), "numpy is installed: {numpy}");
+    }
     // No test times (the export could not download them): run_test.py's default sharding,
     // with a note, and the shards ran what the plan listed.
     for shard in [&one, &two] {
@@ -711,6 +747,7 @@ fn distributed_and_inductor_configs_run_as_upstream_ci_does() {
             "check the runner",
             "create venv",
             "install torch and the test requirements",
+            "install PyTorch's requirements-ci.txt",
             "record the installed wheels",
             "rocm-sdk test",
             "rocm-sdk init",

@@ -611,8 +611,16 @@ fn what_cannot_be_predicted_is_decided_by_the_build() {
     let recipes = Recipes::builtin();
     let base = settings();
     let good = world(&base, &recipes, planned_sdk());
-    // (project index, file, content, version key handed to the build, who pins it)
-    let cases: [(usize, &str, Option<&str>, &str, Option<(&str, &str)>); 6] = [
+    /// A project's file the predictor cannot read: (project index, file, content, the key
+    /// that hands the build its version, who pins it and through which variable).
+    type Unreadable = (
+        usize,
+        &'static str,
+        Option<&'static str>,
+        &'static str,
+        Option<(&'static str, &'static str)>,
+    );
+    let cases: [Unreadable; 6] = [
         (
             0,
             "version.txt",
