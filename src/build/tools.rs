@@ -68,7 +68,9 @@ fn identity(path: Option<&Path>) -> String {
     let Some(path) = path else {
         return "absent".into();
     };
-    let real = fs_err::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Ok(real) = fs_err::canonicalize(path) else {
+        return "absent".into();
+    };
     match crate::fsutil::sha256_file(&real) {
         Ok((digest, _)) => format!("{} sha256:{digest}", real.display()),
         Err(_) => format!("{} (unreadable)", real.display()),

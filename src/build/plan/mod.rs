@@ -140,8 +140,6 @@ pub struct Plan {
     pub venv_turns: Vec<Vec<String>>,
     /// Things a reader of the plan should know (placeholders, ignored inputs).
     pub notes: Vec<String>,
-    /// The tools the build's PATH resolves (what the cache keys instead of the PATH).
-    pub tools: BTreeMap<String, String>,
 }
 
 /// The PATH every step of this build gets ([`recipes::build_path`]).
@@ -189,10 +187,18 @@ pub fn assemble(
             release_type: settings.release_type,
             build_number: settings.build_number,
         })?;
-        // A project left out is its reused wheel: what pins it pins that wheel's version.
+        // A project left out is its reused wheel: what pins it pins that wheel's version,
+        // known now; a version its build decides stays a pin on the built wheel, so the keys
+        // of what pins it are those of the build that made the wheel.
         if let Some(reused) = &snapshot.reuse {
-            version.wheel = WheelVersion::Given {
-                version: reused.version.clone(),
+            let known = reused.version.clone();
+            let from = format!("the wheel of an earlier build, {}", reused.wheel);
+            version.wheel = match version.wheel {
+                WheelVersion::Given { .. } => WheelVersion::Given { version: known },
+                _ => WheelVersion::Predicted {
+                    version: known,
+                    from,
+                },
             };
         }
         versions.push(version);
@@ -342,7 +348,6 @@ pub fn assemble(
         projects,
         venv_turns,
         notes,
-        tools: world.tools.clone(),
     })
 }
 

@@ -140,9 +140,6 @@ struct PlanView<'a> {
     compiler_cache: Option<&'static str>,
     jobs: usize,
     clean: bool,
-    /// The tools the build's PATH resolves: part of every project's cache key.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    tools: &'a BTreeMap<String, String>,
     projects: Vec<ProjectView<'a>>,
     venv_turns: &'a [Vec<String>],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
@@ -235,7 +232,6 @@ impl Plan {
             compiler_cache: self.compiler_cache.name(),
             jobs: self.jobs,
             clean: self.clean,
-            tools: &self.tools,
             projects: self
                 .projects
                 .iter()
