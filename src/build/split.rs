@@ -13,8 +13,8 @@ use super::execute::ProjectOutcome;
 use super::plan::Plan;
 use super::report::{DeviceReport, SplitReport, Status, WheelFile};
 use crate::context::Context;
+use crate::multiarch::split::{Split, split_wheel};
 use crate::wheel::filename::escape_name;
-use crate::wheel::split::{Split, split_wheel};
 
 /// Where, under the output directory, the fat wheels of a multi-arch build are kept.
 pub const FAT_DIR: &str = "fat";

@@ -1,14 +1,14 @@
 //! Reading a venv or a set of wheels: versions from dist-info METADATA, gfx targets and
-//! DT_NEEDED from each shared library (crate::wheel::elf, crate::wheel::offload), and — for a
+//! DT_NEEDED from each shared library (crate::binary::elf, crate::binary::offload), and — for a
 //! venv — torch's own answers from one `python -c` run through the runner.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::binary::elf;
 use crate::exec::{Cmd, Runner};
 use crate::sdk::{ROCM_DIST, Venv};
 use crate::wheel::archive::Archive;
-use crate::wheel::elf;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
 

@@ -174,7 +174,7 @@ pub enum Problem {
         detail: String,
     },
     /// A DLL a PE image imports that neither the set (its products and the ROCm SDK's
-    /// wheels) holds nor Windows provides (`crate::wheel::system_dlls`).
+    /// wheels) holds nor Windows provides (`crate::binary::system_dlls`).
     UnresolvedImport {
         entry: String,
         dll: String,

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::binary::elf::Glibc;
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::wheel::archive::Archive;
 use crate::wheel::companion::Role;
 use crate::wheel::filename::WheelFilename;
-use crate::wheel::manylinux::{Glibc, Platform, highest_need};
+use crate::wheel::manylinux::{Platform, highest_need};
 use crate::wheel::record;
 use crate::wheel::verify::{CollectError, WheelReport};
 use crate::wheel::zipwrite::ZipOut;

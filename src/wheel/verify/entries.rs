@@ -9,9 +9,9 @@ use std::sync::{Condvar, Mutex};
 
 use rayon::prelude::*;
 
+use crate::binary::elf::{self, ELF_MAGIC, ElfInfo};
+use crate::binary::pe::{self, PE_MAGIC, PeInfo};
 use crate::wheel::archive::{Archive, DataSpan, METHOD_DEFLATE, METHOD_STORED};
-use crate::wheel::elf::{self, ELF_MAGIC, ElfInfo};
-use crate::wheel::pe::{self, PE_MAGIC, PeInfo};
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher};
 

@@ -24,13 +24,13 @@ use pep440_rs::Version;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::binary::elf::ElfInfo;
+use crate::binary::pe::PeInfo;
 use crate::stack::Target;
 use crate::wheel::archive::Archive;
 use crate::wheel::companion::Role;
-use crate::wheel::elf::ElfInfo;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
-use crate::wheel::pe::PeInfo;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher, RecordLine};
 use entries::{EntryOutcome, MemoryBudget};
@@ -105,10 +105,10 @@ pub struct LibraryReport {
     pub runpath: Vec<String>,
     /// The highest glibc it needs (`rockbuild retag` reads it; the report does not show it).
     #[serde(skip)]
-    pub glibc: Option<crate::wheel::manylinux::Glibc>,
+    pub glibc: Option<crate::binary::elf::Glibc>,
     /// A host library of a kpack split: where its device code is (the set checks the packs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kpack: Option<crate::wheel::kpack::Marker>,
+    pub kpack: Option<crate::binary::kpack::Marker>,
 }
 
 /// A kernel pack of a device wheel, as verification read it.

@@ -10,9 +10,7 @@
 //!   zero-paged `.hip_fat`).
 
 pub mod archive;
-pub mod elf;
 pub mod msgpack;
-pub mod pe;
 pub mod zstd;
 
 /// The marker of a transformed binary: its search paths and kernel name.
@@ -46,7 +44,7 @@ pub fn marker_bytes(search_paths: &[String], kernel_name: &str) -> Vec<u8> {
 }
 
 /// The search paths and kernel name of a marker's bytes.
-fn marker_fields(content: &[u8]) -> Result<(Vec<String>, String), String> {
+pub(crate) fn marker_fields(content: &[u8]) -> Result<(Vec<String>, String), String> {
     let (value, _) = msgpack::decode(content).map_err(|e| format!("marker: {e}"))?;
     let kernel_name = value
         .get("kernel_name")

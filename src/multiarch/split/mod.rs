@@ -8,8 +8,8 @@
 //!   (Windows DLL, `.pyd`) with a `.hip_fat` section, is a fat binary; its code objects (host
 //!   entries left out) go to the kernel pack of their target, under the key `<path under the
 //!   overlay root>#<n>` (n counts that target's code objects in the binary);
-//! - the binary itself is transformed ([`crate::wheel::kpack::elf::transform`],
-//!   [`crate::wheel::kpack::pe::transform`]) to find them at
+//! - the binary itself is transformed ([`crate::binary::elf::transform::transform`],
+//!   [`crate::binary::pe::transform::transform`]) to find them at
 //!   `../…/.kpack/<group>_@GFXARCH@.kpack` under the kernel name `<path>`; both formats give
 //!   the same pack names, keys and device wheels;
 //! - the host wheel keeps the fat wheel's file name and every other entry, byte for byte; its
@@ -20,19 +20,20 @@
 //! Fat binaries are read, unbundled and transformed in parallel; packs are compressed in
 //! parallel. Unchanged entries of the host wheel are copied without inflating them.
 
-pub mod device;
+use crate::multiarch::device;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::binary::kpack::archive::{Compression, PackWriter};
+use crate::binary::offload::{self, CodeObject};
+use crate::binary::target_id;
+use crate::binary::{elf::transform as elf, pe::transform as pe};
 use crate::wheel::archive::Entry;
 use crate::wheel::filename::escape_name;
-use crate::wheel::kpack::archive::{Compression, PackWriter};
-use crate::wheel::kpack::{elf, pe};
 use crate::wheel::metadata::WheelInfo;
-use crate::wheel::offload::{self, CodeObject};
 use crate::wheel::record;
 use crate::wheel::rewrite::wheel::{Source, open_source};
 use crate::wheel::zipwrite::ZipOut;
@@ -174,7 +175,7 @@ pub fn split_wheel(wheel: &Path, out_dir: &Path, spec: &SplitSpec) -> Result<Spl
     // Targets with features (gfx942:xnack+) share their processor's device wheel.
     let mut by_processor: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for arch in by_target.keys() {
-        let processor = device::processor(arch).map_err(|detail| SplitError::Binary {
+        let processor = target_id::processor(arch).map_err(|detail| SplitError::Binary {
             wheel: wheel.to_path_buf(),
             path: fat
                 .iter()
@@ -509,12 +510,6 @@ fn write_device(
         .map_err(&error)?;
     let file = out.finish().map_err(&error)?;
     persist(temp, file, path)
-}
-
-/// The device package prefix of a distribution, as the reference names them
-/// (`amd-torch-device`, `amd-torchvision-device`).
-pub fn device_prefix(dist: &str) -> String {
-    format!("amd-{}-device", super::filename::normalize_name(dist))
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@
 //! segment is added), this writes them in place. The result is checked as the reference's
 //! `ElfVerifier` checks it before it is returned.
 
-use super::Marker;
-use super::msgpack::Value;
+use crate::binary::kpack::msgpack::{self, Value};
+use crate::binary::kpack::{self, Marker};
 
 pub const MARKER_SECTION: &str = ".rocm_kpack_ref";
 const FATBIN_SECTION: &str = ".hip_fatbin";
@@ -132,7 +132,7 @@ pub fn transform(
     if elf.find_section(MARKER_SECTION).is_some() {
         return Err(TransformError::AlreadySplit);
     }
-    let marker = super::marker_bytes(search_paths, kernel_name);
+    let marker = kpack::marker_bytes(search_paths, kernel_name);
     let marker_index = elf.add_section(MARKER_SECTION, &marker)?;
     let marker_vaddr = elf.map_section_to_load(marker_index)?;
 
@@ -195,7 +195,7 @@ pub fn code_object_target(data: &[u8]) -> Result<String, String> {
             };
             if kind == NT_AMDGPU_METADATA && name.starts_with(b"AMDGPU") {
                 let (value, _) =
-                    super::msgpack::decode(desc).map_err(|e| format!("metadata note: {e}"))?;
+                    msgpack::decode(desc).map_err(|e| format!("metadata note: {e}"))?;
                 let target = value
                     .get("amdhsa.target")
                     .and_then(Value::as_str)
@@ -215,7 +215,7 @@ pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
         return Ok(None);
     };
     let content = elf.section_bytes(index).map_err(|e| e.to_string())?;
-    let (search_paths, kernel_name) = super::marker_fields(content)?;
+    let (search_paths, kernel_name) = kpack::marker_fields(content)?;
     let mut wrappers = 0;
     if let Some(segment) = elf.find_section(WRAPPER_SECTION) {
         let segment = elf.shdrs[segment];

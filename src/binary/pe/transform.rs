@@ -32,12 +32,12 @@
 //!   base relocation covers although the image is relocated, or with a signature (data
 //!   directory 4, which the change would break) is refused.
 //!
-//! The result is checked by rockbuild's own PE reader ([`crate::wheel::pe::layout_problems`])
+//! The result is checked by rockbuild's own PE reader ([`crate::binary::pe::layout_problems`])
 //! before it is returned.
 
 use std::borrow::Cow;
 
-use super::Marker;
+use crate::binary::kpack::{self, Marker};
 
 pub const MARKER_SECTION: &[u8; 8] = b".kpackrf";
 const FATBIN_SECTION: &[u8; 8] = b".hip_fat";
@@ -506,7 +506,7 @@ pub fn transform(
     let wrappers = segment.virtual_size / WRAPPER_SIZE;
     let original_checksum = pe.u32(pe.optional + 64);
 
-    let marker = super::marker_bytes(search_paths, kernel_name);
+    let marker = kpack::marker_bytes(search_paths, kernel_name);
     let marker_index = pe.add_section(MARKER_SECTION, &marker)?;
     let marker_rva = pe.sections[marker_index].rva;
     let marker_va = pe.image_base() + marker_rva;
@@ -554,10 +554,10 @@ pub fn transform(
 
     let bytes_removed = pe.zero_page(fatbin)?;
     if original_checksum != 0 {
-        let sum = crate::wheel::pe::checksum(&pe.data, (pe.optional + 64) as usize);
+        let sum = crate::binary::pe::checksum(&pe.data, (pe.optional + 64) as usize);
         pe.put_u32(pe.optional + 64, sum);
     }
-    let problems = crate::wheel::pe::layout_problems(&pe.data)
+    let problems = crate::binary::pe::layout_problems(&pe.data)
         .map_err(|e| TransformError::Verify(e.to_string()))?;
     if !problems.is_empty() {
         return Err(TransformError::Verify(problems.join("; ")));
@@ -578,7 +578,7 @@ pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
     let Some(index) = pe.find(MARKER_SECTION) else {
         return Ok(None);
     };
-    let (search_paths, kernel_name) = super::marker_fields(pe.content(index))?;
+    let (search_paths, kernel_name) = kpack::marker_fields(pe.content(index))?;
     let marker_va = pe.image_base() + pe.sections[index].rva;
     let mut wrappers = 0;
     if let Some(segment) = pe.find(WRAPPER_SECTION) {

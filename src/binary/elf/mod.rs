@@ -1,14 +1,18 @@
 //! What verification reads from an ELF file: the libraries it needs (DT_NEEDED), its search
 //! paths (DT_RPATH, DT_RUNPATH) and the GPU code in its `.hip_fatbin` section.
 
+pub mod transform;
+
+use std::fmt;
+use std::str::FromStr;
+
 use object::elf;
-use object::read::elf::{ElfFile, FileHeader, SectionHeader as _};
+use object::read::elf::{ElfFile, FileHeader, SectionHeader as _, SectionTable};
 use object::{Endianness, FileKind};
 
-use crate::wheel::kpack::Marker;
-use crate::wheel::kpack::elf::{MARKER_SECTION, read_marker};
-use crate::wheel::manylinux::{self, Glibc};
-use crate::wheel::offload::{SectionScan, scan_section};
+use crate::binary::elf::transform::{MARKER_SECTION, read_marker};
+use crate::binary::kpack::Marker;
+use crate::binary::offload::{SectionScan, scan_section};
 
 /// The native libraries of a Linux wheel are ELF files (the platform seam says which format a
 /// wheel for each platform carries).
@@ -87,7 +91,7 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
             target.extend(value.split(':').map(str::to_string));
         }
     }
-    info.glibc = manylinux::glibc_needed(sections, endian, data)?;
+    info.glibc = glibc_needed(sections, endian, data)?;
     if let Some((_, section)) = sections.section_by_name(endian, FATBIN_SECTION) {
         let bytes = section
             .data(endian, data)
@@ -101,6 +105,63 @@ fn inspect_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfIn
         info.kpack = read_marker(data).transpose();
     }
     Ok(info)
+}
+
+/// A glibc version, `2.28`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Glibc {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl FromStr for Glibc {
+    type Err = ();
+
+    fn from_str(text: &str) -> Result<Self, ()> {
+        let (major, minor) = text.split_once('.').ok_or(())?;
+        // `GLIBC_2.2.5`: the third component never decides a manylinux level.
+        let minor = minor.split('.').next().ok_or(())?;
+        Ok(Glibc {
+            major: major.parse().map_err(|_| ())?,
+            minor: minor.parse().map_err(|_| ())?,
+        })
+    }
+}
+
+impl fmt::Display for Glibc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The highest `GLIBC_x.y` among an ELF file's version needs, if it has any.
+pub fn glibc_needed<'data, Elf: FileHeader>(
+    sections: &SectionTable<'data, Elf>,
+    endian: Elf::Endian,
+    data: &'data [u8],
+) -> Result<Option<Glibc>, ElfError> {
+    let version_needs = |error| ElfError::Part {
+        what: "version needs",
+        error,
+    };
+    let Some((mut needs, link)) = sections.gnu_verneed(endian, data).map_err(version_needs)? else {
+        return Ok(None);
+    };
+    let strings = sections
+        .strings(endian, data, link)
+        .map_err(version_needs)?;
+    let mut highest = None;
+    while let Some((_, mut auxes)) = needs.next().map_err(version_needs)? {
+        while let Some(aux) = auxes.next().map_err(version_needs)? {
+            let name = aux.name(endian, strings).map_err(version_needs)?;
+            let version = std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| n.strip_prefix("GLIBC_"))
+                .and_then(|v| v.parse::<Glibc>().ok());
+            highest = highest.max(version);
+        }
+    }
+    Ok(highest)
 }
 
 /// Why an RPATH/RUNPATH entry is unsafe, or `None` when it is `$ORIGIN`-relative.

@@ -12,29 +12,15 @@
 //!   `device-<processor>`, requiring that device package at the host's version, and
 //!   `device-all`, requiring every device package.
 
-use super::SplitError;
+use crate::multiarch::split::SplitError;
 
-/// A target's processor (`gfx90a` for `gfx90a:sramecc+:xnack-`), checked to be a specific
-/// gfx processor. LLVM's generic targets (`gfx11-generic`) have no per-target package in the
-/// reference's hierarchy, so they are refused rather than given an invented name.
-pub fn processor(arch: &str) -> Result<&str, String> {
-    let processor = arch.split(':').next().unwrap_or(arch);
-    let digits = processor.strip_prefix("gfx").unwrap_or("");
-    let specific = digits.len() >= 3
-        && digits.starts_with(|c: char| c.is_ascii_digit())
-        && digits
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, 'a'..='f'));
-    if specific {
-        Ok(processor)
-    } else if digits.contains("generic") {
-        Err(format!(
-            "'{arch}' is an LLVM generic target; device packages are per processor \
-             (build for specific targets, e.g. gfx1100 rather than gfx11-generic)"
-        ))
-    } else {
-        Err(format!("'{arch}' is not a gfx processor"))
-    }
+/// The device package prefix of a distribution, as the reference names them
+/// (`amd-torch-device`, `amd-torchvision-device`).
+pub fn device_prefix(dist: &str) -> String {
+    format!(
+        "amd-{}-device",
+        crate::wheel::filename::normalize_name(dist)
+    )
 }
 
 /// The device package of a processor: `amd-torch-device` + `gfx942`.
@@ -129,18 +115,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_processors_and_refuses_generic_targets() {
-        assert_eq!(processor("gfx906"), Ok("gfx906"));
-        assert_eq!(processor("gfx942:xnack+"), Ok("gfx942"));
-        assert_eq!(processor("gfx90a:sramecc+:xnack-"), Ok("gfx90a"));
-        assert_eq!(processor("gfx1151"), Ok("gfx1151"));
-        assert!(
-            processor("gfx11-generic")
-                .expect_err("generic")
-                .contains("generic target")
-        );
-        assert!(processor("sm_90").is_err());
-        assert!(processor("gfx").is_err());
+    fn names_device_packages_by_processor() {
         assert_eq!(
             device_name("amd-torch-device", "gfx906"),
             "amd-torch-device-gfx906"

@@ -19,10 +19,12 @@
 //! 8-character COFF name (rocm-kpack's `coff/kpack_transform.py` reads that section); a GNU
 //! linked image keeps the long name. Both are read, with the bundle walker ELF files use.
 
+use crate::binary::kpack::Marker;
+use crate::binary::offload::{SectionScan, scan_section};
+use crate::binary::pe::transform::{MARKER_SECTION, read_marker};
+pub mod transform;
+
 use crate::platform::LibraryFormat;
-use crate::wheel::kpack::Marker;
-use crate::wheel::kpack::pe::{MARKER_SECTION, read_marker};
-use crate::wheel::offload::{SectionScan, scan_section};
 
 /// The native libraries of a Windows wheel are PE/COFF images (the platform seam says which
 /// format a wheel for each platform carries).
