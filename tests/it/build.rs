@@ -1580,9 +1580,7 @@ fn pack_targets(path: &Path) -> Vec<String> {
         .code_objects()
         .expect("code objects")
         .values()
-        .map(|object| {
-            rockbuild::binary::elf::transform::code_object_target(object).expect("target")
-        })
+        .map(|object| rockbuild::binary::elf::code_object_target(object).expect("target"))
         .collect();
     targets.sort();
     targets.dedup();

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
-use rockbuild::binary::elf::transform as elf;
+use rockbuild::binary::elf;
 use rockbuild::binary::kpack::archive::{Compression, Pack};
 use rockbuild::multiarch::split::{SplitError, SplitSpec, split_wheel};
 use rockbuild::wheel::verify::{WheelExpectations, verify_wheels};

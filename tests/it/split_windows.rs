@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rockbuild::binary::kpack::archive::Pack;
-use rockbuild::binary::{elf::transform as elf, pe::transform as pe};
+use rockbuild::binary::{elf, pe};
 use rockbuild::multiarch::split::{SplitError, SplitSpec, split_wheel};
 
 use crate::common::snapshot;

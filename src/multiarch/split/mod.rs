@@ -8,8 +8,8 @@
 //!   (Windows DLL, `.pyd`) with a `.hip_fat` section, is a fat binary; its code objects (host
 //!   entries left out) go to the kernel pack of their target, under the key `<path under the
 //!   overlay root>#<n>` (n counts that target's code objects in the binary);
-//! - the binary itself is transformed ([`crate::binary::elf::transform::transform`],
-//!   [`crate::binary::pe::transform::transform`]) to find them at
+//! - the binary itself is transformed ([`crate::binary::elf::transform`],
+//!   [`crate::binary::pe::transform`]) to find them at
 //!   `../…/.kpack/<group>_@GFXARCH@.kpack` under the kernel name `<path>`; both formats give
 //!   the same pack names, keys and device wheels;
 //! - the host wheel keeps the fat wheel's file name and every other entry, byte for byte; its
@@ -27,10 +27,11 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::binary::kpack::TransformError;
 use crate::binary::kpack::archive::{Compression, PackWriter};
 use crate::binary::offload::{self, CodeObject};
 use crate::binary::target_id;
-use crate::binary::{elf::transform as elf, pe::transform as pe};
+use crate::binary::{elf, pe};
 use crate::wheel::archive::Entry;
 use crate::wheel::filename::escape_name;
 use crate::wheel::metadata::WheelInfo;
@@ -351,24 +352,24 @@ fn read_fat_binary(
     let under = &entry.name[prefix.len()..];
     let search = [search_pattern(under, group)];
     // The same split for both formats; only the section names and the surgery differ.
-    let (objects, transformed, bytes_removed) = if is_pe {
-        let Some(section) = pe::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
-            return Ok(None);
-        };
-        let objects = offload::code_objects(section).map_err(fail)?;
-        let t = pe::transform(&data, &search, under).map_err(|e| fail(e.to_string()))?;
-        (objects, t.data, t.bytes_removed)
+    let section = if is_pe {
+        pe::fatbin_section(&data).map_err(|e| fail(e.to_string()))?
     } else {
-        let Some(section) = elf::fatbin_section(&data).map_err(|e| fail(e.to_string()))? else {
-            return Ok(None);
-        };
-        let objects = offload::code_objects(section).map_err(fail)?;
-        let t = match elf::transform(&data, &search, under) {
-            Ok(t) => t,
-            Err(elf::TransformError::NotFat) => return Ok(None),
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        (objects, t.data, t.bytes_removed)
+        elf::fatbin_section(&data).map_err(|e| fail(e.to_string()))?
+    };
+    let Some(section) = section else {
+        return Ok(None);
+    };
+    let objects = offload::code_objects(section).map_err(fail)?;
+    let transformed = if is_pe {
+        pe::transform(&data, &search, under)
+    } else {
+        elf::transform(&data, &search, under)
+    };
+    let (transformed, bytes_removed) = match transformed {
+        Ok(t) => (t.data, t.bytes_removed),
+        Err(TransformError::NotFat(_)) => return Ok(None),
+        Err(e) => return Err(fail(e.to_string())),
     };
     Ok(Some(FatBinary {
         index,

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::{LibraryReport, NativeFormat, Natives, PackReport, WheelExpectations};
 use crate::binary::elf;
-use crate::binary::elf::transform::code_object_target;
+use crate::binary::elf::code_object_target;
 use crate::binary::kpack::Marker;
 use crate::binary::kpack::archive::Pack;
 use crate::binary::offload::SectionScan;
