@@ -209,8 +209,8 @@ pub fn wheels(paths: &[PathBuf], stack_distributions: &[String]) -> Result<Probe
         })?;
         let name = filename.normalized_name();
         let file = fs_err::File::open(path).map_err(|e| read_error(path, e))?;
-        let mut problems = Vec::new();
-        let archive = Archive::open(file.into(), &mut problems).map_err(|e| Error::Read {
+        let mut defects = Vec::new();
+        let archive = Archive::open(file.into(), &mut defects).map_err(|e| Error::Read {
             path: path.display().to_string(),
             detail: e.to_string(),
         })?;
