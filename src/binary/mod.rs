@@ -4,7 +4,8 @@
 //! markers).
 //!
 //! - [`elf`], [`pe`]: one reader per format, with the host-binary transformation of a kpack
-//!   split beside it (`transform`).
+//!   split beside it (`elf::transform`, `pe::transform`); [`transform`]: what both return or
+//!   refuse.
 //! - [`offload`]: clang offload bundles, plain and compressed (`CCOB`).
 //! - [`system_dlls`]: what every Windows machine provides.
 //! - [`target_id`]: the processor of an AMDGPU target ID.
@@ -18,3 +19,4 @@ pub mod offload;
 pub mod pe;
 pub mod system_dlls;
 pub mod target_id;
+pub mod transform;

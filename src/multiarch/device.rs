@@ -12,8 +12,6 @@
 //!   `device-<processor>`, requiring that device package at the host's version, and
 //!   `device-all`, requiring every device package.
 
-use crate::multiarch::split::SplitError;
-
 /// The device package prefix of a distribution, as the reference names them
 /// (`amd-torch-device`, `amd-torchvision-device`).
 pub fn device_prefix(dist: &str) -> String {
@@ -77,9 +75,8 @@ pub fn host_metadata(
     prefix: &str,
     version: &str,
     processors: &[String],
-) -> Result<Vec<u8>, SplitError> {
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| SplitError::Metadata("METADATA is not UTF-8".into()))?;
+) -> Result<Vec<u8>, std::str::Utf8Error> {
+    let text = std::str::from_utf8(raw)?;
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines = vec![format!("Requires-Dist: {BOOTSTRAP}")];
     for processor in processors {

@@ -26,7 +26,8 @@ use super::{
     Elf, ElfError, FATBIN_SECTION, MARKER_SECTION, Phdr, SHT_NOBITS, Shdr, WRAPPER_SECTION,
     read_u32, section_names, slice, vaddr_to_offset,
 };
-use crate::binary::kpack::{self, HIPF, HIPK, PAGE, TransformError, Transformed, WRAPPER_SIZE};
+use crate::binary::kpack::{self, HIPF, HIPK, PAGE, WRAPPER_SIZE};
+use crate::binary::transform::{TransformError, Transformed};
 
 const PHDR_SIZE: u64 = 56;
 const SHDR_SIZE: u64 = 64;

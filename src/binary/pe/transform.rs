@@ -39,7 +39,8 @@ use super::{
     FATBIN_SECTION, Image, MARKER_SECTION, Section, WRAPPER_SECTION, checksum, is_pe32_plus,
     layout_problems, mapped, round_up, whole_pages,
 };
-use crate::binary::kpack::{self, HIPF, HIPK, TransformError, Transformed, WRAPPER_SIZE};
+use crate::binary::kpack::{self, HIPF, HIPK, WRAPPER_SIZE};
+use crate::binary::transform::{TransformError, Transformed};
 
 const SECTION_HEADER: u64 = 40;
 const IMAGE_SCN_CNT_INITIALIZED_DATA: u32 = 0x40;
