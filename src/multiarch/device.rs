@@ -12,6 +12,8 @@
 //!   `device-<processor>`, requiring that device package at the host's version, and
 //!   `device-all`, requiring every device package.
 
+use crate::wheel::filename::escape_name;
+
 /// The device package prefix of a distribution, as the reference names them
 /// (`amd-torch-device`, `amd-torchvision-device`).
 pub fn device_prefix(dist: &str) -> String {
@@ -19,6 +21,12 @@ pub fn device_prefix(dist: &str) -> String {
         "amd-{}-device",
         crate::wheel::filename::normalize_name(dist)
     )
+}
+
+/// Whether `file_name` is a device wheel of the device packages `prefix` names
+/// (`amd_torch_device_gfx906-….whl` for `amd-torch-device`), of any processor or version.
+pub fn is_device_wheel(prefix: &str, file_name: &str) -> bool {
+    file_name.starts_with(&format!("{}_", escape_name(prefix))) && file_name.ends_with(".whl")
 }
 
 /// The device package of a processor: `amd-torch-device` + `gfx942`.
@@ -110,6 +118,24 @@ pub fn host_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn knows_its_device_wheels_by_name() {
+        let prefix = "amd-torch-device";
+        assert!(is_device_wheel(
+            prefix,
+            "amd_torch_device_gfx906-2.10.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(
+            prefix,
+            "amd_torchvision_device_gfx906-0.25.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(
+            prefix,
+            "torch-2.10.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(prefix, "amd_torch_device_gfx906.txt"));
+    }
 
     #[test]
     fn names_device_packages_by_processor() {
