@@ -5,7 +5,8 @@
 //! - [`companion`]: products (built here) and companions (the ROCm SDK, carried as published).
 //! - [`record`], [`metadata`]: RECORD, METADATA (core metadata, PEP 658 bytes), WHEEL.
 //! - [`manylinux`]: the platform tag against the glibc versions the libraries need.
-//! - [`verify`]: [`verify::verify_set`], the gate before staging and promotion.
+//! - [`verify`]: [`verify::verify_wheels`], each wheel on its own (a set's checks are
+//!   `crate::verify`'s); [`problem`]: what it finds.
 //! - [`retag`]: [`retag::plan`], a verified `linux_<arch>` wheel to its manylinux tag.
 //! - [`rewrite`]: [`rewrite::rewrite_set`], promotion's a → rc → final version rewrite.
 //!
