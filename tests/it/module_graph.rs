@@ -136,6 +136,26 @@ fn cycles(edges: &BTreeSet<(String, String)>) -> Vec<BTreeSet<String>> {
     state.found
 }
 
+/// Each cycle of `edges`, with every import on it and where it is written.
+fn cycle_reports(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<String> {
+    let all: BTreeSet<(String, String)> = edges.keys().cloned().collect();
+    cycles(&all)
+        .into_iter()
+        .map(|cycle| {
+            let mut text = format!(
+                "a cycle between {}:",
+                cycle.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+            for ((from, to), places) in edges {
+                if cycle.contains(from) && cycle.contains(to) {
+                    text.push_str(&format!("\n  {from} -> {to}: {}", places.join(", ")));
+                }
+            }
+            text
+        })
+        .collect()
+}
+
 #[test]
 fn top_level_modules_import_downward_only() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -144,20 +164,7 @@ fn top_level_modules_import_downward_only() {
         edges.contains_key(&("commands".to_string(), "build".to_string())),
         "the graph is read from the imports: commands names build"
     );
-    let mut problems = Vec::new();
-    let all: BTreeSet<(String, String)> = edges.keys().cloned().collect();
-    for cycle in cycles(&all) {
-        let mut text = format!(
-            "a cycle between {}:",
-            cycle.iter().cloned().collect::<Vec<_>>().join(", ")
-        );
-        for ((from, to), places) in &edges {
-            if cycle.contains(from) && cycle.contains(to) {
-                text.push_str(&format!("\n  {from} -> {to}: {}", places.join(", ")));
-            }
-        }
-        problems.push(text);
-    }
+    let problems = cycle_reports(&edges);
     assert!(
         problems.is_empty(),
         "the module graph (docs/architecture.md): a stage owns its input types (settings builds \
@@ -429,19 +436,7 @@ fn the_modules_of_binary_wheel_and_multiarch_form_no_cycle() {
             !edges.is_empty(),
             "the graph of {layer} is read from its imports"
         );
-        let all: BTreeSet<(String, String)> = edges.keys().cloned().collect();
-        for cycle in cycles(&all) {
-            let mut text = format!(
-                "a cycle between {}:",
-                cycle.iter().cloned().collect::<Vec<_>>().join(", ")
-            );
-            for ((from, to), places) in &edges {
-                if cycle.contains(from) && cycle.contains(to) {
-                    text.push_str(&format!("\n  {from} -> {to}: {}", places.join(", ")));
-                }
-            }
-            problems.push(text);
-        }
+        problems.extend(cycle_reports(&edges));
     }
     assert!(
         problems.is_empty(),

@@ -138,6 +138,20 @@ fn round_down(value: u64) -> u64 {
     value & !(PAGE - 1)
 }
 
+/// A read-only `PT_LOAD` of `size` bytes at `offset`, mapped at `vaddr`.
+fn read_only_load(offset: u64, vaddr: u64, size: u64) -> Phdr {
+    Phdr {
+        kind: PT_LOAD,
+        flags: PF_R,
+        offset,
+        vaddr,
+        paddr: vaddr,
+        filesz: size,
+        memsz: size,
+        align: PAGE,
+    }
+}
+
 /// The smallest offset at or after `offset` that is congruent to `vaddr` modulo the page.
 fn page_align_offset(offset: u64, vaddr: u64) -> u64 {
     let want = vaddr & (PAGE - 1);
@@ -334,16 +348,7 @@ impl Editor {
                 ..*phdr
             };
         }
-        phdrs.push(Phdr {
-            kind: PT_LOAD,
-            flags: PF_R,
-            offset,
-            vaddr,
-            paddr: vaddr,
-            filesz: size,
-            memsz: size,
-            align: PAGE,
-        });
+        phdrs.push(read_only_load(offset, vaddr, size));
         for phdr in &phdrs {
             self.data.extend_from_slice(&phdr.to_bytes());
         }
@@ -367,16 +372,7 @@ impl Editor {
             self.data.extend_from_slice(&content);
         }
         let mut phdrs = self.phdrs.clone();
-        phdrs.push(Phdr {
-            kind: PT_LOAD,
-            flags: PF_R,
-            offset,
-            vaddr,
-            paddr: vaddr,
-            filesz: section.size,
-            memsz: section.size,
-            align: PAGE,
-        });
+        phdrs.push(read_only_load(offset, vaddr, section.size));
         // Judged with the headers as they are: the new segment is not written yet.
         let (shdrs, current) = (self.shdrs.clone(), self.phdrs.clone());
         self.apply_phdrs(phdrs, (&shdrs, &current))?;
