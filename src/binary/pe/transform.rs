@@ -37,7 +37,7 @@
 
 use super::{
     FATBIN_SECTION, Image, MARKER_SECTION, Section, WRAPPER_SECTION, checksum, is_pe32_plus,
-    layout_problems, mapped, round_up, whole_pages,
+    layout_problems, le_u32, le_u64, mapped, round_up, whole_pages,
 };
 use crate::binary::kpack::{self, HIPF, HIPK, WRAPPER_SIZE};
 use crate::binary::transform::{TransformError, Transformed};
@@ -89,17 +89,11 @@ impl Editor {
     }
 
     fn u32(&self, at: u64) -> u32 {
-        let at = at as usize;
-        u32::from_le_bytes([
-            self.data[at],
-            self.data[at + 1],
-            self.data[at + 2],
-            self.data[at + 3],
-        ])
+        le_u32(&self.data, at as usize)
     }
 
     fn u64(&self, at: u64) -> u64 {
-        u64::from_le_bytes(std::array::from_fn(|i| self.data[at as usize + i]))
+        le_u64(&self.data, at as usize)
     }
 
     fn put_u32(&mut self, at: u64, value: u32) {
