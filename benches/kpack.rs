@@ -1,5 +1,5 @@
 //! The kpack split against the reference's splitter, on the same fat wheels: rockbuild's
-//! `wheel::split::split_wheel` next to `rocm_kpack.wheel_splitter.WheelSplitter` (rocm-systems
+//! `multiarch::split::split_wheel` next to `rocm_kpack.wheel_splitter.WheelSplitter` (rocm-systems
 //! `shared/kpack`, the class behind `python -m rocm_kpack.tools.split_python_wheels`), called
 //! with the arguments of TheRock's multi-arch workflow.
 //!
@@ -34,9 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rockbuild::wheel::kpack::archive::{Compression, Pack};
-use rockbuild::wheel::kpack::msgpack::Value;
-use rockbuild::wheel::split::{SplitSpec, split_wheel};
+use rockbuild::binary::kpack::archive::{Compression, Pack};
+use rockbuild::binary::kpack::msgpack::Value;
+use rockbuild::multiarch::split::{SplitSpec, split_wheel};
 
 /// Debian's hipcc (ROCm 5.2) targets, gfx90a as its two xnack variants (clang takes a
 /// feature on all of a processor's targets or none): the reference packs each apart
@@ -421,7 +421,7 @@ fn record_lines(data: &[u8]) -> BTreeMap<String, String> {
 /// are equal (digest and size; the reference writes hex digests where it regenerates a RECORD,
 /// and its device wheels leave out RECORD's own line: both counted), and WHEEL without its
 /// `Generator` line.
-fn compare(split: &rockbuild::wheel::split::Split, theirs: &Path) -> (Equal, Vec<PathBuf>) {
+fn compare(split: &rockbuild::multiarch::split::Split, theirs: &Path) -> (Equal, Vec<PathBuf>) {
     let mut ours: BTreeMap<String, PathBuf> = std::iter::once(&split.host)
         .chain(split.devices.iter().map(|d| &d.path))
         .map(|p| {

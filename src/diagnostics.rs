@@ -87,7 +87,7 @@ fn classify<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn 
         crate::hipify::leftover::Error,
         crate::suite::Error,
         crate::wheel::retag::RetagError,
-        crate::wheel::fat::FatError,
+        crate::multiarch::fat::FatError,
         crate::sdk::Error,
         crate::store::StoreError,
         crate::store::lease::LeaseError,

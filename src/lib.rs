@@ -3,15 +3,17 @@
 //! finds code nothing calls.
 //!
 //! Modules import downward only: `commands` (one file per verb, glue) → stages (`checkout`,
-//! `build`, `smoke`, `promote`, …) → project knowledge (`recipes`) → core services (`exec`, `git`, `wheel`, `index`, `store`,
+//! `build`, `smoke`, `promote`, …) → project knowledge (`recipes`) → core services (`exec`, `git`, `multiarch` → `wheel` → `binary`, `index`, `store`,
 //! `version`, `stack`, …).
 
+pub mod binary;
 pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod diagnostics;
 pub mod exit;
 pub mod fsutil;
+pub mod multiarch;
 pub mod recipes;
 pub mod wheel;
 

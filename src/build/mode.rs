@@ -9,9 +9,9 @@
 use serde::Serialize;
 
 use crate::exit::{ExitStatus, HasExitStatus};
+use crate::multiarch::split::SplitSpec;
 use crate::sourced::Source;
 use crate::stack::{FamilyTable, IndexKind};
-use crate::wheel::split::SplitSpec;
 
 pub use crate::lock::mode::BuildMode;
 
@@ -132,7 +132,7 @@ pub struct SplitPlan {
     pub spec: SplitSpec,
 }
 
-pub use crate::wheel::split::device_prefix;
+pub use crate::multiarch::device::device_prefix;
 
 /// What every device wheel requires: the SDK's device package of its target, at the SDK's
 /// version (the reference's `--device-requires-dist "rocm-sdk-device-@GFXARCH@ == <SDK>"`).

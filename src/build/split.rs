@@ -13,8 +13,8 @@ use super::execute::ProjectOutcome;
 use super::plan::Plan;
 use super::report::{DeviceReport, SplitReport, Status, WheelFile};
 use crate::context::Context;
-use crate::wheel::filename::escape_name;
-use crate::wheel::split::{Split, split_wheel};
+use crate::multiarch::device;
+use crate::multiarch::split::{Split, split_wheel};
 
 /// Where, under the output directory, the fat wheels of a multi-arch build are kept.
 pub const FAT_DIR: &str = "fat";
@@ -131,14 +131,13 @@ fn report_of(output_dir: &Path, fat: &Path, split: &Split) -> Result<SplitReport
 /// The device wheels an earlier split of this prefix left (`amd_torch_device_gfx906-…`): a
 /// target dropped since, or another version, must not stay beside the new set.
 fn remove_device_wheels(dir: &Path, prefix: &str) -> Result<(), Error> {
-    let stem = format!("{}_", escape_name(prefix));
     for entry in fs_err::read_dir(dir).map_err(io(dir))? {
         let path = entry.map_err(io(dir))?.path();
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.starts_with(&stem) && name.ends_with(".whl") {
+        if device::is_device_wheel(prefix, &name) {
             fs_err::remove_file(&path).map_err(io(&path))?;
         }
     }

@@ -1,13 +1,13 @@
 //! `rockbuild fat-wheel`: verify a Windows torch wheel, put the ROCm SDK into it
-//! (`wheel::fat`), then verify the result on its own: a sound wheel whose every DLL import
+//! (`multiarch::fat`), then verify the result on its own: a sound wheel whose every DLL import
 //! resolves inside it or on Windows. A result that fails is removed, never left beside the
 //! input.
 
 use crate::cli::FatWheelArgs;
 use crate::context::Context;
 use crate::exit::ExitStatus;
+use crate::multiarch::fat::{FatError, make_fat};
 use crate::ui::human_bytes;
-use crate::wheel::fat::{FatError, make_fat};
 use crate::wheel::verify::{DEFAULT_MEMORY_BUDGET, WheelExpectations, verify_wheels};
 
 pub fn run(args: FatWheelArgs, ctx: &Context) -> anyhow::Result<ExitStatus> {

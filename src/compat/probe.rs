@@ -1,14 +1,14 @@
 //! Reading a venv or a set of wheels: versions from dist-info METADATA, gfx targets and
-//! DT_NEEDED from each shared library (crate::wheel::elf, crate::wheel::offload), and — for a
+//! DT_NEEDED from each shared library (crate::binary::elf, crate::binary::offload), and — for a
 //! venv — torch's own answers from one `python -c` run through the runner.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::binary::elf;
 use crate::exec::{Cmd, Runner};
 use crate::sdk::{ROCM_DIST, Venv};
 use crate::wheel::archive::Archive;
-use crate::wheel::elf;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
 
@@ -209,8 +209,8 @@ pub fn wheels(paths: &[PathBuf], stack_distributions: &[String]) -> Result<Probe
         })?;
         let name = filename.normalized_name();
         let file = fs_err::File::open(path).map_err(|e| read_error(path, e))?;
-        let mut problems = Vec::new();
-        let archive = Archive::open(file.into(), &mut problems).map_err(|e| Error::Read {
+        let mut defects = Vec::new();
+        let archive = Archive::open(file.into(), &mut defects).map_err(|e| Error::Read {
             path: path.display().to_string(),
             detail: e.to_string(),
         })?;

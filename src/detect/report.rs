@@ -128,9 +128,9 @@ fn write_gpu(out: &mut String, gpu: &Gpu, layout: IndexLayout) {
     if let Some(processor) = gpu
         .target
         .as_deref()
-        .and_then(|t| crate::wheel::split::device::processor(t).ok())
+        .and_then(|t| crate::binary::target_id::processor(t).ok())
     {
-        let extra = crate::wheel::split::device::extra_name(processor);
+        let extra = crate::multiarch::device::extra_name(processor);
         let _ = writeln!(
             out,
             "         device extra {extra} (multi-arch index: \"torch[{extra}]\" \"torchvision[{extra}]\")"

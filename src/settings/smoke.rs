@@ -63,7 +63,7 @@ impl SmokeSettings {
                 targets
                     .iter()
                     .map(|t| {
-                        crate::wheel::split::device::processor(t.as_str())
+                        crate::binary::target_id::processor(t.as_str())
                             .map(str::to_string)
                             .map_err(smoke::Error::Targets)
                     })

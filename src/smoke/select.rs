@@ -165,10 +165,10 @@ fn devices(
     client: &IndexClient,
     targets: &[String],
 ) -> Result<Vec<Device>, Error> {
-    let prefix = crate::wheel::split::device_prefix(wheel);
+    let prefix = crate::multiarch::device::device_prefix(wheel);
     let mut devices = Vec::new();
     for target in targets {
-        let name = crate::wheel::split::device::device_name(&prefix, target);
+        let name = crate::multiarch::device::device_name(&prefix, target);
         let page = client.project(&name).map_err(|source| Error::Page {
             wheel: name.clone(),
             url: client.display_url(),

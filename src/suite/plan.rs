@@ -1316,11 +1316,11 @@ fn torch_requirement(settings: &TestSettings) -> Result<String, Error> {
         return Ok("torch".into());
     };
     let extras: Vec<String> = match &settings.family_targets {
-        None => vec![crate::wheel::split::device::ALL_EXTRA.to_string()],
+        None => vec![crate::multiarch::device::ALL_EXTRA.to_string()],
         Some(targets) => targets
             .iter()
             .filter(|t| recorded.contains(t))
-            .map(|t| crate::wheel::split::device::extra_name(t))
+            .map(|t| crate::multiarch::device::extra_name(t))
             .collect(),
     };
     if extras.is_empty() {

@@ -1,6 +1,6 @@
 //! Whether the DLLs a set's PE images import can be found where the set is installed: in a
 //! wheel of the set (a product, or a ROCm SDK companion), or on every Windows machine
-//! (`crate::wheel::system_dlls`). By file name, as the Windows loader looks them up: a product
+//! (`crate::binary::system_dlls`). By file name, as the Windows loader looks them up: a product
 //! makes its DLL directories known (torch adds `torch/lib`, the fat wheel `torch/lib/rocm/bin`)
 //! and DLLs of other wheels are loaded by the package that carries them first.
 //!
@@ -9,9 +9,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::binary::system_dlls::provided_by_system;
 use crate::wheel::companion::Role;
 use crate::wheel::problem::Problem;
-use crate::wheel::system_dlls::provided_by_system;
 use crate::wheel::verify::{NativeFormat, WheelReport};
 
 /// Adds an [`Problem::UnresolvedImport`] to each product for every DLL one of its PE images

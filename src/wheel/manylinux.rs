@@ -12,70 +12,8 @@
 //! RECORD). Unlike auditwheel's `repair`, nothing is bundled: the ROCm libraries come from the
 //! SDK wheels the set pins, and system libraries are the distribution's.
 
-use std::fmt;
-use std::str::FromStr;
-
-use object::read::elf::{FileHeader, SectionTable};
-
-use crate::wheel::elf::ElfError;
+use crate::binary::elf::Glibc;
 use crate::wheel::problem::Problem;
-
-/// A glibc version, `2.28`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Glibc {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl FromStr for Glibc {
-    type Err = ();
-
-    fn from_str(text: &str) -> Result<Self, ()> {
-        let (major, minor) = text.split_once('.').ok_or(())?;
-        // `GLIBC_2.2.5`: the third component never decides a manylinux level.
-        let minor = minor.split('.').next().ok_or(())?;
-        Ok(Glibc {
-            major: major.parse().map_err(|_| ())?,
-            minor: minor.parse().map_err(|_| ())?,
-        })
-    }
-}
-
-impl fmt::Display for Glibc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
-
-/// The highest `GLIBC_x.y` among an ELF file's version needs, if it has any.
-pub fn glibc_needed<'data, Elf: FileHeader>(
-    sections: &SectionTable<'data, Elf>,
-    endian: Elf::Endian,
-    data: &'data [u8],
-) -> Result<Option<Glibc>, ElfError> {
-    let version_needs = |error| ElfError::Part {
-        what: "version needs",
-        error,
-    };
-    let Some((mut needs, link)) = sections.gnu_verneed(endian, data).map_err(version_needs)? else {
-        return Ok(None);
-    };
-    let strings = sections
-        .strings(endian, data, link)
-        .map_err(version_needs)?;
-    let mut highest = None;
-    while let Some((_, mut auxes)) = needs.next().map_err(version_needs)? {
-        while let Some(aux) = auxes.next().map_err(version_needs)? {
-            let name = aux.name(endian, strings).map_err(version_needs)?;
-            let version = std::str::from_utf8(name)
-                .ok()
-                .and_then(|n| n.strip_prefix("GLIBC_"))
-                .and_then(|v| v.parse::<Glibc>().ok());
-            highest = highest.max(version);
-        }
-    }
-    Ok(highest)
-}
 
 /// One platform tag of a wheel file name, as far as Linux compatibility goes.
 #[derive(Clone, Debug, PartialEq, Eq)]

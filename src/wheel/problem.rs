@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::wheel::archive::Defect;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Problem {
@@ -174,7 +176,7 @@ pub enum Problem {
         detail: String,
     },
     /// A DLL a PE image imports that neither the set (its products and the ROCm SDK's
-    /// wheels) holds nor Windows provides (`crate::wheel::system_dlls`).
+    /// wheels) holds nor Windows provides (`crate::binary::system_dlls`).
     UnresolvedImport {
         entry: String,
         dll: String,
@@ -212,6 +214,16 @@ pub enum Problem {
         index: Option<String>,
         detail: String,
     },
+}
+
+/// The zip reader's findings are verification's `zip` problems.
+impl From<Defect> for Problem {
+    fn from(defect: Defect) -> Problem {
+        Problem::Zip {
+            entry: defect.entry,
+            detail: defect.detail,
+        }
+    }
 }
 
 impl Problem {

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::binary::elf::Glibc;
 use crate::exit::{ExitStatus, HasExitStatus};
 use crate::wheel::archive::Archive;
 use crate::wheel::companion::Role;
 use crate::wheel::filename::WheelFilename;
-use crate::wheel::manylinux::{Glibc, Platform, highest_need};
+use crate::wheel::manylinux::{Platform, highest_need};
 use crate::wheel::record;
 use crate::wheel::verify::{CollectError, WheelReport};
 use crate::wheel::zipwrite::ZipOut;
@@ -258,9 +259,9 @@ pub fn retag_wheel(wheel: &Path, new_file: &str, tag: &str) -> Result<PathBuf, R
     };
     let dir = wheel.parent().unwrap_or(Path::new("."));
     let handle = fs_err::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut problems = Vec::new();
+    let mut defects = Vec::new();
     let archive =
-        Archive::open(handle.into_file(), &mut problems).map_err(|e| fail(e.to_string()))?;
+        Archive::open(handle.into_file(), &mut defects).map_err(|e| fail(e.to_string()))?;
     let position = |suffix: &str| {
         archive
             .entries
@@ -321,7 +322,7 @@ pub fn retag_wheel(wheel: &Path, new_file: &str, tag: &str) -> Result<PathBuf, R
             out.add(&entry.name, new_record.as_bytes(), entry)
         } else {
             let span = archive
-                .local_header(entry, &mut problems)
+                .local_header(entry, &mut defects)
                 .map_err(|e| fail(format!("'{}': {e}", entry.name)))?;
             out.raw_copy(&archive, entry, span, &entry.name)
         }

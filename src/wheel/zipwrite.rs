@@ -316,24 +316,24 @@ mod tests {
             writer.write_all(&b"text ".repeat(500)).expect("write");
             writer.finish().expect("finish");
         }
-        let mut problems = Vec::new();
-        let source = Archive::open(source_file, &mut problems).expect("source");
+        let mut defects = Vec::new();
+        let source = Archive::open(source_file, &mut defects).expect("source");
         let mut out = ZipOut::new(tempfile::tempfile().expect("tempfile"));
         for entry in &source.entries {
-            let span = source.local_header(entry, &mut problems).expect("span");
+            let span = source.local_header(entry, &mut defects).expect("span");
             out.raw_copy(&source, entry, span, &format!("b/{}", entry.name))
                 .expect("copy");
         }
         out.add("b/new.txt", b"hello", &source.entries[0])
             .expect("add");
         let written = out.finish().expect("finish");
-        let copy = Archive::open(written, &mut problems).expect("reopens");
-        assert!(problems.is_empty(), "{problems:?}");
+        let copy = Archive::open(written, &mut defects).expect("reopens");
+        assert!(defects.is_empty(), "{defects:?}");
         let names: Vec<&str> = copy.entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["b/a/stored.bin", "b/a/deflated.txt", "b/new.txt"]);
         let mut contents = Vec::new();
         for entry in &copy.entries {
-            let span = copy.local_header(entry, &mut problems).expect("span");
+            let span = copy.local_header(entry, &mut defects).expect("span");
             let mut data = Vec::new();
             copy.reader(entry, span)
                 .expect("reader")
@@ -341,7 +341,7 @@ mod tests {
                 .expect("read");
             contents.push(data);
         }
-        assert!(problems.is_empty(), "{problems:?}");
+        assert!(defects.is_empty(), "{defects:?}");
         // Compared by digest: a failure should not print megabytes.
         let digests: Vec<String> = contents
             .iter()

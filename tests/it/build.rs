@@ -1578,13 +1578,13 @@ fn installed_packs(python: &Path) -> Vec<String> {
 /// The targets of the code objects in a kernel pack.
 fn pack_targets(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).expect("read pack");
-    let pack = rockbuild::wheel::kpack::archive::Pack::parse(&bytes).expect("a kernel pack");
+    let pack = rockbuild::binary::kpack::archive::Pack::parse(&bytes).expect("a kernel pack");
     // Each code object decompressed, its target read from its own metadata note.
     let mut targets: Vec<String> = pack
         .code_objects()
         .expect("code objects")
         .values()
-        .map(|object| rockbuild::wheel::kpack::elf::code_object_target(object).expect("target"))
+        .map(|object| rockbuild::binary::elf::code_object_target(object).expect("target"))
         .collect();
     targets.sort();
     targets.dedup();

@@ -6,9 +6,9 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
-use rockbuild::wheel::kpack::archive::{Compression, Pack};
-use rockbuild::wheel::kpack::elf;
-use rockbuild::wheel::split::{SplitError, SplitSpec, split_wheel};
+use rockbuild::binary::elf;
+use rockbuild::binary::kpack::archive::{Compression, Pack};
+use rockbuild::multiarch::split::{SplitError, SplitSpec, split_wheel};
 use rockbuild::wheel::verify::{WheelExpectations, verify_wheels};
 
 use crate::common::TestEnv;
@@ -189,7 +189,7 @@ fn splits_a_fat_wheel_into_a_host_wheel_and_one_device_wheel_per_target() {
 }
 
 /// The split set of `splits_a_fat_wheel…` in `env`'s `dist/`.
-fn split_set(env: &TestEnv) -> rockbuild::wheel::split::Split {
+fn split_set(env: &TestEnv) -> rockbuild::multiarch::split::Split {
     let fat = WheelBuilder::new("torch", VERSION)
         .file_from(
             "torch/lib/libtorch_hip.so",

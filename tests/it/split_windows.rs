@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rockbuild::wheel::kpack::archive::Pack;
-use rockbuild::wheel::kpack::{elf, pe};
-use rockbuild::wheel::split::{SplitError, SplitSpec, split_wheel};
+use rockbuild::binary::kpack::archive::Pack;
+use rockbuild::binary::{elf, pe};
+use rockbuild::multiarch::split::{SplitError, SplitSpec, split_wheel};
 
 use crate::common::snapshot;
 use crate::common::wheels::{HttpServer, WheelBuilder, write_simple_index};
@@ -123,7 +123,7 @@ fn splits_a_fat_windows_wheel_into_a_host_wheel_and_one_device_wheel_per_target(
         "pefile's warnings are the input's"
     );
     assert!(
-        rockbuild::wheel::pe::layout_problems(&host_dll)
+        rockbuild::binary::pe::layout_problems(&host_dll)
             .expect("parses")
             .is_empty()
     );

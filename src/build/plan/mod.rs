@@ -17,8 +17,10 @@ use super::inspect::{ProjectSnapshot, Reused, Snapshot};
 use super::mode::{self, BuildMode, ModeChoice, SplitPlan};
 use super::source::SourceState;
 use super::targets::{self, TargetChoice};
+use crate::binary::kpack::archive::Compression;
 use crate::build::input::BuildSettings;
 use crate::exec::Cmd;
+use crate::multiarch::split::SplitSpec;
 use crate::platform::Platform;
 use crate::recipes::{
     self, Hint, Pin, RecipeInput, Recipes, SdkFacts, Shared, VersionInput, Versions, WheelVersion,
@@ -27,8 +29,6 @@ use crate::sdk::Venv;
 use crate::sdk::install::Installer;
 use crate::sourced::Sourced;
 use crate::version::{self, ReleaseType};
-use crate::wheel::kpack::archive::Compression;
-use crate::wheel::split::SplitSpec;
 
 pub use crate::recipes::step::{Action, CopyIn, EnvDiff, FileIn, Step, VenvUse};
 

@@ -6,11 +6,10 @@ use crate::platform::host::ReadAt;
 use std::fs::File;
 
 use super::{
-    ArchiveError, CENTRAL_LEN, CENTRAL_SIG, EOCD_LEN, EOCD_SIG, EOCD64_LOCATOR_LEN,
+    ArchiveError, CENTRAL_LEN, CENTRAL_SIG, Defect, EOCD_LEN, EOCD_SIG, EOCD64_LOCATOR_LEN,
     EOCD64_LOCATOR_SIG, EOCD64_SIG, Entry, FLAG_UTF8, LOCAL_SIG, MAX_COMMENT, U16_SENTINEL,
     U32_SENTINEL, UNICODE_PATH_EXTRA, ZIP64_EXTRA, read_exact_at, u16_at, u32_at, u64_at,
 };
-use crate::wheel::problem::Problem;
 
 /// A header field that breaks the format; what it means depends on the header (a problem
 /// of the entry, or an archive that cannot be read).
@@ -128,12 +127,12 @@ pub(super) fn read_end_records(
     file: &File,
     len: u64,
     eocd_at: u64,
-    problems: &mut Vec<Problem>,
+    defects: &mut Vec<Defect>,
 ) -> Result<EndRecords, ArchiveError> {
     let eocd = read_exact_at(file, len, eocd_at, EOCD_LEN as usize, "the end record")?;
     let comment_len = u64::from(u16_at(&eocd, 20));
     if eocd_at + EOCD_LEN + comment_len != len {
-        problems.push(Problem::zip(
+        defects.push(Defect::new(
             None,
             format!(
                 "{} bytes of trailing data after the end-of-central-directory record",
@@ -169,7 +168,7 @@ pub(super) fn read_end_records(
         || end.cd_size == u64::from(U32_SENTINEL)
         || end.cd_offset == u64::from(U32_SENTINEL);
     match locator {
-        Some(locator) => read_zip64_end(file, len, eocd_at, &locator, &mut end, problems)?,
+        Some(locator) => read_zip64_end(file, len, eocd_at, &locator, &mut end, defects)?,
         None if needs_zip64 => {
             return Err(ArchiveError::Corrupt {
                 detail: "the end-of-central-directory record holds 0xFFFF/0xFFFFFFFF \
@@ -189,7 +188,7 @@ fn read_zip64_end(
     eocd_at: u64,
     locator: &[u8],
     end: &mut EndRecords,
-    problems: &mut Vec<Problem>,
+    defects: &mut Vec<Defect>,
 ) -> Result<(), ArchiveError> {
     end.zip64 = true;
     let record_at = u64_at(locator, 8);
@@ -209,7 +208,7 @@ fn read_zip64_end(
         .and_then(|v| v.checked_add(record_len))
         != Some(locator_at)
     {
-        problems.push(Problem::zip(
+        defects.push(Defect::new(
             None,
             format!(
                 "the ZIP64 end record at offset {record_at} says it is {} bytes long but the \
@@ -246,7 +245,7 @@ fn read_zip64_end(
     ];
     for (what, classic, wide, sentinel) in values {
         if *classic != sentinel && *classic != wide {
-            problems.push(Problem::zip(
+            defects.push(Defect::new(
                 None,
                 format!(
                     "the end records disagree on the {what}: {classic} (classic) vs {wide} (ZIP64)"
@@ -291,7 +290,7 @@ pub(super) fn parse_central_directory(
     directory: &[u8],
     count: u64,
     cd_offset: u64,
-    problems: &mut Vec<Problem>,
+    defects: &mut Vec<Defect>,
 ) -> Result<Vec<Entry>, ArchiveError> {
     let corrupt = |detail: String| ArchiveError::Corrupt { detail };
     let capacity = usize::try_from(count)
@@ -335,7 +334,7 @@ pub(super) fn parse_central_directory(
             Ok(name) => name,
             Err(detail) => {
                 let lossy = String::from_utf8_lossy(&raw_name).into_owned();
-                problems.push(Problem::zip(Some(&lossy), detail.to_string()));
+                defects.push(Defect::new(Some(&lossy), detail.to_string()));
                 lossy
             }
         };
@@ -350,7 +349,7 @@ pub(super) fn parse_central_directory(
         ];
         let mut found_zip64 = false;
         match extra_fields(extra) {
-            Err(detail) => problems.push(Problem::zip(
+            Err(detail) => defects.push(Defect::new(
                 Some(&name),
                 format!("central directory: {detail}"),
             )),
@@ -367,11 +366,11 @@ pub(super) fn parse_central_directory(
                                     header_offset = values.header_offset.unwrap_or(header_offset);
                                 }
                                 Err(detail) => {
-                                    problems.push(Problem::zip(Some(&name), detail.to_string()))
+                                    defects.push(Defect::new(Some(&name), detail.to_string()))
                                 }
                             }
                         }
-                        UNICODE_PATH_EXTRA => problems.push(Problem::zip(
+                        UNICODE_PATH_EXTRA => defects.push(Defect::new(
                             Some(&name),
                             "an Info-ZIP Unicode path field gives the entry a second name \
                              (installers may pick either)"
@@ -404,7 +403,7 @@ pub(super) fn parse_central_directory(
         at += total;
     }
     if entries.len() as u64 != count {
-        problems.push(Problem::zip(
+        defects.push(Defect::new(
             None,
             format!(
                 "the end record counts {count} entries but the central directory holds {}",

@@ -5,19 +5,18 @@ use crate::platform::host::ReadAt;
 use super::central::{extra_fields, parse_zip64};
 use super::data::{Decoder, EntryReader, RangeReader};
 use super::{
-    Archive, DESCRIPTOR_SIG, DataSpan, Entry, EntryError, FLAG_DESCRIPTOR, FLAG_ENCRYPTED,
+    Archive, DESCRIPTOR_SIG, DataSpan, Defect, Entry, EntryError, FLAG_DESCRIPTOR, FLAG_ENCRYPTED,
     LOCAL_LEN, LOCAL_SIG, METHOD_DEFLATE, METHOD_STORED, U32_SENTINEL, ZIP64_EXTRA, read_exact_at,
     u16_at, u32_at,
 };
-use crate::wheel::problem::Problem;
 
 impl Archive {
     /// Reads and checks an entry's local header against the central directory; returns where
-    /// the data lies. Mismatches that leave the data readable are pushed to `problems`.
+    /// the data lies. Mismatches that leave the data readable are pushed to `defects`.
     pub fn local_header(
         &self,
         entry: &Entry,
-        problems: &mut Vec<Problem>,
+        defects: &mut Vec<Defect>,
     ) -> Result<DataSpan, EntryError> {
         let header = read_exact_at(
             &self.file,
@@ -44,7 +43,7 @@ impl Archive {
             "the local header's name and extra field",
         )?;
         let (name, extra) = variable.split_at(name_len);
-        let mut mismatch = |what: String| problems.push(Problem::zip(Some(&entry.name), what));
+        let mut mismatch = |what: String| defects.push(Defect::new(Some(&entry.name), what));
         if name != entry.raw_name.as_slice() {
             mismatch(format!(
                 "the local header names it '{}' but the central directory says '{}'",

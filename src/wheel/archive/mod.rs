@@ -24,7 +24,6 @@ use std::io::{self, Read};
 
 pub use data::{EntryReader, RangeReader};
 
-use crate::wheel::problem::Problem;
 use central::parse_central_directory;
 
 pub(super) const EOCD_SIG: u32 = 0x0605_4b50;
@@ -50,6 +49,26 @@ pub(super) const FLAG_UTF8: u16 = 1 << 11;
 
 pub const METHOD_STORED: u16 = 0;
 pub const METHOD_DEFLATE: u16 = 8;
+
+/// A structural defect of the container that still leaves its entries readable (headers that
+/// disagree, a ZIP64 field no sentinel asked for, a name that is not UTF-8): a strict installer
+/// refuses such an archive, so the reader reports each one to its caller (verification makes
+/// them its `zip` problems).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Defect {
+    /// The entry it concerns, or `None` for the archive as a whole.
+    pub entry: Option<String>,
+    pub detail: String,
+}
+
+impl Defect {
+    pub(crate) fn new(entry: Option<&str>, detail: String) -> Defect {
+        Defect {
+            entry: entry.map(str::to_string),
+            detail,
+        }
+    }
+}
 
 /// The archive cannot be read at all: nothing inside it can be checked.
 #[derive(Debug, thiserror::Error)]
@@ -180,15 +199,15 @@ pub(super) fn read_exact_at(
 
 impl Archive {
     /// Parses the end records and the central directory. Structural defects that still leave
-    /// the entries readable are pushed to `problems`; defects that make the archive unreadable
+    /// the entries readable are pushed to `defects`; defects that make the archive unreadable
     /// are errors.
-    pub fn open(file: File, problems: &mut Vec<Problem>) -> Result<Archive, ArchiveError> {
+    pub fn open(file: File, defects: &mut Vec<Defect>) -> Result<Archive, ArchiveError> {
         let len = file.metadata()?.len();
         let eocd_at = central::locate_end_record(&file, len)?;
-        let end = central::read_end_records(&file, len, eocd_at, problems)?;
+        let end = central::read_end_records(&file, len, eocd_at, defects)?;
         let cd_len = end.directory_len(len)?;
         let directory = read_exact_at(&file, len, end.cd_offset, cd_len, "the central directory")?;
-        let entries = parse_central_directory(&directory, end.count, end.cd_offset, problems)?;
+        let entries = parse_central_directory(&directory, end.count, end.cd_offset, defects)?;
         Ok(Archive {
             file,
             len,
@@ -203,7 +222,7 @@ impl Archive {
         &self,
         entry: &Entry,
         limit: u64,
-        problems: &mut Vec<Problem>,
+        defects: &mut Vec<Defect>,
     ) -> Result<Vec<u8>, EntryError> {
         if entry.size > limit {
             return Err(EntryError::TooBig {
@@ -211,7 +230,7 @@ impl Archive {
                 limit,
             });
         }
-        let span = self.local_header(entry, problems)?;
+        let span = self.local_header(entry, defects)?;
         let mut reader = self.reader(entry, span)?;
         let mut out = Vec::with_capacity(entry.size as usize);
         reader.read_to_end(&mut out).map_err(EntryError::Data)?;
@@ -254,17 +273,17 @@ mod tests {
         cursor.into_inner()
     }
 
-    fn open_bytes(bytes: &[u8]) -> (Result<Archive, ArchiveError>, Vec<Problem>) {
+    fn open_bytes(bytes: &[u8]) -> (Result<Archive, ArchiveError>, Vec<Defect>) {
         let mut file = tempfile::tempfile().expect("tempfile");
         file.write_all(bytes).expect("write");
-        let mut problems = Vec::new();
-        (Archive::open(file, &mut problems), problems)
+        let mut defects = Vec::new();
+        (Archive::open(file, &mut defects), defects)
     }
 
     fn read_all(archive: &Archive, entry: &Entry) -> Result<Vec<u8>, EntryError> {
-        let mut problems = Vec::new();
-        let span = archive.local_header(entry, &mut problems)?;
-        assert!(problems.is_empty(), "{problems:?}");
+        let mut defects = Vec::new();
+        let span = archive.local_header(entry, &mut defects)?;
+        assert!(defects.is_empty(), "{defects:?}");
         let mut out = Vec::new();
         archive
             .reader(entry, span)?
@@ -278,9 +297,9 @@ mod tests {
         let big = vec![7u8; 300_000];
         for zip64 in [false, true] {
             let bytes = zip_of(&[("a.txt", b"hello"), ("pkg/big.bin", &big)], zip64);
-            let (archive, problems) = open_bytes(&bytes);
+            let (archive, defects) = open_bytes(&bytes);
             let archive = archive.expect("opens");
-            assert!(problems.is_empty(), "zip64={zip64}: {problems:?}");
+            assert!(defects.is_empty(), "zip64={zip64}: {defects:?}");
             let names: Vec<&str> = archive.entries.iter().map(|e| e.name.as_str()).collect();
             assert_eq!(names, ["a.txt", "pkg/big.bin"]);
             assert_eq!(
@@ -375,14 +394,14 @@ mod tests {
         out.extend_from_slice(&(cd_offset as u32).to_le_bytes());
         out.extend_from_slice(&[0, 0]);
 
-        let (archive, problems) = open_bytes(&out);
+        let (archive, defects) = open_bytes(&out);
         let archive = archive.expect("opens");
-        assert!(problems.is_empty(), "{problems:?}");
-        let mut problems = Vec::new();
+        assert!(defects.is_empty(), "{defects:?}");
+        let mut defects = Vec::new();
         let span = archive
-            .local_header(&archive.entries[0], &mut problems)
+            .local_header(&archive.entries[0], &mut defects)
             .expect("span");
-        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        let text: Vec<&str> = defects.iter().map(|d| d.detail.as_str()).collect();
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(text[0].contains("ZIP64 extra field in the local header is too long: it holds 8 bytes but the header's 0xFFFFFFFF sentinels call for 0"), "{}", text[0]);
         let mut content = Vec::new();
@@ -401,9 +420,9 @@ mod tests {
         let archive = archive.expect("opens");
         let mut entry = archive.entries[0].clone();
         entry.size = 1000;
-        let mut problems = Vec::new();
+        let mut defects = Vec::new();
         let span = archive
-            .local_header(&archive.entries[0], &mut problems)
+            .local_header(&archive.entries[0], &mut defects)
             .expect("span");
         let mut sink = Vec::new();
         let error = archive

@@ -11,6 +11,7 @@ use super::{Promotion, PublicVersion, RewriteError, VersionMap};
 use crate::wheel::archive::Archive;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::{CoreMetadata, Requirement, RequirementError};
+use crate::wheel::problem::Problem;
 use crate::wheel::record;
 use crate::wheel::zipwrite::ZipOut;
 
@@ -97,20 +98,21 @@ pub(crate) fn open_source(wheel: &Path) -> Result<Source<'_>, RewriteError> {
         .unwrap_or_default();
     let filename = WheelFilename::parse(&file_name).map_err(|e| fail(e.to_string()))?;
     let handle = fs_err::File::open(wheel).map_err(|e| fail(e.to_string()))?;
-    let mut problems = Vec::new();
+    let mut defects = Vec::new();
     let archive =
-        Archive::open(handle.into_file(), &mut problems).map_err(|e| fail(e.to_string()))?;
+        Archive::open(handle.into_file(), &mut defects).map_err(|e| fail(e.to_string()))?;
     let mut spans = Vec::with_capacity(archive.entries.len());
     for entry in &archive.entries {
         spans.push(
             archive
-                .local_header(entry, &mut problems)
+                .local_header(entry, &mut defects)
                 .map_err(|e| fail(format!("'{}': {e}", entry.name)))?,
         );
     }
-    if let Some(problem) = problems.first() {
+    if let Some(defect) = defects.first() {
         return Err(fail(format!(
-            "{problem}; verify the wheel before promoting it"
+            "{}; verify the wheel before promoting it",
+            Problem::from(defect.clone())
         )));
     }
     let find = |name: &str| {

@@ -5,15 +5,15 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{LibraryReport, NativeFormat, Natives, PackReport, WheelExpectations};
+use crate::binary::elf;
+use crate::binary::elf::code_object_target;
+use crate::binary::kpack::Marker;
+use crate::binary::kpack::archive::Pack;
+use crate::binary::offload::SectionScan;
+use crate::binary::target_id;
 use crate::wheel::archive::{Archive, DataSpan, Entry};
-use crate::wheel::elf;
-use crate::wheel::kpack::Marker;
-use crate::wheel::kpack::archive::Pack;
-use crate::wheel::kpack::elf::code_object_target;
-use crate::wheel::offload::SectionScan;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::RecordLine;
-use crate::wheel::split;
 
 /// Entries must tile the archive: no bytes before, between or after them that the central
 /// directory does not account for (hidden content), and no overlaps (zip bombs reuse data).
@@ -391,7 +391,7 @@ pub(super) fn check_packs(
                 continue;
             }
         };
-        let processor = split::device::processor(&pack.arch_family)
+        let processor = target_id::processor(&pack.arch_family)
             .map(str::to_string)
             .unwrap_or_else(|_| pack.arch_family.clone());
         if pack.arches != [pack.arch_family.clone()] {

@@ -110,8 +110,7 @@ impl DistInfo {
         }
         self.handled.insert(index);
         let entry = &archive.entries[index];
-        let read = archive
-            .local_header(entry, problems)
+        let read = super::local_header(archive, entry, problems)
             .map(|span| {
                 self.spans.insert(index, span);
             })

@@ -9,9 +9,9 @@ use std::sync::{Condvar, Mutex};
 
 use rayon::prelude::*;
 
+use crate::binary::elf::{self, ELF_MAGIC, ElfInfo};
+use crate::binary::pe::{self, PE_MAGIC, PeInfo};
 use crate::wheel::archive::{Archive, DataSpan, METHOD_DEFLATE, METHOD_STORED};
-use crate::wheel::elf::{self, ELF_MAGIC, ElfInfo};
-use crate::wheel::pe::{self, PE_MAGIC, PeInfo};
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher};
 
@@ -229,7 +229,7 @@ fn read_entry(
             detail,
         });
     };
-    let span = match archive.local_header(entry, &mut outcome.problems) {
+    let span = match super::local_header(archive, entry, &mut outcome.problems) {
         Ok(span) => span,
         Err(detail) => {
             fail(&mut outcome, detail.to_string());
@@ -302,7 +302,7 @@ fn read_entry(
 fn header_only(archive: &Archive, index: usize) -> EntryOutcome {
     let entry = &archive.entries[index];
     let mut problems = Vec::new();
-    let span = match archive.local_header(entry, &mut problems) {
+    let span = match super::local_header(archive, entry, &mut problems) {
         Ok(span) => Some(span),
         Err(detail) => {
             problems.push(Problem::EntryData {

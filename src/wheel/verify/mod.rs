@@ -24,13 +24,13 @@ use pep440_rs::Version;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::binary::elf::ElfInfo;
+use crate::binary::pe::PeInfo;
 use crate::stack::Target;
-use crate::wheel::archive::Archive;
+use crate::wheel::archive::{Archive, DataSpan, Entry, EntryError};
 use crate::wheel::companion::Role;
-use crate::wheel::elf::ElfInfo;
 use crate::wheel::filename::{WheelFilename, normalize_name};
 use crate::wheel::metadata::CoreMetadata;
-use crate::wheel::pe::PeInfo;
 use crate::wheel::problem::Problem;
 use crate::wheel::record::{HashAlgorithm, Hasher, RecordLine};
 use entries::{EntryOutcome, MemoryBudget};
@@ -105,10 +105,10 @@ pub struct LibraryReport {
     pub runpath: Vec<String>,
     /// The highest glibc it needs (`rockbuild retag` reads it; the report does not show it).
     #[serde(skip)]
-    pub glibc: Option<crate::wheel::manylinux::Glibc>,
+    pub glibc: Option<crate::binary::elf::Glibc>,
     /// A host library of a kpack split: where its device code is (the set checks the packs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kpack: Option<crate::wheel::kpack::Marker>,
+    pub kpack: Option<crate::binary::kpack::Marker>,
 }
 
 /// A kernel pack of a device wheel, as verification read it.
@@ -370,6 +370,19 @@ fn dll_names(archive: &Archive) -> BTreeSet<String> {
         .collect()
 }
 
+/// The local header of `entry`, checked against the central directory; what the archive reader
+/// finds wrong with it becomes a problem.
+fn local_header(
+    archive: &Archive,
+    entry: &Entry,
+    problems: &mut Vec<Problem>,
+) -> Result<DataSpan, EntryError> {
+    let mut defects = Vec::new();
+    let span = archive.local_header(entry, &mut defects);
+    problems.extend(defects.into_iter().map(Problem::from));
+    span
+}
+
 /// Verifies one wheel on its own (no set-level checks).
 fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) -> WheelReport {
     let mut report = blank_report(path, Role::Product);
@@ -391,7 +404,12 @@ fn verify_wheel(path: &Path, expect: &WheelExpectations, budget: &MemoryBudget) 
     let archive = match opened {
         Ok(handle) => {
             report.size = handle.metadata().map(|m| m.len()).unwrap_or(0);
-            Archive::open(handle, &mut report.problems)
+            let mut defects = Vec::new();
+            let archive = Archive::open(handle, &mut defects);
+            report
+                .problems
+                .extend(defects.into_iter().map(Problem::from));
+            archive
         }
         Err(error) => {
             report.problems.push(Problem::Archive {

@@ -1,7 +1,13 @@
-//! What verification reads from a PE/COFF image (a Windows DLL, `.pyd` or `.exe`): the DLLs it
-//! imports, the DLLs it delay-loads and the GPU code in its HIP fat binary section.
+//! PE/COFF images (a Windows DLL, `.pyd` or `.exe`), read once: [`Image::parse`] reads the
+//! headers and section table, and everything here reads from what it read: what verification
+//! asks of an image ([`inspect`]: the DLLs it imports, the DLLs it delay-loads, the GPU code in
+//! its HIP fat binary section, the marker of a kpack split), its layout as the loader judges it
+//! ([`layout_problems`]), the device code a split moves out ([`fatbin_section`]) and a host
+//! image's marker ([`read_marker`]). The writer beside it, [`transform`], edits the headers
+//! read here.
 //!
-//! rockbuild's own reader, for hostile input: every header, table and name is bounds-checked
+//! rockbuild's own reader, for hostile input (the `object` crate reads PE too, but its errors
+//! do not say which table or name is wrong, and verification reports exactly that): every header, table and name is bounds-checked
 //! against the file, every count is capped, and a defect is an error naming what was being
 //! read. It reads (PE format, Microsoft's "PE Format" specification):
 //!
@@ -19,17 +25,25 @@
 //! 8-character COFF name (rocm-kpack's `coff/kpack_transform.py` reads that section); a GNU
 //! linked image keeps the long name. Both are read, with the bundle walker ELF files use.
 
+pub mod transform;
+
+pub use transform::transform;
+
+use crate::binary::kpack::{self, HIPK, Marker, PAGE, WRAPPER_SIZE};
+use crate::binary::offload::{SectionScan, scan_section};
 use crate::platform::LibraryFormat;
-use crate::wheel::kpack::Marker;
-use crate::wheel::kpack::pe::{MARKER_SECTION, read_marker};
-use crate::wheel::offload::{SectionScan, scan_section};
 
 /// The native libraries of a Windows wheel are PE/COFF images (the platform seam says which
 /// format a wheel for each platform carries).
 pub const PE_MAGIC: &[u8] = LibraryFormat::Pe.magic();
-/// The fat binary section's name in an image linked by MSVC's link or lld-link, and in a
-/// GNU-linked image (or an object file).
-const FATBIN_SECTIONS: [&[u8]; 2] = [b".hip_fat", b".hip_fatbin"];
+/// The fat binary section's name in an image linked by MSVC's link or lld-link (the one a
+/// kpack split moves out), and in a GNU-linked image (or an object file).
+const FATBIN_SECTION: &str = ".hip_fat";
+const FATBIN_SECTIONS: [&str; 2] = [FATBIN_SECTION, ".hip_fatbin"];
+/// The fat binary wrappers' section (`.hipFatBinSegment`, cut to 8 characters).
+const WRAPPER_SECTION: &str = ".hipFatB";
+/// The marker section of a host image of a kpack split.
+pub const MARKER_SECTION: &str = ".kpackrf";
 
 /// Caps that no real image reaches, so a corrupt header cannot make the reader loop or
 /// allocate absurdly. The section cap is the format's own (the loader refuses more).
@@ -146,15 +160,21 @@ fn le_u64(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// One entry of the section table.
-struct Section {
-    name: Vec<u8>,
-    virtual_address: u64,
-    virtual_size: u64,
-    raw_offset: u64,
-    raw_size: u64,
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    /// Its name, a `/<n>` long name resolved.
+    pub name: Vec<u8>,
+    pub rva: u64,
+    pub virtual_size: u64,
+    pub raw_offset: u64,
+    pub raw_size: u64,
 }
 
 impl Section {
+    pub fn end_rva(&self) -> u64 {
+        self.rva + self.virtual_size
+    }
+
     /// The bytes the loader maps: its virtual size, or its raw size when that is 0 (the
     /// loader copies at most the virtual size of the raw data).
     fn memory_size(&self) -> u64 {
@@ -178,12 +198,18 @@ impl Section {
     }
 }
 
-/// The parsed headers an RVA is resolved with.
-struct Image<'a> {
+/// A PE image and its headers.
+pub struct Image<'a> {
     file: Bytes<'a>,
-    sections: Vec<Section>,
+    pub(crate) sections: Vec<Section>,
     image_base: u64,
-    directories: Vec<(u32, u32)>,
+    /// Whether it is PE32+ (64-bit), the only kind a kpack split transforms.
+    pub(crate) pe32_plus: bool,
+    /// File offsets of the COFF file header, the optional header and the section table.
+    pub(crate) coff: u64,
+    pub(crate) optional: u64,
+    pub(crate) table: u64,
+    pub(crate) directories: Vec<(u32, u32)>,
     layout: Layout,
 }
 
@@ -205,9 +231,9 @@ impl Image<'_> {
     fn offset(&self, rva: u64, what: impl Fn() -> String) -> Result<(u64, u64), PeError> {
         self.sections
             .iter()
-            .find(|s| rva >= s.virtual_address && rva - s.virtual_address < s.raw_size)
+            .find(|s| rva >= s.rva && rva - s.rva < s.raw_size)
             .map(|s| {
-                let into = rva - s.virtual_address;
+                let into = rva - s.rva;
                 (s.raw_offset + into, s.raw_size - into)
             })
             .ok_or_else(|| PeError::Rva { what: what(), rva })
@@ -274,9 +300,9 @@ impl Image<'_> {
     }
 }
 
-/// Parses a PE image held in memory.
+/// What verification reads from a PE image held in memory.
 pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
-    let image = parse(data)?;
+    let image = Image::parse(data)?;
     let mut info = PeInfo::default();
     if let Some((rva, _)) = image.directory(IMPORT_DIRECTORY) {
         image.descriptors(
@@ -317,11 +343,11 @@ pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
             },
         )?;
     }
-    if image.sections.iter().any(|s| s.name == MARKER_SECTION) {
+    if image.find(MARKER_SECTION).is_some() {
         // A host image of a kpack split: its marker, and its layout after the surgery.
-        let problems = layout_problems(data)?;
+        let problems = image.layout_problems();
         info.kpack = Some(if problems.is_empty() {
-            read_marker(data).and_then(|m| m.ok_or_else(|| "no marker".to_string()))
+            marker(&image).and_then(|m| m.ok_or_else(|| "no marker".to_string()))
         } else {
             Err(format!("its layout is broken: {}", problems.join("; ")))
         });
@@ -330,7 +356,7 @@ pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
     if let Some(section) = image
         .sections
         .iter()
-        .find(|s| FATBIN_SECTIONS.contains(&s.name.as_slice()))
+        .find(|s| FATBIN_SECTIONS.iter().any(|n| s.name == n.as_bytes()))
         && !gutted
     {
         info.gpu = Some(scan_section(section.data(data)));
@@ -345,104 +371,110 @@ pub fn inspect(data: &[u8]) -> Result<PeInfo, PeError> {
 /// `SizeOfImage` short of the last section, a `FileAlignment` that is not a power of two and a
 /// non-zero `CheckSum` that is not the image's.
 pub fn layout_problems(data: &[u8]) -> Result<Vec<String>, PeError> {
-    let image = parse(data)?;
-    let layout = &image.layout;
-    let mut problems = Vec::new();
-    let name = |s: &Section| String::from_utf8_lossy(&s.name).into_owned();
-    let alignment = layout.file_alignment;
-    if alignment == 0 || !alignment.is_power_of_two() {
-        problems.push(format!(
-            "FileAlignment 0x{alignment:x} is not a power of two"
-        ));
-    }
-    if layout.headers_end > layout.size_of_headers {
-        problems.push(format!(
-            "the section table ends at 0x{:x}, past SizeOfHeaders 0x{:x}",
-            layout.headers_end, layout.size_of_headers
-        ));
-    }
-    let with_data: Vec<&Section> = image.sections.iter().filter(|s| s.raw_size > 0).collect();
-    for (i, a) in with_data.iter().enumerate() {
-        if alignment.is_power_of_two() && a.raw_offset % alignment != 0 {
+    Ok(Image::parse(data)?.layout_problems())
+}
+
+impl Image<'_> {
+    fn layout_problems(&self) -> Vec<String> {
+        let layout = &self.layout;
+        let mut problems = Vec::new();
+        let name = |s: &Section| String::from_utf8_lossy(&s.name).into_owned();
+        let alignment = layout.file_alignment;
+        if alignment == 0 || !alignment.is_power_of_two() {
             problems.push(format!(
-                "section {}'s data at 0x{:x} is not aligned to FileAlignment 0x{alignment:x}",
-                name(a),
-                a.raw_offset
+                "FileAlignment 0x{alignment:x} is not a power of two"
             ));
         }
-        if a.raw_offset < layout.size_of_headers {
+        if layout.headers_end > layout.size_of_headers {
             problems.push(format!(
-                "section {}'s data at 0x{:x} lies in the headers",
-                name(a),
-                a.raw_offset
+                "the section table ends at 0x{:x}, past SizeOfHeaders 0x{:x}",
+                layout.headers_end, layout.size_of_headers
             ));
         }
-        for b in &with_data[i + 1..] {
-            if a.raw_offset < b.raw_offset + b.raw_size && b.raw_offset < a.raw_offset + a.raw_size
-            {
+        let with_data: Vec<&Section> = self.sections.iter().filter(|s| s.raw_size > 0).collect();
+        for (i, a) in with_data.iter().enumerate() {
+            if alignment.is_power_of_two() && a.raw_offset % alignment != 0 {
                 problems.push(format!(
-                    "sections {} and {} share file bytes",
+                    "section {}'s data at 0x{:x} is not aligned to FileAlignment 0x{alignment:x}",
                     name(a),
-                    name(b)
+                    a.raw_offset
+                ));
+            }
+            if a.raw_offset < layout.size_of_headers {
+                problems.push(format!(
+                    "section {}'s data at 0x{:x} lies in the headers",
+                    name(a),
+                    a.raw_offset
+                ));
+            }
+            for b in &with_data[i + 1..] {
+                if a.raw_offset < b.raw_offset + b.raw_size
+                    && b.raw_offset < a.raw_offset + a.raw_size
+                {
+                    problems.push(format!(
+                        "sections {} and {} share file bytes",
+                        name(a),
+                        name(b)
+                    ));
+                }
+            }
+        }
+        let mut end = 0;
+        for s in &self.sections {
+            if layout.section_alignment > 0 && s.rva % layout.section_alignment != 0 {
+                problems.push(format!(
+                    "section {} at RVA 0x{:x} is not aligned to SectionAlignment 0x{:x}",
+                    name(s),
+                    s.rva,
+                    layout.section_alignment
+                ));
+            }
+            if s.rva < end {
+                problems.push(format!(
+                    "section {} at RVA 0x{:x} overlaps or precedes the one before it",
+                    name(s),
+                    s.rva
+                ));
+            }
+            end = s.rva + s.memory_size();
+        }
+        let needed = self
+            .sections
+            .iter()
+            .map(|s| s.rva + s.memory_size())
+            .max()
+            .unwrap_or(0);
+        if layout.size_of_image < needed {
+            problems.push(format!(
+                "SizeOfImage 0x{:x} does not cover the sections (they end at 0x{needed:x})",
+                layout.size_of_image
+            ));
+        }
+        for (index, what) in [
+            (EXPORT_DIRECTORY, "the export directory"),
+            (IMPORT_DIRECTORY, "the import directory"),
+            (BASE_RELOCATION_DIRECTORY, "the base relocation table"),
+        ] {
+            if let Some((rva, size)) = self.directory(index) {
+                match self.offset(u64::from(rva), String::new) {
+                    Ok((_, remain)) if remain >= u64::from(size) => {}
+                    _ => problems.push(format!(
+                        "{what} ({size} bytes at RVA 0x{rva:x}) is not in a section's file data"
+                    )),
+                }
+            }
+        }
+        if layout.checksum != 0 {
+            let sum = checksum(self.file.0, layout.checksum_at);
+            if sum != layout.checksum {
+                problems.push(format!(
+                    "CheckSum 0x{:08x} is not the image's (0x{sum:08x})",
+                    layout.checksum
                 ));
             }
         }
+        problems
     }
-    let mut end = 0;
-    for s in &image.sections {
-        if layout.section_alignment > 0 && s.virtual_address % layout.section_alignment != 0 {
-            problems.push(format!(
-                "section {} at RVA 0x{:x} is not aligned to SectionAlignment 0x{:x}",
-                name(s),
-                s.virtual_address,
-                layout.section_alignment
-            ));
-        }
-        if s.virtual_address < end {
-            problems.push(format!(
-                "section {} at RVA 0x{:x} overlaps or precedes the one before it",
-                name(s),
-                s.virtual_address
-            ));
-        }
-        end = s.virtual_address + s.memory_size();
-    }
-    let needed = image
-        .sections
-        .iter()
-        .map(|s| s.virtual_address + s.memory_size())
-        .max()
-        .unwrap_or(0);
-    if layout.size_of_image < needed {
-        problems.push(format!(
-            "SizeOfImage 0x{:x} does not cover the sections (they end at 0x{needed:x})",
-            layout.size_of_image
-        ));
-    }
-    for (index, what) in [
-        (EXPORT_DIRECTORY, "the export directory"),
-        (IMPORT_DIRECTORY, "the import directory"),
-        (BASE_RELOCATION_DIRECTORY, "the base relocation table"),
-    ] {
-        if let Some((rva, size)) = image.directory(index) {
-            match image.offset(u64::from(rva), String::new) {
-                Ok((_, remain)) if remain >= u64::from(size) => {}
-                _ => problems.push(format!(
-                    "{what} ({size} bytes at RVA 0x{rva:x}) is not in a section's file data"
-                )),
-            }
-        }
-    }
-    if layout.checksum != 0 {
-        let sum = checksum(data, layout.checksum_at);
-        if sum != layout.checksum {
-            problems.push(format!(
-                "CheckSum 0x{:08x} is not the image's (0x{sum:08x})",
-                layout.checksum
-            ));
-        }
-    }
-    Ok(problems)
 }
 
 /// The image checksum (imagehlp's `CheckSumMappedFile`): the file's 16-bit words summed with
@@ -460,120 +492,240 @@ pub fn checksum(data: &[u8], field: usize) -> u32 {
     (sum + data.len() as u64) as u32
 }
 
-/// The headers and section table of a PE image.
-fn parse(data: &[u8]) -> Result<Image<'_>, PeError> {
-    if !data.starts_with(PE_MAGIC) {
-        return Err(PeError::NotMz);
-    }
-    let file = Bytes(data);
-    let e_lfanew = file.u32(0x3c, "the DOS header's e_lfanew")?;
-    let signature = file.slice(u64::from(e_lfanew), 4, || "the PE signature".into())?;
-    if signature != b"PE\0\0" {
-        return Err(PeError::Signature(e_lfanew));
-    }
-    let coff = u64::from(e_lfanew) + 4;
-    let header = file.slice(coff, 20, || "the COFF file header".into())?;
-    let section_count = u16::from_le_bytes([header[2], header[3]]);
-    let symbol_table = u64::from(le_u32(header, 8));
-    let symbol_count = u64::from(le_u32(header, 12));
-    let optional_size = u16::from_le_bytes([header[16], header[17]]);
-    if section_count > MAX_SECTIONS {
-        return Err(PeError::Sections(section_count));
-    }
-    let optional_at = coff + 20;
-    let optional = file.slice(optional_at, u64::from(optional_size), || {
-        "the optional header".into()
-    })?;
-    let too_small = |what| PeError::OptionalHeader {
-        size: optional_size,
-        what,
-    };
-    if optional.len() < 2 {
-        return Err(too_small("its magic"));
-    }
-    // Where the image base, the directory count and the directories are, per format.
-    let (base_at, base_len, count_at) = match u16::from_le_bytes([optional[0], optional[1]]) {
-        0x10b => (28, 4, 92),
-        0x20b => (24, 8, 108),
-        other => return Err(PeError::OptionalMagic(other)),
-    };
-    if optional.len() < count_at + 4 {
-        return Err(too_small("the data directory count"));
-    }
-    let image_base = if base_len == 4 {
-        u64::from(le_u32(optional, base_at))
-    } else {
-        le_u64(optional, base_at)
-    };
-    let directory_count = le_u32(optional, count_at);
-    if directory_count > MAX_DIRECTORIES {
-        return Err(PeError::Directories(directory_count));
-    }
-    let directories_at = count_at + 4;
-    if optional.len() < directories_at + directory_count as usize * 8 {
-        return Err(too_small("its data directories"));
-    }
-    let directories = (0..directory_count as usize)
-        .map(|i| {
-            let at = directories_at + i * 8;
-            (le_u32(optional, at), le_u32(optional, at + 4))
-        })
-        .collect();
-
-    let table_at = optional_at + u64::from(optional_size);
-    let table = file.slice(
-        table_at,
-        u64::from(section_count) * SECTION_HEADER_SIZE as u64,
-        || "the section table".into(),
-    )?;
-    let strings = symbol_table
-        .checked_add(symbol_count * SYMBOL_SIZE)
-        .filter(|_| symbol_table != 0);
-    let mut sections = Vec::with_capacity(usize::from(section_count));
-    for (index, header) in table.chunks_exact(SECTION_HEADER_SIZE).enumerate() {
-        let short = &header[..8];
-        let short = &short[..short.iter().position(|b| *b == 0).unwrap_or(8)];
-        let name = match short.strip_prefix(b"/") {
-            Some(number) => long_name(&file, strings, number)
-                .ok_or_else(|| PeError::LongName {
-                    index,
-                    name: String::from_utf8_lossy(short).into_owned(),
-                })?
-                .to_vec(),
-            None => short.to_vec(),
-        };
-        let section = Section {
-            name,
-            virtual_size: u64::from(le_u32(header, 8)),
-            virtual_address: u64::from(le_u32(header, 12)),
-            raw_size: u64::from(le_u32(header, 16)),
-            raw_offset: u64::from(le_u32(header, 20)),
-        };
-        file.slice(section.raw_offset, section.raw_size, || {
-            format!(
-                "the data of section {index} ({})",
-                String::from_utf8_lossy(&section.name)
-            )
+impl<'a> Image<'a> {
+    /// Reads the headers and section table of a PE image.
+    pub fn parse(data: &'a [u8]) -> Result<Image<'a>, PeError> {
+        if !data.starts_with(PE_MAGIC) {
+            return Err(PeError::NotMz);
+        }
+        let file = Bytes(data);
+        let e_lfanew = file.u32(0x3c, "the DOS header's e_lfanew")?;
+        let signature = file.slice(u64::from(e_lfanew), 4, || "the PE signature".into())?;
+        if signature != b"PE\0\0" {
+            return Err(PeError::Signature(e_lfanew));
+        }
+        let coff = u64::from(e_lfanew) + 4;
+        let header = file.slice(coff, 20, || "the COFF file header".into())?;
+        let section_count = u16::from_le_bytes([header[2], header[3]]);
+        let symbol_table = u64::from(le_u32(header, 8));
+        let symbol_count = u64::from(le_u32(header, 12));
+        let optional_size = u16::from_le_bytes([header[16], header[17]]);
+        if section_count > MAX_SECTIONS {
+            return Err(PeError::Sections(section_count));
+        }
+        let optional_at = coff + 20;
+        let optional = file.slice(optional_at, u64::from(optional_size), || {
+            "the optional header".into()
         })?;
-        sections.push(section);
+        let too_small = |what| PeError::OptionalHeader {
+            size: optional_size,
+            what,
+        };
+        if optional.len() < 2 {
+            return Err(too_small("its magic"));
+        }
+        // Where the image base, the directory count and the directories are, per format.
+        let (base_at, base_len, count_at) = match u16::from_le_bytes([optional[0], optional[1]]) {
+            0x10b => (28, 4, 92),
+            0x20b => (24, 8, 108),
+            other => return Err(PeError::OptionalMagic(other)),
+        };
+        if optional.len() < count_at + 4 {
+            return Err(too_small("the data directory count"));
+        }
+        let image_base = if base_len == 4 {
+            u64::from(le_u32(optional, base_at))
+        } else {
+            le_u64(optional, base_at)
+        };
+        let directory_count = le_u32(optional, count_at);
+        if directory_count > MAX_DIRECTORIES {
+            return Err(PeError::Directories(directory_count));
+        }
+        let directories_at = count_at + 4;
+        if optional.len() < directories_at + directory_count as usize * 8 {
+            return Err(too_small("its data directories"));
+        }
+        let directories = (0..directory_count as usize)
+            .map(|i| {
+                let at = directories_at + i * 8;
+                (le_u32(optional, at), le_u32(optional, at + 4))
+            })
+            .collect();
+
+        let table_at = optional_at + u64::from(optional_size);
+        let table = file.slice(
+            table_at,
+            u64::from(section_count) * SECTION_HEADER_SIZE as u64,
+            || "the section table".into(),
+        )?;
+        let strings = symbol_table
+            .checked_add(symbol_count * SYMBOL_SIZE)
+            .filter(|_| symbol_table != 0);
+        let mut sections = Vec::with_capacity(usize::from(section_count));
+        for (index, header) in table.chunks_exact(SECTION_HEADER_SIZE).enumerate() {
+            let short = &header[..8];
+            let short = &short[..short.iter().position(|b| *b == 0).unwrap_or(8)];
+            let name = match short.strip_prefix(b"/") {
+                Some(number) => long_name(&file, strings, number)
+                    .ok_or_else(|| PeError::LongName {
+                        index,
+                        name: String::from_utf8_lossy(short).into_owned(),
+                    })?
+                    .to_vec(),
+                None => short.to_vec(),
+            };
+            let section = Section {
+                name,
+                virtual_size: u64::from(le_u32(header, 8)),
+                rva: u64::from(le_u32(header, 12)),
+                raw_size: u64::from(le_u32(header, 16)),
+                raw_offset: u64::from(le_u32(header, 20)),
+            };
+            file.slice(section.raw_offset, section.raw_size, || {
+                format!(
+                    "the data of section {index} ({})",
+                    String::from_utf8_lossy(&section.name)
+                )
+            })?;
+            sections.push(section);
+        }
+        let field = |at: usize| le_u32(optional, at);
+        let layout = Layout {
+            section_alignment: u64::from(field(32)),
+            file_alignment: u64::from(field(36)),
+            size_of_image: u64::from(field(56)),
+            size_of_headers: u64::from(field(60)),
+            checksum: field(64),
+            checksum_at: (optional_at + 64) as usize,
+            headers_end: table_at + u64::from(section_count) * SECTION_HEADER_SIZE as u64,
+        };
+        Ok(Image {
+            file,
+            sections,
+            image_base,
+            pe32_plus: base_len == 8,
+            coff,
+            optional: optional_at,
+            table: table_at,
+            directories,
+            layout,
+        })
     }
-    let field = |at: usize| le_u32(optional, at);
-    let layout = Layout {
-        section_alignment: u64::from(field(32)),
-        file_alignment: u64::from(field(36)),
-        size_of_image: u64::from(field(56)),
-        size_of_headers: u64::from(field(60)),
-        checksum: field(64),
-        checksum_at: (optional_at + 64) as usize,
-        headers_end: table_at + u64::from(section_count) * SECTION_HEADER_SIZE as u64,
+
+    /// The index of the section named `name`.
+    pub(crate) fn find(&self, name: &str) -> Option<usize> {
+        self.sections.iter().position(|s| s.name == name.as_bytes())
+    }
+}
+
+/// Whether `data` is a PE32+ image by its signature and its optional header's magic: only
+/// those are split (HIP device code is 64-bit only).
+fn is_pe32_plus(data: &[u8]) -> bool {
+    let at = |offset: usize, len: usize| data.get(offset..offset.checked_add(len)?);
+    let Some(e_lfanew) = at(0x3c, 4).map(|b| le_u32(b, 0) as usize) else {
+        return false;
     };
-    Ok(Image {
-        file,
-        sections,
-        image_base,
-        directories,
-        layout,
-    })
+    data.starts_with(PE_MAGIC)
+        && at(e_lfanew, 4) == Some(b"PE\0\0")
+        && at(e_lfanew + 24, 2) == Some(&[0x0b, 0x02])
+}
+
+/// The file offset of `len` bytes at `rva`, all within one section's file data.
+pub(crate) fn mapped(sections: &[Section], rva: u64, len: u64) -> Option<u64> {
+    sections
+        .iter()
+        .find(|s| rva >= s.rva && rva < s.end_rva())
+        .filter(|s| rva - s.rva + len <= s.raw_size)
+        .map(|s| s.raw_offset + rva - s.rva)
+}
+
+pub(crate) fn round_up(value: u64, align: u64) -> u64 {
+    if align == 0 {
+        value
+    } else {
+        value.div_ceil(align) * align
+    }
+}
+
+/// The whole pages of `[rva, rva + size)`: (first page's RVA, bytes), `None` when none.
+pub(crate) fn whole_pages(rva: u64, size: u64) -> Option<(u64, u64)> {
+    let start = round_up(rva, PAGE);
+    let end = (rva + size) / PAGE * PAGE;
+    (start < end).then_some((start, end - start))
+}
+
+/// The `.hip_fat` section of a PE32+ image: `Ok(None)` when it has none, is the host image of
+/// a split (its `.hip_fat` keeps only the bytes around the pages that were cut) or is no PE32+
+/// image (HIP device code is 64-bit only).
+pub fn fatbin_section(data: &[u8]) -> Result<Option<&[u8]>, PeError> {
+    if !is_pe32_plus(data) {
+        return Ok(None);
+    }
+    let image = Image::parse(data)?;
+    if image.find(MARKER_SECTION).is_some() {
+        return Ok(None);
+    }
+    Ok(image.find(FATBIN_SECTION).map(|i| {
+        let s = &image.sections[i];
+        // Within the file: parse checked every section's data against it.
+        &data[s.raw_offset as usize..(s.raw_offset + s.raw_size.min(s.virtual_size)) as usize]
+    }))
+}
+
+/// Reads the `.kpackrf` marker of a host image, `None` when it has none.
+pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
+    marker(&Image::parse(data).map_err(|e| e.to_string())?)
+}
+
+fn marker(image: &Image<'_>) -> Result<Option<Marker>, String> {
+    if !image.pe32_plus {
+        return Err("not a PE32+ image".into());
+    }
+    let Some(index) = image.find(MARKER_SECTION) else {
+        return Ok(None);
+    };
+    let data = image.file.0;
+    let marker = &image.sections[index];
+    let content = &data[marker.raw_offset as usize
+        ..(marker.raw_offset + marker.raw_size.min(marker.virtual_size)) as usize];
+    let (search_paths, kernel_name) = kpack::marker_fields(content)?;
+    let marker_va = image.image_base + marker.rva;
+    let mut wrappers = 0;
+    if let Some(segment) = image.find(WRAPPER_SECTION) {
+        let segment = &image.sections[segment];
+        for index in 0..segment.virtual_size / WRAPPER_SIZE {
+            let rva = segment.rva + index * WRAPPER_SIZE;
+            let at = mapped(&image.sections, rva, WRAPPER_SIZE).ok_or_else(|| {
+                format!(
+                    "the file is truncated or a header points outside it (a fat binary \
+                     wrapper at RVA 0x{rva:x})"
+                )
+            })? as usize;
+            if le_u32(data, at) == HIPK && le_u64(data, at + 8) == marker_va {
+                wrappers += 1;
+            }
+        }
+    }
+    let fatbin_file_bytes = image
+        .find(FATBIN_SECTION)
+        .map(|i| &image.sections[i])
+        .map_or(0, |s| {
+            let pages = whole_pages(s.rva, s.virtual_size).map_or(0, |(_, size)| size);
+            let rest = s.virtual_size - pages;
+            let kept = if rest == 0 {
+                0
+            } else {
+                round_up(rest, image.layout.file_alignment)
+            };
+            s.raw_size.saturating_sub(kept)
+        });
+    Ok(Some(Marker {
+        search_paths,
+        kernel_name,
+        wrappers,
+        fatbin_file_bytes,
+    }))
 }
 
 /// A `/<decimal offset>` section name's long form in the COFF string table (whose first four

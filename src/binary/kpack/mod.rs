@@ -4,16 +4,22 @@
 //! - [`msgpack`]: the MessagePack the packs' tables and the binaries' markers are written in.
 //! - [`zstd`]: one zstd frame per code object (`zstd-per-kernel`), with its content size.
 //! - [`archive`]: `.kpack` files, written and read back.
-//! - [`elf`]: the host-binary transformation of ELF libraries (marker section, `HIPK`
-//!   wrappers, zero-paged `.hip_fatbin`).
-//! - [`pe`]: the same for PE/COFF DLLs and extension modules (`.kpackrf`, `.hipFatB`,
-//!   zero-paged `.hip_fat`).
+//! - here: the marker of a host binary and the fat binary wrappers that point at it, which
+//!   the host-binary transformation of ELF libraries (`crate::binary::elf::transform`) and of
+//!   PE/COFF images (`crate::binary::pe::transform`) writes.
 
 pub mod archive;
-pub mod elf;
 pub mod msgpack;
-pub mod pe;
 pub mod zstd;
+
+/// A `__CudaFatBinaryWrapper` (magic, version, binary pointer, reserved) is 24 bytes.
+pub(crate) const WRAPPER_SIZE: u64 = 24;
+/// The magic of a wrapper whose pointer is the fat binary.
+pub(crate) const HIPF: u32 = 0x4849_5046;
+/// The magic of a wrapper redirected to a kernel pack (its index in `reserved`).
+pub(crate) const HIPK: u32 = 0x4B50_4948;
+/// The reference zero-pages in 4 KiB pages (`PAGE_SIZE` in rocm-kpack), the x86-64 page.
+pub(crate) const PAGE: u64 = 0x1000;
 
 /// The marker of a transformed binary: its search paths and kernel name.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -46,7 +52,7 @@ pub fn marker_bytes(search_paths: &[String], kernel_name: &str) -> Vec<u8> {
 }
 
 /// The search paths and kernel name of a marker's bytes.
-fn marker_fields(content: &[u8]) -> Result<(Vec<String>, String), String> {
+pub(crate) fn marker_fields(content: &[u8]) -> Result<(Vec<String>, String), String> {
     let (value, _) = msgpack::decode(content).map_err(|e| format!("marker: {e}"))?;
     let kernel_name = value
         .get("kernel_name")

@@ -22,100 +22,26 @@
 //! segment is added), this writes them in place. The result is checked as the reference's
 //! `ElfVerifier` checks it before it is returned.
 
-use super::Marker;
-use super::msgpack::Value;
+use super::{
+    Elf, ElfError, FATBIN_SECTION, MARKER_SECTION, Phdr, SHT_NOBITS, Shdr, WRAPPER_SECTION,
+    read_u32, section_names, slice, vaddr_to_offset,
+};
+use crate::binary::kpack::{self, HIPF, HIPK, PAGE, WRAPPER_SIZE};
+use crate::binary::transform::{TransformError, Transformed};
 
-pub const MARKER_SECTION: &str = ".rocm_kpack_ref";
-const FATBIN_SECTION: &str = ".hip_fatbin";
-const WRAPPER_SECTION: &str = ".hipFatBinSegment";
-
-const PAGE: u64 = 0x1000;
-const EHDR_SIZE: usize = 64;
 const PHDR_SIZE: u64 = 56;
 const SHDR_SIZE: u64 = 64;
 const SPARE_SLOTS: u64 = 16;
-const WRAPPER_SIZE: u64 = 24;
-const HIPF: u32 = 0x4849_5046;
-const HIPK: u32 = 0x4B50_4948;
 
 const PT_LOAD: u32 = 1;
 const PT_PHDR: u32 = 6;
 const PF_R: u32 = 4;
 const SHT_PROGBITS: u32 = 1;
 const SHT_RELA: u32 = 4;
-const SHT_NOBITS: u32 = 8;
 const SHF_ALLOC: u64 = 2;
 const ET_DYN: u16 = 3;
 const EM_X86_64: u16 = 62;
 const EM_AARCH64: u16 = 183;
-
-/// Why a binary cannot be transformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TransformError {
-    #[error("not a 64-bit little-endian ELF file")]
-    NotElf64,
-    #[error("machine {0} is not supported (x86-64 and AArch64 are)")]
-    Machine(u16),
-    #[error("the file is truncated or a header points outside it ({0})")]
-    Bounds(&'static str),
-    #[error("no .hip_fatbin section: there is no device code to move")]
-    NotFat,
-    #[error("it already has a .rocm_kpack_ref section (split twice?)")]
-    AlreadySplit,
-    #[error("no .hipFatBinSegment section: the fat binary wrappers cannot be redirected")]
-    NoWrappers,
-    #[error(".hipFatBinSegment is {0} bytes, not a whole number of 24-byte wrappers")]
-    WrapperSize(u64),
-    #[error("wrapper {index} has magic 0x{magic:08x}, not HIPF")]
-    WrapperMagic { index: u64, magic: u32 },
-    #[error("address 0x{0:x} is in no segment")]
-    Unmapped(u64),
-    #[error("{count} relocation(s) still point into .hip_fatbin (first at 0x{first:x})")]
-    Relocations { count: usize, first: u64 },
-    #[error(".hip_fatbin is not in a PT_LOAD segment")]
-    FatbinNotLoaded,
-    #[error("the transformed file fails its structural check: {0}")]
-    Verify(String),
-}
-
-/// What a transformation did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transformed {
-    pub data: Vec<u8>,
-    /// Fat binary wrappers redirected (code objects per target the runtime will ask for).
-    pub wrappers: u64,
-    /// Bytes of `.hip_fatbin` cut from the file.
-    pub bytes_removed: u64,
-    pub marker_vaddr: u64,
-}
-
-/// The `.hip_fatbin` section of an ELF file: `Ok(None)` when it has none (or is not a 64-bit
-/// little-endian ELF file: only those are split).
-pub fn fatbin_section(data: &[u8]) -> Result<Option<&[u8]>, TransformError> {
-    let headers = match Headers::parse(data) {
-        Ok(headers) => headers,
-        Err(TransformError::NotElf64) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    match headers.names.iter().position(|n| n == FATBIN_SECTION) {
-        Some(index) => {
-            let shdr = headers.shdrs[index];
-            if shdr.kind == SHT_NOBITS {
-                return Ok(None);
-            }
-            let start =
-                usize::try_from(shdr.offset).map_err(|_| TransformError::Bounds("a section"))?;
-            let end = shdr
-                .offset
-                .checked_add(shdr.size)
-                .and_then(|e| usize::try_from(e).ok())
-                .filter(|e| *e <= data.len())
-                .ok_or(TransformError::Bounds(".hip_fatbin"))?;
-            Ok(Some(&data[start..end]))
-        }
-        None => Ok(None),
-    }
-}
 
 /// Transforms the fat binary `data`: its device code is to be found through `search_paths`
 /// (relative to the binary, `@GFXARCH@` for the target) under `kernel_name` in the packs'
@@ -125,23 +51,26 @@ pub fn transform(
     search_paths: &[String],
     kernel_name: &str,
 ) -> Result<Transformed, TransformError> {
-    let mut elf = Elf::parse(data.to_vec())?;
+    let mut elf = Editor::new(&Elf::parse(data)?)?;
     let fatbin = elf
         .find_section(FATBIN_SECTION)
-        .ok_or(TransformError::NotFat)?;
+        .ok_or(TransformError::NotFat(FATBIN_SECTION))?;
     if elf.find_section(MARKER_SECTION).is_some() {
-        return Err(TransformError::AlreadySplit);
+        return Err(TransformError::AlreadySplit(MARKER_SECTION));
     }
-    let marker = super::marker_bytes(search_paths, kernel_name);
+    let marker = kpack::marker_bytes(search_paths, kernel_name);
     let marker_index = elf.add_section(MARKER_SECTION, &marker)?;
     let marker_vaddr = elf.map_section_to_load(marker_index)?;
 
     let segment = elf
         .find_section(WRAPPER_SECTION)
-        .ok_or(TransformError::NoWrappers)?;
+        .ok_or(TransformError::NoWrappers(WRAPPER_SECTION))?;
     let segment = elf.shdrs[segment];
     if segment.size % WRAPPER_SIZE != 0 {
-        return Err(TransformError::WrapperSize(segment.size));
+        return Err(TransformError::WrapperSize {
+            section: WRAPPER_SECTION,
+            size: segment.size,
+        });
     }
     let wrappers = segment.size / WRAPPER_SIZE;
     for index in 0..wrappers {
@@ -153,111 +82,16 @@ pub fn transform(
     elf.check_no_fatbin_relocations(fatbin.addr, fatbin.size)?;
     let fatbin_index = elf
         .find_section(FATBIN_SECTION)
-        .ok_or(TransformError::NotFat)?;
+        .ok_or(TransformError::NotFat(FATBIN_SECTION))?;
     let bytes_removed = elf.zero_page(fatbin_index)?;
     elf.verify()?;
     Ok(Transformed {
         data: elf.data,
-        wrappers,
         bytes_removed,
-        marker_vaddr,
     })
 }
 
-const EM_AMDGPU: u16 = 224;
-const SHT_NOTE: u32 = 7;
-const NT_AMDGPU_METADATA: u32 = 32;
-
-/// The target a GPU code object was compiled for (`gfx906`, `gfx90a:xnack-`), as its own
-/// metadata note says: the `amdhsa.target` of its `NT_AMDGPU_METADATA` note (code object v3
-/// and later; AMDGPUUsage "Code Object Metadata"), without the `amdgcn-amd-amdhsa--` triple.
-pub fn code_object_target(data: &[u8]) -> Result<String, String> {
-    let headers = Headers::parse(data).map_err(|e| format!("not a code object: {e}"))?;
-    if headers.machine != EM_AMDGPU {
-        return Err(format!("machine {} is not AMDGPU", headers.machine));
-    }
-    for shdr in headers.shdrs.iter().filter(|s| s.kind == SHT_NOTE) {
-        let mut notes =
-            slice(data, shdr.offset, shdr.size, "a note section").map_err(|e| e.to_string())?;
-        while notes.len() >= 12 {
-            let word = |at: usize| {
-                u32::from_le_bytes([notes[at], notes[at + 1], notes[at + 2], notes[at + 3]])
-                    as usize
-            };
-            let (namesz, descsz, kind) = (word(0), word(4), word(8) as u32);
-            let desc_at = 12 + namesz.div_ceil(4) * 4;
-            let end = desc_at + descsz.div_ceil(4) * 4;
-            let (Some(name), Some(desc)) = (
-                notes.get(12..12 + namesz),
-                notes.get(desc_at..desc_at + descsz),
-            ) else {
-                return Err("a note runs past its section".into());
-            };
-            if kind == NT_AMDGPU_METADATA && name.starts_with(b"AMDGPU") {
-                let (value, _) =
-                    super::msgpack::decode(desc).map_err(|e| format!("metadata note: {e}"))?;
-                let target = value
-                    .get("amdhsa.target")
-                    .and_then(Value::as_str)
-                    .ok_or("the metadata note has no amdhsa.target")?;
-                return Ok(target.trim_start_matches("amdgcn-amd-amdhsa--").to_string());
-            }
-            notes = notes.get(end..).unwrap_or(&[]);
-        }
-    }
-    Err("no AMDGPU metadata note (code object v2 or older?)".into())
-}
-
-/// Reads the `.rocm_kpack_ref` marker of a host binary, `None` when it has none.
-pub fn read_marker(data: &[u8]) -> Result<Option<Marker>, String> {
-    let elf = Elf::parse(data.to_vec()).map_err(|e| e.to_string())?;
-    let Some(index) = elf.find_section(MARKER_SECTION) else {
-        return Ok(None);
-    };
-    let content = elf.section_bytes(index).map_err(|e| e.to_string())?;
-    let (search_paths, kernel_name) = super::marker_fields(content)?;
-    let mut wrappers = 0;
-    if let Some(segment) = elf.find_section(WRAPPER_SECTION) {
-        let segment = elf.shdrs[segment];
-        for index in 0..segment.size / WRAPPER_SIZE {
-            let at = elf
-                .vaddr_to_offset(segment.addr + index * WRAPPER_SIZE)
-                .map_err(|e| e.to_string())?;
-            if elf.read_u32(at).map_err(|e| e.to_string())? == HIPK {
-                wrappers += 1;
-            }
-        }
-    }
-    let fatbin_file_bytes = elf
-        .find_section(FATBIN_SECTION)
-        .map(|i| elf.shdrs[i])
-        .filter(|s| s.kind != SHT_NOBITS)
-        .map_or(0, |s| s.size);
-    Ok(Some(Marker {
-        search_paths,
-        kernel_name,
-        wrappers,
-        fatbin_file_bytes,
-    }))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Phdr {
-    kind: u32,
-    flags: u32,
-    offset: u64,
-    vaddr: u64,
-    paddr: u64,
-    filesz: u64,
-    memsz: u64,
-    align: u64,
-}
-
 impl Phdr {
-    fn contains_vaddr(&self, vaddr: u64) -> bool {
-        self.vaddr <= vaddr && vaddr < self.vaddr + self.memsz
-    }
-
     fn to_bytes(self) -> [u8; 56] {
         let mut out = [0u8; 56];
         out[0..4].copy_from_slice(&self.kind.to_le_bytes());
@@ -277,20 +111,6 @@ impl Phdr {
         }
         out
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shdr {
-    name: u32,
-    kind: u32,
-    flags: u64,
-    addr: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    info: u32,
-    addralign: u64,
-    entsize: u64,
 }
 
 impl Shdr {
@@ -318,6 +138,20 @@ fn round_down(value: u64) -> u64 {
     value & !(PAGE - 1)
 }
 
+/// A read-only `PT_LOAD` of `size` bytes at `offset`, mapped at `vaddr`.
+fn read_only_load(offset: u64, vaddr: u64, size: u64) -> Phdr {
+    Phdr {
+        kind: PT_LOAD,
+        flags: PF_R,
+        offset,
+        vaddr,
+        paddr: vaddr,
+        filesz: size,
+        memsz: size,
+        align: PAGE,
+    }
+}
+
 /// The smallest offset at or after `offset` that is congruent to `vaddr` modulo the page.
 fn page_align_offset(offset: u64, vaddr: u64) -> u64 {
     let want = vaddr & (PAGE - 1);
@@ -331,8 +165,8 @@ fn page_align_offset(offset: u64, vaddr: u64) -> u64 {
     }
 }
 
-/// An ELF64 little-endian file being edited in memory, its headers parsed.
-struct Elf {
+/// An ELF64 little-endian file being edited in memory, from the headers [`Elf::parse`] read.
+struct Editor {
     data: Vec<u8>,
     e_type: u16,
     machine: u16,
@@ -344,160 +178,43 @@ struct Elf {
     names: Vec<String>,
 }
 
-/// The headers of an ELF64 little-endian file, read from a slice.
-struct Headers {
-    e_type: u16,
-    machine: u16,
-    phoff: u64,
-    shoff: u64,
-    shstrndx: usize,
-    phdrs: Vec<Phdr>,
-    shdrs: Vec<Shdr>,
-    names: Vec<String>,
-}
-
-fn slice<'a>(
-    data: &'a [u8],
-    at: u64,
-    len: u64,
-    what: &'static str,
-) -> Result<&'a [u8], TransformError> {
-    let start = usize::try_from(at).map_err(|_| TransformError::Bounds(what))?;
-    let end = at
-        .checked_add(len)
-        .and_then(|e| usize::try_from(e).ok())
-        .filter(|e| *e <= data.len())
-        .ok_or(TransformError::Bounds(what))?;
-    Ok(&data[start..end])
-}
-
-fn phdr_from(b: &[u8]) -> Phdr {
-    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-    Phdr {
-        kind: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-        flags: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
-        offset: u64_at(8),
-        vaddr: u64_at(16),
-        paddr: u64_at(24),
-        filesz: u64_at(32),
-        memsz: u64_at(40),
-        align: u64_at(48),
-    }
-}
-
-fn shdr_from(b: &[u8]) -> Shdr {
-    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-    Shdr {
-        name: u32_at(0),
-        kind: u32_at(4),
-        flags: u64_at(8),
-        addr: u64_at(16),
-        offset: u64_at(24),
-        size: u64_at(32),
-        link: u32_at(40),
-        info: u32_at(44),
-        addralign: u64_at(48),
-        entsize: u64_at(56),
-    }
-}
-
-/// Section names from `.shstrtab` (a name that cannot be read is empty, as the reference's
-/// `get_section_name` makes it).
-fn section_names(data: &[u8], shdrs: &[Shdr], shstrndx: usize) -> Vec<String> {
-    let Some(strtab) = shdrs.get(shstrndx).copied() else {
-        return vec![String::new(); shdrs.len()];
-    };
-    shdrs
-        .iter()
-        .map(|s| {
-            let at = strtab.offset.saturating_add(u64::from(s.name));
-            let Some(rest) = usize::try_from(at).ok().and_then(|at| data.get(at..)) else {
-                return String::new();
-            };
-            match rest.iter().position(|b| *b == 0) {
-                Some(end) => String::from_utf8_lossy(&rest[..end]).into_owned(),
-                None => String::new(),
-            }
-        })
-        .collect()
-}
-
-impl Headers {
-    fn parse(data: &[u8]) -> Result<Headers, TransformError> {
-        if data.len() < EHDR_SIZE || &data[..4] != b"\x7fELF" || data[4] != 2 || data[5] != 1 {
-            return Err(TransformError::NotElf64);
+impl Editor {
+    fn new(elf: &Elf<'_>) -> Result<Editor, TransformError> {
+        if !elf.is_64_le() {
+            return Err(TransformError::Unsupported("64-bit little-endian ELF file"));
         }
-        let u16_at = |at: usize| u16::from_le_bytes([data[at], data[at + 1]]);
-        let u64_at = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap_or([0; 8]));
-        let (phoff, shoff) = (u64_at(32), u64_at(40));
-        let (phnum, shnum) = (u64::from(u16_at(56)), u64::from(u16_at(60)));
-        if (phnum > 0 && u64::from(u16_at(54)) != PHDR_SIZE)
-            || (shnum > 0 && u64::from(u16_at(58)) != SHDR_SIZE)
-        {
-            return Err(TransformError::Bounds("header entry sizes"));
-        }
-        let phdrs = (0..phnum)
-            .map(|i| {
-                slice(data, phoff + i * PHDR_SIZE, PHDR_SIZE, "a program header").map(phdr_from)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let shdrs = (0..shnum)
-            .map(|i| {
-                slice(data, shoff + i * SHDR_SIZE, SHDR_SIZE, "a section header").map(shdr_from)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let shstrndx = usize::from(u16_at(62));
-        let names = section_names(data, &shdrs, shstrndx);
-        Ok(Headers {
-            e_type: u16_at(16),
-            machine: u16_at(18),
-            phoff,
-            shoff,
-            shstrndx,
-            phdrs,
-            shdrs,
-            names,
-        })
-    }
-}
-
-impl Elf {
-    fn parse(data: Vec<u8>) -> Result<Elf, TransformError> {
-        let headers = Headers::parse(&data)?;
-        Ok(Elf {
-            e_type: headers.e_type,
-            machine: headers.machine,
-            phoff: headers.phoff,
-            shoff: headers.shoff,
-            shstrndx: headers.shstrndx,
-            phdrs: headers.phdrs,
-            shdrs: headers.shdrs,
-            names: headers.names,
-            data,
+        Ok(Editor {
+            data: elf.data.to_vec(),
+            e_type: elf.e_type,
+            machine: elf.machine,
+            phoff: elf.phoff,
+            shoff: elf.shoff,
+            shstrndx: elf.shstrndx,
+            phdrs: elf.phdrs.clone(),
+            shdrs: elf.shdrs.clone(),
+            names: elf.names.clone(),
         })
     }
 
-    fn bytes(&self, at: u64, len: u64, what: &'static str) -> Result<&[u8], TransformError> {
+    fn bytes(&self, at: u64, len: u64, what: &'static str) -> Result<&[u8], ElfError> {
         slice(&self.data, at, len, what)
     }
 
-    fn read_u32(&self, at: u64) -> Result<u32, TransformError> {
-        let b = self.bytes(at, 4, "a value")?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    fn read_u32(&self, at: u64) -> Result<u32, ElfError> {
+        read_u32(&self.data, at)
     }
 
-    fn read_u64(&self, at: u64) -> Result<u64, TransformError> {
+    fn read_u64(&self, at: u64) -> Result<u64, ElfError> {
         let b = self.bytes(at, 8, "a value")?;
         Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     }
 
-    fn write(&mut self, at: u64, bytes: &[u8]) -> Result<(), TransformError> {
-        let start = usize::try_from(at).map_err(|_| TransformError::Bounds("a write"))?;
+    fn write(&mut self, at: u64, bytes: &[u8]) -> Result<(), ElfError> {
+        let start = usize::try_from(at).map_err(|_| ElfError::Bounds("a write"))?;
         let end = start
             .checked_add(bytes.len())
             .filter(|e| *e <= self.data.len())
-            .ok_or(TransformError::Bounds("a write"))?;
+            .ok_or(ElfError::Bounds("a write"))?;
         self.data[start..end].copy_from_slice(bytes);
         Ok(())
     }
@@ -510,12 +227,12 @@ impl Elf {
         self.names.iter().position(|n| n == name)
     }
 
-    fn section_bytes(&self, index: usize) -> Result<&[u8], TransformError> {
+    fn section_bytes(&self, index: usize) -> Result<&[u8], ElfError> {
         let shdr = self.shdrs[index];
         self.bytes(shdr.offset, shdr.size, "a section")
     }
 
-    fn write_ehdr(&mut self) -> Result<(), TransformError> {
+    fn write_ehdr(&mut self) -> Result<(), ElfError> {
         let phoff = self.phoff.to_le_bytes();
         let shoff = self.shoff.to_le_bytes();
         let phnum = (self.phdrs.len() as u16).to_le_bytes();
@@ -526,7 +243,7 @@ impl Elf {
         self.write(60, &shnum)
     }
 
-    fn write_shdr(&mut self, index: usize) -> Result<(), TransformError> {
+    fn write_shdr(&mut self, index: usize) -> Result<(), ElfError> {
         let bytes = self.shdrs[index].to_bytes();
         self.write(self.shoff + index as u64 * SHDR_SIZE, &bytes)
     }
@@ -539,7 +256,7 @@ impl Elf {
         let strtab = *self
             .shdrs
             .get(self.shstrndx)
-            .ok_or(TransformError::Bounds("the section name table index"))?;
+            .ok_or(ElfError::Bounds("the section name table index"))?;
         let mut names = self
             .bytes(strtab.offset, strtab.size, "the section name table")?
             .to_vec();
@@ -612,7 +329,7 @@ impl Elf {
                 self.write(self.phoff + i as u64 * PHDR_SIZE, &phdr.to_bytes())?;
             }
             self.phdrs = phdrs;
-            return self.write_ehdr();
+            return Ok(self.write_ehdr()?);
         }
         let vaddr = round_up(Self::max_load_end(&phdrs));
         let end = self.data.len() as u64;
@@ -631,16 +348,7 @@ impl Elf {
                 ..*phdr
             };
         }
-        phdrs.push(Phdr {
-            kind: PT_LOAD,
-            flags: PF_R,
-            offset,
-            vaddr,
-            paddr: vaddr,
-            filesz: size,
-            memsz: size,
-            align: PAGE,
-        });
+        phdrs.push(read_only_load(offset, vaddr, size));
         for phdr in &phdrs {
             self.data.extend_from_slice(&phdr.to_bytes());
         }
@@ -649,7 +357,7 @@ impl Elf {
             .resize(self.data.len() + (unused * PHDR_SIZE) as usize, 0);
         self.phoff = offset;
         self.phdrs = phdrs;
-        self.write_ehdr()
+        Ok(self.write_ehdr()?)
     }
 
     /// operations.py `map_section_to_load`; returns the section's new address.
@@ -664,16 +372,7 @@ impl Elf {
             self.data.extend_from_slice(&content);
         }
         let mut phdrs = self.phdrs.clone();
-        phdrs.push(Phdr {
-            kind: PT_LOAD,
-            flags: PF_R,
-            offset,
-            vaddr,
-            paddr: vaddr,
-            filesz: section.size,
-            memsz: section.size,
-            align: PAGE,
-        });
+        phdrs.push(read_only_load(offset, vaddr, section.size));
         // Judged with the headers as they are: the new segment is not written yet.
         let (shdrs, current) = (self.shdrs.clone(), self.phdrs.clone());
         self.apply_phdrs(phdrs, (&shdrs, &current))?;
@@ -685,14 +384,8 @@ impl Elf {
         Ok(vaddr)
     }
 
-    /// The file offset of `vaddr` through the first program header (of any type) holding it,
-    /// as surgery.py `vaddr_to_file_offset` finds it.
-    fn vaddr_to_offset(&self, vaddr: u64) -> Result<u64, TransformError> {
-        self.phdrs
-            .iter()
-            .find(|p| p.contains_vaddr(vaddr))
-            .map(|p| p.offset + (vaddr - p.vaddr))
-            .ok_or(TransformError::Unmapped(vaddr))
+    fn vaddr_to_offset(&self, vaddr: u64) -> Result<u64, ElfError> {
+        vaddr_to_offset(&self.phdrs, vaddr)
     }
 
     fn relative_type(&self) -> Result<u32, TransformError> {
@@ -773,7 +466,9 @@ impl Elf {
         match inside.first() {
             Some(first) => Err(TransformError::Relocations {
                 count: inside.len(),
-                first: *first,
+                kind: "relocation",
+                section: FATBIN_SECTION,
+                first: format!("0x{first:x}"),
             }),
             None => Ok(()),
         }
@@ -813,7 +508,7 @@ impl Elf {
         }
         let cut = aligned_offset as usize..(aligned_offset + aligned_size) as usize;
         if cut.end > self.data.len() {
-            return Err(TransformError::Bounds(".hip_fatbin"));
+            return Err(ElfError::Bounds(".hip_fatbin").into());
         }
         self.data.drain(cut);
         if self.phoff > aligned_offset {
@@ -863,7 +558,12 @@ impl Elf {
 
     /// elf/verify.py `ElfVerifier`'s errors (its warnings are not failures there either).
     fn verify(&self) -> Result<(), TransformError> {
-        let fail = |detail: String| Err(TransformError::Verify(detail));
+        let fail = |detail: String| {
+            Err(TransformError::Verify {
+                what: "file",
+                detail,
+            })
+        };
         let loads: Vec<&Phdr> = self.phdrs.iter().filter(|p| p.kind == PT_LOAD).collect();
         for (i, a) in loads.iter().enumerate() {
             if a.offset % PAGE != a.vaddr % PAGE {

@@ -12,29 +12,21 @@
 //!   `device-<processor>`, requiring that device package at the host's version, and
 //!   `device-all`, requiring every device package.
 
-use super::SplitError;
+use crate::wheel::filename::escape_name;
 
-/// A target's processor (`gfx90a` for `gfx90a:sramecc+:xnack-`), checked to be a specific
-/// gfx processor. LLVM's generic targets (`gfx11-generic`) have no per-target package in the
-/// reference's hierarchy, so they are refused rather than given an invented name.
-pub fn processor(arch: &str) -> Result<&str, String> {
-    let processor = arch.split(':').next().unwrap_or(arch);
-    let digits = processor.strip_prefix("gfx").unwrap_or("");
-    let specific = digits.len() >= 3
-        && digits.starts_with(|c: char| c.is_ascii_digit())
-        && digits
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, 'a'..='f'));
-    if specific {
-        Ok(processor)
-    } else if digits.contains("generic") {
-        Err(format!(
-            "'{arch}' is an LLVM generic target; device packages are per processor \
-             (build for specific targets, e.g. gfx1100 rather than gfx11-generic)"
-        ))
-    } else {
-        Err(format!("'{arch}' is not a gfx processor"))
-    }
+/// The device package prefix of a distribution, as the reference names them
+/// (`amd-torch-device`, `amd-torchvision-device`).
+pub fn device_prefix(dist: &str) -> String {
+    format!(
+        "amd-{}-device",
+        crate::wheel::filename::normalize_name(dist)
+    )
+}
+
+/// Whether `file_name` is a device wheel of the device packages `prefix` names
+/// (`amd_torch_device_gfx906-….whl` for `amd-torch-device`), of any processor or version.
+pub fn is_device_wheel(prefix: &str, file_name: &str) -> bool {
+    file_name.starts_with(&format!("{}_", escape_name(prefix))) && file_name.ends_with(".whl")
 }
 
 /// The device package of a processor: `amd-torch-device` + `gfx942`.
@@ -91,9 +83,8 @@ pub fn host_metadata(
     prefix: &str,
     version: &str,
     processors: &[String],
-) -> Result<Vec<u8>, SplitError> {
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| SplitError::Metadata("METADATA is not UTF-8".into()))?;
+) -> Result<Vec<u8>, std::str::Utf8Error> {
+    let text = std::str::from_utf8(raw)?;
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut lines = vec![format!("Requires-Dist: {BOOTSTRAP}")];
     for processor in processors {
@@ -129,18 +120,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_processors_and_refuses_generic_targets() {
-        assert_eq!(processor("gfx906"), Ok("gfx906"));
-        assert_eq!(processor("gfx942:xnack+"), Ok("gfx942"));
-        assert_eq!(processor("gfx90a:sramecc+:xnack-"), Ok("gfx90a"));
-        assert_eq!(processor("gfx1151"), Ok("gfx1151"));
-        assert!(
-            processor("gfx11-generic")
-                .expect_err("generic")
-                .contains("generic target")
-        );
-        assert!(processor("sm_90").is_err());
-        assert!(processor("gfx").is_err());
+    fn knows_its_device_wheels_by_name() {
+        let prefix = "amd-torch-device";
+        assert!(is_device_wheel(
+            prefix,
+            "amd_torch_device_gfx906-2.10.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(
+            prefix,
+            "amd_torchvision_device_gfx906-0.25.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(
+            prefix,
+            "torch-2.10.0-cp311-cp311-linux_x86_64.whl"
+        ));
+        assert!(!is_device_wheel(prefix, "amd_torch_device_gfx906.txt"));
+    }
+
+    #[test]
+    fn names_device_packages_by_processor() {
         assert_eq!(
             device_name("amd-torch-device", "gfx906"),
             "amd-torch-device-gfx906"
